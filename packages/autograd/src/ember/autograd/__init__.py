@@ -1,4 +1,33 @@
-"""ember.autograd (placeholder shell; the capability lands with its issue)."""
+"""ember.autograd: dynamic define-by-run reverse-mode automatic differentiation.
+
+Importing this package registers the autograd layer with ember.tensor's op registry; from
+then on, ops on tensors that require grad record a graph, and ``backward()`` / :func:`grad`
+walk it backwards::
+
+    >>> import ember.tensor as et, ember.autograd as ag
+    >>> x = et.tensor([1., 2., 3.], requires_grad=True)
+    >>> x.mean().backward(); x.grad
+    tensor([0.3333, 0.3333, 0.3333])
+"""
+from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+
+from . import functional, graph
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
+from .api import Variable, _engine_api, backward, grad
+from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
+from .gradcheck import gradcheck, gradgradcheck
+from .grad_mode import (
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+    set_grad_enabled,
+)
+
+graph.install()
+
+__all__ = [
+    "Function", "FunctionCtx", "InplaceFunction", "NestedIOFunction", "Variable",
+    "backward", "detect_anomaly", "enable_grad", "functional", "grad", "gradcheck",
+    "gradgradcheck", "graph", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
+    "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled", "__version__",
+]

@@ -1,0 +1,798 @@
+"""The one table of derivatives.
+
+One entry per differentiable op of ember.tensor's registry: ``@vjp(name, save=..., out=...)``
+names the positional arguments the formula reads (only those are kept alive and checked against
+version counters) and whether it reads the op's output. A formula gets ``c`` (``c.args``,
+``c.kwargs``, ``c.out``, ``c.needs``) and the output gradient ``g``, and returns one gradient per
+positional argument (None where there is none; a list for a list argument). Formulas are written
+with ember ops, so with ``create_graph=True`` they are recorded too and second derivatives come
+from the same table. Gradients come back in the broadcast shape and result dtype; the engine
+reduces them to each input's shape and dtype in one place (``graph._reduce_to``).
+"""
+from __future__ import annotations
+
+import math
+
+import ember.tensor as et
+
+__all__ = ["TABLE", "vjp"]
+
+
+class Entry:
+    __slots__ = ("vjp", "save", "save_out")
+
+    def __init__(self, fn, save, save_out):
+        self.vjp, self.save, self.save_out = fn, frozenset(save), save_out
+
+
+TABLE: dict[str, Entry] = {}
+
+
+def vjp(*names: str, save=(), out: bool = False):
+    """Register ``fn(c, g)`` as the derivative of the ops ``names``."""
+    def deco(fn):
+        for name in names:
+            if name in TABLE:
+                raise RuntimeError(f"derivative of {name!r} declared twice")
+            TABLE[name] = Entry(fn, save, out)
+        return fn
+    return deco
+
+
+def _t(x) -> bool:
+    return isinstance(x, et.Tensor)
+
+
+# --------------------------------------------------------------------------- arithmetic
+@vjp("add")
+def _add(c, g):
+    return g, g
+
+
+@vjp("sub")
+def _sub(c, g):
+    return g, (-g if c.needs[1] else None)
+
+
+@vjp("mul", save=(0, 1))
+def _mul(c, g):
+    a, b = c.args
+    return (g * b if c.needs[0] else None), (g * a if c.needs[1] else None)
+
+
+@vjp("div", save=(0, 1))
+def _div(c, g):
+    a, b = c.args
+    ga = g / b if c.needs[0] else None
+    gb = -g * a / (b * b) if c.needs[1] else None
+    return ga, gb
+
+
+@vjp("pow", save=(0, 1), out=True)
+def _pow(c, g):
+    a, b = c.args
+    ga = gb = None
+    if c.needs[0]:
+        if _t(b):
+            ga = g * b * et.where(b == 0, et.ones_like(a), a) ** (b - 1)
+        else:
+            ga = g * b * a ** (b - 1) if b != 0 else et.zeros_like(a)
+    if c.needs[1]:
+        base = a if _t(a) else et.full_like(b, a)
+        safe = et.where(base > 0, base, et.ones_like(base))
+        gb = et.where((base == 0) & (b >= 0), et.zeros_like(g), g * c.out * et.log(safe))
+        gb = et.where(base < 0, g * c.out * et.log(base), gb) if _t(a) else gb
+    return ga, gb
+
+
+@vjp("remainder", save=(0, 1))
+def _remainder(c, g):
+    a, b = c.args
+    return g, (-g * et.floor_divide(a, b) if c.needs[1] else None)
+
+
+@vjp("fmod", save=(0, 1))
+def _fmod(c, g):
+    a, b = c.args
+    return g, (-g * et.trunc(a / b) if c.needs[1] else None)
+
+
+@vjp("atan2", save=(0, 1))
+def _atan2(c, g):
+    a, b = c.args
+    denom = a * a + b * b
+    return (g * b / denom if c.needs[0] else None), (-g * a / denom if c.needs[1] else None)
+
+
+@vjp("hypot", save=(0, 1), out=True)
+def _hypot(c, g):
+    a, b = c.args
+    return (g * a / c.out if c.needs[0] else None), (g * b / c.out if c.needs[1] else None)
+
+
+def _minmax(c, g, pick_a):
+    a, b = c.args
+    half = 0.5 * g
+    tie = a == b
+    ga = et.where(pick_a, g, et.where(tie, half, et.zeros_like(g))) if c.needs[0] else None
+    gb = et.where(pick_a | tie, et.where(tie, half, et.zeros_like(g)), g) if c.needs[1] else None
+    return ga, gb
+
+
+@vjp("maximum", "fmax", save=(0, 1))
+def _maximum(c, g):
+    a, b = c.args
+    return _minmax(c, g, a > b)
+
+
+@vjp("minimum", "fmin", save=(0, 1))
+def _minimum(c, g):
+    a, b = c.args
+    return _minmax(c, g, a < b)
+
+
+# --------------------------------------------------------------------------- unary
+@vjp("neg")
+def _neg(c, g):
+    return (-g,)
+
+
+@vjp("exp", out=True)
+def _exp(c, g):
+    return (g * c.out,)
+
+
+@vjp("exp2", out=True)
+def _exp2(c, g):
+    return (g * c.out * math.log(2.0),)
+
+
+@vjp("expm1", out=True)
+def _expm1(c, g):
+    return (g * (c.out + 1),)
+
+
+@vjp("log", save=(0,))
+def _log(c, g):
+    return (g / c.args[0],)
+
+
+@vjp("log1p", save=(0,))
+def _log1p(c, g):
+    return (g / (c.args[0] + 1),)
+
+
+@vjp("log2", save=(0,))
+def _log2(c, g):
+    return (g / (c.args[0] * math.log(2.0)),)
+
+
+@vjp("log10", save=(0,))
+def _log10(c, g):
+    return (g / (c.args[0] * math.log(10.0)),)
+
+
+@vjp("sqrt", out=True)
+def _sqrt(c, g):
+    return (g / (2 * c.out),)
+
+
+@vjp("rsqrt", out=True)
+def _rsqrt(c, g):
+    return (-0.5 * g * c.out ** 3,)
+
+
+@vjp("reciprocal", out=True)
+def _reciprocal(c, g):
+    return (-g * c.out * c.out,)
+
+
+@vjp("sin", save=(0,))
+def _sin(c, g):
+    return (g * et.cos(c.args[0]),)
+
+
+@vjp("cos", save=(0,))
+def _cos(c, g):
+    return (-g * et.sin(c.args[0]),)
+
+
+@vjp("tan", out=True)
+def _tan(c, g):
+    return (g * (1 + c.out * c.out),)
+
+
+@vjp("asin", save=(0,))
+def _asin(c, g):
+    a = c.args[0]
+    return (g / et.sqrt(1 - a * a),)
+
+
+@vjp("acos", save=(0,))
+def _acos(c, g):
+    a = c.args[0]
+    return (-g / et.sqrt(1 - a * a),)
+
+
+@vjp("atan", save=(0,))
+def _atan(c, g):
+    a = c.args[0]
+    return (g / (1 + a * a),)
+
+
+@vjp("sinh", save=(0,))
+def _sinh(c, g):
+    return (g * et.cosh(c.args[0]),)
+
+
+@vjp("cosh", save=(0,))
+def _cosh(c, g):
+    return (g * et.sinh(c.args[0]),)
+
+
+@vjp("tanh", out=True)
+def _tanh(c, g):
+    return (g * (1 - c.out * c.out),)
+
+
+@vjp("asinh", save=(0,))
+def _asinh(c, g):
+    a = c.args[0]
+    return (g / et.sqrt(a * a + 1),)
+
+
+@vjp("acosh", save=(0,))
+def _acosh(c, g):
+    a = c.args[0]
+    return (g / et.sqrt(a * a - 1),)
+
+
+@vjp("atanh", save=(0,))
+def _atanh(c, g):
+    a = c.args[0]
+    return (g / (1 - a * a),)
+
+
+@vjp("sigmoid", out=True)
+def _sigmoid(c, g):
+    return (g * c.out * (1 - c.out),)
+
+
+@vjp("erf", save=(0,))
+def _erf(c, g):
+    a = c.args[0]
+    return (g * (2.0 / math.sqrt(math.pi)) * et.exp(-a * a),)
+
+
+@vjp("erfc", save=(0,))
+def _erfc(c, g):
+    a = c.args[0]
+    return (g * (-2.0 / math.sqrt(math.pi)) * et.exp(-a * a),)
+
+
+@vjp("erfinv", out=True)
+def _erfinv(c, g):
+    return (g * (math.sqrt(math.pi) / 2.0) * et.exp(c.out * c.out),)
+
+
+@vjp("abs", save=(0,))
+def _abs(c, g):
+    return (g * et.sign(c.args[0]),)
+
+
+@vjp("frac")
+def _frac(c, g):
+    return (g,)
+
+
+@vjp("square", save=(0,))
+def _square(c, g):
+    return (2 * g * c.args[0],)
+
+
+@vjp("clamp", save=(0, 1, 2))
+def _clamp(c, g):
+    a, lo, hi = (list(c.args) + [None, None])[:3]
+    lo = c.kwargs.get("min", lo)
+    hi = c.kwargs.get("max", hi)
+    keep = et.ones_like(a, dtype=et.bool)
+    if lo is not None:
+        keep = keep & (a >= lo)
+    if hi is not None:
+        keep = keep & (a <= hi)
+    zero = et.zeros_like(g)
+    ga = et.where(keep, g, zero)
+    glo = et.where(a < lo, g, zero) if _t(lo) and lo.requires_grad else None
+    ghi = et.where(a > hi, g, zero) if _t(hi) and hi.requires_grad else None
+    return ga, glo, ghi
+
+
+@vjp("where", save=(0,))
+def _where(c, g):
+    cond = c.args[0]
+    zero = et.zeros_like(g)
+    return (None, (et.where(cond, g, zero) if c.needs[1] else None),
+            (et.where(cond, zero, g) if c.needs[2] else None))
+
+
+@vjp("lerp", save=(0, 1, 2))
+def _lerp(c, g):
+    a, e, w = c.args
+    ga = g * (1 - w) if c.needs[0] else None
+    ge = g * w if c.needs[1] else None
+    gw = g * (e - a) if len(c.needs) > 2 and c.needs[2] else None
+    return ga, ge, gw
+
+
+@vjp("masked_fill", save=(1,))
+def _masked_fill(c, g):
+    mask = c.args[1]
+    zero = et.zeros_like(g)
+    gv = et.where(mask, g, zero).sum() if c.needs[2] else None
+    return et.where(mask, zero, g), None, gv
+
+
+# --------------------------------------------------------------------------- copies, casts
+@vjp("clone", "_ascontiguous")
+def _identity(c, g):
+    return (g,)
+
+
+@vjp("_to_copy", save=(0,))
+def _to_copy(c, g):
+    src = c.args[0]
+    return (g.to(device=src.device),)
+
+
+@vjp("tril")
+def _tril(c, g):
+    return (et.tril(g, c.args[1] if len(c.args) > 1 else c.kwargs.get("diagonal", 0)),)
+
+
+@vjp("triu")
+def _triu(c, g):
+    return (et.triu(g, c.args[1] if len(c.args) > 1 else c.kwargs.get("diagonal", 0)),)
+
+
+# --------------------------------------------------------------------------- views
+@vjp("view", "squeeze")
+def _view(c, g):
+    return (g.reshape(c.meta[0][0]),)
+
+
+@vjp("permute")
+def _permute(c, g):
+    dims = c.args[1]
+    n = len(dims)
+    inv = [0] * n
+    for i, d in enumerate(dims):
+        inv[d % n if n else 0] = i
+    return (g.permute(*inv) if n else g,)
+
+
+@vjp("expand")
+def _expand(c, g):
+    return (g,)  # summed back to the input's shape by the engine
+
+
+@vjp("unsqueeze")
+def _unsqueeze(c, g):
+    return (g.squeeze(c.args[1]),)
+
+
+@vjp("slice_view", save=(0,))
+def _slice_view(c, g):
+    x, dim, start, end = c.args[:4]
+    step = c.args[4] if len(c.args) > 4 else c.kwargs.get("step", 1)
+    return (et.slice_scatter(et.zeros_like(x), g, dim, start, end, step),)
+
+
+@vjp("select", save=(0,))
+def _select(c, g):
+    x, dim, index = c.args
+    return (et.select_scatter(et.zeros_like(x), g, dim, index),)
+
+
+@vjp("slice_scatter")
+def _slice_scatter(c, g):
+    _, _, dim, start, end = (list(c.args) + [0, None, None])[:5]
+    step = c.args[5] if len(c.args) > 5 else c.kwargs.get("step", 1)
+    dim = c.kwargs.get("dim", dim)
+    gi = et.slice_scatter(g, et.zeros_like(et.slice_view(g, dim, start, end, step)), dim,
+                          start, end, step) if c.needs[0] else None
+    gs = et.slice_view(g, dim, start, end, step) if c.needs[1] else None
+    return gi, gs
+
+
+@vjp("select_scatter")
+def _select_scatter(c, g):
+    _, _, dim, index = c.args
+    gs = et.select(g, dim, index)
+    gi = et.select_scatter(g, et.zeros_like(gs), dim, index) if c.needs[0] else None
+    return gi, (gs if c.needs[1] else None)
+
+
+@vjp("diagonal_scatter")
+def _diagonal_scatter(c, g):
+    offset, d1, d2 = (list(c.args[2:]) + [0, 0, 1][len(c.args) - 2:])[:3]
+    gs = et.diagonal(g, offset, d1, d2)
+    gi = et.diagonal_scatter(g, et.zeros_like(gs), offset, d1, d2) if c.needs[0] else None
+    return gi, (gs if c.needs[1] else None)
+
+
+def _index_backward(x: et.Tensor, view_fn, g: et.Tensor) -> et.Tensor:
+    """Backward of any view op by scatter-adding ``g`` through the element index map."""
+    idx = view_fn(et.arange(x.numel()).view(x.shape))
+    flat = et.zeros(x.numel(), dtype=g.dtype, device=g.device)
+    return flat.index_add(0, idx.reshape(-1), g.reshape(-1)).view(x.shape)
+
+
+@vjp("unfold", save=(0,))
+def _unfold(c, g):
+    x, dim, size, step = c.args
+    return (_index_backward(x, lambda t: t.unfold(dim, size, step), g),)
+
+
+@vjp("diagonal", save=(0,))
+def _diagonal(c, g):
+    x = c.args[0]
+    rest = c.args[1:]
+    return (et.diagonal_scatter(et.zeros_like(x), g, *rest, **c.kwargs),)
+
+
+@vjp("as_strided", save=(0,))
+def _as_strided(c, g):
+    x = c.args[0]
+    size, stride = c.args[1], c.args[2]
+    offset = c.args[3] if len(c.args) > 3 else c.kwargs.get("storage_offset")
+    base_off = x.storage_offset()
+    rel = None if offset is None else offset - base_off
+
+    def view_fn(idx):
+        # the same geometry relative to x, over x's own element indices (x is assumed dense)
+        strides = x.stride()
+        pos = et.empty_strided(x.shape, strides, dtype=et.int64)
+        pos.copy_(idx)
+        return et.as_strided(pos, size, stride, None if rel is None else
+                             pos.storage_offset() + rel)
+
+    return (_index_backward(x, view_fn, g),)
+
+
+@vjp("cat")
+def _cat(c, g):
+    dim = c.args[1] if len(c.args) > 1 else c.kwargs.get("dim", 0)
+    return (_cat_split(c, g, dim),)
+
+
+def _cat_split(c, g, dim):
+    sizes = [m[0] for m in c.meta[0]]
+    nd = g.dim()
+    dim = dim % nd
+    out, start = [], 0
+    for shape in sizes:
+        if len(shape) == 1 and shape[0] == 0 and nd != 1:
+            out.append(None)
+            continue
+        n = shape[dim]
+        out.append(et.narrow(g, dim, start, n))
+        start += n
+    return out
+
+
+@vjp("stack")
+def _stack(c, g):
+    dim = c.args[1] if len(c.args) > 1 else c.kwargs.get("dim", 0)
+    return (list(et.unbind(g, dim)),)
+
+
+# --------------------------------------------------------------------------- reductions
+def _rdims(c, x, pos: int = 1):
+    from ember.tensor._reduction import _dims
+
+    dim = c.args[pos] if len(c.args) > pos else c.kwargs.get("dim")
+    return _dims(dim, x.dim(), "backward")
+
+
+def _keepdim(c, pos: int = 2) -> bool:
+    return bool(c.args[pos]) if len(c.args) > pos else bool(c.kwargs.get("keepdim", False))
+
+
+def _unreduce(g, shape, dims, keepdim):
+    """Bring a reduced gradient back to ``shape`` (broadcast view)."""
+    if not keepdim:
+        for d in sorted(dims):
+            g = g.unsqueeze(d)
+    return g.expand(*shape)
+
+
+@vjp("sum", save=(0,))
+def _sum(c, g):
+    x = c.args[0]
+    return (_unreduce(g, x.shape, _rdims(c, x), _keepdim(c)),)
+
+
+@vjp("nansum", save=(0,))
+def _nansum(c, g):
+    x = c.args[0]
+    full = _unreduce(g, x.shape, _rdims(c, x), _keepdim(c))
+    return (et.where(et.isnan(x), et.zeros_like(full), full),)
+
+
+@vjp("mean", save=(0,))
+def _mean(c, g):
+    x = c.args[0]
+    dims = _rdims(c, x)
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    return (_unreduce(g, x.shape, dims, _keepdim(c)) / max(n, 1),)
+
+
+def _exclusive_prod(x, dim):
+    """Product of all other elements along ``dim`` (exact with zeros)."""
+    ones = et.ones_like(x.narrow(dim, 0, 1))
+    left = et.cat([ones, x.narrow(dim, 0, x.shape[dim] - 1)], dim).cumprod(dim)
+    xr = x.flip(dim)
+    right = et.cat([ones, xr.narrow(dim, 0, x.shape[dim] - 1)], dim).cumprod(dim).flip(dim)
+    return left * right
+
+
+@vjp("prod", save=(0,))
+def _prod(c, g):
+    x = c.args[0]
+    dims = _rdims(c, x)
+    if x.dim() == 0:
+        return (g,)
+    if len(dims) == x.dim() and x.dim() > 1:
+        flat = x.reshape(-1)
+        return ((_exclusive_prod(flat, 0) * _unreduce(g, flat.shape, (0,), False)
+                 .reshape(-1)).reshape(x.shape) if not _keepdim(c) else
+                (_exclusive_prod(flat, 0).reshape(x.shape) * g),)
+    (d,) = dims if len(dims) == 1 else (dims[0],)
+    return (_exclusive_prod(x, d) * _unreduce(g, x.shape, dims, _keepdim(c)),)
+
+
+@vjp("var", save=(0,))
+def _var(c, g):
+    x = c.args[0]
+    dims = _rdims(c, x)
+    corr = c.kwargs.get("correction", 1)
+    keep = bool(c.kwargs.get("keepdim", False))
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    centered = x - x.mean(dims, keepdim=True)
+    return (_unreduce(g, x.shape, dims, keep) * centered * (2.0 / max(n - corr, 0)),)
+
+
+@vjp("norm", save=(0,), out=True)
+def _norm(c, g):
+    x = c.args[0]
+    p = c.args[1] if len(c.args) > 1 else c.kwargs.get("p", "fro")
+    dims = _rdims(c, x, 2)
+    keep = _keepdim(c, 3)
+    gx = _unreduce(g, x.shape, dims, keep)
+    out = _unreduce(c.out, x.shape, dims, keep)
+    if p in ("fro", 2, 2.0, None):
+        safe = et.where(out == 0, et.ones_like(out), out)
+        return (et.where(out == 0, et.zeros_like(gx), gx * x / safe),)
+    if p == 1:
+        return (gx * et.sign(x),)
+    if p in (float("inf"), float("-inf")):
+        hit = (x.abs() == out).to(x.dtype)
+        count = hit.sum(dims, keepdim=True)
+        return (gx * et.sign(x) * hit / count,)
+    if p == 0:
+        return (et.zeros_like(x),)
+    safe = et.where(out == 0, et.ones_like(out), out)
+    val = gx * et.sign(x) * x.abs() ** (p - 1) / safe ** (p - 1)
+    return (et.where(out == 0, et.zeros_like(val), val),)
+
+
+@vjp("amax", "amin", save=(0,), out=True)
+def _amax(c, g):
+    x = c.args[0]
+    dims = _rdims(c, x)
+    keep = _keepdim(c)
+    out = _unreduce(c.out, x.shape, dims, keep)
+    hit = (x == out).to(g.dtype)
+    count = hit.sum(dims, keepdim=True)
+    return (_unreduce(g, x.shape, dims, keep) * hit / count,)
+
+
+def _scatter_back(x, g, idx, dim, keepdim):
+    if not keepdim and x.dim():
+        g, idx = g.unsqueeze(dim), idx.unsqueeze(dim)
+    if x.dim() == 0:
+        return g.reshape(())
+    return et.zeros_like(x).scatter(dim, idx, g)
+
+
+def _dim_arg(c, pos=1, default=-1):
+    from ember.tensor._reduction import _one_dim
+
+    x = c.args[0]
+    dim = c.args[pos] if len(c.args) > pos else c.kwargs.get("dim", default)
+    return _one_dim(dim, x.dim(), "backward") if x.dim() else 0
+
+
+@vjp("max_dim", "min_dim", "median_dim", "mode", save=(0,), out=True)
+def _max_dim(c, g):
+    x = c.args[0]
+    gv = g[0] if isinstance(g, (tuple, list)) else g
+    return (_scatter_back(x, gv, c.out[1], _dim_arg(c), _keepdim(c)),)
+
+
+@vjp("kthvalue", save=(0,), out=True)
+def _kthvalue(c, g):
+    x = c.args[0]
+    gv = g[0] if isinstance(g, (tuple, list)) else g
+    return (_scatter_back(x, gv, c.out[1], _dim_arg(c, 2), _keepdim(c, 3)),)
+
+
+@vjp("sort", save=(0,), out=True)
+def _sort(c, g):
+    gv = g[0] if isinstance(g, (tuple, list)) else g
+    return (_scatter_back(c.args[0], gv, c.out[1], _dim_arg(c, 1), True),)
+
+
+@vjp("topk", save=(0,), out=True)
+def _topk(c, g):
+    gv = g[0] if isinstance(g, (tuple, list)) else g
+    return (_scatter_back(c.args[0], gv, c.out[1], _dim_arg(c, 2), True),)
+
+
+@vjp("median", save=(0,), out=True)
+def _median(c, g):
+    x = c.args[0]
+    flat = x.reshape(-1)
+    idx = (flat == c.out).nonzero()[0]
+    return (et.zeros_like(flat).index_put((idx,), g.reshape(1)).reshape(x.shape),)
+
+
+@vjp("logsumexp", save=(0,), out=True)
+def _logsumexp(c, g):
+    x = c.args[0]
+    dims = _rdims(c, x)
+    keep = _keepdim(c)
+    return (_unreduce(g, x.shape, dims, keep) * et.exp(x - _unreduce(c.out, x.shape, dims,
+                                                                     keep)),)
+
+
+def _scan_dim(c):
+    return _dim_arg(c, 1, None)
+
+
+@vjp("cumsum")
+def _cumsum(c, g):
+    d = _scan_dim(c)
+    if g.dim() == 0:
+        return (g,)
+    return (g.flip(d).cumsum(d).flip(d),)
+
+
+@vjp("cumprod", save=(0,), out=True)
+def _cumprod(c, g):
+    x = c.args[0]
+    d = _scan_dim(c)
+    if x.dim() == 0:
+        return (g,)
+    return ((g * c.out).flip(d).cumsum(d).flip(d) / x,)
+
+
+# --------------------------------------------------------------------------- linear algebra
+@vjp("matmul", save=(0, 1))
+def _matmul(c, g):
+    a, b = c.args
+    ga = gb = None
+    if a.dim() == 1 and b.dim() == 1:
+        return (g * b if c.needs[0] else None), (g * a if c.needs[1] else None)
+    if a.dim() == 1:
+        if c.needs[0]:
+            ga = (g.unsqueeze(-2) @ b.mT).squeeze(-2)
+        if c.needs[1]:
+            gb = a.unsqueeze(-1) @ g.unsqueeze(-2)
+        return ga, gb
+    if b.dim() == 1:
+        if c.needs[0]:
+            ga = g.unsqueeze(-1) @ b.unsqueeze(-2)
+        if c.needs[1]:
+            gb = (a.mT @ g.unsqueeze(-1)).squeeze(-1)
+        return ga, gb
+    if c.needs[0]:
+        ga = g @ b.mT
+    if c.needs[1]:
+        gb = a.mT @ g
+    return ga, gb
+
+
+@vjp("outer", save=(0, 1))
+def _outer(c, g):
+    a, b = c.args
+    return (g @ b if c.needs[0] else None), (g.t() @ a if c.needs[1] else None)
+
+
+@vjp("trace", save=(0,))
+def _trace(c, g):
+    x = c.args[0]
+    return (et.eye(x.shape[0], x.shape[1], dtype=g.dtype) * g,)
+
+
+@vjp("diag", save=(0,))
+def _diag(c, g):
+    x = c.args[0]
+    k = c.args[1] if len(c.args) > 1 else c.kwargs.get("diagonal", 0)
+    if x.dim() == 1:
+        return (et.diagonal(g, k),)
+    return (et.diagonal_scatter(et.zeros_like(x, dtype=g.dtype), g, k),)
+
+
+@vjp("cross", save=(0, 1))
+def _cross(c, g):
+    a, b = c.args[:2]
+    dim = c.args[2] if len(c.args) > 2 else c.kwargs.get("dim")
+    return ((et.cross(b, g, dim) if c.needs[0] else None),
+            (et.cross(g, a, dim) if c.needs[1] else None))
+
+
+@vjp("tensordot", save=(0, 1))
+def _tensordot(c, g):
+    a, b = c.args[:2]
+    dims = c.args[2] if len(c.args) > 2 else c.kwargs.get("dims", 2)
+    if isinstance(dims, int):
+        ca, cb = list(range(a.dim() - dims, a.dim())), list(range(dims))
+    else:
+        ca, cb = [d % a.dim() for d in dims[0]], [d % b.dim() for d in dims[1]]
+    fa = [d for d in range(a.dim()) if d not in ca]
+    fb = [d for d in range(b.dim()) if d not in cb]
+    nfa = len(fa)
+    ga = gb = None
+    if c.needs[0]:
+        t = et.tensordot(g, b, dims=(list(range(nfa, g.dim())), fb))  # axes: fa + ca
+        order = fa + ca
+        ga = t.permute(*[order.index(i) for i in range(a.dim())])
+    if c.needs[1]:
+        t = et.tensordot(a, g, dims=(fa, list(range(nfa))))  # axes: cb (matching ca) + fb
+        order = cb + fb
+        gb = t.permute(*[order.index(i) for i in range(b.dim())])
+    return ga, gb
+
+
+@vjp("einsum")
+def _einsum(c, g):
+    eq = c.args[0].replace(" ", "")
+    ops = c.args[1:]
+    if "..." in eq or "->" not in eq:
+        lhs = eq.split("->")[0]
+        if "..." in eq:
+            raise RuntimeError("einsum backward: equations with '...' are not supported by "
+                               "ember's autograd; write the broadcast dims out explicitly")
+        counts = {}
+        for ch in lhs.replace(",", ""):
+            counts[ch] = counts.get(ch, 0) + 1
+        out_subs = "".join(sorted(ch for ch, n in counts.items() if n == 1))
+    else:
+        lhs, out_subs = eq.split("->")
+    subs = lhs.split(",")
+    grads = [None]
+    for i, s in enumerate(subs):
+        if not c.needs[i + 1]:
+            grads.append(None)
+            continue
+        if len(set(s)) != len(s):
+            raise RuntimeError(f"einsum backward: repeated index in operand '{s}' is not "
+                               "supported by ember's autograd")
+        others = [(subs[j], ops[j]) for j in range(len(subs)) if j != i]
+        avail = set(out_subs) | {ch for sj, _ in others for ch in sj}
+        kept = "".join(ch for ch in s if ch in avail)
+        eq_i = ",".join([out_subs] + [sj for sj, _ in others]) + "->" + kept
+        gi = et.einsum(eq_i, g, *[o for _, o in others])
+        if kept != s:
+            shape_i = c.meta[i + 1][0]
+            for pos, ch in enumerate(s):
+                if ch not in avail:
+                    gi = gi.unsqueeze(pos)
+            gi = gi.expand(*shape_i)
+        grads.append(gi)
+    return tuple(grads)

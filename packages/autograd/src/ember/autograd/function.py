@@ -1,0 +1,185 @@
+"""Custom differentiable functions.
+
+Modern form::
+
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp(); ctx.save_for_backward(y); return y
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors; return g * y
+    Exp.apply(x)
+
+The PyTorch 0.3 form (instance ``forward``/``backward``, ``self.save_for_backward``, applied as
+``MyFn()(x)``) is a thin adapter onto the same path: the instance is its own context.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from ember.tensor._tensor import Tensor
+
+from . import graph
+from .grad_mode import no_grad, state
+
+__all__ = ["Function", "FunctionCtx", "InplaceFunction", "NestedIOFunction",
+           "once_differentiable"]
+
+
+class FunctionCtx:
+    """The ``ctx`` object of a custom Function."""
+
+    def save_for_backward(self, *tensors) -> None:
+        """Keep tensors for backward; they are checked against in-place modification."""
+        self._saved = tuple(tensors)
+        self._saved_versions = tuple(t._version if isinstance(t, Tensor) else None
+                                     for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        saved = getattr(self, "_saved", ())
+        if saved is None:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Specify retain_graph=True if you "
+                "need to backward through the graph a second time.")
+        for t, v in zip(saved, self._saved_versions):
+            if isinstance(t, Tensor) and t._version != v:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: [{t.type()} {list(t.shape)}] is at version "
+                    f"{t._version}; expected version {v} instead.")
+        return saved
+
+    saved_variables = saved_tensors
+
+    def mark_dirty(self, *tensors) -> None:
+        """Declare inputs that forward modified in place."""
+        self._dirty = set(map(id, tensors))
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        """Declare outputs that get no gradient (e.g. indices)."""
+        self._non_diff = set(map(id, tensors))
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """When True (default), missing output gradients arrive as zeros, not None."""
+        self.materialize_grads = value
+
+
+class _Entry:
+    """A one-off derivative-table entry that calls the Function's backward."""
+
+    __slots__ = ("vjp", "save", "save_out", "_fn", "_ctx", "_outs_meta", "_materialize")
+
+    def __init__(self, fn, ctx, outs_meta):
+        self._fn, self._ctx, self._outs_meta = fn, ctx, outs_meta
+        self.save, self.save_out = frozenset(), False
+        self.vjp = self._vjp
+
+    def _vjp(self, c, g):
+        grads = g if isinstance(g, (list, tuple)) else (g,)
+        if getattr(self._ctx, "materialize_grads", True):
+            import ember.tensor as et
+
+            grads = tuple(x if x is not None else et.zeros(shape, dtype=et._dtype._FROM_NP[dt])
+                          for x, (shape, dt) in zip(grads, self._outs_meta))
+        res = self._fn(*grads)
+        if not isinstance(res, tuple):
+            res = (res,)
+        n = len(c.needs)
+        if len(res) < n:
+            raise RuntimeError(f"function {type(self._ctx).__name__}Backward returned an "
+                               f"incorrect number of gradients (expected {n}, got {len(res)})")
+        return res[:n]
+
+
+def _apply(cls_name: str, ctx, forward, backward, args):
+    with no_grad():
+        out = forward(*args)
+    needs = state.enabled and graph._requires(args, None)
+    multi = isinstance(out, tuple)
+    outs = list(out) if multi else [out]
+    dirty = getattr(ctx, "_dirty", set())
+    non_diff = getattr(ctx, "_non_diff", set())
+    ids = {id(a) for a in args if isinstance(a, Tensor)}
+    for i, o in enumerate(outs):
+        if isinstance(o, Tensor) and id(o) in ids and id(o) not in dirty:
+            outs[i] = o.detach()  # an input returned as is becomes a new alias
+    if needs:
+        meta = [(tuple(o.shape), o._data.dtype) if isinstance(o, Tensor) else ((), None)
+                for o in outs]
+        entry = _Entry(backward, ctx, meta)
+        diff = [o for o in outs if isinstance(o, Tensor) and id(o) not in non_diff]
+        for o in diff:
+            if o.grad_fn is None and o._requires_grad and id(o) in dirty:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                                   "in-place operation.")
+        packed = tuple(outs) if multi else outs[0]
+        graph.attach(cls_name, entry, args, {}, packed if multi else packed)
+        for o in outs:
+            if isinstance(o, Tensor) and id(o) in non_diff:
+                o.grad_fn = None
+                o._requires_grad = False
+        for o in outs:
+            if isinstance(o, Tensor) and id(o) in dirty:
+                o._bump()
+    return tuple(outs) if multi else outs[0]
+
+
+def _is_static(cls, name: str) -> bool:
+    return isinstance(inspect.getattr_static(cls, name), staticmethod)
+
+
+class Function(FunctionCtx):
+    """Base class for custom autograd functions (see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        if not _is_static(cls, "forward"):
+            raise RuntimeError(f"{cls.__name__}.apply needs forward/backward as staticmethods; "
+                               f"for the legacy form call an instance: {cls.__name__}()(x)")
+        if kwargs:
+            raise TypeError(f"{cls.__name__}.apply() takes positional arguments only")
+        ctx = FunctionCtx()
+        ctx.__class__ = type(f"{cls.__name__}Ctx", (FunctionCtx,), {})
+        return _apply(cls.__name__, ctx, functools.partial(cls.forward, ctx),
+                      functools.partial(cls.backward, ctx), args)
+
+    def __call__(self, *args):
+        cls = type(self)
+        if _is_static(cls, "forward"):
+            raise RuntimeError("Legacy autograd function with non-static forward method is "
+                               f"deprecated; {cls.__name__} has a static forward: use "
+                               f"{cls.__name__}.apply(...)")
+        return _apply(cls.__name__, self, self.forward, self.backward, args)
+
+
+class InplaceFunction(Function):
+    def __init__(self, inplace: bool = False) -> None:
+        self.inplace = inplace
+
+
+NestedIOFunction = Function
+
+
+def once_differentiable(fn):
+    """Mark a backward as not differentiable itself: it runs without recording."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *grads):
+        with no_grad():
+            return fn(ctx, *grads)
+    return wrapper

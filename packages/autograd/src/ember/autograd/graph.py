@@ -1,0 +1,466 @@
+"""The graph and the backward engine.
+
+``record`` is installed into ember.tensor's op registry: it runs an op and, when grad mode is
+on and an input requires grad, creates a :class:`Node` holding only what the op's derivative
+needs (tensors listed in the derivative table's ``save``, checked against version counters at
+backward time). Outputs are saved without a strong reference back to their node, so a graph
+holds no cycles and dies with its last output.
+
+The engine is iterative: nodes run in topological order (Kahn's algorithm over dependency
+counts) with a table accumulating gradients per node output; no recursion, so a 100,000-op
+chain backpropagates.
+"""
+from __future__ import annotations
+
+import traceback
+import weakref
+
+from ember.tensor import _registry
+from ember.tensor._tensor import Tensor
+
+from .grad_mode import state
+
+__all__ = ["Node", "AccumulateGrad", "record", "run_backward"]
+
+_TensorType = Tensor
+
+
+class _Ctx:
+    """What a derivative function sees: saved ``args`` (unsaved tensors are None),
+    ``kwargs``, ``out`` (the saved output, or None) and ``needs`` (per positional argument,
+    whether it needs a gradient) and ``meta`` (per positional tensor argument, its
+    ``(shape, numpy dtype, array type)``)."""
+
+    __slots__ = ("args", "kwargs", "out", "needs", "meta")
+
+
+class Node:
+    """A recorded op: the backward function of its outputs (``grad_fn``)."""
+
+    __slots__ = ("op", "entry", "next_functions", "_saved_args", "_kwargs", "_versions",
+                 "_out_data", "_out_vc", "_meta", "_n_out", "_released", "_hooks",
+                 "_trace", "__weakref__")
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+    def register_hook(self, hook):
+        """``hook(grad_inputs, grad_outputs)`` is not supported; use Tensor.register_hook."""
+        raise RuntimeError("Node.register_hook is not supported by ember; use "
+                           "Tensor.register_hook on the tensor instead")
+
+    # -- backward -------------------------------------------------------------------------
+    def _unpack(self):
+        if self._released:
+            raise RuntimeError(
+                f"Trying to backward through the graph a second time (or directly access saved "
+                f"tensors after they have already been freed) in {type(self).__name__}. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved tensors after calling "
+                "backward.")
+        for t, v in zip(_iter_saved(self._saved_args), self._versions):
+            if t is not None and t._version != v:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: [{t.type()} {list(t.shape)}], which is an input of "
+                    f"{type(self).__name__}, is at version {t._version}; expected version {v} "
+                    "instead. Hint: the operation that modified it came after the forward op; "
+                    "use an out-of-place op (e.g. x = x + 1 instead of x += 1) or clone() the "
+                    "tensor before modifying it.")
+        ctx = _Ctx()
+        ctx.args = self._saved_args
+        ctx.kwargs = self._kwargs
+        ctx.needs = tuple(e is not None for e in self.next_functions)
+        ctx.meta = self._meta
+        if self._out_data is not None:
+            if self._out_vc is not None and self._out_vc[1] != (self._out_vc[0][0]):
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: the output 0 of {type(self).__name__} is at version "
+                    f"{self._out_vc[0][0]}; expected version {self._out_vc[1]} instead. Hint: "
+                    "use an out-of-place op or clone() the result before modifying it.")
+            outs = []
+            for d in self._out_data:
+                o = object.__new__(Tensor)
+                o._data = d
+                o.grad_fn = self
+                o._requires_grad = True
+                outs.append(o)
+            ctx.out = outs[0] if self._n_out == 1 else tuple(outs)
+        else:
+            ctx.out = None
+        return ctx
+
+    def apply(self, grads):
+        """Gradients w.r.t. the op's inputs given gradients w.r.t. its outputs."""
+        ctx = self._unpack()
+        g = grads[0] if self._n_out == 1 else grads
+        try:
+            result = self.entry.vjp(ctx, g)
+        except Exception as exc:
+            if self._trace is not None:
+                raise type(exc)(
+                    f"{exc}\n\nError detected in {type(self).__name__}. Traceback of forward "
+                    f"call that caused the error:\n{''.join(self._trace)}") from exc
+            raise
+        if not isinstance(result, (tuple, list)):
+            result = (result,)
+        return result
+
+    def release(self) -> None:
+        self._saved_args = ()
+        self._out_data = None
+        self._released = True
+
+
+class AccumulateGrad:
+    """The sink for a leaf tensor: adds incoming gradients into ``variable.grad``."""
+
+    __slots__ = ("variable", "next_functions", "__weakref__")
+    _n_out = 1
+
+    def __init__(self, variable: Tensor) -> None:
+        self.variable = variable
+        self.next_functions = ()
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+def _accumulator(t: Tensor) -> AccumulateGrad:
+    ref = t.__dict__.get("_accum_ref")
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._accum_ref = weakref.ref(acc)
+    return acc
+
+
+def _edge(t: Tensor):
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t.__dict__.get("_output_nr", 0))
+    if t._requires_grad:
+        return (_accumulator(t), 0)
+    return None
+
+
+_node_classes: dict[str, type] = {}
+
+
+def _node_class(opname: str) -> type:
+    cls = _node_classes.get(opname)
+    if cls is None:
+        camel = "".join(p[:1].upper() + p[1:] for p in opname.strip("_").split("_"))
+        cls = type(f"{camel}Backward0", (Node,), {"__slots__": ()})
+        _node_classes[opname] = cls
+    return cls
+
+
+# ------------------------------------------------------------------------------- recording
+def _requires(args, kwargs) -> bool:
+    for a in args:
+        if isinstance(a, _TensorType):
+            if a._requires_grad:
+                return True
+        elif type(a) in (list, tuple):
+            for b in a:
+                if isinstance(b, _TensorType) and b._requires_grad:
+                    return True
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, _TensorType) and a._requires_grad:
+                return True
+    return False
+
+
+def record(op, args, kwargs):
+    """The recorder installed into the op registry."""
+    if not state.enabled or not _requires(args, kwargs):
+        return op.impl(*args, **kwargs)
+    if op.inplace:
+        from .inplace import record_inplace
+
+        return record_inplace(op, args, kwargs)
+    out = op.impl(*args, **kwargs)
+    if not op.differentiable:
+        return out
+    from .derivatives import TABLE
+
+    entry = TABLE.get(op.name)
+    if entry is None:
+        raise RuntimeError(f"ember.autograd: op '{op.name}' has no derivative in the table")
+    return attach(op.name, entry, args, kwargs, out)
+
+
+def attach(name: str, entry, args, kwargs, out):
+    """Create the node for ``out = op(*args, **kwargs)`` and connect the outputs to it."""
+    node = object.__new__(_node_class(name))
+    node.op = name
+    node.entry = entry
+    edges, meta = [], []
+    for a in args:
+        if isinstance(a, _TensorType):
+            edges.append(_edge(a) if a._requires_grad else None)
+            meta.append((a._data.shape, a._data.dtype, a._data.__class__))
+        elif type(a) in (list, tuple) and a and isinstance(a[0], _TensorType):
+            edges.append([_edge(b) if b._requires_grad else None for b in a])
+            meta.append(tuple((b._data.shape, b._data.dtype, b._data.__class__) for b in a))
+        else:
+            edges.append(None)
+            meta.append(None)
+    node.next_functions = tuple(edges)
+    node._meta = meta
+    save = entry.save
+    saved = tuple(a if i in save else (None if isinstance(a, _TensorType) else a)
+                  for i, a in enumerate(args))
+    node._saved_args = saved
+    node._versions = tuple(t._version if t is not None else 0
+                           for t in _iter_saved(saved))
+    node._kwargs = kwargs
+    node._released = False
+    node._hooks = None
+    node._trace = traceback.format_stack()[:-3] if state.anomaly else None
+    multi = type(out) is tuple or (isinstance(out, tuple) and not isinstance(out, _TensorType))
+    outs = tuple(out) if multi else (out,)
+    node._n_out = len(outs)
+    if entry.save_out:
+        node._out_data = tuple(o._data for o in outs)
+        o0 = outs[0]
+        vc = o0._vc
+        if vc is None:
+            vc = o0._vc = [0]
+        node._out_vc = (vc, vc[0])
+    else:
+        node._out_data = None
+        node._out_vc = None
+    for i, o in enumerate(outs):
+        if isinstance(o, _TensorType) and o._data.dtype.kind == "f":
+            o.grad_fn = node
+            o._requires_grad = True
+            if i:
+                o._output_nr = i
+    return out
+
+
+def _iter_saved(saved):
+    for a in saved:
+        if isinstance(a, _TensorType):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                yield b if isinstance(b, _TensorType) else None
+        else:
+            yield None
+
+
+# ------------------------------------------------------------------------------- the engine
+def _reduce_to(g: Tensor, meta) -> Tensor:
+    """Undo broadcasting and dtype promotion: sum ``g`` down to the input's shape and cast."""
+    shape, dtype, _cls = meta
+    gshape = g._data.shape
+    if gshape != shape:
+        from ember.tensor import sum as _sum
+
+        lead = len(gshape) - len(shape)
+        dims = tuple(range(lead)) + tuple(
+            i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1)
+        if dims:
+            g = _sum(g, dims, keepdim=True)
+        if lead or g._data.shape != shape:
+            g = g.reshape(shape)
+    if g._data.dtype != dtype:
+        g = g.to(dtype=_dtype_of(dtype))
+    return g
+
+
+def _dtype_of(np_dtype):
+    from ember.tensor._dtype import _FROM_NP
+
+    return _FROM_NP[np_dtype]
+
+
+def _add(a: Tensor | None, b: Tensor) -> Tensor:
+    return b if a is None else a + b
+
+
+def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=None,
+                 accumulate: bool = True):
+    """Backpropagate ``grads`` from ``roots``; accumulate into leaves' ``.grad`` or, when
+    ``accumulate`` is False, return the gradients w.r.t. ``inputs``."""
+    # targets: edges whose incoming gradient is captured (grad()) or the only ones to fill
+    capture = None
+    if inputs is not None:
+        capture = {}
+        for i, t in enumerate(inputs):
+            e = _edge(t)
+            if e is None:
+                if not t._requires_grad:
+                    raise RuntimeError("One of the differentiated Tensors does not require grad")
+                continue
+            capture.setdefault((id(e[0]), e[1]), []).append(i)
+        captured = [None] * len(inputs)
+        keep_alive = [_edge(t) for t in inputs]
+    buffers: dict = {}
+    starts = []
+    for r, g in zip(roots, grads):
+        e = _edge(r)
+        if e is None:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                               "grad_fn")
+        fn, nr = e
+        buf = buffers.get(fn)
+        if buf is None:
+            buf = buffers[fn] = [None] * fn._n_out
+            starts.append(fn)
+        buf[nr] = _add(buf[nr], g)
+    # dependency counts over the reachable graph
+    deps: dict = {}
+    seen = set(map(id, starts))
+    stack = list(starts)
+    while stack:
+        fn = stack.pop()
+        for e in _flat_edges(fn.next_functions):
+            nxt = e[0]
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append(nxt)
+    ready = [fn for fn in starts if deps.get(fn, 0) == 0]
+    prev = state.enabled
+    state.enabled = create_graph
+    try:
+        while ready:
+            fn = ready.pop()
+            out_grads = buffers.pop(fn, None) or [None] * fn._n_out
+            if capture is not None:
+                for nr, g in enumerate(out_grads):
+                    for i in capture.get((id(fn), nr), ()):
+                        captured[i] = g if captured[i] is None else captured[i] + g
+            if type(fn) is AccumulateGrad:
+                if accumulate and out_grads[0] is not None and (
+                        capture is None or (id(fn), 0) in capture):
+                    _accumulate(fn.variable, out_grads[0], create_graph)
+                continue
+            if fn._hooks is not None:
+                out_grads = _run_tensor_hooks(fn, out_grads)
+            if all(g is None for g in out_grads):
+                in_grads = ()
+            else:
+                if len(out_grads) > 1:
+                    out_grads = _fill_missing(fn, out_grads)
+                in_grads = fn.apply(out_grads)
+                if state.anomaly and state.anomaly_check_nan:
+                    _check_nan(fn, in_grads)
+            if not retain_graph:
+                fn.release()
+            _propagate(fn, in_grads, buffers, deps, ready)
+    finally:
+        state.enabled = prev
+    if capture is not None:
+        del keep_alive
+        return captured
+    return None
+
+
+def _flat_edges(edges):
+    for e in edges:
+        if e is None:
+            continue
+        if type(e) is list:  # a list argument (cat, stack): one edge per tensor
+            for sub in e:
+                if sub is not None:
+                    yield sub
+        else:
+            yield e
+
+
+def _propagate(fn, in_grads, buffers, deps, ready):
+    meta = fn._meta
+    for i, e in enumerate(fn.next_functions):
+        if e is None:
+            continue
+        g = in_grads[i] if i < len(in_grads) else None
+        if type(e) is list:  # a list argument
+            for j, sub in enumerate(e):
+                if sub is None:
+                    continue
+                gj = g[j] if g is not None else None
+                _deliver(sub, gj, meta[i][j], buffers, deps, ready)
+        else:
+            _deliver(e, g, meta[i], buffers, deps, ready)
+
+
+def _deliver(edge, g, meta, buffers, deps, ready):
+    nxt, nr = edge
+    if g is not None:
+        g = _reduce_to(g, meta)
+        buf = buffers.get(nxt)
+        if buf is None:
+            buf = buffers[nxt] = [None] * nxt._n_out
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    left = deps[nxt] - 1
+    deps[nxt] = left
+    if left == 0:
+        ready.append(nxt)
+
+
+def _fill_missing(fn, out_grads):
+    if all(g is not None for g in out_grads) or fn._out_data is None:
+        return out_grads
+    from ember.tensor import zeros_like
+
+    return [g if g is not None else zeros_like(Tensor._make(d))
+            for g, d in zip(out_grads, fn._out_data)]
+
+
+def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
+    hooks = t.__dict__.get("_grad_hooks")
+    if hooks:
+        for h in list(hooks.values()):
+            r = h(g)
+            if r is not None:
+                g = r
+    if t.grad is None:
+        # the incoming gradient may be shared with another input (add) or be a view: own it
+        t.grad = g if create_graph else g.detach().clone()
+    elif create_graph or t.grad._requires_grad:
+        t.grad = t.grad + g
+    else:
+        t.grad.add_(g)
+
+
+def _run_tensor_hooks(fn, out_grads):
+    out_grads = list(out_grads)
+    for nr, hooks in fn._hooks.items():
+        g = out_grads[nr]
+        if g is None:
+            continue
+        for h in list(hooks.values()):
+            r = h(g)
+            if r is not None:
+                g = r
+        out_grads[nr] = g
+    return out_grads
+
+
+def _check_nan(fn, in_grads):
+    from ember.tensor import isnan
+
+    for i, g in enumerate(in_grads):
+        gs = g if isinstance(g, (list, tuple)) else (g,)
+        for x in gs:
+            if isinstance(x, _TensorType) and x.is_floating_point() and bool(isnan(x).any()):
+                raise RuntimeError(f"Function '{type(fn).__name__}' returned nan values in its "
+                                   f"{i}th output.")
+
+
+def install() -> None:
+    _registry.set_recorder(record)

@@ -1,0 +1,102 @@
+"""Autograd for in-place ops.
+
+An in-place op on a tensor in a graph is recorded as its out-of-place twin followed by a write
+into the tensor, whose ``grad_fn`` is then rebased onto the twin's node. When the derivative
+needs the old value, it reads a snapshot taken before the write, so ``y.mul_(w)`` stays
+differentiable; tensors saved by *earlier* nodes keep their version check, so modifying a value
+that backward still needs raises at backward time, as in PyTorch.
+"""
+from __future__ import annotations
+
+import ember.tensor as et
+from ember.tensor._registry import OPS
+from ember.tensor._tensor import Tensor
+
+from .graph import _requires
+
+__all__ = ["record_inplace", "FUNCTIONAL"]
+
+
+def _copy(self, src, non_blocking=False):
+    if not isinstance(src, Tensor):
+        return et.full_like(self, src)
+    return et.expand(src.to(dtype=self.dtype, device=self.device), tuple(self.shape))
+
+
+def _fill(self, value):
+    if isinstance(value, Tensor):
+        return et.expand(value.to(dtype=self.dtype).reshape(()), tuple(self.shape))
+    return et.full_like(self, value)
+
+
+def _zero(self):
+    return et.zeros_like(self)
+
+
+# in-place ops whose out-of-place twin is not simply the name without the trailing "_"
+FUNCTIONAL = {"copy_": _copy, "fill_": _fill, "zero_": _zero}
+
+
+def _snapshot(t: Tensor) -> Tensor:
+    """A copy of ``t``'s values that stands for ``t`` in the graph."""
+    s = Tensor._make(t._data.copy())
+    s.grad_fn = t.grad_fn
+    s._requires_grad = t._requires_grad
+    nr = t.__dict__.get("_output_nr")
+    if nr:
+        s._output_nr = nr
+    return s
+
+
+def record_inplace(op, args, kwargs):
+    self = args[0]
+    if self.grad_fn is None and self._requires_grad:
+        raise RuntimeError(
+            f"{op.name}(): a leaf Variable that requires grad is being used in an in-place "
+            "operation. Wrap the update in `with ember.autograd.no_grad():` or operate on "
+            "`.data`/`.detach()`.")
+    if self._base is not None and (self._base._requires_grad or self._requires_grad
+                                   or _requires(args[1:], kwargs)):
+        raise RuntimeError(
+            f"{op.name}(): in-place operation on a view of a tensor that takes part in autograd "
+            "is not supported by ember. Write through the base tensor with index assignment "
+            "(base[index] = value) or use out-of-place ops (cat, stack, where).")
+    if not op.differentiable:
+        out = op.impl(*args, **kwargs)
+        self.grad_fn = None
+        self._requires_grad = False
+        return out
+    fn = FUNCTIONAL.get(op.name)
+    if fn is None:
+        twin = OPS.get(op.name[:-1])
+        if twin is None:
+            raise RuntimeError(f"ember.autograd: in-place op '{op.name}' has no out-of-place twin")
+        fn = twin.public
+        from .derivatives import TABLE
+
+        entry = TABLE.get(twin.name)
+        needs_old = entry is not None and 0 in entry.save
+    else:
+        needs_old = False
+    aliased = any(a is self for a in args[1:])
+    src = _snapshot(self) if (needs_old or aliased) and self._requires_grad else self
+    rest = tuple(src if a is self else a for a in args[1:])
+    res = fn(src, *rest, **kwargs)
+    if tuple(res.shape) != tuple(self.shape):
+        raise RuntimeError(
+            f"{op.name}(): output with shape {list(self.shape)} doesn't match the broadcast "
+            f"shape {list(res.shape)}")
+    if not et.can_cast(res.dtype, self.dtype):
+        raise RuntimeError(
+            f"{op.name}(): result type {res.dtype.name.capitalize()} can't be cast to the "
+            f"desired output type {self.dtype.name.capitalize()}")
+    self._data[...] = res._data
+    self._bump()
+    self.grad_fn = res.grad_fn
+    self._requires_grad = res._requires_grad
+    nr = res.__dict__.get("_output_nr")
+    if nr:
+        self._output_nr = nr
+    elif "_output_nr" in self.__dict__:
+        del self._output_nr
+    return self

@@ -1,0 +1,74 @@
+"""ember.tensor: the strided tensor core of ember.
+
+PyTorch's ``torch.X`` creation, math, random, dtype and save/load names live here::
+
+    >>> import ember.tensor as et
+    >>> x = et.arange(6.).view(2, 3)
+    >>> (x.t() @ x).shape
+    ember.Size([3, 3])
+
+Importing this package compiles no kernel and imports neither Numba nor CuPy.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import _creation, _indexing, _linalg, _pointwise, _random, _reduction, _shape, cuda
+from ._creation import *
+from ._device import device
+from ._dtype import (
+    bool, double, dtype, finfo, float, float16, float32, float64, get_default_dtype, half,
+    iinfo, int, int8, int16, int32, int64, long, promote_types, result_type, set_default_dtype,
+    short, uint8,
+)
+from ._dtype import can_cast as _can_cast
+from ._indexing import *
+from ._linalg import *
+from ._pointwise import *
+from ._printing import set_printoptions
+from ._random import *
+from ._reduction import *
+from ._registry import OPS
+from ._serialization import load, save
+from ._shape import *
+from ._tensor import Size, Storage, Tensor, _legacy_class, is_storage, is_tensor
+from ._methods import bind_methods as _bind_methods
+
+FloatTensor = _legacy_class("FloatTensor", float32)
+DoubleTensor = _legacy_class("DoubleTensor", float64)
+HalfTensor = _legacy_class("HalfTensor", float16)
+LongTensor = _legacy_class("LongTensor", int64)
+IntTensor = _legacy_class("IntTensor", int32)
+ShortTensor = _legacy_class("ShortTensor", int16)
+CharTensor = _legacy_class("CharTensor", int8)
+ByteTensor = _legacy_class("ByteTensor", uint8)
+BoolTensor = _legacy_class("BoolTensor", bool)
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """Whether an in-place op may write a ``from_`` result into a ``to`` tensor."""
+    return _can_cast(from_, to)
+
+
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
+_bind_methods()
+
+__all__ = sorted(
+    {"Tensor", "Storage", "Size", "device", "dtype", "OPS", "save", "load", "cuda",
+     "set_printoptions", "is_tensor", "is_storage", "can_cast", "is_floating_point", "numel",
+     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+     "half", "float", "double", "short", "int", "long", "finfo", "iinfo", "get_default_dtype",
+     "set_default_dtype", "promote_types", "result_type", "FloatTensor", "DoubleTensor",
+     "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
+     "BoolTensor", "__version__"}
+    | set(_creation.__all__) | set(_pointwise.__all__) | set(_shape.__all__)
+    | set(_reduction.__all__) | set(_linalg.__all__) | set(_indexing.__all__)
+    | set(_random.__all__)
+)

@@ -1,0 +1,415 @@
+"""Tensor creation: from data, filled, ranges, identity and triangles, and moves between
+dtypes and devices."""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from . import _dtype as D
+from ._device import CPU, device, to_device
+from ._registry import array_module, defop
+from ._tensor import Size, Tensor, _device_of
+
+__all__ = [
+    "tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "empty", "zeros", "ones",
+    "full", "empty_like", "zeros_like", "ones_like", "full_like", "arange", "range", "linspace",
+    "logspace", "eye", "tril", "triu", "empty_strided", "scalar_tensor", "clone", "complex",
+]
+
+_make = Tensor._make
+
+
+def _xp(dev: device):
+    if dev.type == "cpu":
+        return np
+    from . import _cupy
+
+    cp = _cupy.require("creation")
+    if dev.index is not None:
+        cp.cuda.Device(dev.index).use()
+    return cp
+
+
+def _on(arr, dev: device | None):
+    """Move an ndarray to ``dev`` (no copy when it is already there)."""
+    if dev is None:
+        return arr
+    cur = _device_of(arr)
+    if cur == dev or (dev.type == "cuda" and dev.index is None and cur.type == "cuda"):
+        return arr
+    if dev.type == "cpu":
+        return arr.get()
+    cp = _xp(dev)
+    if cur.type == "cuda":
+        with cp.cuda.Device(dev.index or 0):
+            return cp.array(arr, copy=True)
+    return cp.asarray(arr)
+
+
+def _size(size, op: str) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = int(s)
+        if not isinstance(s, numbers.Integral) or isinstance(s, bool):
+            raise TypeError(
+                f"{op}(): argument 'size' must be tuple of ints, but found element of type "
+                f"{type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: "
+                               f"{list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _infer_dtype(data) -> D.dtype:
+    """The dtype ``tensor(data)`` picks: bools -> bool, ints -> int64, floats -> default."""
+    kinds = set()
+
+    def walk(x):
+        if isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+        elif isinstance(x, Tensor):
+            kinds.add(x.dtype)
+        elif isinstance(x, (bool, np.bool_)):
+            kinds.add(D.bool)
+        elif isinstance(x, (numbers.Integral,)):
+            kinds.add(D.int64)
+        elif isinstance(x, numbers.Real):
+            kinds.add(D.get_default_dtype())
+        else:
+            raise TypeError(f"tensor(): could not infer dtype of {type(x).__name__}")
+
+    walk(data)
+    if not kinds:
+        return D.get_default_dtype()
+    out = kinds.pop()
+    for k in kinds:
+        out = D.promote_types(out, k)
+    return out
+
+
+def _to_array(data, dtype: D.dtype | None, op: str):
+    if isinstance(data, Tensor):
+        arr = data._data
+        return arr if dtype is None else arr.astype(dtype.np, copy=False)
+    if isinstance(data, np.ndarray):
+        if dtype is None:
+            D.from_numpy_dtype(data.dtype, op)
+            return data
+        return data.astype(dtype.np, copy=False)
+    if hasattr(data, "__cuda_array_interface__"):
+        from . import _cupy
+
+        arr = _cupy.require(op).asarray(data)
+        return arr if dtype is None else arr.astype(dtype.np, copy=False)
+    if isinstance(data, (np.generic,)):
+        arr = np.asarray(data)
+        return arr if dtype is None else arr.astype(dtype.np)
+    if isinstance(data, str) or data is None:
+        raise TypeError(f"{op}(): new(): invalid data type '{type(data).__name__}'")
+    if dtype is None:
+        dtype = _infer_dtype(data)
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+        data = [x.tolist() if isinstance(x, Tensor) else x for x in data]
+    try:
+        return np.array(data, dtype=dtype.np)
+    except ValueError as exc:
+        raise ValueError(f"{op}(): {exc}") from None
+    except OverflowError as exc:
+        raise RuntimeError(f"{op}(): value cannot be converted to type {dtype} without "
+                           f"overflow ({exc})") from None
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays, tensors).
+
+    >>> tensor([[1, 2], [3, 4]]).dtype
+    ember.int64
+    """
+    dt = None if dtype is None else D.to_dtype(dtype, "tensor")
+    arr = _to_array(data, dt, "tensor")
+    dev = to_device(device) if device is not None else _device_of(arr)
+    arr = _on(arr, dev)
+    arr = arr.copy() if isinstance(data, (Tensor, np.ndarray)) or hasattr(
+        data, "__cuda_array_interface__") else arr
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
+    out = _make(arr)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like :func:`tensor` but shares memory with ``data`` when dtype and device allow."""
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
+    dt = None if dtype is None else D.to_dtype(dtype, "as_tensor")
+    arr = _to_array(data, dt, "as_tensor")
+    return _make(_on(arr, None if device is None else to_device(device)))
+
+
+asarray = as_tensor
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor sharing memory with a NumPy array.
+
+    >>> a = np.zeros(3); t = from_numpy(a); t[0] = 1; a[0]
+    1.0
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy(): expected np.ndarray (got {type(ndarray).__name__})")
+    D.from_numpy_dtype(ndarray.dtype, "from_numpy")
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError(
+            "from_numpy(): At least one stride in the given numpy array is negative, and tensors "
+            "with negative strides are not currently supported. (You can probably work around "
+            "this by making a copy of your array with array.copy().)")
+    if any(s % ndarray.itemsize for s in ndarray.strides):
+        raise ValueError("from_numpy(): given numpy array strides not a multiple of the element "
+                         "byte size. Copy the numpy array to reallocate the memory.")
+    return _make(ndarray)
+
+
+def from_dlpack(ext) -> Tensor:
+    """Zero-copy import of a DLPack-capable array (NumPy, CuPy, PyTorch)."""
+    dev_type, dev_id = ext.__dlpack_device__()
+    if int(dev_type) == 1:  # kDLCPU
+        return _make(np.from_dlpack(ext))
+    from . import _cupy
+
+    return _make(_cupy.require("from_dlpack").from_dlpack(ext))
+
+
+def _factory(op: str, size, dtype, device, fill):
+    shape = _size(size, op)
+    dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, op)
+    xp = _xp(to_device(device))
+    if fill is None:
+        return xp.empty(shape, dtype=dt.np)
+    if fill == 0:
+        return xp.zeros(shape, dtype=dt.np)
+    return xp.full(shape, fill, dtype=dt.np)
+
+
+def _finish(arr, requires_grad: bool) -> Tensor:
+    t = _make(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def empty(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
+          memory_format=None, pin_memory: bool = False, layout=None) -> Tensor:
+    """An uninitialized tensor of the given shape."""
+    return _finish(_factory("empty", size, dtype, device, None), requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
+          layout=None) -> Tensor:
+    """A tensor of zeros.
+
+    >>> zeros(2, 3).shape
+    ember.Size([2, 3])
+    """
+    return _finish(_factory("zeros", size, dtype, device, 0), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
+         layout=None) -> Tensor:
+    """A tensor of ones."""
+    return _finish(_factory("ones", size, dtype, device, 1), requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False,
+         out=None, layout=None) -> Tensor:
+    """A tensor filled with ``fill_value``; the dtype follows the value's kind by default."""
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if dtype is None:
+        dtype = D.scalar_dtype(fill_value)
+    return _finish(_factory("full", (size,) if not isinstance(size, (tuple, list, Size)) else size,
+                            dtype, device, fill_value), requires_grad)
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An uninitialized tensor with the given strides (in elements)."""
+    size, stride = tuple(size), tuple(stride)
+    dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, "empty_strided")
+    n = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
+    buf = _xp(to_device(device)).empty(n, dtype=dt.np)
+    xp = array_module(buf)
+    arr = xp.lib.stride_tricks.as_strided(buf, size, tuple(s * dt.itemsize for s in stride))
+    return _finish(arr, requires_grad)
+
+
+def _like(op, input, dtype, device):
+    return (input.dtype if dtype is None else dtype,
+            input.device if device is None else device, tuple(input._data.shape))
+
+
+def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
+    dt, dev, shape = _like("empty_like", input, dtype, device)
+    return empty(shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
+    """Zeros with the shape, dtype and device of ``input``."""
+    dt, dev, shape = _like("zeros_like", input, dtype, device)
+    return zeros(shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
+    """Ones with the shape, dtype and device of ``input``."""
+    dt, dev, shape = _like("ones_like", input, dtype, device)
+    return ones(shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def full_like(input: Tensor, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
+    dt, dev, shape = _like("full_like", input, dtype, device)
+    return full(shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full((), s, dtype=dtype or D.get_default_dtype(), device=device,
+                requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
+           out=None) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 for integer arguments.
+
+    >>> arange(5).tolist()
+    [0, 1, 2, 3, 4]
+    """
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("arange(): step must be nonzero")
+    if (end - start) / step < 0:
+        raise RuntimeError(
+            f"arange(): upper bound and larger bound inconsistent with step sign "
+            f"(start={start}, end={end}, step={step})")
+    if dtype is None:
+        is_int = all(isinstance(v, numbers.Integral) for v in vals)
+        dtype = D.int64 if is_int else D.get_default_dtype()
+    dt = D.to_dtype(dtype, "arange")
+    n = max(0, math.ceil((end - start) / step))
+    xp = _xp(to_device(device))
+    # compute in float64 / int64 like PyTorch's accumulate type, then cast
+    if dt.is_floating_point or not all(isinstance(v, numbers.Integral) for v in vals):
+        arr = (start + xp.arange(n, dtype=np.float64) * step).astype(dt.np)
+    else:
+        arr = xp.arange(start, start + n * step, step, dtype=np.int64)[:n].astype(dt.np)
+    return _finish(arr, requires_grad)
+
+
+def range(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A001
+    """Deprecated in PyTorch: like arange but with ``end`` included; float by default."""
+    if end is None:
+        start, end = 0, start
+    n = int(math.floor((end - start) / step)) + 1
+    dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, "range")
+    xp = _xp(to_device(device))
+    return _finish((start + xp.arange(n, dtype=np.float64) * step).astype(dt.np), requires_grad)
+
+
+def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False,
+             out=None) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if not isinstance(steps, numbers.Integral) or steps < 0:
+        raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
+    dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, "linspace")
+    xp = _xp(to_device(device))
+    # PyTorch fills the first half from start and the second half from end (symmetric error)
+    if steps == 1:
+        arr = xp.full((1,), start, dtype=np.float64)
+    else:
+        step = (end - start) / (steps - 1)
+        idx = xp.arange(steps, dtype=np.float64)
+        half = steps // 2
+        arr = xp.where(idx < half, start + step * idx, end - step * (steps - 1 - idx))
+    if not dt.is_floating_point:
+        arr = xp.trunc(arr)
+    return _finish(arr.astype(dt.np), requires_grad)
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+             requires_grad=False, out=None) -> Tensor:
+    """``base ** linspace(start, end, steps)``."""
+    lin = linspace(start, end, steps, dtype=D.float64, device=device)
+    dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, "logspace")
+    xp = array_module(lin._data)
+    return _finish(xp.power(base, lin._data).astype(dt.np), requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False,
+        out=None) -> Tensor:
+    """The identity matrix (``n x m``)."""
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
+    dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, "eye")
+    return _finish(_xp(to_device(device)).eye(n, m, dtype=dt.np), requires_grad)
+
+
+@defop("tril")
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two dims; the rest is zero."""
+    if input.dim() < 2:
+        raise RuntimeError(f"tril: input tensor must have at least 2 dimensions, got {input.dim()}")
+    return _make(array_module(input._data).tril(input._data, diagonal))
+
+
+@defop("triu")
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two dims; the rest is zero."""
+    if input.dim() < 2:
+        raise RuntimeError(f"triu: input tensor must have at least 2 dimensions, got {input.dim()}")
+    return _make(array_module(input._data).triu(input._data, diagonal))
+
+
+@defop("clone")
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    """A copy with its own memory (strides preserved for dense inputs, like PyTorch)."""
+    return _make(input._data.copy(order="K"))
+
+
+@defop("_to_copy")
+def _to_copy(input: Tensor, device_: device | None, dtype: D.dtype | None) -> Tensor:
+    arr = input._data
+    if dtype is not None and arr.dtype != dtype.np:
+        arr = arr.astype(dtype.np)
+    moved = _on(arr, device_)
+    if moved is input._data:
+        moved = moved.copy()
+    return _make(moved)
+
+
+def _to(t: Tensor, device_: device | None, dtype: D.dtype | None, copy: bool) -> Tensor:
+    same_dtype = dtype is None or t._data.dtype == dtype.np
+    same_device = device_ is None or t.device == device_ or (
+        device_.type == "cuda" and device_.index is None and t.is_cuda)
+    if same_dtype and same_device and not copy:
+        return t
+    return _to_copy(t, device_, dtype)
+
+
+def complex(real, imag):  # noqa: A001
+    raise TypeError("complex(): ember has no complex dtypes (float16/32/64 only)")
+
+
+_CPU = CPU

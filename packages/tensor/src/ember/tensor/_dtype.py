@@ -1,0 +1,198 @@
+"""dtypes and PyTorch's type-promotion rules.
+
+A dtype wraps a NumPy dtype. Promotion follows PyTorch, not NumPy: categories bool < integer <
+floating; a higher category always wins (``int64 + float16 -> float16``); within a category the
+wider type wins; zero-dim tensors and Python scalars only promote across categories, so a Python
+float never widens a float32 tensor and ``int_tensor / int_tensor`` is float32.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
+    "float64", "half", "float", "double", "short", "int", "long",
+    "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "can_cast",
+    "finfo", "iinfo",
+]
+
+_builtin_bool, _builtin_int, _builtin_float = bool, int, float
+
+
+class dtype:
+    """A tensor element type, e.g. ``ember.tensor.float32``."""
+
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "_category",
+                 "__weakref__")
+
+    def __init__(self, name: str, np_dtype: np.dtype, category: int) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.is_floating_point = category == 2
+        self.is_signed = self.np.kind in "if"
+        self._category = category
+
+    @property
+    def is_complex(self) -> _builtin_bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+    def to_real(self) -> dtype:
+        return self
+
+
+bool = dtype("bool", np.bool_, 0)  # noqa: A001
+uint8 = dtype("uint8", np.uint8, 1)
+int8 = dtype("int8", np.int8, 1)
+int16 = dtype("int16", np.int16, 1)
+int32 = dtype("int32", np.int32, 1)
+int64 = dtype("int64", np.int64, 1)
+float16 = dtype("float16", np.float16, 2)
+float32 = dtype("float32", np.float32, 2)
+float64 = dtype("float64", np.float64, 2)
+half, float, double = float16, float32, float64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
+
+ALL = (bool, uint8, int8, int16, int32, int64, float16, float32, float64)
+_FROM_NP = {d.np: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32,
+                long=int64)
+
+
+def _by_name(name: str) -> dtype:
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(np_dtype, op: str = "tensor") -> dtype:
+    """The ember dtype for a NumPy dtype; TypeError for dtypes ember does not support."""
+    try:
+        return _FROM_NP[np.dtype(np_dtype)]
+    except (KeyError, TypeError):
+        raise TypeError(
+            f"{op}(): can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported "
+            "types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+        ) from None
+
+
+def to_dtype(d, op: str = "to") -> dtype:
+    """Accept an ember dtype, a NumPy dtype, a Python type or a name."""
+    if isinstance(d, dtype):
+        return d
+    if d is _builtin_float:
+        return _default[0]
+    if d is _builtin_int:
+        return int64
+    if d is _builtin_bool:
+        return bool
+    if isinstance(d, str) and d in _BY_NAME:
+        return _BY_NAME[d]
+    try:
+        return _FROM_NP[np.dtype(d)]
+    except (KeyError, TypeError):
+        raise TypeError(f"{op}(): unsupported dtype {d!r}") from None
+
+
+_default = [float32]
+
+
+def get_default_dtype() -> dtype:
+    """The dtype Python floats and ``rand``/``zeros`` create (float32 unless changed)."""
+    return _default[0]
+
+
+def set_default_dtype(d: dtype) -> None:
+    d = to_dtype(d, "set_default_dtype")
+    if not d.is_floating_point:
+        raise TypeError(f"set_default_dtype(): only floating-point types are supported, got {d}")
+    _default[0] = d
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """PyTorch's promote_types: the higher category wins, else the wider type."""
+    if a is b:
+        return a
+    if a._category != b._category:
+        return a if a._category > b._category else b
+    return _FROM_NP[np.promote_types(a.np, b.np)]
+
+
+def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    # PyTorch's combine_categories: a lower-priority operand only matters when it brings a
+    # higher category (a float scalar into an int tensor) or the higher one is bool.
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating_point:
+        return higher
+    if higher is bool or lower.is_floating_point:
+        return promote_types(higher, lower)
+    return higher
+
+
+def scalar_dtype(v) -> dtype:
+    """The dtype a Python scalar takes when it wraps into a tensor."""
+    if isinstance(v, _builtin_bool) or isinstance(v, np.bool_):
+        return bool
+    if isinstance(v, (_builtin_int, np.integer)):
+        return int64
+    if isinstance(v, np.floating):
+        return _default[0]
+    if isinstance(v, _builtin_float):
+        return _default[0]
+    raise TypeError(f"unsupported scalar type {type(v).__name__}")
+
+
+def result_type(*operands) -> dtype:
+    """The dtype of an op over ``operands`` (Tensors and Python scalars) under PyTorch's rules."""
+    from ._tensor import Tensor
+
+    dim_r = zero_r = wrapped_r = None
+    for x in operands:
+        if isinstance(x, Tensor):
+            d = x.dtype
+            if x._data.ndim:
+                dim_r = d if dim_r is None else promote_types(dim_r, d)
+            else:
+                zero_r = d if zero_r is None else promote_types(zero_r, d)
+        elif x is not None:
+            d = scalar_dtype(x)
+            wrapped_r = d if wrapped_r is None else promote_types(wrapped_r, d)
+    return _combine(dim_r, _combine(zero_r, wrapped_r))
+
+
+def can_cast(from_: dtype, to: dtype) -> _builtin_bool:
+    """PyTorch's can_cast: no float->int and no non-bool->bool casts by in-place ops."""
+    if from_._category > to._category:
+        return False
+    return True
+
+
+class finfo:
+    """Machine limits of a floating dtype (``eps``, ``max``, ``min``, ``tiny``)."""
+
+    def __init__(self, type: dtype = None) -> None:  # noqa: A002
+        d = to_dtype(type if type is not None else get_default_dtype(), "finfo")
+        if not d.is_floating_point:
+            raise TypeError(f"finfo(): {d} is not a floating point dtype")
+        info = np.finfo(d.np)
+        self.bits, self.eps, self.max = info.bits, _builtin_float(info.eps), _builtin_float(info.max)
+        self.min, self.tiny = _builtin_float(info.min), _builtin_float(info.tiny)
+        self.smallest_normal, self.resolution = self.tiny, _builtin_float(info.resolution)
+        self.dtype = d.name
+
+
+class iinfo:
+    """Machine limits of an integer dtype (``min``, ``max``, ``bits``)."""
+
+    def __init__(self, type: dtype) -> None:  # noqa: A002
+        d = to_dtype(type, "iinfo")
+        if d.is_floating_point:
+            raise TypeError(f"iinfo(): {d} is not an integer dtype")
+        info = np.iinfo(d.np) if d is not bool else np.iinfo(np.uint8)
+        self.bits, self.min, self.max, self.dtype = info.bits, _builtin_int(info.min), _builtin_int(info.max), d.name

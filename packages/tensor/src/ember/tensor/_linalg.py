@@ -1,0 +1,522 @@
+"""Matrix products and small linear-algebra helpers: matmul, mm, bmm, mv, dot, outer, einsum,
+tensordot, the ``add*`` fused forms (addmm, addmv, baddbmm, addbmm), trace, diag and cross.
+
+Products stay on BLAS (NumPy) and cuBLAS (CuPy): one registry op, ``matmul``, does every
+matrix product with ``xp.matmul`` (PyTorch's 1-d / 2-d / batched broadcasting rules are
+NumPy's); ``mm``, ``bmm``, ``mv`` and ``dot`` check their stricter shape rules and call it.
+Operands that BLAS cannot take in place (sliced with a step, expanded) are made contiguous
+first, and float16 multiplies in float32 on the CPU. Like PyTorch, the operands of a product
+must share a dtype (no promotion): mismatches raise RuntimeError naming both dtypes.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _dtype as D
+from ._registry import array_module, defop
+from ._tensor import Tensor
+
+__all__ = [
+    "matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "einsum", "tensordot", "addmm",
+    "addmv", "baddbmm", "addbmm", "trace", "diag", "cross",
+]
+
+_make = Tensor._make
+_ndarray = np.ndarray
+_int64 = np.dtype(np.int64)
+_float16 = np.dtype(np.float16)
+_float32 = np.dtype(np.float32)
+
+# PyTorch's C++ type names (``float != double``) and scalar type names (``Float``).
+_CPP_NAMES = {np.dtype(k): v for k, v in {
+    np.bool_: "bool", np.uint8: "unsigned char", np.int8: "signed char", np.int16: "short int",
+    np.int32: "int", np.int64: "long int", np.float16: "c10::Half", np.float32: "float",
+    np.float64: "double"}.items()}
+_SCALAR_NAMES = {np.dtype(k): v for k, v in {
+    np.bool_: "Bool", np.uint8: "Byte", np.int8: "Char", np.int16: "Short", np.int32: "Int",
+    np.int64: "Long", np.float16: "Half", np.float32: "Float", np.float64: "Double"}.items()}
+
+
+# ---------------------------------------------------------------------------- checks
+def _check_device(op: str, *arrays) -> None:
+    first = arrays[0]
+    for a in arrays[1:]:
+        if type(a) is not type(first) or (not isinstance(a, _ndarray) and a.device != first.device):
+            from ._pointwise import _device_error
+
+            raise _device_error(op, first, a)
+
+
+def _check_same_dtype(op: str, a, b) -> None:
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{op}(): expected m1 and m2 to have the same dtype, but got: "
+                           f"{_CPP_NAMES[a.dtype]} != {_CPP_NAMES[b.dtype]}")
+
+
+def _check_not_bool(op: str, a) -> None:
+    if a.dtype.kind == "b":
+        raise NotImplementedError(f"{op}(): not implemented for 'Bool'")
+
+
+def _shape_str(shape) -> str:
+    return "x".join(str(s) for s in shape)
+
+
+def _prod(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _mm_error(op: str, s1, s2) -> RuntimeError:
+    return RuntimeError(f"{op}(): mat1 and mat2 shapes cannot be multiplied "
+                        f"({_shape_str(s1)} and {_shape_str(s2)})")
+
+
+def _mv_error(op: str, rows: int, mat, vec: int) -> RuntimeError:
+    return RuntimeError(f"{op}(): size mismatch, got input ({rows}), mat ({_shape_str(mat)}), "
+                        f"vec ({vec})")
+
+
+def _dot_error(op: str, n1: int, n2: int) -> RuntimeError:
+    return RuntimeError(f"{op}(): inconsistent tensor size, expected tensor [{n1}] and src "
+                        f"[{n2}] to have the same number of elements, but got {n1} and {n2} "
+                        "elements respectively")
+
+
+def _broadcast_batch(op: str, b1, b2) -> tuple[int, ...]:
+    n = max(len(b1), len(b2))
+    p1, p2 = (1,) * (n - len(b1)) + tuple(b1), (1,) * (n - len(b2)) + tuple(b2)
+    out = []
+    for i, (x, y) in enumerate(zip(p1, p2)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"{op}(): The size of tensor a ({x}) must match the size of "
+                               f"tensor b ({y}) at non-singleton dimension {i}")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def _check_matmul_shapes(op: str, s1, s2) -> None:
+    """PyTorch's shape errors for ``matmul`` of shapes ``s1`` and ``s2`` (both >= 1-d)."""
+    n1, n2 = len(s1), len(s2)
+    if n1 == 1 and n2 == 1:
+        if s1[0] != s2[0]:
+            raise _dot_error(op, s1[0], s2[0])
+    elif n2 == 1:  # matrix (or folded batch of matrices) @ vector
+        rows = _prod(s1[:-1])
+        if s1[-1] != s2[0]:
+            raise _mv_error(op, rows, (rows, s1[-1]), s2[0])
+    elif n1 == 1 and n2 == 2:
+        if s1[0] != s2[0]:
+            raise _mm_error(op, (1, s1[0]), s2)
+    elif n2 == 2:  # matrix (or folded batch of matrices) @ matrix
+        rows = _prod(s1[:-1])
+        if s1[-1] != s2[0]:
+            raise _mm_error(op, (rows, s1[-1]), s2)
+    else:
+        b1 = s1[:-2] if n1 > 1 else ()
+        batch = _prod(_broadcast_batch(op, b1, s2[:-2]))
+        k1 = s1[-1]
+        if k1 != s2[-2]:
+            raise RuntimeError(f"{op}(): Expected size for first two dimensions of batch2 "
+                               f"tensor to be: [{batch}, {k1}] but got: [{batch}, {s2[-2]}].")
+
+
+def _blas_ready(xp, a):
+    """``a`` as an operand BLAS takes without NumPy's slow fallback loop."""
+    if xp is not np or a.dtype.kind != "f":
+        return a
+    if a.ndim == 1:
+        return a if a.strides[0] == a.itemsize or a.size <= 1 else np.ascontiguousarray(a)
+    s0, s1 = a.strides[-2], a.strides[-1]
+    n0, n1 = a.shape[-2], a.shape[-1]
+    item = a.itemsize
+    if (s1 == item and s0 >= n1 * item) or (s0 == item and s1 >= n0 * item):
+        if all(s != 0 or n == 1 for s, n in zip(a.strides[:-2], a.shape[:-2])):
+            return a
+    return np.ascontiguousarray(a)
+
+
+def _upcast(xp, a):
+    """float16 multiplies in float32 on the CPU (BLAS has no half gemm; it also accumulates
+    in float32 like PyTorch)."""
+    if xp is np and a.dtype == _float16:
+        return a.astype(_float32)
+    return a
+
+
+def _own(r, inputs):
+    if isinstance(r, np.generic):
+        return np.asarray(r)
+    xp = array_module(r)
+    if r.size and any(xp.may_share_memory(r, x) for x in inputs):
+        return r.copy()
+    return r
+
+
+# ---------------------------------------------------------------------------- products
+@defop("matmul")
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product with PyTorch's rules: 1-d @ 1-d is a dot product, a 1-d operand is
+    promoted to a matrix and the added dim removed, batch dims broadcast.
+
+    >>> matmul(tensor([[1., 2.], [3., 4.]]), tensor([1., 1.]))
+    tensor([3., 7.])
+    """
+    a, b = input._data, other._data
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"matmul(): both arguments to matmul need to be at least 1D, but "
+                           f"they are {a.ndim}D and {b.ndim}D")
+    _check_device("matmul", a, b)
+    _check_same_dtype("matmul", a, b)
+    _check_not_bool("matmul", a)
+    _check_matmul_shapes("matmul", a.shape, b.shape)
+    xp = array_module(a)
+    out = a.dtype
+    r = xp.matmul(_blas_ready(xp, _upcast(xp, a)), _blas_ready(xp, _upcast(xp, b)))
+    return _make(xp.asarray(r).astype(out, copy=False))
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Product of two matrices (2-d only, no broadcasting).
+
+    >>> mm(tensor([[1, 2]]), tensor([[3], [4]]))
+    tensor([[11]])
+    """
+    a, b = input._data, mat2._data
+    if a.ndim != 2:
+        raise RuntimeError(f"mm(): self must be a matrix, got a {a.ndim}-D tensor")
+    if b.ndim != 2:
+        raise RuntimeError(f"mm(): mat2 must be a matrix, got a {b.ndim}-D tensor")
+    _check_same_dtype("mm", a, b)
+    if a.shape[1] != b.shape[0]:
+        raise _mm_error("mm", a.shape, b.shape)
+    return matmul(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched product of ``(b, n, m)`` and ``(b, m, p)`` tensors (no broadcasting).
+
+    >>> bmm(ones(2, 1, 3), ones(2, 3, 4)).shape
+    ember.Size([2, 1, 4])
+    """
+    a, b = input._data, mat2._data
+    if a.ndim != 3:
+        raise RuntimeError(f"bmm(): batch1 must be a 3D tensor, got a {a.ndim}-D tensor")
+    if b.ndim != 3:
+        raise RuntimeError(f"bmm(): batch2 must be a 3D tensor, got a {b.ndim}-D tensor")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"bmm(): expected scalar type {_SCALAR_NAMES[a.dtype]} but found "
+                           f"{_SCALAR_NAMES[b.dtype]}")
+    if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
+        raise RuntimeError(f"bmm(): Expected size for first two dimensions of batch2 tensor "
+                           f"to be: [{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, "
+                           f"{b.shape[1]}].")
+    return matmul(input, mat2)
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix-vector product.
+
+    >>> mv(tensor([[1., 2.], [3., 4.]]), tensor([1., 0.]))
+    tensor([1., 3.])
+    """
+    a, b = input._data, vec._data
+    if a.ndim != 2 or b.ndim != 1:
+        raise RuntimeError(f"mv(): vector + matrix @ vector expected, got 1, {a.ndim}, {b.ndim}")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"mv(): expected m1 and m2 to have the same dtype, but got: "
+                           f"{_CPP_NAMES[a.dtype]} != {_CPP_NAMES[b.dtype]}")
+    if a.shape[1] != b.shape[0]:
+        raise _mv_error("mv", a.shape[0], a.shape, b.shape[0])
+    return matmul(input, vec)
+
+
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """Inner product of two 1-d tensors of the same size and dtype.
+
+    >>> dot(tensor([1, 2, 3]), tensor([4, 5, 6]))
+    tensor(32)
+    """
+    a, b = input._data, tensor._data
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"dot(): 1D tensors expected, but got {a.ndim}D and {b.ndim}D "
+                           "tensors")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"dot(): expected both vectors to have same dtype, but found "
+                           f"{_SCALAR_NAMES[a.dtype]} and {_SCALAR_NAMES[b.dtype]}")
+    if a.shape[0] != b.shape[0]:
+        raise _dot_error("dot", a.shape[0], b.shape[0])
+    return matmul(input, tensor)
+
+
+@defop("outer")
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """Outer product of two 1-d tensors (dtypes promote like ``*``).
+
+    >>> outer(tensor([1, 2]), tensor([1, 10, 100]))
+    tensor([[  1,  10, 100],
+            [  2,  20, 200]])
+    """
+    a, b = input._data, vec2._data
+    if a.ndim != 1:
+        raise RuntimeError(f"outer(): Expected 1-D argument self, but got {a.ndim}-D")
+    if b.ndim != 1:
+        raise RuntimeError(f"outer(): Expected 1-D argument vec2, but got {b.ndim}-D")
+    _check_device("outer", a, b)
+    dt = D.promote_types(input.dtype, vec2.dtype).np
+    xp = array_module(a)
+    return _make(xp.multiply(a.astype(dt, copy=False)[:, None], b.astype(dt, copy=False)[None, :]))
+
+
+def ger(input: Tensor, vec2: Tensor) -> Tensor:
+    """Alias of :func:`outer`.
+
+    >>> ger(tensor([1, 2]), tensor([3])).shape
+    ember.Size([2, 1])
+    """
+    return outer(input, vec2)
+
+
+@defop("einsum")
+def _einsum(equation: str, *operands: Tensor) -> Tensor:
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): the equation must be a str, got {type(equation).__name__}")
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    arrays = [t._data for t in operands]
+    _check_device("einsum", *arrays)
+    dt = arrays[0].dtype
+    for x in arrays[1:]:
+        if x.dtype != dt:
+            raise RuntimeError(f"einsum(): expected scalar type {_SCALAR_NAMES[dt]} but found "
+                               f"{_SCALAR_NAMES[x.dtype]}")
+    xp = array_module(arrays[0])
+    ups = [_upcast(xp, x) for x in arrays]
+    try:
+        # optimize picks a contraction order and hands pairwise contractions to BLAS
+        r = xp.einsum(equation, *ups, optimize=len(ups) > 1)
+    except ValueError as exc:
+        raise RuntimeError(f"einsum(): {exc}") from None
+    r = xp.asarray(r).astype(dt, copy=False)
+    return _make(_own(r, arrays))
+
+
+def einsum(equation: str, *operands) -> Tensor:
+    """Einstein summation: ``einsum('ij,jk->ik', a, b)`` is ``a @ b``. The operands may also
+    be given as one list.
+
+    >>> einsum('ii', tensor([[1, 2], [3, 4]]))
+    tensor(5)
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return _einsum(equation, *operands)
+
+
+def _tensordot_dims(dims, n1: int, n2: int):
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, numbers.Integral) and not isinstance(dims, bool):
+        if dims < 0:
+            raise RuntimeError(f"tensordot(): tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(n1, n2):
+            raise RuntimeError(f"tensordot(): tensordot expects dims < ndim_a or ndim_b, but "
+                               f"got dims={dims}")
+        return list(range(-dims, 0)), list(range(dims))
+    if isinstance(dims, (list, tuple)) and len(dims) == 2:
+        d1, d2 = dims
+        d1 = [d1] if isinstance(d1, numbers.Integral) else list(d1)
+        d2 = [d2] if isinstance(d2, numbers.Integral) else list(d2)
+        if len(d1) != len(d2):
+            raise RuntimeError(f"tensordot(): both dimension lists should have same length, "
+                               f"got {len(d1)} and {len(d2)}")
+        return d1, d2
+    raise TypeError("tensordot(): dims must be an int or a pair of lists of dims")
+
+
+@defop("tensordot")
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
+    """Contract the last ``dims`` dims of ``a`` with the first ``dims`` dims of ``b`` (or the
+    dims listed in a pair of lists).
+
+    >>> tensordot(ones(2, 3), ones(3, 4), dims=1).shape
+    ember.Size([2, 4])
+    """
+    x, y = a._data, b._data
+    _check_device("tensordot", x, y)
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"tensordot(): both inputs should have same dtype, but got "
+                           f"{_SCALAR_NAMES[x.dtype]} and {_SCALAR_NAMES[y.dtype]}")
+    d1, d2 = _tensordot_dims(dims, x.ndim, y.ndim)
+    from ._tensor import _wrap_dim
+
+    w1 = [_wrap_dim(d, x.ndim, "tensordot") for d in d1]
+    w2 = [_wrap_dim(d, y.ndim, "tensordot") for d in d2]
+    for i, j, o1, o2 in zip(w1, w2, d1, d2):
+        if x.shape[i] != y.shape[j]:
+            raise RuntimeError(f"tensordot(): contracted dimensions need to match, but first "
+                               f"has size {x.shape[i]} in dim {o1} and second has size "
+                               f"{y.shape[j]} in dim {o2}")
+    xp = array_module(x)
+    r = xp.tensordot(_upcast(xp, x), _upcast(xp, y), axes=(w1, w2))
+    return _make(_own(xp.asarray(r).astype(x.dtype, copy=False), (x, y)))
+
+
+# ---------------------------------------------------------------------------- add* forms
+def _scalars(dt, beta, alpha):
+    # PyTorch casts beta and alpha to an integer tensor's dtype (truncating)
+    if dt.kind in "iub":
+        return int(beta), int(alpha)
+    return beta, alpha
+
+
+def _check_expand(op: str, s, target) -> None:
+    """PyTorch's error when ``input`` of shape ``s`` cannot expand to ``target``."""
+    if len(s) > len(target):
+        raise RuntimeError(f"{op}(): the number of sizes provided ({len(target)}) must be "
+                           f"greater or equal to the number of dimensions in the tensor "
+                           f"({len(s)})")
+    for i in range(1, len(s) + 1):
+        if s[-i] != target[-i] and s[-i] != 1:
+            raise RuntimeError(f"{op}(): The expanded size of the tensor ({target[-i]}) must "
+                               f"match the existing size ({s[-i]}) at non-singleton dimension "
+                               f"{len(target) - i}.  Target sizes: {list(target)}.  Tensor "
+                               f"sizes: {list(s)}")
+
+
+def _add_scaled(op: str, input: Tensor, product: Tensor, beta, alpha) -> Tensor:
+    from ._pointwise import add, mul
+
+    if input.dtype != product.dtype:
+        raise RuntimeError(f"{op}(): self and mat2 must have the same dtype, but got "
+                           f"{_SCALAR_NAMES[input._data.dtype]} and "
+                           f"{_SCALAR_NAMES[product._data.dtype]}")
+    _check_expand(op, input._data.shape, product._data.shape)
+    beta, alpha = _scalars(product._data.dtype, beta, alpha)
+    if alpha != 1:
+        product = mul(product, alpha)
+    if beta == 0:  # like PyTorch, input is ignored (NaN in it does not propagate)
+        return product
+    return add(input if beta == 1 else mul(input, beta), product)
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the product's shape.
+
+    >>> addmm(zeros(2, 2), eye(2), eye(2), alpha=3)
+    tensor([[3., 0.],
+            [0., 3.]])
+    """
+    return _add_scaled("addmm", input, mm(mat1, mat2), beta, alpha)
+
+
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * (mat @ vec)``.
+
+    >>> addmv(tensor([1., 1.]), eye(2), tensor([2., 3.]))
+    tensor([3., 4.])
+    """
+    return _add_scaled("addmv", input, mv(mat, vec), beta, alpha)
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * bmm(batch1, batch2)``.
+
+    >>> baddbmm(zeros(2, 1, 1), ones(2, 1, 3), ones(2, 3, 1)).shape
+    ember.Size([2, 1, 1])
+    """
+    return _add_scaled("baddbmm", input, bmm(batch1, batch2), beta, alpha)
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``.
+
+    >>> addbmm(zeros(1, 1), ones(2, 1, 3), ones(2, 3, 1))
+    tensor([[6.]])
+    """
+    from ._reduction import sum as _sum
+
+    b1, b2 = batch1._data, batch2._data
+    if b1.ndim != 3 or b2.ndim != 3:
+        raise RuntimeError(f"addbmm(): batch1 and batch2 must be 3D tensors, got {b1.ndim}D "
+                           f"and {b2.ndim}D")
+    if b1.shape[0] != b2.shape[0]:
+        raise RuntimeError(f"addbmm(): batch1 and batch2 must have same number of batches, "
+                           f"got {b1.shape[0]} and {b2.shape[0]}")
+    return _add_scaled("addbmm", input, _sum(bmm(batch1, batch2), 0), beta, alpha)
+
+
+# ---------------------------------------------------------------------------- matrix helpers
+@defop("trace")
+def trace(input: Tensor) -> Tensor:
+    """Sum of the main diagonal of a matrix; integer inputs give int64.
+
+    >>> trace(tensor([[1, 2], [3, 4]]))
+    tensor(5)
+    """
+    d = input._data
+    if d.ndim != 2:
+        raise RuntimeError(f"trace(): expected a matrix, but got tensor with dim {d.ndim}")
+    _check_not_bool("trace", d)
+    xp = array_module(d)
+    out = _int64 if d.dtype.kind in "iu" else d.dtype
+    acc = _float32 if out == _float16 else out
+    return _make(xp.asarray(xp.trace(d, dtype=acc)).astype(out, copy=False))
+
+
+@defop("diag")
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """A 1-d tensor becomes a square matrix with it on diagonal ``diagonal``; a matrix gives
+    a copy of that diagonal.
+
+    >>> diag(tensor([1, 2]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
+    d = input._data
+    xp = array_module(d)
+    if d.ndim == 1:
+        return _make(xp.diag(d, diagonal))
+    if d.ndim == 2:
+        return _make(xp.ascontiguousarray(xp.diagonal(d, diagonal)).copy())
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {d.ndim}D")
+
+
+@defop("cross")
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    """Cross product of 3-vectors along ``dim`` (the first dim of size 3 when None);
+    shapes broadcast.
+
+    >>> cross(tensor([1., 0., 0.]), tensor([0., 1., 0.]))
+    tensor([0., 0., 1.])
+    """
+    a, b = input._data, other._data
+    _check_device("cross", a, b)
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"cross(): expected scalar type {_SCALAR_NAMES[a.dtype]} but found "
+                           f"{_SCALAR_NAMES[b.dtype]}")
+    if a.ndim != b.ndim:
+        raise RuntimeError(f"cross(): inputs dimension {a.ndim} must match other dimension "
+                           f"{b.ndim}")
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise RuntimeError(f"cross(): shapes {list(a.shape)} and {list(b.shape)} cannot be "
+                           "broadcast") from None
+    if dim is None:
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("cross(): no dimension of size 3 in input")
+    else:
+        from ._tensor import _wrap_dim
+
+        dim = _wrap_dim(dim, len(shape), "cross")
+        if a.shape[dim] != 3 or b.shape[dim] != 3:
+            raise RuntimeError(f"cross(): inputs must have size 3 at dimension {dim}, got "
+                               f"{a.shape[dim]} and {b.shape[dim]}")
+    xp = array_module(a)
+    return _make(xp.cross(a, b, axis=dim).astype(a.dtype, copy=False))

@@ -1,0 +1,78 @@
+"""Binds the ops of every family as Tensor methods and Python operators.
+
+A function becomes a method when its first parameter is the tensor (named ``input``,
+``self`` or ``tensor``); methods and functions are then the same registry entries.
+"""
+from __future__ import annotations
+
+from . import (
+    _creation, _indexing, _linalg, _pointwise as P, _random, _reduction, _shape,
+)
+from ._tensor import Tensor
+
+_FAMILIES = (P, _shape, _reduction, _linalg, _indexing, _random, _creation)
+
+
+def _first_param(fn) -> str | None:
+    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
+    if code is None or code.co_argcount == 0:
+        return None
+    return code.co_varnames[0]
+
+
+def _rev(fn):
+    def method(self, other):
+        return fn(other, self)
+    method.__name__ = f"__r{fn.__name__}__"
+    return method
+
+
+def _new_factory(make):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+        return make(*size, dtype=self.dtype if dtype is None else dtype,
+                    device=self.device if device is None else device,
+                    requires_grad=requires_grad, **kw)
+    return method
+
+
+def bind_methods() -> None:
+    for mod in _FAMILIES:
+        for name in getattr(mod, "__all__", ()):
+            fn = getattr(mod, name)
+            if name in Tensor.__dict__ or not callable(fn):
+                continue
+            if _first_param(fn) in ("input", "self", "tensor"):
+                setattr(Tensor, name, fn)
+    ops = {
+        "__add__": P.add, "__sub__": P.sub, "__mul__": P.mul, "__truediv__": P.true_divide,
+        "__floordiv__": P.floor_divide, "__mod__": P.remainder, "__pow__": P.pow,
+        "__matmul__": _linalg.matmul, "__and__": P.bitwise_and, "__or__": P.bitwise_or,
+        "__xor__": P.bitwise_xor, "__eq__": P.eq, "__ne__": P.ne, "__lt__": P.lt,
+        "__le__": P.le, "__gt__": P.gt, "__ge__": P.ge, "__neg__": P.neg, "__abs__": P.abs,
+        "__invert__": P.bitwise_not, "__iadd__": P.add_, "__isub__": P.sub_,
+        "__imul__": P.mul_, "__itruediv__": P.true_divide_, "__ifloordiv__": P.floor_divide_,
+        "__imod__": P.remainder_, "__ipow__": P.pow_, "__iand__": P.bitwise_and_,
+        "__ior__": P.bitwise_or_, "__ixor__": P.bitwise_xor_,
+        "__getitem__": _indexing.getitem, "__setitem__": _indexing.setitem,
+    }
+    for name, fn in ops.items():
+        setattr(Tensor, name, fn)
+    for name, fn in {"add": P.add, "sub": P.sub, "mul": P.mul, "truediv": P.true_divide,
+                     "floordiv": P.floor_divide, "mod": P.remainder, "pow": P.pow,
+                     "matmul": _linalg.matmul, "and": P.bitwise_and, "or": P.bitwise_or,
+                     "xor": P.bitwise_xor}.items():
+        setattr(Tensor, f"__r{name}__", _rev(fn))
+    Tensor.__pos__ = lambda self: self
+    Tensor.where = lambda self, condition, other: P.where(condition, self, other)
+    Tensor.new_zeros = _new_factory(_creation.zeros)
+    Tensor.new_ones = _new_factory(_creation.ones)
+    Tensor.new_empty = _new_factory(_creation.empty)
+    Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, \
+        requires_grad=False: _creation.full(size, fill_value,
+                                            dtype=self.dtype if dtype is None else dtype,
+                                            device=self.device if device is None else device,
+                                            requires_grad=requires_grad)
+    Tensor.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: \
+        _creation.tensor(data, dtype=self.dtype if dtype is None else dtype,
+                         device=self.device if device is None else device,
+                         requires_grad=requires_grad)

@@ -1,0 +1,765 @@
+"""Elementwise math: arithmetic, comparisons, logical ops, transcendental functions, clamp,
+where, lerp, addcmul/addcdiv, and their in-place ``_`` forms.
+
+Each op is one registry entry; the in-place form is its own entry (autograd treats it as the
+out-of-place op followed by a write into the first argument). Result dtypes follow PyTorch's
+promotion (see ``_dtype``); integer inputs to float functions give the default float dtype.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _dtype as D
+from ._registry import array_module, defop
+from ._tensor import Tensor
+
+_make = Tensor._make
+_ndarray = np.ndarray
+_quiet = {"all": "ignore"}
+
+
+def _device_error(op: str, a, b) -> RuntimeError:
+    from ._tensor import _device_of
+
+    return RuntimeError(
+        f"{op}(): Expected all tensors to be on the same device, but found at least two "
+        f"devices, {_device_of(a)} and {_device_of(b)}!")
+
+
+def _check_same_device(op: str, da, db) -> None:
+    if type(da) is not type(db) or (not isinstance(da, _ndarray) and da.device != db.device):
+        raise _device_error(op, da, db)
+
+
+def _scalar_dtype(t_dtype: np.dtype, s) -> np.dtype:
+    """Result dtype of (tensor of ``t_dtype``) op (Python scalar ``s``)."""
+    kind = t_dtype.kind
+    if isinstance(s, bool):
+        return t_dtype
+    if isinstance(s, numbers.Integral):
+        return np.dtype(np.int64) if kind == "b" else t_dtype
+    if isinstance(s, numbers.Real):
+        return t_dtype if kind == "f" else D.get_default_dtype().np
+    raise TypeError(f"unsupported operand type {type(s).__name__}")
+
+
+def _operands(a, b, op: str, float_result: bool = False):
+    """``(xa, xb, dtype)``: raw operands cast to PyTorch's result dtype."""
+    if isinstance(a, Tensor):
+        da = a._data
+        if isinstance(b, Tensor):
+            db = b._data
+            if type(da) is not type(db):
+                _check_same_device(op, da, db)
+            dt = da.dtype
+            if dt != db.dtype:
+                dt = D.result_type(a, b).np
+        elif isinstance(b, (numbers.Number, np.generic)):
+            dt = _scalar_dtype(da.dtype, b)
+            db = b
+        else:
+            raise TypeError(f"{op}(): unsupported operand type(s): 'Tensor' and "
+                            f"'{type(b).__name__}'")
+    elif isinstance(b, Tensor):
+        db = b._data
+        if not isinstance(a, (numbers.Number, np.generic)):
+            raise TypeError(f"{op}(): unsupported operand type(s): '{type(a).__name__}' and "
+                            "'Tensor'")
+        dt = _scalar_dtype(db.dtype, a)
+        da = a
+    else:
+        raise TypeError(f"{op}(): expected at least one Tensor argument")
+    if float_result and dt.kind != "f":
+        dt = D.get_default_dtype().np
+    if isinstance(da, (_ndarray,)) or hasattr(da, "dtype") and not isinstance(da, np.generic):
+        if da.dtype != dt:
+            da = da.astype(dt)
+    elif dt.kind != "f" and isinstance(da, float):
+        pass
+    if hasattr(db, "shape") and not isinstance(db, np.generic):
+        if db.dtype != dt:
+            db = db.astype(dt)
+    return da, db, dt
+
+
+def _xp2(da, db):
+    return np if isinstance(da, _ndarray) or isinstance(db, _ndarray) else array_module(
+        da if hasattr(da, "shape") else db)
+
+
+def _check_inplace(self: Tensor, op: str) -> None:
+    d = self._data
+    if not d.flags.c_contiguous:
+        for n, s in zip(d.shape, d.strides):
+            if s == 0 and n > 1:
+                raise RuntimeError(
+                    f"{op}(): unsupported operation: more than one element of the written-to "
+                    "tensor refers to a single memory location. Please clone() the tensor before "
+                    "performing the operation.")
+
+
+def _check_cast(op: str, result: np.dtype, out: np.dtype) -> None:
+    if result != out and not D.can_cast(D._FROM_NP[result], D._FROM_NP[out]):
+        raise RuntimeError(
+            f"{op}(): result type {D._FROM_NP[result].name.capitalize()} can't be cast to the "
+            f"desired output type {D._FROM_NP[out].name.capitalize()}")
+
+
+def _write(self: Tensor, value, op: str) -> Tensor:
+    """Store ``value`` (array or scalar) into ``self`` in place and bump its version."""
+    _check_inplace(self, op)
+    d = self._data
+    if hasattr(value, "shape") and value.shape != d.shape:
+        try:
+            np.broadcast_shapes(value.shape, d.shape) == d.shape or (_ for _ in ()).throw(ValueError)
+        except ValueError:
+            raise RuntimeError(
+                f"{op}(): output with shape {list(d.shape)} doesn't match the broadcast shape "
+                f"{list(np.broadcast_shapes(value.shape, d.shape))}") from None
+    d[...] = value
+    self._bump()
+    return self
+
+
+# ---------------------------------------------------------------------------------- binary
+def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
+            quiet: bool = False):
+    npf = getattr(np, ufunc_name)
+
+    def impl(input, other):
+        da, db, _ = _operands(input, other, name, float_result)
+        xp = _xp2(da, db)
+        f = npf if xp is np else getattr(xp, ufunc_name)
+        if quiet:
+            with np.errstate(**_quiet):
+                return _make(f(da, db))
+        return _make(f(da, db))
+
+    def impl_(input, other):
+        da, db, dt = _operands(input, other, name, float_result)
+        _check_cast(name + "_", dt, input._data.dtype)
+        if hasattr(db, "shape") and np.broadcast_shapes(db.shape, input._data.shape) != \
+                input._data.shape:
+            raise RuntimeError(
+                f"{name}_(): output with shape {list(input._data.shape)} doesn't match the "
+                f"broadcast shape {list(np.broadcast_shapes(db.shape, input._data.shape))}")
+        _check_inplace(input, name + "_")
+        xp = _xp2(da, db)
+        f = npf if xp is np else getattr(xp, ufunc_name)
+        with np.errstate(**_quiet):
+            f(da, db, out=input._data, casting="unsafe")
+        input._bump()
+        return input
+
+    impl.__name__, impl_.__name__ = name, name + "_"
+    impl.__doc__ = doc
+    impl_.__doc__ = f"In-place :func:`{name}`."
+    return defop(name)(impl), defop(name + "_", inplace=True)(impl_)
+
+
+mul, mul_ = _binary("mul", "multiply", """Elementwise product.
+
+    >>> tensor([1, 2]) * 3
+    tensor([3, 6])
+    """)
+add, add_ = _binary("add", "add", """``input + alpha * other`` elementwise.
+
+    >>> add(tensor([1., 2.]), 1)
+    tensor([2., 3.])
+    """)
+sub, sub_ = _binary("sub", "subtract", """``input - other`` elementwise.
+
+    >>> sub(tensor([3., 2.]), 1)
+    tensor([2., 1.])
+    """)
+_add_plain, _sub_plain = add, sub
+
+
+def add(input, other, *, alpha=1, out=None):  # noqa: F811
+    """``input + alpha * other`` elementwise.
+
+    >>> add(tensor([1., 2.]), tensor([1., 1.]), alpha=2)
+    tensor([3., 4.])
+    """
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _add_plain(input, other)
+
+
+def sub(input, other, *, alpha=1, out=None):  # noqa: F811
+    """``input - alpha * other`` elementwise."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _sub_plain(input, other)
+
+
+_add_plain_, _sub_plain_ = add_, sub_
+
+
+def add_(input, other, *, alpha=1):  # noqa: F811
+    """In-place :func:`add`."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _add_plain_(input, other)
+
+
+def sub_(input, other, *, alpha=1):  # noqa: F811
+    """In-place :func:`sub`."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _sub_plain_(input, other)
+
+
+subtract, subtract_, multiply, multiply_ = sub, sub_, mul, mul_
+
+true_divide, true_divide_ = _binary("div", "true_divide", """True division; integer inputs give
+    the default float dtype.
+
+    >>> tensor([1, 2]) / tensor([2, 2])
+    tensor([0.5000, 1.0000])
+    """, float_result=True, quiet=True)
+_floor_divide, _floor_divide_ = _binary("floor_divide", "floor_divide",
+                                        """Division rounded down (``//``).""", quiet=True)
+remainder, remainder_ = _binary("remainder", "remainder", """Python-style modulus (sign of
+    the divisor), ``%``.""", quiet=True)
+fmod, fmod_ = _binary("fmod", "fmod", """C-style modulus (sign of the dividend).""", quiet=True)
+atan2, atan2_ = _binary("atan2", "arctan2", """Elementwise ``atan2(input, other)``.""",
+                        float_result=True, quiet=True)
+maximum, _ = _binary("maximum", "maximum", """Elementwise maximum (NaN propagates).""")
+minimum, _ = _binary("minimum", "minimum", """Elementwise minimum (NaN propagates).""")
+fmax, _ = _binary("fmax", "fmax", """Elementwise maximum ignoring NaN.""")
+fmin, _ = _binary("fmin", "fmin", """Elementwise minimum ignoring NaN.""")
+hypot, hypot_ = _binary("hypot", "hypot", """Elementwise ``sqrt(a**2 + b**2)``.""",
+                        float_result=True)
+_pow, _pow_ = _binary("pow", "power", """Elementwise power.""", quiet=True)
+bitwise_and, bitwise_and_ = _binary("bitwise_and", "bitwise_and", "Elementwise AND (& on ints/bools).")
+bitwise_or, bitwise_or_ = _binary("bitwise_or", "bitwise_or", "Elementwise OR (| on ints/bools).")
+bitwise_xor, bitwise_xor_ = _binary("bitwise_xor", "bitwise_xor", "Elementwise XOR.")
+for _f in (bitwise_and, bitwise_or, bitwise_xor, fmax, fmin, _floor_divide, remainder, fmod):
+    _f.op.differentiable = _f.op.name not in (
+        "bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide")
+for _f in (bitwise_and_, bitwise_or_, bitwise_xor_, _floor_divide_):
+    _f.op.differentiable = False
+
+
+def floor_divide(input, other):
+    """Division rounded toward negative infinity (``//``).
+
+    >>> tensor([7, -7]) // 2
+    tensor([ 3, -4])
+    """
+    return _floor_divide(input, other)
+
+
+def floor_divide_(input, other):
+    return _floor_divide_(input, other)
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    """Division: true division by default, ``rounding_mode='floor'`` or ``'trunc'``.
+
+    >>> div(tensor([7., -7.]), 2, rounding_mode='trunc')
+    tensor([ 3., -3.])
+    """
+    if rounding_mode is None:
+        return true_divide(input, other)
+    if rounding_mode == "floor":
+        return _floor_divide(input, other)
+    if rounding_mode == "trunc":
+        q = true_divide(input, other)
+        q = trunc(q)
+        rd = D.result_type(input, other)
+        return q if rd.is_floating_point else q.to(rd)
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                     f"found '{rounding_mode}'")
+
+
+def div_(input, other, *, rounding_mode=None):
+    """In-place :func:`div`."""
+    if rounding_mode is None:
+        return true_divide_(input, other)
+    return copy_(input, div(input, other, rounding_mode=rounding_mode))
+
+
+divide, divide_ = div, div_
+
+
+def pow(input, exponent):  # noqa: A001
+    """Elementwise power; an integer tensor to a negative integer power raises like PyTorch.
+
+    >>> pow(tensor([1., 2., 3.]), 2)
+    tensor([1., 4., 9.])
+    """
+    if isinstance(input, Tensor) and isinstance(exponent, numbers.Integral) and \
+            not isinstance(exponent, bool) and input.dtype.is_floating_point is False \
+            and exponent < 0 and input.dtype is not D.bool:
+        raise RuntimeError("pow(): Integers to negative integer powers are not allowed.")
+    return _pow(input, exponent)
+
+
+def pow_(input, exponent):
+    return _pow_(input, exponent)
+
+
+float_power = pow
+
+
+# ---------------------------------------------------------------------------------- compare
+def _compare(name: str, ufunc_name: str, doc: str):
+    npf = getattr(np, ufunc_name)
+
+    def impl(input, other):
+        da, db, _ = _operands(input, other, name)
+        xp = _xp2(da, db)
+        f = npf if xp is np else getattr(xp, ufunc_name)
+        with np.errstate(**_quiet):
+            return _make(f(da, db))
+
+    def impl_(input, other):
+        da, db, _ = _operands(input, other, name)
+        xp = _xp2(da, db)
+        f = npf if xp is np else getattr(xp, ufunc_name)
+        _check_inplace(input, name + "_")
+        input._data[...] = f(da, db)
+        input._bump()
+        return input
+
+    impl.__name__, impl.__doc__ = name, doc
+    impl_.__name__ = name + "_"
+    return (defop(name, differentiable=False)(impl),
+            defop(name + "_", differentiable=False, inplace=True)(impl_))
+
+
+eq, eq_ = _compare("eq", "equal", "Elementwise ``==`` (bool result).\n\n    >>> eq(tensor([1, 2]), 2)\n    tensor([False,  True])\n")
+ne, ne_ = _compare("ne", "not_equal", "Elementwise ``!=``.")
+lt, lt_ = _compare("lt", "less", "Elementwise ``<``.")
+le, le_ = _compare("le", "less_equal", "Elementwise ``<=``.")
+gt, gt_ = _compare("gt", "greater", "Elementwise ``>``.")
+ge, ge_ = _compare("ge", "greater_equal", "Elementwise ``>=``.")
+logical_and, logical_and_ = _compare("logical_and", "logical_and", "Elementwise logical AND.")
+logical_or, logical_or_ = _compare("logical_or", "logical_or", "Elementwise logical OR.")
+logical_xor, logical_xor_ = _compare("logical_xor", "logical_xor", "Elementwise logical XOR.")
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+@defop("logical_not", differentiable=False)
+def logical_not(input: Tensor) -> Tensor:
+    """Elementwise logical NOT (bool result)."""
+    return _make(array_module(input._data).logical_not(input._data))
+
+
+@defop("bitwise_not", differentiable=False)
+def bitwise_not(input: Tensor) -> Tensor:
+    """Elementwise bitwise NOT (``~``); logical NOT for bools."""
+    if input.dtype.is_floating_point:
+        raise TypeError(f"bitwise_not(): not implemented for '{input.dtype}'")
+    return _make(array_module(input._data).invert(input._data))
+
+
+@defop("isnan", differentiable=False)
+def isnan(input: Tensor) -> Tensor:
+    """Elementwise NaN test."""
+    return _make(array_module(input._data).isnan(input._data))
+
+
+@defop("isinf", differentiable=False)
+def isinf(input: Tensor) -> Tensor:
+    """Elementwise infinity test."""
+    return _make(array_module(input._data).isinf(input._data))
+
+
+@defop("isfinite", differentiable=False)
+def isfinite(input: Tensor) -> Tensor:
+    """Elementwise finiteness test."""
+    return _make(array_module(input._data).isfinite(input._data))
+
+
+@defop("isclose", differentiable=False)
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    """Elementwise ``|a - b| <= atol + rtol * |b|``."""
+    da, db, _ = _operands(input, other, "isclose")
+    return _make(_xp2(da, db).isclose(da, db, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """True when every element is close (see :func:`isclose`)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when both tensors have the same shape and elements."""
+    if input.shape != other.shape:
+        return False
+    return bool(eq(input, other).all())
+
+
+# ---------------------------------------------------------------------------------- unary
+def _sigmoid(xp, d):
+    e = xp.exp(-xp.abs(d))
+    return xp.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
+
+
+def _erf(xp, d):
+    from .kernels import special
+
+    return special.erf(xp, d)
+
+
+def _erfc(xp, d):
+    from .kernels import special
+
+    return special.erfc(xp, d)
+
+
+def _erfinv(xp, d):
+    from .kernels import special
+
+    return special.erfinv(xp, d)
+
+
+def _rsqrt(xp, d):
+    return xp.reciprocal(xp.sqrt(d))
+
+
+def _frac(xp, d):
+    return d - xp.trunc(d)
+
+
+def _sign(xp, d):
+    return xp.sign(d) if d.dtype.kind != "b" else d.copy()
+
+
+def _abs(xp, d):
+    return xp.abs(d) if d.dtype.kind != "b" else d.copy()
+
+
+def _neg(xp, d):
+    if d.dtype.kind == "b":
+        raise RuntimeError("neg(): Negation, the `-` operator, on a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+    return xp.negative(d)
+
+
+def _round_int(fn):
+    def f(xp, d):
+        return d.copy() if d.dtype.kind in "iub" else getattr(xp, fn)(d)
+    return f
+
+
+_FLOAT_UNARY = {
+    # name: (implementation over (xp, array) or ufunc name, description)
+    "exp": ("exp", "e to the power of each element"),
+    "exp2": ("exp2", "2 to the power of each element"),
+    "log": ("log", "natural logarithm"),
+    "log1p": ("log1p", "log(1 + x), accurate near zero"),
+    "expm1": ("expm1", "exp(x) - 1, accurate near zero"),
+    "log2": ("log2", "base-2 logarithm"),
+    "log10": ("log10", "base-10 logarithm"),
+    "sqrt": ("sqrt", "square root"),
+    "rsqrt": (_rsqrt, "reciprocal of the square root"),
+    "reciprocal": ("reciprocal", "1 / x"),
+    "sin": ("sin", "sine"), "cos": ("cos", "cosine"), "tan": ("tan", "tangent"),
+    "asin": ("arcsin", "arcsine"), "acos": ("arccos", "arccosine"),
+    "atan": ("arctan", "arctangent"),
+    "sinh": ("sinh", "hyperbolic sine"), "cosh": ("cosh", "hyperbolic cosine"),
+    "tanh": ("tanh", "hyperbolic tangent"),
+    "asinh": ("arcsinh", "inverse hyperbolic sine"),
+    "acosh": ("arccosh", "inverse hyperbolic cosine"),
+    "atanh": ("arctanh", "inverse hyperbolic tangent"),
+    "sigmoid": (_sigmoid, "logistic sigmoid 1 / (1 + exp(-x)), computed without overflow"),
+    "erf": (_erf, "the error function"),
+    "erfc": (_erfc, "the complementary error function 1 - erf(x)"),
+    "erfinv": (_erfinv, "the inverse error function"),
+}
+_SAME_UNARY = {
+    "neg": (_neg, "negation (unary ``-``)"),
+    "abs": (_abs, "absolute value"),
+    "floor": (_round_int("floor"), "round down"),
+    "ceil": (_round_int("ceil"), "round up"),
+    "trunc": (_round_int("trunc"), "round toward zero"),
+    "frac": (_frac, "fractional part x - trunc(x)"),
+    "sign": (_sign, "sign (-1, 0 or 1)"),
+    "square": ("square", "x * x"),
+}
+_NONDIFF_UNARY = {"sign", "floor", "ceil", "trunc"}
+
+
+def _unary(name: str, fn, desc: str, float_out: bool):
+    if isinstance(fn, str):
+        ufunc_name = fn
+        npf = getattr(np, ufunc_name)
+
+        def compute(xp, d):
+            return (npf if xp is np else getattr(xp, ufunc_name))(d)
+    else:
+        compute = fn
+    default = D._default
+
+    def impl(input):
+        d = input._data
+        if float_out and d.dtype.kind != "f":
+            d = d.astype(default[0].np)
+        xp = np if isinstance(d, _ndarray) else array_module(d)
+        with np.errstate(**_quiet):
+            return _make(compute(xp, d))
+
+    def impl_(input):
+        d = input._data
+        if float_out and d.dtype.kind != "f":
+            _check_cast(name + "_", default[0].np, d.dtype)
+        _check_inplace(input, name + "_")
+        xp = np if isinstance(d, _ndarray) else array_module(d)
+        with np.errstate(**_quiet):
+            d[...] = compute(xp, d)
+        input._bump()
+        return input
+
+    impl.__name__, impl_.__name__ = name, name + "_"
+    impl.__doc__ = (f"Elementwise {desc}.\n\n    >>> {name}(tensor([0.5, 1.0])).shape\n"
+                    "    ember.Size([2])\n")
+    impl_.__doc__ = f"In-place :func:`{name}`."
+    diff = name not in _NONDIFF_UNARY
+    return defop(name, differentiable=diff)(impl), defop(
+        name + "_", differentiable=diff, inplace=True)(impl_)
+
+
+_g = globals()
+for _name, (_fn, _desc) in _FLOAT_UNARY.items():
+    _g[_name], _g[_name + "_"] = _unary(_name, _fn, _desc, True)
+for _name, (_fn, _desc) in _SAME_UNARY.items():
+    _g[_name], _g[_name + "_"] = _unary(_name, _fn, _desc, False)
+negative, negative_, absolute, absolute_ = neg, neg_, abs, abs_  # noqa: F821
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh  # noqa: F821
+fix = trunc  # noqa: F821
+
+
+@defop("round")
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
+    """Round half to even (optionally to ``decimals`` places).
+
+    >>> round(tensor([0.5, 1.5, 2.567]), decimals=0)
+    tensor([0., 2., 3.])
+    """
+    d = input._data
+    if d.dtype.kind in "iub":
+        return _make(d.copy())
+    return _make(array_module(d).round(d, decimals))
+
+
+@defop("round_", inplace=True)
+def round_(input: Tensor, *, decimals: int = 0) -> Tensor:
+    """In-place :func:`round`."""
+    return _write(input, round.op.impl(input, decimals=decimals)._data, "round_")
+
+
+round.op.differentiable = False
+round_.op.differentiable = False
+
+
+@defop("clamp")
+def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
+    """Clamp every element into ``[min, max]`` (either bound may be None or a tensor).
+
+    >>> clamp(tensor([-2., 0., 2.]), min=-1, max=1)
+    tensor([-1.,  0.,  1.])
+    """
+    if min is None and max is None:
+        raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
+    d = input._data
+    xp = array_module(d)
+    dt = D.result_type(*(v for v in (input, min, max) if v is not None)).np
+    out = d.astype(dt, copy=False)
+    if min is not None:
+        lo = min._data if isinstance(min, Tensor) else min
+        out = xp.maximum(out, lo)
+    if max is not None:
+        hi = max._data if isinstance(max, Tensor) else max
+        out = xp.minimum(out, hi)
+    if out is d:
+        out = d.copy()
+    return _make(out.astype(dt, copy=False))
+
+
+@defop("clamp_", inplace=True)
+def clamp_(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
+    """In-place :func:`clamp`."""
+    return _write(input, clamp.op.impl(input, min, max)._data, "clamp_")
+
+
+clip, clip_ = clamp, clamp_
+
+
+def clamp_min(input, min):  # noqa: A002
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return clamp(input, max=max)
+
+
+@defop("where")
+def _where(condition: Tensor, input, other) -> Tensor:
+    c = condition._data
+    if c.dtype.kind != "b":
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {condition.dtype}")
+    da, db, _ = _operands(input, other, "where")
+    if hasattr(da, "shape") and type(c) is not type(da):
+        _check_same_device("where", c, da)
+    return _make(_xp2(da, db).where(c, da, db))
+
+
+def where(condition: Tensor, input=None, other=None):
+    """Elementwise select: ``input`` where ``condition`` holds, else ``other``; with only a
+    condition, the indices of its nonzero elements as a tuple (like ``nonzero(as_tuple=True)``).
+
+    >>> where(tensor([True, False]), tensor([1, 2]), tensor([3, 4]))
+    tensor([1, 4])
+    """
+    if input is None and other is None:
+        from ._indexing import nonzero
+
+        return nonzero(condition, as_tuple=True)
+    return _where(condition, input, other)
+
+
+@defop("lerp")
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
+    """Linear interpolation ``input + weight * (end - input)``.
+
+    >>> lerp(tensor([0., 10.]), tensor([10., 20.]), 0.5)
+    tensor([ 5., 15.])
+    """
+    a, b = input._data, end._data
+    w = weight._data if isinstance(weight, Tensor) else weight
+    return _make((a + w * (b - a)).astype(D.result_type(input, end).np, copy=False))
+
+
+@defop("lerp_", inplace=True)
+def lerp_(input: Tensor, end: Tensor, weight) -> Tensor:
+    """In-place :func:`lerp`."""
+    return _write(input, lerp.op.impl(input, end, weight)._data, "lerp_")
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """``input + value * tensor1 * tensor2``.
+
+    >>> addcmul(tensor([1.]), tensor([2.]), tensor([3.]), value=2)
+    tensor([13.])
+    """
+    prod = mul(tensor1, tensor2)
+    return add(input, prod if value == 1 else mul(prod, value))
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """``input + value * tensor1 / tensor2``.
+
+    >>> addcdiv(tensor([1.]), tensor([2.]), tensor([4.]), value=2)
+    tensor([2.])
+    """
+    q = true_divide(tensor1, tensor2)
+    return add(input, q if value == 1 else mul(q, value))
+
+
+def addcmul_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    prod = mul(tensor1, tensor2)
+    return add_(input, prod if value == 1 else mul(prod, value))
+
+
+def addcdiv_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    q = true_divide(tensor1, tensor2)
+    return add_(input, q if value == 1 else mul(q, value))
+
+
+# ---------------------------------------------------------------------------------- copies
+@defop("copy_", inplace=True)
+def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:
+    """Copy ``src`` (broadcast, cast, moved across devices) into ``input`` in place."""
+    s = src._data if isinstance(src, Tensor) else src
+    d = input._data
+    if hasattr(s, "shape") and type(s) is not type(d):
+        from ._creation import _on
+
+        s = _on(s, input.device)
+    return _write(input, s, "copy_")
+
+
+@defop("fill_", inplace=True)
+def fill_(input: Tensor, value) -> Tensor:
+    """Fill with a scalar (or a one-element tensor) in place."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value.dim()} dimensions.")
+        value = value._data.reshape(())
+    return _write(input, value, "fill_")
+
+
+@defop("zero_", inplace=True)
+def zero_(input: Tensor) -> Tensor:
+    """Fill with zeros in place."""
+    return _write(input, 0, "zero_")
+
+
+@defop("masked_fill_", inplace=True)
+def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:
+    """Fill ``value`` where ``mask`` is True, in place."""
+    m = mask._data
+    if m.dtype.kind != "b":
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype}")
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.dim()} dimension(s).")
+        value = value._data
+    d = input._data
+    try:
+        shape = np.broadcast_shapes(m.shape, d.shape)
+    except ValueError:
+        shape = None
+    if shape != d.shape:
+        raise RuntimeError(f"masked_fill_(): The size of mask {list(m.shape)} must be "
+                           f"broadcastable to the size of input {list(d.shape)}")
+    _check_inplace(input, "masked_fill_")
+    xp = array_module(d)
+    xp.copyto(d, xp.asarray(value, dtype=d.dtype) if hasattr(value, "shape") else value,
+              where=m, casting="unsafe")
+    input._bump()
+    return input
+
+
+@defop("masked_fill")
+def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    """A copy of ``input`` with ``value`` where ``mask`` is True.
+
+    >>> masked_fill(tensor([1., 2.]), tensor([True, False]), 0.)
+    tensor([0., 2.])
+    """
+    m = mask._data
+    if m.dtype.kind != "b":
+        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype}")
+    v = value._data if isinstance(value, Tensor) else value
+    d = input._data
+    xp = array_module(d)
+    out = xp.where(m, xp.asarray(v, dtype=d.dtype) if not hasattr(v, "dtype") or True
+                   else v, d)
+    return _make(out.astype(d.dtype, copy=False))
+
+
+for _f in (copy_, fill_, zero_, masked_fill_):
+    pass
+fill_.op.differentiable = True
+zero_.op.differentiable = True
+
+
+__all__ = sorted(
+    n for n, v in list(globals().items())
+    if not n.startswith("_") and callable(v) and getattr(v, "__module__", None) == __name__
+)

@@ -1,0 +1,950 @@
+"""Reductions, scans, sorting and selection: sum, mean, var, norm, max/min with indices,
+logsumexp, all/any, cumsum, median, mode, unique, topk, sort, kthvalue, and friends.
+
+Semantics follow PyTorch: ``dim`` is an int, a tuple/list of ints or None (all dims; an empty
+tuple also means all dims); ``keepdim`` keeps reduced dims as size 1; integer and bool sums and
+products accumulate in int64; float16 accumulates in float32 and is cast back; ops that return
+``(values, indices)`` return a named tuple (``ember.tensor._reduction.return_types``) whose
+indices are int64. Ops with ties pick indices like PyTorch's CPU kernels do where PyTorch
+specifies them (first occurrence for max/min/argmax/argmin, a stable order for sort and
+kthvalue, the last occurrence for mode).
+
+Registry ops that return ``(values, indices)`` (``max_dim``, ``min_dim``, ``median_dim``,
+``mode``, ``kthvalue``, ``topk``, ``sort``) return a plain tuple; the public functions wrap it
+in the named tuple. Only ``values`` is differentiable.
+"""
+from __future__ import annotations
+
+import builtins
+import collections
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from . import _dtype as D
+from ._registry import array_module, defop
+from ._tensor import Tensor
+
+__all__ = [
+    "sum", "mean", "prod", "std", "var", "std_mean", "var_mean", "norm", "amax", "amin", "max",
+    "min", "argmax", "argmin", "logsumexp", "all", "any", "cumsum", "cumprod", "median",
+    "mode", "unique", "topk", "sort", "argsort", "kthvalue", "count_nonzero", "aminmax",
+    "nansum", "nanmean",
+]
+
+_make = Tensor._make
+_ndarray = np.ndarray
+_int64 = np.dtype(np.int64)
+_float16 = np.dtype(np.float16)
+_float32 = np.dtype(np.float32)
+_quiet = {"all": "ignore"}
+
+
+# ---------------------------------------------------------------------------- return types
+def _return_type(name: str, fields: list[str]) -> type:
+    cls = collections.namedtuple(name, fields)
+    # pickles as ember.tensor._reduction.return_types.<name>, like torch.return_types.<name>
+    cls.__qualname__ = f"return_types.{name}"
+    cls.__module__ = __name__
+    return cls
+
+
+class return_types:
+    """Named tuple types of ops that return several tensors (``torch.return_types``)."""
+
+    max = _return_type("max", ["values", "indices"])
+    min = _return_type("min", ["values", "indices"])
+    median = _return_type("median", ["values", "indices"])
+    mode = _return_type("mode", ["values", "indices"])
+    kthvalue = _return_type("kthvalue", ["values", "indices"])
+    topk = _return_type("topk", ["values", "indices"])
+    sort = _return_type("sort", ["values", "indices"])
+    aminmax = _return_type("aminmax", ["min", "max"])
+
+
+# ---------------------------------------------------------------------------- helpers
+def _type_name(dt: np.dtype) -> str:
+    """PyTorch's scalar type name (``Float``, ``Long``, ...) for error messages."""
+    return _SCALAR_NAMES[np.dtype(dt)]
+
+
+_SCALAR_NAMES = {np.dtype(k): v for k, v in {
+    np.bool_: "Bool", np.uint8: "Byte", np.int8: "Char", np.int16: "Short", np.int32: "Int",
+    np.int64: "Long", np.float16: "Half", np.float32: "Float", np.float64: "Double"}.items()}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _wrap(d: int, ndim: int, op: str) -> int:
+    n = builtins.max(ndim, 1)
+    if not _is_int(d):
+        raise TypeError(f"{op}(): argument 'dim' must be int or tuple of ints, not "
+                        f"{type(d).__name__}")
+    d = int(d)
+    if not -n <= d < n:
+        raise IndexError(f"{op}(): Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {d})")
+    return d + n if d < 0 else d
+
+
+def _dims(dim, ndim: int, op: str) -> tuple[int, ...]:
+    """Normalize ``dim`` (None, int, tuple/list; empty means all) to sorted positive dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (tuple, list)):
+        if not dim:
+            return tuple(range(ndim))
+        out: list[int] = []
+        for d in dim:
+            w = _wrap(d, ndim, op)
+            if w in out:
+                raise RuntimeError(f"{op}(): dim {w} appears multiple times in the list of dims")
+            out.append(w)
+        return tuple(sorted(out)) if ndim else ()
+    w = _wrap(dim, ndim, op)
+    return (w,) if ndim else ()
+
+
+def _one_dim(dim, ndim: int, op: str) -> int:
+    """A single dim (int) wrapped to ``[0, ndim)``; 0 for a 0-d tensor."""
+    if isinstance(dim, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+    return _wrap(dim, ndim, op)
+
+
+def _axes(d, dims: tuple[int, ...]):
+    """The NumPy ``axis`` argument for ``dims`` (None reduces a 0-d array to itself)."""
+    if d.ndim == 0:
+        return None
+    return dims
+
+
+def _check_nonempty(d, dims: tuple[int, ...], op: str, sep: str = "()") -> None:
+    """PyTorch's error for reducing over a zero-size dim with no identity."""
+    if d.size == 0:
+        for ax in dims:
+            if d.shape[ax] == 0:
+                raise IndexError(f"{op}{sep}: Expected reduction dim {ax} to have non-zero size.")
+
+
+def _check_numel(d, op: str) -> None:
+    if d.size == 0:
+        raise RuntimeError(
+            f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+            "the reduction dim with the 'dim' argument.")
+
+
+def _acc(dt: np.dtype) -> np.dtype:
+    """Accumulation dtype: float16 accumulates in float32 like PyTorch's CPU kernels."""
+    return _float32 if dt == _float16 else dt
+
+
+def _int_to_long(dt: np.dtype) -> np.dtype:
+    return _int64 if dt.kind in "biu" else dt
+
+
+def _out_dtype(d, dtype, op: str) -> np.dtype:
+    if dtype is not None:
+        return D.to_dtype(dtype, op).np
+    return _int_to_long(d.dtype)
+
+
+def _count(d, dims: tuple[int, ...]) -> int:
+    n = 1
+    for ax in dims:
+        n *= d.shape[ax]
+    return n
+
+
+def _own(r, d):
+    """``r`` as an array that does not alias the input ``d`` (copy only when it does)."""
+    if isinstance(r, np.generic):
+        return np.asarray(r)
+    if r is d or (r.size and array_module(r).may_share_memory(r, d)):
+        return r.copy()
+    return r
+
+
+def _argsort(xp, a, axis: int):
+    if xp is np:
+        return np.argsort(a, axis=axis, kind="stable")
+    return xp.argsort(a, axis=axis)
+
+
+def _argsort_desc(xp, a, axis: int):
+    """Stable descending argsort: equal elements keep their order, NaN comes first."""
+    n = a.shape[axis]
+    rev = xp.flip(_argsort(xp, xp.flip(a, axis=axis), axis), axis=axis)
+    return (n - 1) - rev
+
+
+def _last(d, ax: int):
+    """``d`` with ``ax`` moved last (a view) and a 0-d array as shape (1,)."""
+    if d.ndim == 0:
+        return d.reshape(1)
+    return array_module(d).moveaxis(d, ax, -1)
+
+
+def _finish_last(r, d, ax: int, keepdim: bool):
+    """Undo :func:`_last` on a result with the reduced dim already dropped."""
+    if d.ndim == 0:
+        return r.reshape(())
+    if keepdim:
+        return array_module(r).expand_dims(r, ax)
+    return r
+
+
+# ---------------------------------------------------------------------------- sums
+@defop("sum")
+def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
+    """Sum over ``dim`` (all dims by default); integer and bool inputs sum to int64.
+
+    >>> sum(tensor([[1, 2], [3, 4]]), dim=0)
+    tensor([4, 6])
+    """
+    d = input._data
+    dims = _dims(dim, d.ndim, "sum")
+    out = _out_dtype(d, dtype, "sum")
+    r = array_module(d).sum(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
+    return _make(_own(r.astype(out, copy=False), d))
+
+
+@defop("nansum")
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Sum treating NaN as zero.
+
+    >>> nansum(tensor([1., float('nan'), 2.]))
+    tensor(3.)
+    """
+    d = input._data
+    dims = _dims(dim, d.ndim, "nansum")
+    out = _out_dtype(d, dtype, "nansum")
+    xp = array_module(d)
+    f = xp.nansum if d.dtype.kind == "f" else xp.sum
+    r = f(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
+    return _make(_own(r.astype(out, copy=False), d))
+
+
+def _mean_dtype(d, dtype, op: str) -> np.dtype:
+    if dtype is not None:
+        out = D.to_dtype(dtype, op)
+        if not out.is_floating_point:
+            raise RuntimeError(f"{op}(): could not infer output dtype. Optional dtype must be "
+                               f"either a floating point or complex dtype. Got: "
+                               f"{_type_name(out.np)}")
+        return out.np
+    if d.dtype.kind != "f":
+        raise RuntimeError(f"{op}(): could not infer output dtype. Input dtype must be either "
+                           f"a floating point or complex dtype. Got: {_type_name(d.dtype)}")
+    return d.dtype
+
+
+@defop("mean")
+def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Arithmetic mean over ``dim``; floating inputs only (or pass a floating ``dtype``).
+
+    >>> mean(tensor([[1., 2.], [3., 4.]]), 1)
+    tensor([1.5000, 3.5000])
+    """
+    d = input._data
+    dims = _dims(dim, d.ndim, "mean")
+    out = _mean_dtype(d, dtype, "mean")
+    xp = array_module(d)
+    s = xp.sum(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
+    with np.errstate(**_quiet):
+        r = xp.true_divide(s, _count(d, dims))
+    return _make(_own(r.astype(out, copy=False), d))
+
+
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Mean over the non-NaN elements (NaN where all are NaN).
+
+    >>> nanmean(tensor([1., float('nan'), 3.]))
+    tensor(2.)
+    """
+    from ._pointwise import isnan, logical_not, true_divide
+
+    d = input._data
+    if d.dtype.kind != "f":
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {_type_name(d.dtype)}")
+    if dtype is not None:
+        input = input.to(D.to_dtype(dtype, "nanmean"))
+    total = nansum(input, dim, keepdim)
+    n = sum(logical_not(isnan(input)), dim, keepdim)
+    return true_divide(total, n)
+
+
+@defop("prod")
+def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Product over one ``dim`` (all elements by default); integer inputs give int64.
+
+    >>> prod(tensor([[1, 2], [3, 4]]), 1)
+    tensor([ 2, 12])
+    """
+    d = input._data
+    if dim is not None:
+        dims = (_one_dim(dim, d.ndim, "prod"),) if d.ndim else ()
+    else:
+        dims = tuple(range(d.ndim))
+    out = _out_dtype(d, dtype, "prod")
+    r = array_module(d).prod(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
+    return _make(_own(r.astype(out, copy=False), d))
+
+
+# ---------------------------------------------------------------------------- var / std
+def _correction(op: str, dim, unbiased, correction):
+    if isinstance(dim, bool):  # the legacy var(input, unbiased) form
+        if unbiased is not None:
+            raise TypeError(f"{op}(): got an unexpected combination of arguments")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op}(): cannot pass both 'unbiased' and 'correction'")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    return dim, correction
+
+
+@defop("var")
+def _var(input: Tensor, dim=None, *, correction=1, keepdim: bool = False) -> Tensor:
+    d = input._data
+    if d.dtype.kind != "f":
+        raise RuntimeError("var(): std and var only support floating point and complex dtypes")
+    dims = _dims(dim, d.ndim, "var")
+    xp = array_module(d)
+    acc = _acc(d.dtype)
+    axes = _axes(d, dims)
+    n = _count(d, dims)
+    dof = n - correction
+    if dof <= 0:
+        warnings.warn("var(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=3)
+    x = d.astype(acc, copy=False)
+    with np.errstate(**_quiet):
+        m = xp.true_divide(xp.sum(x, axis=axes, keepdims=True), n).astype(acc, copy=False)
+        dev = x - m
+        ss = xp.sum(dev * dev, axis=axes, keepdims=keepdim)
+        r = xp.true_divide(ss, builtins.max(dof, 0))
+    return _make(_own(r.astype(d.dtype, copy=False), d))
+
+
+def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction=None) -> Tensor:
+    """Variance over ``dim``: ``sum((x - mean)**2) / (N - correction)`` (``correction=1``,
+    Bessel's correction, by default; ``unbiased=False`` means ``correction=0``).
+
+    >>> var(tensor([1., 2., 3., 4.]))
+    tensor(1.6667)
+    """
+    dim, correction = _correction("var", dim, unbiased, correction)
+    return _var(input, dim, correction=correction, keepdim=keepdim)
+
+
+def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+        correction=None) -> Tensor:
+    """Standard deviation: the square root of :func:`var` (same arguments).
+
+    >>> std(tensor([1., 2., 3., 4.]), unbiased=False)
+    tensor(1.1180)
+    """
+    from ._pointwise import sqrt
+
+    dim, correction = _correction("std", dim, unbiased, correction)
+    return sqrt(_var(input, dim, correction=correction, keepdim=keepdim))
+
+
+def var_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction=None) -> tuple[Tensor, Tensor]:
+    """``(var(input, ...), mean(input, ...))`` over the same dims.
+
+    >>> var_mean(tensor([1., 3.]))
+    (tensor(2.), tensor(2.))
+    """
+    dim, correction = _correction("var_mean", dim, unbiased, correction)
+    return (_var(input, dim, correction=correction, keepdim=keepdim),
+            mean(input, dim, keepdim))
+
+
+def std_mean(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
+             correction=None) -> tuple[Tensor, Tensor]:
+    """``(std(input, ...), mean(input, ...))`` over the same dims.
+
+    >>> std_mean(tensor([1., 3.]), unbiased=False)
+    (tensor(1.), tensor(2.))
+    """
+    dim, correction = _correction("std_mean", dim, unbiased, correction)
+    return (std(input, dim, keepdim=keepdim, correction=correction), mean(input, dim, keepdim))
+
+
+# ---------------------------------------------------------------------------- norm
+@defop("norm")
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None,
+         dtype=None) -> Tensor:
+    """Vector p-norm over ``dim`` (all elements by default): ``p`` is ``'fro'`` (= 2), a
+    number, ``inf`` (max abs), ``-inf`` (min abs) or 0 (count of nonzeros).
+
+    >>> norm(tensor([3., 4.]))
+    tensor(5.)
+    """
+    if out is not None:
+        raise TypeError("norm(): the 'out' argument is not supported")
+    d = input._data
+    if dtype is not None:
+        dt = D.to_dtype(dtype, "norm")
+        if d.dtype.kind == "f" and dt.is_floating_point:
+            d = d.astype(dt.np, copy=False)
+    if d.dtype.kind != "f":
+        raise RuntimeError(f"norm(): Expected a floating point or complex tensor as input. "
+                           f"Got {_type_name(d.dtype)}")
+    if isinstance(p, str):
+        if p != "fro":
+            if p == "nuc":
+                raise NotImplementedError("norm(): the nuclear norm (p='nuc') is not supported")
+            raise RuntimeError(f"norm(): Order {p} not supported.")
+        p = 2
+    elif not isinstance(p, numbers.Real) or isinstance(p, bool):
+        raise TypeError(f"norm(): argument 'p' must be a number or 'fro', not "
+                        f"{type(p).__name__}")
+    dims = _dims(dim, d.ndim, "norm")
+    xp = array_module(d)
+    axes = _axes(d, dims)
+    out_dt = d.dtype
+    a = xp.abs(d.astype(_acc(out_dt), copy=False))
+    with np.errstate(**_quiet):
+        if math.isinf(p):
+            if a.size == 0 and _count(d, dims) == 0:
+                raise RuntimeError(
+                    "norm(): cannot compute the inf norm on an empty tensor because the "
+                    "operation does not have an identity")
+            f = xp.amax if p > 0 else xp.amin
+            r = f(a, axis=axes, keepdims=keepdim)
+        elif p == 0:
+            r = xp.sum(a != 0, axis=axes, keepdims=keepdim).astype(a.dtype)
+        elif p == 1:
+            r = xp.sum(a, axis=axes, keepdims=keepdim)
+        elif p == 2:
+            r = xp.sqrt(xp.sum(a * a, axis=axes, keepdims=keepdim))
+        else:
+            r = xp.power(xp.sum(xp.power(a, p), axis=axes, keepdims=keepdim), 1.0 / p)
+    return _make(_own(xp.asarray(r).astype(out_dt, copy=False), d))
+
+
+# ---------------------------------------------------------------------------- max / min
+def _amaxmin(name: str, fn: str, doc: str):
+    def impl(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+        d = input._data
+        dims = _dims(dim, d.ndim, name)
+        if d.size == 0:
+            if dim is None or (isinstance(dim, (tuple, list)) and not dim):
+                _check_numel(d, name)
+            _check_nonempty(d, dims, name)
+        r = getattr(array_module(d), fn)(d, axis=_axes(d, dims), keepdims=keepdim)
+        return _make(_own(r, d))
+
+    impl.__name__, impl.__doc__ = name, doc
+    return defop(name)(impl)
+
+
+amax = _amaxmin("amax", "amax", """Maximum over ``dim`` (all dims by default); NaN propagates.
+
+    >>> amax(tensor([[1, 5], [3, 2]]), 1)
+    tensor([5, 3])
+    """)
+amin = _amaxmin("amin", "amin", """Minimum over ``dim`` (all dims by default); NaN propagates.
+
+    >>> amin(tensor([[1, 5], [3, 2]]), 1)
+    tensor([1, 2])
+    """)
+
+
+def _arg_reduce(xp, d, ax: int, largest: bool):
+    f = xp.argmax if largest else xp.argmin
+    return f(d, axis=ax, keepdims=True).astype(_int64, copy=False)
+
+
+def _max_min_dim(name: str, largest: bool):
+    def impl(input: Tensor, dim: int, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+        d = input._data
+        op = name[:3]
+        ax = _one_dim(dim, d.ndim, op)
+        xp = array_module(d)
+        if d.ndim == 0:
+            return _make(d.copy()), _make(xp.zeros((), _int64))
+        _check_nonempty(d, (ax,), op)
+        if d.shape[ax] == 0 or d.size == 0:
+            shape = list(d.shape)
+            shape[ax] = 1
+            idx = xp.zeros(shape, _int64)
+        else:
+            idx = _arg_reduce(xp, d, ax, largest)
+        vals = xp.take_along_axis(d, idx, axis=ax)
+        if not keepdim:
+            vals, idx = xp.squeeze(vals, ax), xp.squeeze(idx, ax)
+        return _make(vals), _make(idx)
+
+    impl.__name__ = name
+    impl.__doc__ = f"``{name[:3]}(input, dim)``: the (values, indices) registry op."
+    return defop(name)(impl)
+
+
+_max_dim = _max_min_dim("max_dim", True)
+_min_dim = _max_min_dim("min_dim", False)
+
+
+def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+    """The largest element; with ``dim``, ``(values, indices)`` along that dim (first
+    occurrence); with a tensor as second argument, the elementwise :func:`maximum`.
+
+    >>> max(tensor([[1, 5], [7, 2]]), 1)
+    max(values=tensor([5, 7]), indices=tensor([1, 0]))
+    """
+    if isinstance(dim, Tensor):
+        from ._pointwise import maximum
+
+        return maximum(input, dim)
+    if dim is None:
+        _check_numel(input._data, "max")
+        return amax(input)
+    return return_types.max(*_max_dim(input, dim, keepdim))
+
+
+def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+    """The smallest element; with ``dim``, ``(values, indices)`` along that dim (first
+    occurrence); with a tensor as second argument, the elementwise :func:`minimum`.
+
+    >>> min(tensor([[1, 5], [7, 2]]), 1)
+    min(values=tensor([1, 2]), indices=tensor([0, 1]))
+    """
+    if isinstance(dim, Tensor):
+        from ._pointwise import minimum
+
+        return minimum(input, dim)
+    if dim is None:
+        _check_numel(input._data, "min")
+        return amin(input)
+    return return_types.min(*_min_dim(input, dim, keepdim))
+
+
+def _argmaxmin(name: str, largest: bool, doc: str):
+    def impl(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        d = input._data
+        xp = array_module(d)
+        if d.dtype.kind == "b":
+            raise RuntimeError(f"{name}(): does not support bool input")
+        if dim is None:
+            if d.size == 0:
+                raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                                 "input.numel() == 0.")
+            i = _arg_reduce(xp, d.reshape(-1), 0, largest).reshape(())
+            if keepdim:
+                i = i.reshape((1,) * d.ndim)
+            return _make(i)
+        ax = _one_dim(dim, d.ndim, name)
+        if d.ndim == 0:
+            return _make(xp.zeros((), _int64))
+        _check_nonempty(d, (ax,), name)
+        if d.size == 0:
+            shape = list(d.shape)
+            shape[ax] = 1
+            i = xp.zeros(shape, _int64)
+        else:
+            i = _arg_reduce(xp, d, ax, largest)
+        return _make(i if keepdim else xp.squeeze(i, ax))
+
+    impl.__name__, impl.__doc__ = name, doc
+    return defop(name, differentiable=False)(impl)
+
+
+argmax = _argmaxmin("argmax", True, """Index of the largest element (of the flattened tensor
+    when ``dim`` is None; the first one on ties).
+
+    >>> argmax(tensor([[1, 5], [7, 2]]), 1)
+    tensor([1, 0])
+    """)
+argmin = _argmaxmin("argmin", False, """Index of the smallest element (of the flattened
+    tensor when ``dim`` is None; the first one on ties).
+
+    >>> argmin(tensor([[1, 5], [7, 2]]))
+    tensor(0)
+    """)
+
+
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
+    """``(min, max)`` over one ``dim`` (or all elements) in one call.
+
+    >>> aminmax(tensor([3, 1, 2]))
+    aminmax(min=tensor(1), max=tensor(3))
+    """
+    d = input._data
+    if dim is None:
+        if d.size == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
+                               "the operation has no identity.")
+        return return_types.aminmax(amin(input, None, keepdim), amax(input, None, keepdim))
+    ax = _one_dim(dim, d.ndim, "aminmax")
+    _check_nonempty(d, (ax,), "aminmax", sep="")
+    return return_types.aminmax(amin(input, ax, keepdim), amax(input, ax, keepdim))
+
+
+# ---------------------------------------------------------------------------- logsumexp
+@defop("logsumexp")
+def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(input), dim))``, computed without overflow; integer inputs give the
+    default float dtype.
+
+    >>> logsumexp(tensor([0., 0.]), 0)
+    tensor(0.6931)
+    """
+    d = input._data
+    dims = _dims(dim, d.ndim, "logsumexp")
+    out = d.dtype if d.dtype.kind == "f" else D.get_default_dtype().np
+    xp = array_module(d)
+    x = d.astype(_acc(out), copy=False)
+    axes = _axes(d, dims)
+    if x.size == 0:
+        r = xp.sum(x, axis=axes, keepdims=keepdim)
+        r = xp.full(r.shape, -np.inf, dtype=out)
+        return _make(r)
+    with np.errstate(**_quiet):
+        m = xp.amax(x, axis=axes, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
+        s = xp.sum(xp.exp(x - m), axis=axes, keepdims=True)
+        r = xp.log(s) + m
+    if not keepdim:
+        r = r.reshape([n for i, n in enumerate(d.shape) if i not in dims]) if d.ndim else \
+            r.reshape(())
+    return _make(_own(r.astype(out, copy=False), d))
+
+
+# ---------------------------------------------------------------------------- all / any
+def _logical_reduce(name: str, doc: str):
+    def impl(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+        d = input._data
+        dims = _dims(dim, d.ndim, name)
+        xp = array_module(d)
+        r = getattr(xp, name)(d, axis=_axes(d, dims), keepdims=keepdim)
+        r = xp.asarray(r)
+        if d.dtype == np.uint8:
+            r = r.astype(np.uint8)
+        return _make(_own(r, d))
+
+    impl.__name__, impl.__doc__ = name, doc
+    return defop(name, differentiable=False)(impl)
+
+
+all = _logical_reduce("all", """True where every element over ``dim`` is nonzero (uint8
+    inputs give uint8, like PyTorch).
+
+    >>> all(tensor([[True, False], [True, True]]), 1)
+    tensor([False,  True])
+    """)  # noqa: A001
+any = _logical_reduce("any", """True where some element over ``dim`` is nonzero.
+
+    >>> any(tensor([[True, False], [False, False]]), 1)
+    tensor([ True, False])
+    """)  # noqa: A001
+
+
+@defop("count_nonzero", differentiable=False)
+def count_nonzero(input: Tensor, dim=None) -> Tensor:
+    """Number of nonzero elements over ``dim`` (int64).
+
+    >>> count_nonzero(tensor([[0, 1], [2, 3]]), 0)
+    tensor([1, 2])
+    """
+    d = input._data
+    dims = _dims(dim, d.ndim, "count_nonzero")
+    xp = array_module(d)
+    r = xp.sum(d != 0, axis=_axes(d, dims), dtype=_int64)
+    return _make(_own(xp.asarray(r), d))
+
+
+# ---------------------------------------------------------------------------- scans
+def _scan(name: str, fn: str, doc: str):
+    def impl(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+        d = input._data
+        ax = _one_dim(dim, d.ndim, name)
+        out = _out_dtype(d, dtype, name)
+        xp = array_module(d)
+        if d.ndim == 0:
+            return _make(d.astype(out, copy=True))
+        r = getattr(xp, fn)(d, axis=ax, dtype=_acc(out))
+        return _make(_own(r.astype(out, copy=False), d))
+
+    impl.__name__, impl.__doc__ = name, doc
+    return defop(name)(impl)
+
+
+cumsum = _scan("cumsum", "cumsum", """Cumulative sum along ``dim``; integer inputs give int64.
+
+    >>> cumsum(tensor([1, 2, 3]), 0)
+    tensor([1, 3, 6])
+    """)
+cumprod = _scan("cumprod", "cumprod", """Cumulative product along ``dim``; integer inputs give
+    int64.
+
+    >>> cumprod(tensor([1, 2, 3]), 0)
+    tensor([1, 2, 6])
+    """)
+
+
+# ---------------------------------------------------------------------------- selection
+def _select_sorted(d, ax: int, pos_fn, keepdim: bool):
+    """Values and indices at per-row positions of the stable ascending sort along ``ax``.
+
+    ``pos_fn(sorted_rows, n)`` returns int64 positions of shape ``rows.shape[:-1] + (1,)``.
+    """
+    xp = array_module(d)
+    rows = _last(d, ax)
+    n = rows.shape[-1]
+    order = _argsort(xp, rows, -1)
+    srt = xp.take_along_axis(rows, order, axis=-1)
+    pos = pos_fn(srt, n)
+    vals = xp.take_along_axis(srt, pos, axis=-1)[..., 0]
+    idx = xp.take_along_axis(order, pos, axis=-1)[..., 0].astype(_int64, copy=False)
+    return (_make(_finish_last(vals, d, ax, keepdim)),
+            _make(_finish_last(idx, d, ax, keepdim)))
+
+
+def _empty_pair(d, ax: int, keepdim: bool):
+    xp = array_module(d)
+    shape = list(d.shape)
+    if keepdim:
+        shape[ax] = 1
+    else:
+        del shape[ax]
+    return _make(xp.empty(shape, d.dtype)), _make(xp.empty(shape, _int64))
+
+
+@defop("median")
+def _median_all(input: Tensor) -> Tensor:
+    d = input._data
+    xp = array_module(d)
+    if d.dtype.kind == "b":
+        raise NotImplementedError("median(): not implemented for 'Bool'")
+    flat = d.reshape(-1)
+    if flat.size == 0:
+        fill = np.nan if d.dtype.kind == "f" else np.iinfo(d.dtype).min
+        return _make(xp.full((), fill, d.dtype))
+    k = (flat.size - 1) // 2
+    r = xp.partition(flat, k)[k]
+    if d.dtype.kind == "f":
+        r = xp.where(xp.isnan(flat).any(), xp.asarray(np.nan, d.dtype), r)
+    return _make(xp.asarray(r).astype(d.dtype, copy=True))
+
+
+@defop("median_dim")
+def _median_dim(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+    d = input._data
+    if d.dtype.kind == "b":
+        raise NotImplementedError("median(): not implemented for 'Bool'")
+    ax = _one_dim(dim, d.ndim, "median")
+    _check_nonempty(d, (ax,), "median")
+    if d.size == 0:
+        return _empty_pair(d, ax, keepdim)
+    xp = array_module(d)
+
+    def pos(srt, n):
+        p = xp.full(srt.shape[:-1] + (1,), (n - 1) // 2, _int64)
+        if srt.dtype.kind == "f":
+            nans = xp.sum(xp.isnan(srt), axis=-1, keepdims=True)
+            p = xp.where(nans > 0, n - nans, p)
+        return p
+
+    return _select_sorted(d, ax, pos, keepdim)
+
+
+def median(input: Tensor, dim=None, keepdim: bool = False):
+    """The lower median of all elements; with ``dim``, ``(values, indices)`` along it. NaN
+    propagates (a row with NaN gives NaN and the index of its first NaN).
+
+    >>> median(tensor([1., 4., 2., 3.]))
+    tensor(2.)
+    """
+    if dim is None:
+        return _median_all(input)
+    return return_types.median(*_median_dim(input, dim, keepdim))
+
+
+@defop("kthvalue")
+def _kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+    d = input._data
+    ax = _one_dim(dim, d.ndim, "kthvalue")
+    _check_nonempty(d, (ax,), "kthvalue")
+    n = d.shape[ax] if d.ndim else 1
+    if not _is_int(k) or not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {ax}")
+    if d.size == 0:
+        return _empty_pair(d, ax, keepdim)
+    xp = array_module(d)
+    return _select_sorted(d, ax, lambda srt, n: xp.full(srt.shape[:-1] + (1,), k - 1, _int64),
+                          keepdim)
+
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+    """The ``k``-th smallest element (1-based) along ``dim`` and its index.
+
+    >>> kthvalue(tensor([3., 1., 2.]), 2)
+    kthvalue(values=tensor(2.), indices=tensor(2))
+    """
+    return return_types.kthvalue(*_kthvalue(input, k, dim, keepdim))
+
+
+@defop("mode")
+def _mode(input: Tensor, dim: int = -1, keepdim: bool = False):
+    d = input._data
+    ax = _one_dim(dim, d.ndim, "mode")
+    _check_nonempty(d, (ax,), "mode")
+    if d.size == 0:
+        return _empty_pair(d, ax, keepdim)
+    xp = array_module(d)
+    rows = _last(d, ax)
+    lead = rows.shape[:-1]
+    n = rows.shape[-1]
+    rows = rows.reshape(-1, n)
+    r = rows.shape[0]
+    order = _argsort(xp, rows, -1)
+    srt = xp.take_along_axis(rows, order, axis=-1)
+    new = xp.ones((r, n), dtype=bool)
+    new[:, 1:] = srt[:, 1:] != srt[:, :-1]  # NaN != NaN: every NaN is its own run
+    run = xp.cumsum(new, axis=1) - 1
+    flat_run = (run + xp.arange(r)[:, None] * n).reshape(-1)
+    counts = xp.bincount(flat_run, minlength=r * n).reshape(r, n)
+    length = xp.take_along_axis(counts, run, axis=1)
+    best = xp.argmax(length, axis=1)[:, None]  # first run of maximal length: smallest value
+    last = best + xp.take_along_axis(length, best, axis=1) - 1  # its last occurrence
+    vals = xp.take_along_axis(srt, best, axis=1)[:, 0].reshape(lead)
+    idx = xp.take_along_axis(order, last, axis=1)[:, 0].astype(_int64).reshape(lead)
+    return (_make(_finish_last(vals, d, ax, keepdim)),
+            _make(_finish_last(idx, d, ax, keepdim)))
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
+    """The most frequent value along ``dim`` (the smallest on ties) and the index of its last
+    occurrence.
+
+    >>> mode(tensor([2, 1, 2, 1, 3]))
+    mode(values=tensor(1), indices=tensor(3))
+    """
+    return return_types.mode(*_mode(input, dim, keepdim))
+
+
+@defop("sort")
+def _sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+    d = input._data
+    ax = _one_dim(dim, d.ndim, "sort")
+    xp = array_module(d)
+    if d.ndim == 0:
+        return _make(d.copy()), _make(xp.zeros((), _int64))
+    idx = _argsort_desc(xp, d, ax) if descending else _argsort(xp, d, ax)
+    idx = idx.astype(_int64, copy=False)
+    return _make(xp.take_along_axis(d, idx, axis=ax)), _make(idx)
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False):
+    """Sort along ``dim``: ``(values, indices)``. The sort is always stable; NaN sorts as
+    the largest value.
+
+    >>> sort(tensor([3, 1, 2]), descending=True)
+    sort(values=tensor([3, 2, 1]), indices=tensor([0, 2, 1]))
+    """
+    return return_types.sort(*_sort(input, dim, descending, stable))
+
+
+@defop("argsort", differentiable=False)
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
+            stable: bool = False) -> Tensor:
+    """The indices that sort ``input`` along ``dim`` (stable).
+
+    >>> argsort(tensor([3, 1, 2]))
+    tensor([1, 2, 0])
+    """
+    d = input._data
+    ax = _one_dim(dim, d.ndim, "argsort")
+    xp = array_module(d)
+    if d.ndim == 0:
+        return _make(xp.zeros((), _int64))
+    idx = _argsort_desc(xp, d, ax) if descending else _argsort(xp, d, ax)
+    return _make(idx.astype(_int64, copy=False))
+
+
+@defop("topk")
+def _topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
+    d = input._data
+    ax = _one_dim(dim, d.ndim, "topk")
+    if d.dtype.kind == "b":
+        raise RuntimeError("topk(): does not support bool dtypes")
+    n = d.shape[ax] if d.ndim else 1
+    if not _is_int(k) or not 0 <= k <= n:
+        raise RuntimeError(f"topk(): selected index k out of range (k={k}, size of dim {ax} "
+                           f"is {n})")
+    xp = array_module(d)
+    if d.ndim == 0:
+        if k == 0:
+            return _make(xp.empty((0,), d.dtype)), _make(xp.empty((0,), _int64))
+        return _make(d.copy()), _make(xp.zeros((), _int64))
+    rows = _last(d, ax)
+    if 0 < k < n and n > 64 and k * 4 < n:
+        # partition first: O(n) to find the k candidates, then sort only those
+        part = xp.argpartition(rows, n - k if largest else k - 1, axis=-1)
+        cand = part[..., n - k:] if largest else part[..., :k]
+        cvals = xp.take_along_axis(rows, cand, axis=-1)
+        o = _argsort_desc(xp, cvals, -1) if largest else _argsort(xp, cvals, -1)
+        idx = xp.take_along_axis(cand, o, axis=-1)
+    else:
+        order = _argsort_desc(xp, rows, -1) if largest else _argsort(xp, rows, -1)
+        idx = order[..., :k]
+    idx = idx.astype(_int64, copy=False)
+    vals = xp.take_along_axis(rows, idx, axis=-1)
+    vals, idx = xp.moveaxis(vals, -1, ax), xp.moveaxis(idx, -1, ax)
+    return _make(xp.ascontiguousarray(vals)), _make(xp.ascontiguousarray(idx))
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
+    """The ``k`` largest (or smallest) elements along ``dim`` and their indices, sorted.
+
+    >>> topk(tensor([1, 5, 3, 4]), 2)
+    topk(values=tensor([5, 4]), indices=tensor([1, 3]))
+    """
+    return return_types.topk(*_topk(input, k, dim, largest, sorted))
+
+
+@defop("unique", differentiable=False)
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim=None):
+    """The distinct elements in ascending order; optionally the inverse indices (shaped like
+    ``input``) and the counts. With ``dim``, the distinct slices along that dim. NaNs are
+    never merged, like PyTorch.
+
+    >>> unique(tensor([3, 1, 3, 2]), return_counts=True)
+    (tensor([1, 2, 3]), tensor([1, 1, 2]))
+    """
+    d = input._data
+    xp = array_module(d)
+    kw = {"return_inverse": return_inverse, "return_counts": return_counts}
+    if xp is np:
+        kw["equal_nan"] = False
+    if dim is None:
+        res = xp.unique(d.reshape(-1), **kw)
+    else:
+        ax = _one_dim(dim, d.ndim, "unique")
+        if d.ndim == 0:
+            res = xp.unique(d.reshape(-1), **kw)
+        else:
+            res = xp.unique(d, axis=ax, **kw)
+    if not isinstance(res, tuple):
+        return _make(res)
+    out = [_make(res[0])]
+    i = 1
+    if return_inverse:
+        inv = res[i].astype(_int64, copy=False)
+        out.append(_make(inv.reshape(d.shape) if dim is None else inv.reshape(-1)))
+        i += 1
+    if return_counts:
+        out.append(_make(res[i].astype(_int64, copy=False)))
+    return tuple(out)

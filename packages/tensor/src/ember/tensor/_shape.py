@@ -1,0 +1,702 @@
+"""Views and shape ops.
+
+View ops (``view``, ``permute``, ``expand``, ``squeeze``, ``unsqueeze``, ``narrow``, ``select``,
+``as_strided``, ``unfold``, ``diagonal`` and everything built on them) share storage and report
+PyTorch's strides; ``cat`` and ``stack`` copy.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _dtype as D
+from ._registry import array_module, defop
+from ._tensor import Size, Tensor, _ptr, _root, _wrap_dim
+
+__all__ = [
+    "view", "view_as", "reshape", "reshape_as", "permute", "transpose", "swapaxes", "swapdims",
+    "t", "movedim", "moveaxis", "expand", "expand_as", "broadcast_to", "broadcast_tensors",
+    "broadcast_shapes", "squeeze", "unsqueeze", "narrow", "select", "as_strided", "unfold",
+    "diagonal", "split", "tensor_split", "chunk", "unbind", "cat", "concat", "concatenate",
+    "stack", "hstack", "vstack", "flatten", "unflatten", "ravel", "contiguous", "meshgrid",
+    "atleast_1d", "atleast_2d", "slice_view",
+]
+
+_make = Tensor._make
+
+
+def _strides_bytes(strides, item):
+    return tuple(s * item for s in strides)
+
+
+def _restride(t: Tensor, shape, strides, rel_offset: int = 0) -> Tensor:
+    """A view of ``t`` with PyTorch ``shape``/``strides`` (elements), starting ``rel_offset``
+    elements after ``t``'s first element."""
+    d = t._data
+    xp = np if isinstance(d, np.ndarray) else array_module(d)
+    item = d.itemsize
+    if rel_offset:
+        root = _root(d)
+        flat = root.reshape(-1, order="A")
+        start = (_ptr(d) - _ptr(root)) // item + rel_offset
+        base = flat[start:]
+    else:
+        base = d
+    arr = xp.lib.stride_tricks.as_strided(base, tuple(shape), _strides_bytes(strides, item))
+    return t._view_of(arr)
+
+
+def _contig_strides(shape) -> list[int]:
+    strides, acc = [0] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    return strides
+
+
+def _compute_stride(oldshape, oldstride, newshape):
+    """PyTorch's computeStride: strides for viewing (oldshape, oldstride) as newshape, or None
+    when the memory layout does not allow a view."""
+    numel = 1
+    for s in oldshape:
+        numel *= s
+    if numel == 0:
+        return _contig_strides(newshape) if tuple(oldshape) != tuple(newshape) else list(oldstride)
+    if not oldshape:
+        oldshape, oldstride = (1,), (1,)
+    newstride = [0] * len(newshape)
+    view_d = len(newshape) - 1
+    chunk_base_stride = oldstride[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(oldshape) - 1, -1, -1):
+        tensor_numel *= oldshape[tensor_d]
+        if tensor_d == 0 or (oldshape[tensor_d - 1] != 1 and
+                             oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or newshape[view_d] == 1):
+                newstride[view_d] = view_numel * chunk_base_stride
+                view_numel *= newshape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = oldstride[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    if view_d != -1:
+        return None
+    return newstride
+
+
+def _infer_size(shape, numel: int, op: str) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = tuple(shape[0])
+    shape = tuple(int(s) for s in shape)
+    infer, known = None, 1
+    for i, s in enumerate(shape):
+        if s == -1:
+            if infer is not None:
+                raise RuntimeError(f"{op}(): only one dimension can be inferred")
+            infer = i
+        elif s < 0:
+            raise RuntimeError(f"{op}(): invalid shape dimension {s}")
+        else:
+            known *= s
+    if infer is not None:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = shape[:infer] + (numel // known,) + shape[infer + 1:]
+    elif known != numel:
+        raise RuntimeError(f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+@defop("view")
+def _view(input: Tensor, shape: tuple) -> Tensor:
+    d = input._data
+    if d.flags.c_contiguous:
+        return input._view_of(d.reshape(shape))
+    strides = _compute_stride(d.shape, input.stride(), shape)
+    if strides is None:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return _restride(input, shape, strides)
+
+
+def view(input: Tensor, *shape) -> Tensor:
+    """A view with a new shape over the same memory (one dim may be -1).
+
+    >>> arange(6).view(2, 3).stride()
+    (3, 1)
+    """
+    if len(shape) == 1 and isinstance(shape[0], D.dtype):
+        return _view_dtype(input, shape[0])
+    return _view(input, _infer_size(shape, input._data.size, "view"))
+
+
+@defop("_view_dtype", differentiable=False)
+def _view_dtype(input: Tensor, dtype: D.dtype) -> Tensor:
+    if dtype.itemsize != input._data.itemsize:
+        raise RuntimeError(f"view(): dtype {dtype} has a different element size than "
+                           f"{input.dtype}; only same-size reinterpretation is supported")
+    return input._view_of(input._data.view(dtype.np))
+
+
+def view_as(input: Tensor, other: Tensor) -> Tensor:
+    return view(input, tuple(other._data.shape))
+
+
+def reshape(input: Tensor, *shape) -> Tensor:
+    """``view`` when the strides allow it, else a contiguous copy.
+
+    >>> arange(6).view(2, 3).t().reshape(6).is_contiguous()
+    True
+    """
+    shape = _infer_size(shape, input._data.size, "reshape")
+    d = input._data
+    if d.flags.c_contiguous or _compute_stride(d.shape, input.stride(), shape) is not None:
+        return _view(input, shape)
+    return _view(contiguous(input), shape)
+
+
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
+    return reshape(input, tuple(other._data.shape))
+
+
+def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    """Self when already contiguous, else a row-major copy."""
+    if input.is_contiguous():
+        return input
+    from ._creation import clone
+
+    out = clone(input)
+    if not out.is_contiguous():  # clone keeps dense layouts; force row-major here
+        return _ascontiguous(input)
+    return out
+
+
+@defop("_ascontiguous")
+def _ascontiguous(input: Tensor) -> Tensor:
+    return _make(array_module(input._data).ascontiguousarray(input._data))
+
+
+def ravel(input: Tensor) -> Tensor:
+    return reshape(input, -1)
+
+
+@defop("permute")
+def _permute(input: Tensor, dims: tuple) -> Tensor:
+    nd = input._data.ndim
+    if len(dims) != nd:
+        raise RuntimeError(
+            f"permute(): number of dims don't match in permute: the tensor has {nd} dims but "
+            f"{len(dims)} were given ({list(dims)})")
+    wrapped = tuple(_wrap_dim(d, nd, "permute") for d in dims)
+    if len(set(wrapped)) != nd:
+        raise RuntimeError(f"permute(): repeated dim in {list(dims)}")
+    return input._view_of(input._data.transpose(wrapped))
+
+
+def permute(input: Tensor, *dims) -> Tensor:
+    """Reorder dimensions (a view).
+
+    >>> zeros(2, 3, 4).permute(2, 0, 1).shape
+    ember.Size([4, 2, 3])
+    """
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    return _permute(input, tuple(dims))
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dimensions (a view)."""
+    nd = input._data.ndim
+    if nd == 0:
+        _wrap_dim(dim0, 0, "transpose")
+        _wrap_dim(dim1, 0, "transpose")
+        return _permute(input, ())
+    d0, d1 = _wrap_dim(dim0, nd, "transpose"), _wrap_dim(dim1, nd, "transpose")
+    perm = list(range(nd))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return _permute(input, tuple(perm))
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input: Tensor) -> Tensor:
+    """Transpose a matrix (0-d and 1-d tensors are returned as views of themselves)."""
+    nd = input._data.ndim
+    if nd > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    return _permute(input, tuple(range(nd - 1, -1, -1)))
+
+
+def movedim(input: Tensor, source, destination) -> Tensor:
+    """Move dimension(s) ``source`` to position(s) ``destination``."""
+    nd = input._data.ndim
+    src = [source] if isinstance(source, numbers.Integral) else list(source)
+    dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
+                           f"should contain the same number of dims as destination ({dst} dims)")
+    src = [_wrap_dim(s, nd, "movedim") for s in src]
+    dst = [_wrap_dim(s, nd, "movedim") for s in dst]
+    order = [n for n in range(nd) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _permute(input, tuple(order))
+
+
+moveaxis = movedim
+
+
+@defop("expand")
+def _expand(input: Tensor, sizes: tuple) -> Tensor:
+    d = input._data
+    shape, strides = list(d.shape), list(input.stride())
+    nd, ns = len(shape), len(sizes)
+    if ns < nd:
+        raise RuntimeError(
+            f"expand(): the number of sizes provided ({ns}) must be greater or equal to the "
+            f"number of dimensions in the tensor ({nd})")
+    new_shape, new_strides = [], []
+    for i in range(ns):
+        j = i - (ns - nd)
+        target = sizes[i]
+        if j < 0:
+            if target < 0:
+                raise RuntimeError(
+                    f"expand(): The expanded size of the tensor ({target}) isn't allowed in a "
+                    "leading, non-existing dimension 0")
+            new_shape.append(target)
+            new_strides.append(0)
+            continue
+        if target == -1:
+            target = shape[j]
+        if shape[j] == target:
+            new_shape.append(target)
+            new_strides.append(strides[j])
+        elif shape[j] == 1:
+            new_shape.append(target)
+            new_strides.append(0)
+        else:
+            raise RuntimeError(
+                f"expand(): The expanded size of the tensor ({target}) must match the existing "
+                f"size ({shape[j]}) at non-singleton dimension {i}.  Target sizes: "
+                f"{list(sizes)}.  Tensor sizes: {shape}")
+    return _restride(input, new_shape, new_strides)
+
+
+def expand(input: Tensor, *sizes) -> Tensor:
+    """Broadcast size-1 dims to larger sizes without copying (stride 0).
+
+    >>> tensor([[1], [2]]).expand(2, 3).stride()
+    (1, 0)
+    """
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)):
+        sizes = tuple(sizes[0])
+    return _expand(input, tuple(int(s) for s in sizes))
+
+
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return _expand(input, tuple(other._data.shape))
+
+
+def broadcast_to(input: Tensor, size) -> Tensor:
+    return expand(input, tuple(size))
+
+
+def broadcast_shapes(*shapes) -> Size:
+    """The broadcast of several shapes (RuntimeError when they do not broadcast)."""
+    try:
+        return Size(np.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,)
+                                          for s in shapes]))
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: objects cannot be broadcast to a single shape: "
+                           f"{[list(s) for s in shapes]}") from None
+
+
+def broadcast_tensors(*tensors) -> tuple:
+    """Expand tensors to their common broadcast shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*[t._data.shape for t in tensors])
+    return tuple(_expand(t, tuple(shape)) for t in tensors)
+
+
+@defop("squeeze")
+def _squeeze(input: Tensor, dims: tuple) -> Tensor:
+    d = input._data
+    keep = [i for i in range(d.ndim) if not (i in dims and d.shape[i] == 1)]
+    shape = [d.shape[i] for i in keep]
+    strides = [input.stride(i) for i in keep]
+    return _restride(input, shape, strides) if len(keep) != d.ndim else input._view_of(d[...])
+
+
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    """Remove size-1 dimensions (all, or only those in ``dim``)."""
+    nd = input._data.ndim
+    if dim is None:
+        dims = tuple(range(nd))
+    elif isinstance(dim, (tuple, list)):
+        dims = tuple(_wrap_dim(x, nd, "squeeze") for x in dim)
+    else:
+        dims = (_wrap_dim(dim, nd, "squeeze"),)
+    return _squeeze(input, dims)
+
+
+@defop("unsqueeze")
+def _unsqueeze(input: Tensor, dim: int) -> Tensor:
+    d = input._data
+    shape, strides = list(d.shape), list(input.stride())
+    new_stride = shape[dim] * strides[dim] if dim < len(shape) else 1
+    shape.insert(dim, 1)
+    strides.insert(dim, new_stride)
+    return _restride(input, shape, strides)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dimension at ``dim`` (a view).
+
+    >>> zeros(2, 3).unsqueeze(1).stride()
+    (3, 3, 1)
+    """
+    return _unsqueeze(input, _wrap_dim(dim, input._data.ndim + 1, "unsqueeze"))
+
+
+@defop("slice_view")
+def slice_view(input: Tensor, dim: int, start: int, end: int, step: int = 1) -> Tensor:
+    """``input[..., start:end:step, ...]`` along ``dim`` (a view; positive step)."""
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    idx = (slice(None),) * dim + (slice(start, end, step),)
+    return input._view_of(input._data[idx])
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """The slice ``start:start+length`` along ``dim`` (a view)."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    dim = _wrap_dim(dim, nd, "narrow")
+    size = input._data.shape[dim]
+    if isinstance(start, Tensor):
+        start = int(start)
+    if not -size <= start <= size:
+        raise IndexError(f"narrow(): start ({start}) is out of bounds for dimension {dim} with "
+                         f"size {size}")
+    if start < 0:
+        start += size
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
+                           f"size ({size}).")
+    return slice_view(input, dim, start, start + length, 1)
+
+
+@defop("select")
+def _select(input: Tensor, dim: int, index: int) -> Tensor:
+    return input._view_of(input._data[(slice(None),) * dim + (index,)])
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The slice at ``index`` along ``dim``, with that dimension removed (a view)."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    dim = _wrap_dim(dim, nd, "select")
+    size = input._data.shape[dim]
+    index = int(index)
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input._data.shape)} at dimension {dim}")
+    return _select(input, dim, index + size if index < 0 else index)
+
+
+@defop("as_strided")
+def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """A view with explicit size, stride and storage offset (in elements) over the storage."""
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"as_strided(): mismatch in length of strides and shape "
+                           f"({len(stride)} vs {len(size)})")
+    d = input._data
+    root = _root(d)
+    cur = (_ptr(d) - _ptr(root)) // d.itemsize
+    offset = cur if storage_offset is None else int(storage_offset)
+    need = offset + 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    avail = root.size
+    if need > avail or offset < 0 or any(s < 0 for s in stride):
+        raise RuntimeError(
+            f"as_strided(): setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+            f"offset {offset}, and itemsize {d.itemsize} requiring a storage size of "
+            f"{need * d.itemsize} are out of bounds for storage of size {avail * d.itemsize}")
+    return _restride(input, size, stride, offset - cur)
+
+
+@defop("unfold")
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """All slices of length ``size`` along ``dimension`` every ``step``, as a new last dim."""
+    d = input._data
+    nd = d.ndim
+    dim = _wrap_dim(dimension, nd, "unfold") if nd else 0
+    cur = d.shape[dim] if nd else 1
+    if size > cur:
+        raise RuntimeError(f"unfold(): maximum size for tensor at dimension {dim} is {cur} but "
+                           f"size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"unfold(): step is {step} but must be > 0")
+    shape, strides = list(d.shape), list(input.stride())
+    if nd == 0:
+        return _restride(input, [size], [1])
+    shape[dim] = (cur - size) // step + 1
+    new_stride = strides[dim]
+    strides[dim] = strides[dim] * step
+    return _restride(input, shape + [size], strides + [new_stride])
+
+
+@defop("diagonal")
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal of the (dim1, dim2) planes as a view, moved to the last dimension."""
+    d = input._data
+    nd = d.ndim
+    d1, d2 = _wrap_dim(dim1, nd, "diagonal"), _wrap_dim(dim2, nd, "diagonal")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    st = input.stride()
+    if offset >= 0:
+        n = max(min(d.shape[d1], d.shape[d2] - offset), 0)
+        rel = offset * st[d2] if n else 0
+    else:
+        n = max(min(d.shape[d1] + offset, d.shape[d2]), 0)
+        rel = -offset * st[d1] if n else 0
+    keep = [i for i in range(nd) if i not in (d1, d2)]
+    shape = [d.shape[i] for i in keep] + [n]
+    strides = [st[i] for i in keep] + [st[d1] + st[d2]]
+    return _restride(input, shape, strides, rel)
+
+
+def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Split into chunks of a given size, or of the given list of sizes (views)."""
+    nd = tensor._data.ndim
+    dim = _wrap_dim(dim, nd, "split")
+    size = tensor._data.shape[dim]
+    if isinstance(split_size_or_sections, numbers.Integral):
+        step = int(split_size_or_sections)
+        if step <= 0 and size:
+            raise RuntimeError(f"split(): split_size can only be 0 if dimension size is 0, but "
+                               f"got dimension size of {size}")
+        sections = [min(step, size - i) for i in range(0, size, step)] if size else [0]
+    else:
+        sections = [int(s) for s in split_size_or_sections]
+        if sum(sections) != size:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                f"size at dimension {dim}), but got split_sizes={sections}")
+    out, start = [], 0
+    for n in sections:
+        out.append(narrow(tensor, dim, start, n))
+        start += n
+    return tuple(out)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Split into ``chunks`` nearly equal views (the last may be smaller)."""
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    size = input._data.shape[_wrap_dim(dim, input._data.ndim, "chunk")]
+    step = max(-(-size // chunks), 1)
+    return split(input, step, dim)
+
+
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
+    """NumPy's array_split semantics (views)."""
+    nd = input._data.ndim
+    dim = _wrap_dim(dim, nd, "tensor_split")
+    size = input._data.shape[dim]
+    if isinstance(indices_or_sections, numbers.Integral):
+        n = int(indices_or_sections)
+        q, r = divmod(size, n)
+        sizes = [q + 1] * r + [q] * (n - r)
+    else:
+        bounds = [0] + [min(max(int(i), 0), size) for i in indices_or_sections] + [size]
+        sizes = [max(b - a, 0) for a, b in zip(bounds[:-1], bounds[1:])]
+    out, start = [], 0
+    for n in sizes:
+        out.append(narrow(input, dim, start, n))
+        start += n
+    return tuple(out)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """All slices along ``dim`` (views)."""
+    dim = _wrap_dim(dim, input._data.ndim, "unbind")
+    return tuple(_select(input, dim, i) for i in range(input._data.shape[dim]))
+
+
+def _common(tensors, op: str):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    for i, x in enumerate(tensors):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(x).__name__}")
+    dt = D.result_type(*[x for x in tensors]) if len({x.dtype for x in tensors}) > 1 else \
+        tensors[0].dtype
+    first = tensors[0]._data
+    for x in tensors[1:]:
+        if type(x._data) is not type(first):
+            from ._pointwise import _device_error
+
+            raise _device_error(op, first, x._data)
+    return dt
+
+
+@defop("cat")
+def cat(tensors, dim: int = 0) -> Tensor:
+    """Concatenate along an existing dimension (copies).
+
+    >>> cat([zeros(2, 3), ones(1, 3)]).shape
+    ember.Size([3, 3])
+    """
+    dt = _common(tensors, "cat")
+    # PyTorch skips legacy empty 1-d tensors of shape (0,)
+    arrs = [x._data for x in tensors if not (x._data.ndim == 1 and x._data.shape[0] == 0)]
+    if not arrs:
+        return _make(tensors[0]._data.astype(dt.np).copy())
+    ref = arrs[0]
+    if ref.ndim == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    dim = _wrap_dim(dim, ref.ndim, "cat")
+    for i, a in enumerate(arrs):
+        if a.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} "
+                               f"and {a.ndim}")
+        for k in range(ref.ndim):
+            if k != dim and a.shape[k] != ref.shape[k]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {dim}. Expected size "
+                    f"{ref.shape[k]} but got size {a.shape[k]} for tensor number {i} in the list.")
+    xp = array_module(ref)
+    return _make(xp.concatenate(arrs, axis=dim, dtype=dt.np, casting="unsafe"))
+
+
+concat = concatenate = cat
+
+
+@defop("stack")
+def stack(tensors, dim: int = 0) -> Tensor:
+    """Stack equally shaped tensors along a new dimension (copies).
+
+    >>> stack([zeros(2), ones(2)], dim=1).shape
+    ember.Size([2, 2])
+    """
+    dt = _common(tensors, "stack")
+    ref = tensors[0]._data.shape
+    for i, x in enumerate(tensors):
+        if x._data.shape != ref:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(ref)} at entry 0 and {list(x._data.shape)} at entry {i}")
+    dim = _wrap_dim(dim, len(ref) + 1, "stack")
+    xp = array_module(tensors[0]._data)
+    return _make(xp.stack([x._data for x in tensors], axis=dim, dtype=dt.np, casting="unsafe"))
+
+
+def hstack(tensors) -> Tensor:
+    tensors = [atleast_1d(x) for x in tensors]
+    return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
+
+
+def vstack(tensors) -> Tensor:
+    return cat([atleast_2d(x) for x in tensors], 0)
+
+
+def atleast_1d(input: Tensor) -> Tensor:
+    return reshape(input, 1) if input._data.ndim == 0 else input
+
+
+def atleast_2d(input: Tensor) -> Tensor:
+    nd = input._data.ndim
+    return reshape(input, 1, 1) if nd == 0 else (unsqueeze(input, 0) if nd == 1 else input)
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims ``start_dim..end_dim`` into one (a view when possible)."""
+    nd = input._data.ndim
+    if nd == 0:
+        return reshape(input, 1)
+    s, e = _wrap_dim(start_dim, nd, "flatten"), _wrap_dim(end_dim, nd, "flatten")
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shape = input._data.shape
+    return reshape(input, shape[:s] + (-1,) + shape[e + 1:])
+
+
+def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """Expand one dimension into several (inverse of flatten)."""
+    nd = input._data.ndim
+    dim = _wrap_dim(dim, nd, "unflatten")
+    shape = input._data.shape
+    inner = _infer_size(tuple(sizes), shape[dim], "unflatten")
+    return view(input, shape[:dim] + inner + shape[dim + 1:])
+
+
+def meshgrid(*tensors, indexing: str = "ij") -> tuple:
+    """Coordinate grids from 1-d tensors (``indexing='ij'`` or ``'xy'``), as expanded views."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid(): indexing must be 'ij' or 'xy', got '{indexing}'")
+    n = len(tensors)
+    for x in tensors:
+        if x._data.ndim > 1:
+            raise RuntimeError("meshgrid expects all tensors to be 0D or 1D")
+    sizes = [x._data.size for x in tensors]
+    swap = indexing == "xy" and n >= 2
+    if swap:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, x in enumerate(tensors):
+        pos = i
+        if swap and i < 2:
+            pos = 1 - i
+        shape = [1] * n
+        shape[pos] = -1
+        out.append(expand(reshape(x, shape), sizes))
+    return tuple(out)
+
+
+@defop("slice_scatter")
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start=None, end=None,
+                  step: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written into ``input[..., start:end:step, ...]``."""
+    dim = _wrap_dim(dim, input._data.ndim, "slice_scatter")
+    out = input._data.copy()
+    out[(slice(None),) * dim + (slice(start, end, step),)] = src._data
+    return _make(out)
+
+
+@defop("select_scatter")
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of ``input`` with ``src`` written at ``index`` along ``dim``."""
+    dim = _wrap_dim(dim, input._data.ndim, "select_scatter")
+    out = input._data.copy()
+    out[(slice(None),) * dim + (index,)] = src._data
+    return _make(out)
+
+
+@defop("diagonal_scatter")
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written on its (offset, dim1, dim2) diagonal."""
+    out = _make(input._data.copy())
+    diagonal.op.impl(out, offset, dim1, dim2)._data[...] = src._data
+    return out
+
+
+__all__ += ["slice_scatter", "select_scatter", "diagonal_scatter"]

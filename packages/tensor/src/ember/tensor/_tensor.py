@@ -1,0 +1,621 @@
+"""The strided Tensor and its Storage.
+
+A Tensor is a view into a flat buffer (its Storage): ``_data`` is an ndarray view (NumPy on the
+CPU, CuPy on CUDA) whose shape and strides are the tensor's. View ops compute PyTorch's strides
+and build ``_data`` over the same memory, so every view of a storage sees every in-place write,
+and ``stride()``, ``storage_offset()`` and ``data_ptr()`` are read off ``_data``.
+
+The autograd attributes (``requires_grad``, ``grad``, ``grad_fn``) live here as plain data; the
+core never computes a gradient. Setting ``requires_grad=True`` imports ``ember.autograd``.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _dtype as D
+from ._device import CPU, device, to_device
+
+__all__ = ["Tensor", "Storage", "is_tensor", "is_storage"]
+
+_ndarray = np.ndarray
+_FROM_NP = D._FROM_NP
+
+
+def _root(arr):
+    """The array that owns ``arr``'s memory (the last array on its ``.base`` chain)."""
+    last, obj = arr, arr.base
+    while obj is not None:
+        if hasattr(obj, "dtype") and hasattr(obj, "strides"):
+            last = obj
+        obj = getattr(obj, "base", None)
+    return last
+
+
+class Storage:
+    """The flat buffer behind a tensor and all of its views (``Tensor.untyped_storage()``)."""
+
+    __slots__ = ("_root", "dtype")
+
+    def __init__(self, root, dtype: D.dtype) -> None:
+        self._root = root
+        self.dtype = dtype
+
+    def data_ptr(self) -> int:
+        return _ptr(self._root)
+
+    def size(self) -> int:
+        return self._root.nbytes // self.dtype.itemsize
+
+    __len__ = size
+
+    def nbytes(self) -> int:
+        return self._root.nbytes
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def device(self) -> device:
+        return _device_of(self._root)
+
+    def _flat(self):
+        root = self._root
+        return root.reshape(-1, order="A") if root.ndim != 1 else root
+
+    def tolist(self) -> list:
+        flat = self._flat()
+        if not isinstance(flat, _ndarray):
+            flat = flat.get()
+        return flat.view(self.dtype.np).tolist()
+
+    def __getitem__(self, i):
+        return self.tolist()[i]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Storage) and self.data_ptr() == other.data_ptr()
+
+    def __hash__(self) -> int:
+        return self.data_ptr()
+
+    def __repr__(self) -> str:
+        items = "\n".join(f" {v}" for v in self.tolist())
+        return f"{items}\n[ember.storage.TypedStorage(dtype={self.dtype}, device={self.device}) of size {self.size()}]"
+
+
+def _ptr(arr) -> int:
+    if isinstance(arr, _ndarray):
+        return arr.__array_interface__["data"][0]
+    return arr.data.ptr
+
+
+def _device_of(arr) -> device:
+    if isinstance(arr, _ndarray):
+        return CPU
+    return device("cuda", arr.device.id)
+
+
+def is_tensor(obj) -> bool:
+    """True for ember Tensors (``torch.is_tensor``)."""
+    return isinstance(obj, Tensor)
+
+
+def is_storage(obj) -> bool:
+    return isinstance(obj, Storage)
+
+
+def _new_tensor_from_args(cls, args, dtype_, device_):
+    """Legacy constructors: ``Tensor(2, 3)``, ``Tensor([1, 2])``, ``Tensor(ndarray)``, ``Tensor()``."""
+    from ._creation import empty, tensor
+
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        arg = args[0]
+        if isinstance(arg, Tensor):
+            return arg._data.astype(dtype_.np, copy=False)
+        if isinstance(arg, (tuple, list)) and all(isinstance(a, numbers.Integral) for a in arg) \
+                and type(arg).__name__ == "Size":
+            return empty(*arg, dtype=dtype_, device=device_)._data
+        return tensor(arg, dtype=dtype_, device=device_)._data
+    for a in args:
+        if not isinstance(a, numbers.Integral) or isinstance(a, bool):
+            raise TypeError(
+                f"{cls.__name__}(): argument 'size' must be a tuple of ints, but found element "
+                f"of type {type(a).__name__}")
+    return empty(*args, dtype=dtype_, device=device_)._data
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints (``torch.Size``)."""
+
+    __slots__ = ()
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self) -> str:
+        return f"ember.Size({list(self)})"
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+
+class Tensor:
+    """A strided n-dimensional array on a device, with optional autograd attributes.
+
+    >>> import ember.tensor as et
+    >>> x = et.tensor([[1., 2.], [3., 4.]])
+    >>> x.t().stride()
+    (1, 2)
+    """
+
+    # class-level defaults keep construction of results cheap
+    grad = None
+    grad_fn = None
+    _base = None
+    _vc = None
+    _retains_grad = False
+    _backward_hooks = None
+    _requires_grad = False
+    __array_priority__ = 1000
+
+    def __init__(self, *args, dtype=None, device=None, requires_grad: bool = False) -> None:
+        dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+        self._data = _new_tensor_from_args(type(self), args, dt, device)
+        if requires_grad:
+            self.requires_grad = True
+
+    def __new__(cls, *args, **kwargs):
+        return object.__new__(cls)
+
+    # ----------------------------------------------------------------- construction helpers
+    @classmethod
+    def _make(cls, arr) -> Tensor:
+        """Wrap an ndarray (no copy). NumPy scalars become 0-d arrays."""
+        t = object.__new__(Tensor)
+        if isinstance(arr, np.generic):
+            arr = np.asarray(arr)
+        t._data = arr
+        return t
+
+    def _view_of(self, arr) -> Tensor:
+        """A new tensor over ``arr``, which must alias this tensor's memory (a view)."""
+        t = object.__new__(Tensor)
+        t._data = arr
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = [0]
+        t._vc = vc
+        t._base = self if self._base is None else self._base
+        return t
+
+    def _bump(self) -> None:
+        vc = self._vc
+        if vc is None:
+            self._vc = [1]
+        else:
+            vc[0] += 1
+
+    # ----------------------------------------------------------------- metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        """The shape, or the size of one dimension."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim, "size")]
+
+    @property
+    def dtype(self) -> D.dtype:
+        return _FROM_NP[self._data.dtype]
+
+    @property
+    def device(self) -> device:
+        return _device_of(self._data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return not isinstance(self._data, _ndarray)
+
+    @property
+    def is_cpu(self) -> bool:
+        return isinstance(self._data, _ndarray)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def is_floating_point_(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def is_complex(self) -> bool:
+        return False
+
+    def is_signed(self) -> bool:
+        return self.dtype.is_signed
+
+    def stride(self, dim: int | None = None):
+        """Strides in elements, exactly as PyTorch reports them."""
+        item = self._data.itemsize
+        strides = tuple(s // item for s in self._data.strides)
+        if dim is None:
+            return strides
+        return strides[_wrap_dim(dim, self._data.ndim, "stride")]
+
+    def data_ptr(self) -> int:
+        return _ptr(self._data)
+
+    def untyped_storage(self) -> Storage:
+        return Storage(_root(self._data), self.dtype)
+
+    storage = untyped_storage
+
+    def storage_offset(self) -> int:
+        root = _root(self._data)
+        return (_ptr(self._data) - _ptr(root)) // self._data.itemsize
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        """True when the strides are row-major for the shape (size-1 dims are ignored)."""
+        expected = 1
+        shape, item = self._data.shape, self._data.itemsize
+        strides = self._data.strides
+        for i in range(len(shape) - 1, -1, -1):
+            n = shape[i]
+            if n == 0:
+                return True
+            if n != 1:
+                if strides[i] != expected * item:
+                    return False
+                expected *= n
+        return True
+
+    def is_set_to(self, other: Tensor) -> bool:
+        return (self.data_ptr() == other.data_ptr() and self.shape == other.shape
+                and self.stride() == other.stride())
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    @property
+    def _version(self) -> int:
+        vc = self._vc
+        return 0 if vc is None else vc[0]
+
+    # ----------------------------------------------------------------- autograd attributes
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and not self._requires_grad:
+            _autograd().check_requires_grad(self)
+        elif not value and self.grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place and return self."""
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def data(self) -> Tensor:
+        """A tensor sharing this one's memory, outside any graph (the legacy ``.data``)."""
+        return self._detached()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        self._vc = value._vc
+
+    def _detached(self) -> Tensor:
+        t = object.__new__(Tensor)
+        t._data = self._data
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = [0]
+        t._vc = vc
+        return t
+
+    def detach(self) -> Tensor:
+        """A new tensor sharing memory and version counter, cut from the graph."""
+        return self._detached()
+
+    def detach_(self) -> Tensor:
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
+        _autograd().backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        return _autograd().register_hook(self, hook)
+
+    def retain_grad(self) -> None:
+        _autograd().retain_grad(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    # ----------------------------------------------------------------- conversion
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The NumPy array sharing this tensor's memory (CPU tensors only)."""
+        if not isinstance(self._data, _ndarray):
+            if not force:
+                raise TypeError(
+                    f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() "
+                    "to copy the tensor to host memory first.")
+            return self._data.get()
+        if self._requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy(force=True) if not self._requires_grad else self._data
+        if not isinstance(arr, _ndarray):
+            arr = arr.get()
+        if dtype is not None and arr.dtype != dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}))
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item() if isinstance(self._data, _ndarray) else \
+            self._data.reshape(()).get().item()
+
+    def tolist(self):
+        data = self._data if isinstance(self._data, _ndarray) else self._data.get()
+        return data.tolist()
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {'no values' if self._data.size == 0 else 'more than one value'} is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        from ._shape import unbind
+
+        return iter(unbind(self, 0))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __reduce_ex__(self, protocol):
+        data = self._data if isinstance(self._data, _ndarray) else self._data.get()
+        return (_rebuild, (np.ascontiguousarray(data), str(self.device), self._requires_grad))
+
+    def __repr__(self) -> str:
+        from ._printing import tensor_repr
+
+        return tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self) if not spec else object.__format__(self, spec)
+
+    # ----------------------------------------------------------------- dtype / device moves
+    def to(self, *args, **kwargs) -> Tensor:
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; copies only
+        when something changes (or ``copy=True``)."""
+        dtype_ = kwargs.pop("dtype", None)
+        device_ = kwargs.pop("device", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype_, device_ = a.dtype, a.device
+            elif isinstance(a, (D.dtype, type)) or (isinstance(a, str) and a in D._BY_NAME):
+                dtype_ = a
+            elif isinstance(a, (str, device, int)) and not isinstance(a, bool):
+                device_ = a
+            elif a is not None:
+                raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+        from ._creation import _to
+
+        return _to(self, None if device_ is None else to_device(device_),
+                   None if dtype_ is None else D.to_dtype(dtype_, "to"), copy)
+
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        """The legacy type name (``'ember.FloatTensor'``) or a cast to a legacy type."""
+        if dtype is None:
+            return _legacy_name(self.dtype, self.is_cuda)
+        if isinstance(dtype, str):
+            dtype = _legacy_dtype_from_name(dtype)
+        elif isinstance(dtype, type) and issubclass(dtype, Tensor):
+            dtype = getattr(dtype, "_legacy_dtype", D.get_default_dtype())
+        return self.to(dtype=dtype)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(dtype=other.dtype)
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking: bool = False) -> Tensor:
+        return self.to(device if device is not None else "cuda")
+
+    def float(self) -> Tensor:
+        return self.to(dtype=D.float32)
+
+    def double(self) -> Tensor:
+        return self.to(dtype=D.float64)
+
+    def half(self) -> Tensor:
+        return self.to(dtype=D.float16)
+
+    def long(self) -> Tensor:
+        return self.to(dtype=D.int64)
+
+    def int(self) -> Tensor:
+        return self.to(dtype=D.int32)
+
+    def short(self) -> Tensor:
+        return self.to(dtype=D.int16)
+
+    def char(self) -> Tensor:
+        return self.to(dtype=D.int8)
+
+    def byte(self) -> Tensor:
+        return self.to(dtype=D.uint8)
+
+    def bool(self) -> Tensor:
+        return self.to(dtype=D.bool)
+
+    @property
+    def T(self) -> Tensor:
+        from ._shape import permute
+
+        return permute(self, tuple(range(self._data.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> Tensor:
+        from ._shape import transpose
+
+        return transpose(self, -2, -1)
+
+
+def _rebuild(arr, dev, requires_grad):
+    t = Tensor._make(arr)
+    if dev != "cpu":
+        t = t.to(dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _wrap_dim(dim: int, ndim: int, op: str) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"{op}(): Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+_LEGACY = {D.float32: "FloatTensor", D.float64: "DoubleTensor", D.float16: "HalfTensor",
+           D.int64: "LongTensor", D.int32: "IntTensor", D.int16: "ShortTensor",
+           D.int8: "CharTensor", D.uint8: "ByteTensor", D.bool: "BoolTensor"}
+_LEGACY_BY_NAME = {v: k for k, v in _LEGACY.items()}
+
+
+def _legacy_name(dt: D.dtype, cuda: bool) -> str:
+    return f"ember.{'cuda.' if cuda else ''}{_LEGACY[dt]}"
+
+
+def _legacy_dtype_from_name(name: str) -> D.dtype:
+    short = name.rsplit(".", 1)[-1]
+    if short in _LEGACY_BY_NAME:
+        return _LEGACY_BY_NAME[short]
+    return D.to_dtype(short, "type")
+
+
+def _legacy_class(name: str, dt: D.dtype) -> type:
+    cls = type(name, (Tensor,), {"_legacy_dtype": dt, "__module__": "ember.tensor",
+                                 "__doc__": f"Legacy constructor for {dt} tensors."})
+    cls.__new__ = _legacy_new
+    return cls
+
+
+def _legacy_new(cls, *args, dtype=None, device=None, requires_grad=False):
+    # FloatTensor(...) and friends return plain Tensors of their dtype.
+    t = object.__new__(Tensor)
+    t._data = _new_tensor_from_args(cls, args, cls._legacy_dtype, device)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _autograd():
+    try:
+        from ember import autograd
+    except ImportError as exc:  # pragma: no cover - exercised in the tensor-only tox env
+        raise RuntimeError(
+            "autograd needs the ember-autograd distribution: pip install ember-autograd "
+            "(from a checkout: pip install ./packages/autograd)") from exc
+    return autograd._engine_api

@@ -1,0 +1,70 @@
+"""CPU kernels (NumPy + Numba) on raw NumPy arrays.
+
+Importing this package imports neither numba nor any kernel module: each public wrapper is
+resolved on first attribute access (module ``__getattr__``), and its Numba functions compile on
+their first call (``cache=True`` keeps the machine code on disk for later processes).
+
+>>> import numpy as np
+>>> from ember.tensor.kernels import cpu
+>>> out = np.zeros((1, 3, 2)); cpu.index_add(out, np.array([2, 2]), np.ones((1, 2, 2)))
+>>> out[0, 2].tolist()
+[2.0, 2.0]
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "index_add",
+    "embedding_backward",
+    "max_pool_forward",
+    "max_pool_backward",
+    "im2col",
+    "col2im",
+    "softmax_forward",
+    "softmax_backward",
+    "log_softmax_forward",
+    "log_softmax_backward",
+    "cross_entropy_forward",
+    "cross_entropy_backward",
+    "lstm_cell_forward",
+    "lstm_cell_backward",
+    "gru_cell_forward",
+    "gru_cell_backward",
+]
+
+_WHERE = {
+    "index_add": "scatter",
+    "embedding_backward": "scatter",
+    "max_pool_forward": "pool",
+    "max_pool_backward": "pool",
+    "im2col": "fold",
+    "col2im": "fold",
+    "softmax_forward": "softmax",
+    "softmax_backward": "softmax",
+    "log_softmax_forward": "softmax",
+    "log_softmax_backward": "softmax",
+    "cross_entropy_forward": "softmax",
+    "cross_entropy_backward": "softmax",
+    "lstm_cell_forward": "rnn",
+    "lstm_cell_backward": "rnn",
+    "gru_cell_forward": "rnn",
+    "gru_cell_backward": "rnn",
+}
+
+
+def __getattr__(name: str) -> Any:
+    submodule = _WHERE.get(name)
+    if submodule is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{submodule}")
+    for public, where in _WHERE.items():  # later lookups skip __getattr__
+        if where == submodule:
+            globals()[public] = getattr(module, public)
+    return globals()[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,198 @@
+"""Fused optimizer updates (Adam / AdamW, SGD) on raw NumPy arrays, in place.
+
+One pass over memory per parameter: each element of the parameter and of its state buffers is
+read once and written once, with no temporaries. The arithmetic follows PyTorch's single-tensor
+``torch.optim.adam._single_tensor_adam`` and ``torch.optim.sgd._single_tensor_sgd`` operation
+by operation (same operations in the same order; step-dependent scalars computed on the host in
+double and rounded once to the parameter dtype, as PyTorch does). These are the CPU twins of
+``kernels/cuda/optim.cu`` and take the same arguments.
+
+>>> import numpy as np
+>>> from ember.tensor.kernels.cpu.optim import sgd_step
+>>> p, g = np.ones(3), np.full(3, 0.5)
+>>> sgd_step(p, g, None, lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0,
+...          nesterov=False, maximize=False, first_step=True)
+>>> p.tolist()
+[0.95, 0.95, 0.95]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import prange
+
+from ._common import njit, njit_parallel, parallel_call, use_parallel
+
+__all__ = ["adam_step", "sgd_step"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _adam_body(p, g, m, v, vmax, weight_decay, decay_factor, w, one_minus_w, beta2,
+               one_minus_beta2, eps, neg_step_size, bias_correction2_sqrt, amsgrad, maximize,
+               decoupled, low_weight):
+    n = p.shape[0]
+    for i in prange(n):
+        gi = g[i]
+        if maximize:
+            gi = -gi
+        pi = p[i]
+        if weight_decay != 0:
+            if decoupled:
+                pi = pi * decay_factor
+            else:
+                gi = gi + weight_decay * pi
+        mi = m[i]
+        # torch.lerp (ATen/native/Lerp.h): the branch depends only on the weight
+        if low_weight:
+            mi = mi + w * (gi - mi)
+        else:
+            mi = gi - (gi - mi) * one_minus_w
+        vi = v[i] * beta2 + one_minus_beta2 * gi * gi
+        m[i] = mi
+        v[i] = vi
+        if amsgrad:
+            vm = vmax[i]
+            # torch.maximum propagates NaN
+            if vm != vm or vm > vi:
+                vi = vm
+            vmax[i] = vi
+        denom = np.sqrt(vi) / bias_correction2_sqrt + eps
+        p[i] = pi + neg_step_size * mi / denom
+
+
+def _sgd_body(p, g, buf, neg_lr, momentum, one_minus_dampening, weight_decay, nesterov,
+              maximize, first_step, has_momentum):
+    n = p.shape[0]
+    for i in prange(n):
+        gi = g[i]
+        if maximize:
+            gi = -gi
+        pi = p[i]
+        if weight_decay != 0:
+            gi = gi + weight_decay * pi
+        if has_momentum:
+            if first_step:
+                b = gi
+            else:
+                b = buf[i] * momentum + one_minus_dampening * gi
+            buf[i] = b
+            if nesterov:
+                gi = gi + momentum * b
+            else:
+                gi = b
+        p[i] = pi + neg_lr * gi
+
+
+_adam_serial = njit(_adam_body)
+_adam_parallel = njit_parallel(_adam_body)
+_sgd_serial = njit(_sgd_body)
+_sgd_parallel = njit_parallel(_sgd_body)
+
+
+def _flat(op: str, name: str, arr: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A 1-d view of a C-contiguous array of ``shape`` and ``dtype`` (written in place)."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"{op}(): expected {name} to be a NumPy array, got {type(arr).__name__}")
+    if arr.shape != shape:
+        raise RuntimeError(
+            f"{op}(): expected {name} of shape {shape} (the parameter's), got {arr.shape}")
+    if arr.dtype != dtype:
+        raise RuntimeError(
+            f"{op}(): expected {name} of dtype {dtype} (the parameter's), got {arr.dtype}")
+    if not arr.flags.c_contiguous or not arr.flags.writeable:
+        raise RuntimeError(f"{op}(): {name} must be a writeable C-contiguous array")
+    return arr.reshape(-1)
+
+
+def _param(op: str, param: Any) -> np.ndarray:
+    if not isinstance(param, np.ndarray):
+        raise TypeError(f"{op}(): expected param to be a NumPy array, got {type(param).__name__}")
+    if param.dtype not in _FLOATS:
+        raise RuntimeError(f"{op}(): expected a float32 or float64 param, got {param.dtype}")
+    return _flat(op, "param", param, param.shape, param.dtype)
+
+
+def _grad(op: str, grad: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    grad = np.asarray(grad)
+    if grad.shape != shape:
+        raise RuntimeError(
+            f"{op}(): expected grad of shape {shape} (the parameter's), got {grad.shape}")
+    if grad.dtype != dtype:
+        raise RuntimeError(
+            f"{op}(): expected grad of dtype {dtype} (the parameter's), got {grad.dtype}")
+    return np.ascontiguousarray(grad).reshape(-1)
+
+
+def adam_step(param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray,
+              exp_avg_sq: np.ndarray, max_exp_avg_sq: np.ndarray | None, *, lr: float,
+              beta1: float, beta2: float, eps: float, weight_decay: float, step: int,
+              amsgrad: bool, maximize: bool, decoupled_weight_decay: bool) -> None:
+    """One fused Adam (AdamW with ``decoupled_weight_decay``) step, in place.
+
+    Updates ``param``, ``exp_avg``, ``exp_avg_sq`` (and ``max_exp_avg_sq`` with ``amsgrad``)
+    exactly as ``torch.optim.Adam`` / ``AdamW``'s single-tensor path; ``step`` counts from 1.
+    """
+    op = "adam_step"
+    p = _param(op, param)
+    shape, dtype = param.shape, param.dtype
+    g = _grad(op, grad, shape, dtype)
+    m = _flat(op, "exp_avg", exp_avg, shape, dtype)
+    v = _flat(op, "exp_avg_sq", exp_avg_sq, shape, dtype)
+    if amsgrad:
+        if max_exp_avg_sq is None:
+            raise RuntimeError(f"{op}(): amsgrad=True needs a max_exp_avg_sq buffer, got None")
+        vmax = _flat(op, "max_exp_avg_sq", max_exp_avg_sq, shape, dtype)
+    else:
+        vmax = v  # never read or written by the kernel
+    if int(step) < 1:
+        raise ValueError(f"{op}(): step counts from 1, got {step}")
+    # host-side scalars in double, as torch.optim.adam._single_tensor_adam computes them
+    step = float(step)
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    step_size = lr / bias_correction1
+    bias_correction2_sqrt = bias_correction2 ** 0.5
+    w = 1 - beta1
+    t = dtype.type
+    if p.size == 0:
+        return
+    args = (p, g, m, v, vmax, t(weight_decay), t(1 - lr * weight_decay), t(w), t(1 - t(w)),
+            t(beta2), t(1 - beta2), t(eps), t(-step_size), t(bias_correction2_sqrt),
+            bool(amsgrad), bool(maximize), bool(decoupled_weight_decay), abs(t(w)) < 0.5)
+    if use_parallel(p.size):
+        parallel_call(_adam_parallel, *args)
+    else:
+        _adam_serial(*args)
+
+
+def sgd_step(param: np.ndarray, grad: np.ndarray, buf: np.ndarray | None, *, lr: float,
+             momentum: float, dampening: float, weight_decay: float, nesterov: bool,
+             maximize: bool, first_step: bool) -> None:
+    """One fused SGD step, in place, exactly as ``torch.optim.SGD``'s single-tensor path.
+
+    ``buf`` is the momentum buffer (None when momentum is 0); on ``first_step`` it is set to the
+    (decayed) gradient instead of being averaged.
+    """
+    op = "sgd_step"
+    p = _param(op, param)
+    shape, dtype = param.shape, param.dtype
+    g = _grad(op, grad, shape, dtype)
+    has_momentum = momentum != 0
+    if has_momentum:
+        if buf is None:
+            raise RuntimeError(f"{op}(): momentum={momentum} needs a momentum buffer, got None")
+        b = _flat(op, "buf", buf, shape, dtype)
+    else:
+        b = p  # never read or written by the kernel
+    if p.size == 0:
+        return
+    t = dtype.type
+    args = (p, g, b, t(-lr), t(momentum), t(1 - dampening), t(weight_decay), bool(nesterov),
+            bool(maximize), bool(first_step), bool(has_momentum))
+    if use_parallel(p.size):
+        parallel_call(_sgd_parallel, *args)
+    else:
+        _sgd_serial(*args)

@@ -1,0 +1,683 @@
+"""CPU kernels against plain NumPy references (and PyTorch where it is installed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from ember.tensor import kernels
+from ember.tensor.kernels import cpu
+
+FLOATS = [np.float32, np.float64]
+
+
+def tol(dtype):
+    return {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-11, "atol": 1e-11}
+
+
+def numgrad(f, x, eps=1e-6):
+    """Central finite differences of the scalar function ``f`` at float64 ``x``."""
+    g = np.zeros_like(x)
+    flat, gflat = x.reshape(-1), g.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        hi = f()
+        flat[i] = old - eps
+        lo = f()
+        flat[i] = old
+        gflat[i] = (hi - lo) / (2 * eps)
+    return g
+
+
+# --------------------------------------------------------------------------- package plumbing
+
+
+def test_import_is_lazy():
+    code = textwrap.dedent(
+        """
+        import sys
+        import ember.tensor
+        before = "numba" in sys.modules
+        import ember.tensor.kernels, ember.tensor.kernels.cpu
+        loaded = [m for m in sys.modules if m.startswith("ember.tensor.kernels.cpu.")]
+        assert not loaded, loaded
+        assert before or "numba" not in sys.modules, "importing the kernel packages loaded numba"
+        ember.tensor.kernels.get("softmax_forward", "cpu")
+        assert "numba" in sys.modules
+        print("ok")
+        """
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok"
+
+
+def test_get_every_cpu_kernel():
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 16
+    assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
+    for name in kernels.KERNEL_NAMES:
+        fn = kernels.get(name, "cpu")
+        assert callable(fn)
+        assert fn is getattr(cpu, name)
+    assert kernels.get("im2col", np) is cpu.im2col
+    assert kernels.get("col2im", "cpu") is cpu.col2im  # the function, not the submodule
+
+
+def test_get_errors():
+    with pytest.raises(ValueError, match="unknown kernel 'nope'"):
+        kernels.get("nope", "cpu")
+    with pytest.raises(ValueError, match="unknown device type 'tpu'"):
+        kernels.get("index_add", "tpu")
+    with pytest.raises(AttributeError):
+        cpu.nope  # noqa: B018
+
+
+def test_threading_layer_is_fork_safe():
+    code = textwrap.dedent(
+        """
+        import os
+        os.environ.pop("NUMBA_THREADING_LAYER", None)
+        import numpy as np, numba
+        from ember.tensor.kernels import cpu
+        x = np.random.rand(512, 256)
+        cpu.softmax_forward(x)  # big enough for the parallel kernel
+        print(numba.config.THREADING_LAYER, numba.threading_layer())
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    requested, active = res.stdout.split()
+    assert requested == "forksafe"
+    assert active in ("tbb", "workqueue")
+
+
+# --------------------------------------------------------------------------- index_add
+
+
+def index_add_ref(out, index, src, alpha):
+    ref = out.copy()
+    np.add.at(ref, (slice(None), index, slice(None)), alpha * src)
+    return ref
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize(
+    "P,M,N,Q", [(1, 5, 7, 3), (3, 4, 10, 1), (2, 6, 0, 4), (1, 50, 400, 128), (64, 20, 30, 40)]
+)
+def test_index_add(dtype, P, M, N, Q):
+    rng = np.random.default_rng(P * 1000 + N)
+    out = rng.standard_normal((P, M, Q)).astype(dtype)
+    index = rng.integers(0, M, N)
+    src = rng.standard_normal((P, N, Q)).astype(dtype)
+    ref = index_add_ref(out, index, src, dtype(0.5))
+    assert cpu.index_add(out, index, src, 0.5) is None
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out, ref, **tol(dtype))
+
+
+def test_index_add_duplicates_and_int32_index():
+    out = np.zeros((1, 3, 2))
+    cpu.index_add(out, np.array([1, 1, 1, 2], dtype=np.int32), np.ones((1, 4, 2)))
+    np.testing.assert_array_equal(out[0], [[0, 0], [3, 3], [1, 1]])
+
+
+def test_index_add_noncontiguous_float16_and_int():
+    base = np.zeros((2, 6, 3), dtype=np.float64)
+    view = base[:, ::2]  # (2, 3, 3), not contiguous
+    src = np.ones((2, 4, 3))
+    cpu.index_add(view, np.array([0, 2, 2, 1]), src)
+    np.testing.assert_array_equal(base[:, 4], np.full((2, 3), 2.0))
+    np.testing.assert_array_equal(base[:, 1::2], 0)
+
+    h = np.zeros((1, 2, 2), dtype=np.float16)
+    cpu.index_add(h, np.array([1]), np.full((1, 1, 2), 1.5, dtype=np.float16))
+    assert h.dtype == np.float16 and h[0, 1].tolist() == [1.5, 1.5]
+
+    i = np.zeros((1, 3, 1), dtype=np.int64)
+    cpu.index_add(i, np.array([2, 2]), np.array([[[4], [5]]]), 2)
+    assert i.ravel().tolist() == [0, 0, 18]
+
+
+@pytest.mark.parametrize("bad", [7, 5, -1])
+def test_index_add_bad_index(bad):
+    out = np.zeros((2, 5, 3))
+    before = out.copy()
+    with pytest.raises(IndexError) as info:
+        cpu.index_add(out, np.array([0, bad, 1]), np.ones((2, 3, 3)))
+    msg = str(info.value)
+    assert f"index_add(): index {bad} is out of bounds for dimension 1 with size 5" in msg
+    assert "[0, 5)" in msg
+    np.testing.assert_array_equal(out, before)
+
+
+def test_index_add_shape_and_dtype_errors():
+    out = np.zeros((2, 5, 3))
+    with pytest.raises(RuntimeError, match=r"index_add\(\).*\(2, 4, 3\).*\(2, 3, 3\)"):
+        cpu.index_add(out, np.array([0, 1, 2]), np.ones((2, 4, 3)))
+    with pytest.raises(RuntimeError, match="dtype"):
+        cpu.index_add(out, np.array([0]), np.ones((2, 1, 3), dtype=np.float32))
+    with pytest.raises(RuntimeError, match=r"expected out of shape \(P, M, Q\)"):
+        cpu.index_add(np.zeros((5, 3)), np.array([0]), np.ones((1, 3)))
+    with pytest.raises(TypeError, match="integer"):
+        cpu.index_add(out, np.array([0.0]), np.ones((2, 1, 3)))
+
+
+# --------------------------------------------------------------------------- embedding backward
+
+
+def embedding_ref(grad, idx, num, pad, scale):
+    gw = np.zeros((num, grad.shape[1]), dtype=np.float64)
+    counts = np.bincount(idx, minlength=num)
+    for n, i in enumerate(idx):
+        if i == pad:
+            continue
+        gw[i] += grad[n] / (counts[i] if scale else 1)
+    return gw
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("pad", [-1, 0, 3])
+@pytest.mark.parametrize("scale", [False, True])
+@pytest.mark.parametrize("N,D", [(13, 4), (0, 3), (2000, 64)])
+def test_embedding_backward(dtype, pad, scale, N, D):
+    rng = np.random.default_rng(N + D)
+    num = 9
+    idx = rng.integers(0, num, N)
+    grad = rng.standard_normal((N, D)).astype(dtype)
+    gw = cpu.embedding_backward(grad, idx, num, pad, scale)
+    assert gw.shape == (num, D) and gw.dtype == dtype
+    np.testing.assert_allclose(gw, embedding_ref(grad, idx, num, pad, scale), **tol(dtype))
+    if pad >= 0:
+        assert not gw[pad].any()
+
+
+def test_embedding_backward_errors():
+    with pytest.raises(IndexError, match=r"embedding_backward\(\): index 10 .* size 10"):
+        cpu.embedding_backward(np.ones((2, 3)), np.array([0, 10]), 10, -1, False)
+    with pytest.raises(IndexError, match="index -2"):
+        cpu.embedding_backward(np.ones((2, 3)), np.array([0, -2]), 10, -1, False)
+    with pytest.raises(IndexError, match="padding_idx 12"):
+        cpu.embedding_backward(np.ones((2, 3)), np.array([0, 1]), 10, 12, False)
+    with pytest.raises(RuntimeError, match=r"\(3, 3\).*\(2,\)"):
+        cpu.embedding_backward(np.ones((3, 3)), np.array([0, 1]), 10, -1, False)
+
+
+def test_embedding_backward_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, 7, 40)
+    grad = rng.standard_normal((40, 5))
+    w = torch.zeros(7, 5, dtype=torch.float64, requires_grad=True)
+    out = torch.nn.functional.embedding(
+        torch.from_numpy(idx), w, padding_idx=2, scale_grad_by_freq=True
+    )
+    out.backward(torch.from_numpy(grad))
+    got = cpu.embedding_backward(grad, idx, 7, 2, True)
+    np.testing.assert_allclose(got, w.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- max pooling
+
+
+def max_pool_ref(x, k, s, p, dil, o):
+    """Loop reference with PyTorch's semantics (first max wins, NaN wins, -inf padding)."""
+    B, D, H, W = x.shape
+    out = np.empty((B, *o), dtype=x.dtype)
+    ind = np.empty((B, *o), dtype=np.int64)
+    for b in range(B):
+        for od in range(o[0]):
+            for oh in range(o[1]):
+                for ow in range(o[2]):
+                    best, arg = -np.inf, -1
+                    for i in range(k[0]):
+                        d = od * s[0] - p[0] + i * dil[0]
+                        for j in range(k[1]):
+                            h = oh * s[1] - p[1] + j * dil[1]
+                            for m in range(k[2]):
+                                w = ow * s[2] - p[2] + m * dil[2]
+                                if not (0 <= d < D and 0 <= h < H and 0 <= w < W):
+                                    continue
+                                v = x[b, d, h, w]
+                                if arg < 0 or v > best or np.isnan(v):
+                                    best, arg = v, (d * H + h) * W + w
+                    out[b, od, oh, ow], ind[b, od, oh, ow] = best, arg
+    return out, ind
+
+
+def out_len(n, k, s, p, dil, ceil=False):
+    num = n + 2 * p - dil * (k - 1) - 1
+    o = (-(-num // s) if ceil else num // s) + 1
+    if ceil and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+POOL_CASES = [
+    # (B, D, H, W), kernel, stride, padding, dilation, ceil
+    ((3, 1, 1, 9), (1, 1, 3), (1, 1, 2), (0, 0, 1), (1, 1, 1), False),
+    ((4, 1, 7, 6), (1, 2, 3), (1, 2, 1), (0, 1, 1), (1, 1, 2), False),
+    ((2, 1, 7, 7), (1, 3, 3), (1, 2, 2), (0, 1, 0), (1, 1, 1), True),
+    ((2, 5, 4, 6), (2, 2, 2), (2, 1, 2), (1, 0, 1), (1, 2, 1), False),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_max_pool_forward_backward(dtype, case):
+    shape, k, s, p, dil, ceil = case
+    rng = np.random.default_rng(len(shape) + shape[-1])
+    x = rng.standard_normal(shape).astype(dtype)
+    x[0, 0, 0, :2] = x[0, 0, 0, 0]  # a tie
+    o = tuple(out_len(n, *a, ceil) for n, *a in zip(shape[1:], k, s, p, dil))
+    out, ind = cpu.max_pool_forward(x, k, s, p, dil, o)
+    ref_out, ref_ind = max_pool_ref(x, k, s, p, dil, o)
+    assert out.dtype == dtype and ind.dtype == np.int64
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_array_equal(ind, ref_ind)
+
+    g = rng.standard_normal(out.shape).astype(dtype)
+    gin = cpu.max_pool_backward(g, ind, shape[1:])
+    ref = np.zeros((shape[0], np.prod(shape[1:])), dtype=np.float64)
+    for b in range(shape[0]):
+        np.add.at(ref[b], ind[b].ravel(), g[b].ravel())
+    assert gin.shape == shape and gin.dtype == dtype
+    np.testing.assert_allclose(gin.reshape(shape[0], -1), ref, **tol(dtype))
+
+
+def test_max_pool_nan_and_inf():
+    x = np.array([[[[1.0, np.nan, 3.0, -np.inf, -np.inf, np.nan, 2.0, np.nan]]]])
+    out, ind = cpu.max_pool_forward(x, (1, 1, 2), (1, 1, 2), (0, 0, 0), (1, 1, 1), (1, 1, 4))
+    assert np.isnan(out[0, 0, 0, 0]) and ind[0, 0, 0, 0] == 1
+    assert out[0, 0, 0, 1] == 3.0 and ind[0, 0, 0, 1] == 2
+    assert np.isnan(out[0, 0, 0, 2]) and ind[0, 0, 0, 2] == 5
+    assert np.isnan(out[0, 0, 0, 3]) and ind[0, 0, 0, 3] == 7
+    y = np.full((1, 1, 1, 2), -np.inf)
+    out, ind = cpu.max_pool_forward(y, (1, 1, 2), (1, 1, 1), (0, 0, 0), (1, 1, 1), (1, 1, 1))
+    assert out.ravel().tolist() == [-np.inf] and ind.ravel().tolist() == [0]
+
+
+def test_max_pool_large_parallel_and_float16():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((64, 1, 20, 20))
+    args = ((1, 3, 3), (1, 2, 2), (0, 1, 1), (1, 1, 1), (1, 10, 10))
+    out, ind = cpu.max_pool_forward(x, *args)
+    ref_out, ref_ind = max_pool_ref(x, *args)
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_array_equal(ind, ref_ind)
+    h, hind = cpu.max_pool_forward(x.astype(np.float16), *args)
+    assert h.dtype == np.float16
+    np.testing.assert_array_equal(hind, max_pool_ref(x.astype(np.float16), *args)[1])
+
+
+def test_max_pool_errors():
+    x = np.zeros((1, 1, 1, 4))
+    with pytest.raises(RuntimeError, match="entirely in padding"):
+        cpu.max_pool_forward(x, (1, 1, 2), (1, 1, 1), (0, 0, 0), (1, 1, 1), (1, 1, 6))
+    with pytest.raises(RuntimeError, match=r"\(B, D, H, W\)"):
+        cpu.max_pool_forward(np.zeros((2, 3)), (1, 1, 1), (1, 1, 1), (0, 0, 0), (1, 1, 1),
+                             (1, 1, 1))
+    g = np.ones((1, 1, 1, 2))
+    with pytest.raises(IndexError, match=r"max_pool_backward\(\): index 4 .* size 4"):
+        cpu.max_pool_backward(g, np.array([[[[0, 4]]]]), (1, 1, 4))
+    with pytest.raises(IndexError, match="index -1"):
+        cpu.max_pool_backward(g, np.array([[[[-1, 0]]]]), (1, 1, 4))
+    with pytest.raises(RuntimeError, match="do not match"):
+        cpu.max_pool_backward(g, np.zeros((1, 1, 1, 3), dtype=np.int64), (1, 1, 4))
+
+
+def test_max_pool_matches_torch():
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 9, 8))
+    x[0, 0, 2, 2] = np.nan
+    t_out, t_ind = F.max_pool2d(torch.from_numpy(x), 3, 2, 1, 2, ceil_mode=True,
+                                return_indices=True)
+    o = (1, *t_out.shape[2:])
+    out, ind = cpu.max_pool_forward(x.reshape(6, 1, 9, 8), (1, 3, 3), (1, 2, 2), (0, 1, 1),
+                                    (1, 2, 2), o)
+    np.testing.assert_array_equal(out.reshape(t_out.shape), t_out.numpy())
+    np.testing.assert_array_equal(ind.reshape(t_ind.shape), t_ind.numpy())
+
+
+# --------------------------------------------------------------------------- im2col / col2im
+
+
+def im2col_ref(x, k, s, p, dil, o):
+    N, C, D, H, W = x.shape
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pp, pp + kk * dd + ss * oo) for pp, kk, dd, ss, oo in
+                                        zip(p, k, dil, s, o)])
+    cols = np.empty((N, C, *k, *o), dtype=x.dtype)
+    for kd in range(k[0]):
+        for kh in range(k[1]):
+            for kw in range(k[2]):
+                d0, h0, w0 = kd * dil[0], kh * dil[1], kw * dil[2]
+                cols[:, :, kd, kh, kw] = xp[
+                    :, :,
+                    d0:d0 + s[0] * o[0]:s[0],
+                    h0:h0 + s[1] * o[1]:s[1],
+                    w0:w0 + s[2] * o[2]:s[2],
+                ]
+    return cols.reshape(N, C * k[0] * k[1] * k[2], -1)
+
+
+FOLD_CASES = [
+    # (N, C, D, H, W), kernel, stride, padding, dilation
+    ((2, 3, 1, 5, 6), (1, 3, 2), (1, 1, 2), (0, 1, 0), (1, 1, 2)),
+    ((1, 2, 1, 1, 9), (1, 1, 4), (1, 1, 3), (0, 0, 2), (1, 1, 1)),
+    ((2, 2, 4, 5, 3), (2, 3, 2), (2, 1, 1), (1, 1, 1), (1, 2, 1)),
+    ((4, 16, 1, 24, 24), (1, 3, 3), (1, 1, 1), (0, 1, 1), (1, 1, 1)),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", FOLD_CASES)
+def test_im2col_col2im(dtype, case):
+    shape, k, s, p, dil = case
+    o = tuple(out_len(n, *a) for n, *a in zip(shape[2:], k, s, p, dil))
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(dtype)
+    cols = cpu.im2col(x, k, s, p, dil, o)
+    assert cols.dtype == dtype
+    np.testing.assert_array_equal(cols, im2col_ref(x, k, s, p, dil, o))
+    c = rng.standard_normal(cols.shape).astype(dtype)
+    back = cpu.col2im(c, shape[1], shape[2:], k, s, p, dil, o)
+    assert back.shape == shape and back.dtype == dtype
+    # adjoint: <im2col(x), c> == <x, col2im(c)>
+    lhs = np.vdot(cols.astype(np.float64), c.astype(np.float64))
+    rhs = np.vdot(x.astype(np.float64), back.astype(np.float64))
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-4 if dtype == np.float32 else 1e-10)
+
+
+def test_col2im_is_exact_adjoint_float64():
+    rng = np.random.default_rng(3)
+    shape, k, s, p, dil = FOLD_CASES[2]
+    o = tuple(out_len(n, *a) for n, *a in zip(shape[2:], k, s, p, dil))
+    K = np.prod(k) * shape[1]
+    c = rng.standard_normal((shape[0], K, np.prod(o)))
+    back = cpu.col2im(c, shape[1], shape[2:], k, s, p, dil, o)
+    # col2im(c) equals im2col's transpose applied to c, element by element
+    ref = np.zeros(shape)
+    for i in range(ref.size):
+        e = np.zeros(ref.size)
+        e[i] = 1.0
+        ref.reshape(-1)[i] = np.vdot(im2col_ref(e.reshape(shape), k, s, p, dil, o), c)
+    np.testing.assert_allclose(back, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_fold_errors_and_empty():
+    with pytest.raises(RuntimeError, match=r"expected shape \(1, 8, 4\)"):
+        cpu.col2im(np.ones((1, 8, 5)), 2, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 0, 0),
+                   (1, 1, 1), (1, 2, 2))
+    with pytest.raises(RuntimeError, match="invalid parameters"):
+        cpu.im2col(np.ones((1, 1, 1, 3, 3)), (1, 0, 2), (1, 1, 1), (0, 0, 0), (1, 1, 1),
+                   (1, 2, 2))
+    cols = cpu.im2col(np.ones((0, 2, 1, 3, 3)), (1, 2, 2), (1, 1, 1), (0, 0, 0), (1, 1, 1),
+                      (1, 2, 2))
+    assert cols.shape == (0, 8, 4)
+
+
+def test_fold_matches_torch():
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 7, 8))
+    k, d, p, s = (3, 2), (2, 1), (1, 2), (2, 3)
+    ref = F.unfold(torch.from_numpy(x), k, d, p, s).numpy()
+    o = (1, *(out_len(n, kk, ss, pp, dd) for n, kk, ss, pp, dd in zip((7, 8), k, s, p, d)))
+    cols = cpu.im2col(x[:, :, None], (1, *k), (1, *s), (0, *p), (1, *d), o)
+    np.testing.assert_allclose(cols, ref, rtol=0, atol=0)
+    c = rng.standard_normal(ref.shape)
+    ref_x = F.fold(torch.from_numpy(c), (7, 8), k, d, p, s).numpy()
+    got = cpu.col2im(c, 3, (1, 7, 8), (1, *k), (1, *s), (0, *p), (1, *d), o)
+    np.testing.assert_allclose(got[:, :, 0], ref_x, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- softmax
+
+
+def softmax_ref(x):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True, initial=-np.inf))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", [(1, 1), (5, 7), (3, 0), (0, 4), (600, 100)])
+def test_softmax_family(dtype, shape):
+    rng = np.random.default_rng(shape[0])
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    y = cpu.softmax_forward(x)
+    ly = cpu.log_softmax_forward(x)
+    assert y.dtype == ly.dtype == dtype and y.shape == shape
+    t = tol(dtype)
+    np.testing.assert_allclose(y, softmax_ref(x), **t)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(ly, np.log(softmax_ref(x)), **t)
+    ref_g = y * (g - (g * y).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(cpu.softmax_backward(y, g), ref_g, **t)
+    ref_lg = g - np.exp(ly) * g.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(cpu.log_softmax_backward(ly, g), ref_lg, **t)
+
+
+def test_softmax_extremes():
+    x = np.array([[1000.0, 1000.0, 999.0], [-np.inf, -np.inf, -np.inf], [0.0, -np.inf, 0.0]],
+                 dtype=np.float32)
+    y = cpu.softmax_forward(x)
+    ly = cpu.log_softmax_forward(x)
+    assert np.isfinite(y[0]).all() and np.isfinite(ly[0]).all()
+    np.testing.assert_allclose(y[0], softmax_ref(x[:1])[0], rtol=1e-6)
+    assert np.isnan(y[1]).all() and np.isnan(ly[1]).all()
+    assert y[2].tolist() == [0.5, 0.0, 0.5] and ly[2, 1] == -np.inf
+    h = cpu.softmax_forward(x[:1].astype(np.float16))
+    assert h.dtype == np.float16
+
+
+def test_softmax_errors():
+    with pytest.raises(RuntimeError, match=r"softmax_forward\(\).*\(rows, cols\)"):
+        cpu.softmax_forward(np.ones(3))
+    with pytest.raises(RuntimeError, match=r"\(2, 3\).*\(2, 2\)"):
+        cpu.softmax_backward(np.ones((2, 2)), np.ones((2, 3)))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        cpu.log_softmax_backward(np.ones((2, 2)), np.ones((2, 2), dtype=np.float32))
+    with pytest.raises(RuntimeError, match="floating point"):
+        cpu.softmax_forward(np.ones((2, 2), dtype=np.int64))
+
+
+# --------------------------------------------------------------------------- cross-entropy
+
+
+def ce_ref(x, t, w, ignore, eps):
+    x = x.astype(np.float64)
+    N, C = x.shape
+    w = np.ones(C) if w is None else w.astype(np.float64)
+    m = x.max(axis=1, keepdims=True)
+    lse = (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))[:, 0]
+    loss = np.zeros(N)
+    for i in range(N):
+        if t[i] == ignore:
+            continue
+        loss[i] = (1 - eps) * w[t[i]] * (lse[i] - x[i, t[i]])
+        loss[i] += eps / C * np.sum(w * (lse[i] - x[i]))
+    return loss, lse
+
+
+CE_CASES = [(None, -100, 0.0), ("w", -100, 0.0), (None, 2, 0.1), ("w", 1, 0.25), ("w", -1, 1.0)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", CE_CASES)
+@pytest.mark.parametrize("N,C", [(7, 5), (1, 1), (0, 3), (512, 200)])
+def test_cross_entropy_forward(dtype, case, N, C):
+    wname, ignore, eps = case
+    rng = np.random.default_rng(N * C)
+    x = (rng.standard_normal((N, C)) * 4).astype(dtype)
+    t = rng.integers(0, C, N)
+    if N > 2 and 0 <= ignore < C:
+        t[1] = ignore
+    w = None if wname is None else rng.uniform(0.1, 2.0, C).astype(dtype)
+    loss, lse = cpu.cross_entropy_forward(x, t, w, ignore, eps)
+    ref_loss, ref_lse = ce_ref(x, t, w, ignore, eps)
+    assert loss.dtype == lse.dtype == dtype and loss.shape == lse.shape == (N,)
+    t_ = {"rtol": 2e-5, "atol": 2e-5} if dtype == np.float32 else tol(dtype)
+    np.testing.assert_allclose(loss, ref_loss, **t_)
+    np.testing.assert_allclose(lse, ref_lse, **t_)
+    go = rng.standard_normal(N).astype(dtype)
+    dx = cpu.cross_entropy_backward(x, lse, t, w, ignore, eps, go)
+    assert dx.dtype == dtype and dx.shape == (N, C)
+    if dtype == np.float64 and N * C <= 35:  # exact derivative, by finite differences
+        x64 = x.copy()
+        for i in range(N):
+            def f(i=i):
+                return ce_ref(x64, t, w, ignore, eps)[0][i] * go[i]
+            num = numgrad(f, x64)
+            np.testing.assert_allclose(dx[i], num[i], rtol=1e-6, atol=1e-7)
+    if N and ignore in t:
+        assert not dx[t == ignore].any()
+
+
+def test_cross_entropy_large_logits_and_errors():
+    x = np.array([[1000.0, 0.0, -1000.0]], dtype=np.float32)
+    loss, lse = cpu.cross_entropy_forward(x, np.array([0]), None, -100, 0.0)
+    assert np.isfinite(loss).all() and loss[0] == 0.0 and lse[0] == 1000.0
+    with pytest.raises(IndexError) as info:
+        cpu.cross_entropy_forward(np.zeros((2, 5)), np.array([1, 7]), None, -100, 0.0)
+    assert "cross_entropy_forward(): target 7" in str(info.value)
+    assert "size 5" in str(info.value) and "[0, 5)" in str(info.value)
+    with pytest.raises(IndexError, match="target -1"):
+        cpu.cross_entropy_backward(np.zeros((1, 5)), np.zeros(1), np.array([-1]), None, -100,
+                                   0.0, np.ones(1))
+    with pytest.raises(RuntimeError, match=r"weight of shape \(4,\)"):
+        cpu.cross_entropy_forward(np.zeros((2, 5)), np.array([1, 2]), np.ones(4), -100, 0.0)
+    with pytest.raises(RuntimeError, match=r"target of shape \(3,\)"):
+        cpu.cross_entropy_forward(np.zeros((2, 5)), np.array([1, 2, 3]), None, -100, 0.0)
+    with pytest.raises(ValueError, match="label_smoothing"):
+        cpu.cross_entropy_forward(np.zeros((2, 5)), np.array([1, 2]), None, -100, 1.5)
+
+
+def test_cross_entropy_matches_torch():
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((9, 6)) * 3
+    t = rng.integers(0, 6, 9)
+    t[3] = 4
+    w = rng.uniform(0.5, 2.0, 6)
+    go = rng.standard_normal(9)
+    xt = torch.from_numpy(x).requires_grad_()
+    ref = F.cross_entropy(xt, torch.from_numpy(t), weight=torch.from_numpy(w),
+                          ignore_index=4, label_smoothing=0.2, reduction="none")
+    ref.backward(torch.from_numpy(go))
+    loss, lse = cpu.cross_entropy_forward(x, t, w, 4, 0.2)
+    np.testing.assert_allclose(loss, ref.detach().numpy(), rtol=1e-12, atol=1e-12)
+    dx = cpu.cross_entropy_backward(x, lse, t, w, 4, 0.2, go)
+    np.testing.assert_allclose(dx, xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- LSTM / GRU cells
+
+
+def sigmoid(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def lstm_ref(gates, c_prev):
+    i, f, g, o = np.split(gates.astype(np.float64), 4, axis=1)
+    i, f, g, o = sigmoid(i), sigmoid(f), np.tanh(g), sigmoid(o)
+    c = f * c_prev + i * g
+    return o * np.tanh(c), c, np.concatenate([i, f, g, o], axis=1), np.tanh(c)
+
+
+def gru_ref(gi, gh, h_prev):
+    H = h_prev.shape[1]
+    gi, gh = gi.astype(np.float64), gh.astype(np.float64)
+    r = sigmoid(gi[:, :H] + gh[:, :H])
+    z = sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
+    n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+    return (1 - z) * n + z * h_prev, r, z, n
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("N,H", [(3, 4), (0, 2), (256, 64)])
+def test_lstm_cell(dtype, N, H):
+    rng = np.random.default_rng(N + H)
+    gates = (rng.standard_normal((N, 4 * H)) * 3).astype(dtype)
+    gates[:, :1] = 40.0  # saturated sigmoid stays finite
+    c_prev = rng.standard_normal((N, H)).astype(dtype)
+    got = cpu.lstm_cell_forward(gates, c_prev)
+    for a, b in zip(got, lstm_ref(gates, c_prev)):
+        assert a.dtype == dtype
+        np.testing.assert_allclose(a, b, **tol(dtype))
+    h, c, act, tanh_c = got
+    gh = rng.standard_normal((N, H)).astype(dtype)
+    gc = rng.standard_normal((N, H)).astype(dtype)
+    dgates, dc_prev = cpu.lstm_cell_backward(gh, gc, act, c_prev, tanh_c)
+    assert dgates.shape == (N, 4 * H) and dc_prev.shape == (N, H) and dgates.dtype == dtype
+    if dtype == np.float64 and N * H <= 12:
+        g64, c64 = gates.copy(), c_prev.copy()
+
+        def f():
+            h_, c_, _, _ = lstm_ref(g64, c64)
+            return np.sum(h_ * gh) + np.sum(c_ * gc)
+
+        np.testing.assert_allclose(dgates, numgrad(f, g64), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(dc_prev, numgrad(f, c64), rtol=1e-6, atol=1e-8)
+    # None gradients are zeros
+    only_h = cpu.lstm_cell_backward(gh, None, act, c_prev, tanh_c)
+    ref_h = cpu.lstm_cell_backward(gh, np.zeros_like(gh), act, c_prev, tanh_c)
+    np.testing.assert_array_equal(only_h[0], ref_h[0])
+    only_c = cpu.lstm_cell_backward(None, gc, act, c_prev, tanh_c)
+    ref_c = cpu.lstm_cell_backward(np.zeros_like(gc), gc, act, c_prev, tanh_c)
+    np.testing.assert_array_equal(only_c[1], ref_c[1])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("N,H", [(3, 4), (0, 2), (256, 64)])
+def test_gru_cell(dtype, N, H):
+    rng = np.random.default_rng(N * H + 1)
+    gi = (rng.standard_normal((N, 3 * H)) * 2).astype(dtype)
+    gh = (rng.standard_normal((N, 3 * H)) * 2).astype(dtype)
+    gi[:, :1] = -50.0
+    h_prev = rng.standard_normal((N, H)).astype(dtype)
+    got = cpu.gru_cell_forward(gi, gh, h_prev)
+    for a, b in zip(got, gru_ref(gi, gh, h_prev)):
+        assert a.dtype == dtype
+        np.testing.assert_allclose(a, b, **tol(dtype))
+    h, r, z, n = got
+    dh = rng.standard_normal((N, H)).astype(dtype)
+    dgi, dgh, dh_prev = cpu.gru_cell_backward(dh, r, z, n, gh[:, 2 * H:], h_prev)
+    assert dgi.shape == dgh.shape == (N, 3 * H) and dh_prev.dtype == dtype
+    if dtype == np.float64 and N * H <= 12:
+        gi64, gh64, hp64 = gi.copy(), gh.copy(), h_prev.copy()
+
+        def f():
+            return np.sum(gru_ref(gi64, gh64, hp64)[0] * dh)
+
+        np.testing.assert_allclose(dgi, numgrad(f, gi64), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(dgh, numgrad(f, gh64), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(dh_prev, numgrad(f, hp64), rtol=1e-6, atol=1e-8)
+
+
+def test_rnn_cells_float16_and_errors():
+    gates = np.zeros((2, 8), dtype=np.float16)
+    h, c, act, tanh_c = cpu.lstm_cell_forward(gates, np.ones((2, 2), dtype=np.float16))
+    assert h.dtype == c.dtype == np.float16 and c.tolist() == [[0.5, 0.5], [0.5, 0.5]]
+    with pytest.raises(RuntimeError, match=r"gates of shape \(2, 6\).*expected shape \(2, 8\)"):
+        cpu.lstm_cell_forward(np.zeros((2, 6)), np.zeros((2, 2)))
+    with pytest.raises(RuntimeError, match=r"gh of shape \(2, 5\)"):
+        cpu.gru_cell_forward(np.zeros((2, 6)), np.zeros((2, 5)), np.zeros((2, 2)))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        cpu.gru_cell_forward(np.zeros((2, 6)), np.zeros((2, 6), np.float32), np.zeros((2, 2)))
+    with pytest.raises(RuntimeError, match=r"grad_h of shape \(3, 2\)"):
+        cpu.lstm_cell_backward(np.zeros((3, 2)), None, np.zeros((2, 8)), np.zeros((2, 2)),
+                               np.zeros((2, 2)))
