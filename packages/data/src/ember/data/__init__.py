@@ -1,4 +1,44 @@
-"""ember.data (placeholder shell; the capability lands with its issue)."""
+"""ember.data: datasets, samplers and the DataLoader (PyTorch's ``torch.utils.data`` names).
+
+The torchtext-style text pipeline lives in ``ember.data.text``.
+"""
+
+from ._collate import default_collate, default_convert
+from ._dataloader import DataLoader
+from ._dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
+from ._sampler import (
+    BatchSampler,
+    BucketBatchSampler,
+    DistributedSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+from ._worker import WorkerInfo, get_worker_info
 
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+
+__all__ = [
+    "BatchSampler",
+    "BucketBatchSampler",
+    "ConcatDataset",
+    "DataLoader",
+    "Dataset",
+    "DistributedSampler",
+    "IterableDataset",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "Subset",
+    "SubsetRandomSampler",
+    "TensorDataset",
+    "WeightedRandomSampler",
+    "WorkerInfo",
+    "__version__",
+    "default_collate",
+    "default_convert",
+    "get_worker_info",
+    "random_split",
+]
