@@ -130,7 +130,7 @@ class _EngineAPI:
             fn = t.grad_fn
             if fn._hooks is None:
                 fn._hooks = {}
-            hooks = fn._hooks.setdefault(t.__dict__.get("_output_nr", 0), {})
+            hooks = fn._hooks.setdefault(t._output_nr, {})
         return _RemovableHandle(hooks, hook)
 
     @staticmethod

@@ -14,15 +14,26 @@ from __future__ import annotations
 import math
 
 import ember.tensor as et
+from ember.tensor import _indexing as _ix
 
 __all__ = ["TABLE", "vjp"]
 
 
 class Entry:
-    __slots__ = ("vjp", "save", "save_out")
+    """A derivative: ``save`` lists the positional arguments the formula reads; as a dict
+    ``{arg: (args whose gradient needs it)}`` an argument is kept only when one of those
+    gradients is wanted (``mul`` keeps ``b`` only if ``a`` needs a gradient)."""
+
+    __slots__ = ("vjp", "save", "save_for", "save_out")
 
     def __init__(self, fn, save, save_out):
-        self.vjp, self.save, self.save_out = fn, frozenset(save), save_out
+        self.vjp, self.save_out = fn, save_out
+        if isinstance(save, dict):
+            self.save = frozenset(save)
+            self.save_for = {k: tuple(v) for k, v in save.items()}
+        else:
+            self.save = frozenset(save)
+            self.save_for = None
 
 
 TABLE: dict[str, Entry] = {}
@@ -54,13 +65,13 @@ def _sub(c, g):
     return g, (-g if c.needs[1] else None)
 
 
-@vjp("mul", save=(0, 1))
+@vjp("mul", save={0: (1,), 1: (0,)})
 def _mul(c, g):
     a, b = c.args
     return (g * b if c.needs[0] else None), (g * a if c.needs[1] else None)
 
 
-@vjp("div", save=(0, 1))
+@vjp("div", save={0: (1,), 1: (0, 1)})
 def _div(c, g):
     a, b = c.args
     ga = g / b if c.needs[0] else None
@@ -661,7 +672,11 @@ def _logsumexp(c, g):
 
 
 def _scan_dim(c):
-    return _dim_arg(c, 1, None)
+    from ember.tensor._reduction import _one_dim
+
+    ndim = len(c.meta[0][0])
+    dim = c.args[1] if len(c.args) > 1 else c.kwargs.get("dim")
+    return _one_dim(dim, ndim, "backward") if ndim else 0
 
 
 @vjp("cumsum")
@@ -682,7 +697,7 @@ def _cumprod(c, g):
 
 
 # --------------------------------------------------------------------------- linear algebra
-@vjp("matmul", save=(0, 1))
+@vjp("matmul", save={0: (1,), 1: (0,)})
 def _matmul(c, g):
     a, b = c.args
     ga = gb = None
@@ -707,7 +722,7 @@ def _matmul(c, g):
     return ga, gb
 
 
-@vjp("outer", save=(0, 1))
+@vjp("outer", save={0: (1,), 1: (0,)})
 def _outer(c, g):
     a, b = c.args
     return (g @ b if c.needs[0] else None), (g.t() @ a if c.needs[1] else None)
@@ -759,7 +774,7 @@ def _tensordot(c, g):
     return ga, gb
 
 
-@vjp("einsum")
+@vjp("einsum", save=range(1, 64))
 def _einsum(c, g):
     eq = c.args[0].replace(" ", "")
     ops = c.args[1:]
@@ -796,3 +811,135 @@ def _einsum(c, g):
             gi = gi.expand(*shape_i)
         grads.append(gi)
     return tuple(grads)
+
+
+# --------------------------------------------------------------------------- indexing
+@vjp("getitem", save=(1,))
+def _getitem(c, g):
+    return _ix.getitem_backward(g, c.meta[0][0], c.args[1]), None
+
+
+@vjp("getitem_backward", save=(2,))
+def _getitem_backward(c, g):
+    return _ix.getitem(g, c.args[2]), None, None
+
+
+@vjp("setitem", save=(1,))
+def _setitem(c, g):
+    index = c.args[1]
+    gi = _ix.setitem_copy(g, index, 0.0) if c.needs[0] else None
+    gv = _ix.getitem(g, index) if len(c.needs) > 2 and c.needs[2] else None
+    return gi, None, gv
+
+
+@vjp("index_put", save=(1,))
+def _index_put(c, g):
+    indices = tuple(c.args[1])
+    accumulate = c.args[3] if len(c.args) > 3 else c.kwargs.get("accumulate", False)
+    gi = None
+    if c.needs[0]:
+        gi = g if accumulate else et.index_put(g, indices, et.zeros((), dtype=g.dtype))
+    gv = _ix.getitem(g, indices) if c.needs[2] else None
+    return gi, None, gv
+
+
+@vjp("index_select", save=(2,))
+def _index_select(c, g):
+    _, dim, index = c.args
+    return et.zeros(c.meta[0][0], dtype=g.dtype, device=g.device).index_add(dim, index, g), \
+        None, None
+
+
+@vjp("gather", save=(2,))
+def _gather(c, g):
+    _, dim, index = c.args[:3]
+    return et.zeros(c.meta[0][0], dtype=g.dtype, device=g.device).scatter_add(dim, index, g), \
+        None, None
+
+
+@vjp("scatter", save=(2,))
+def _scatter(c, g):
+    dim, index = c.args[1], c.args[2]
+    gi = g.scatter(dim, index, 0.0) if c.needs[0] else None
+    gs = g.gather(dim, index) if len(c.needs) > 3 and c.needs[3] else None
+    return gi, None, None, gs
+
+
+@vjp("scatter_add", save=(2,))
+def _scatter_add(c, g):
+    dim, index = c.args[1], c.args[2]
+    return g, None, None, (g.gather(dim, index) if c.needs[3] else None)
+
+
+@vjp("index_add", save=(2,))
+def _index_add(c, g):
+    dim, index = c.args[1], c.args[2]
+    alpha = c.kwargs.get("alpha", 1)
+    gs = None
+    if c.needs[3]:
+        gs = g.index_select(dim, index) if g.dim() else g
+        if alpha != 1:
+            gs = gs * alpha
+        gs = gs.reshape(c.meta[3][0])
+    return g, None, None, gs
+
+
+@vjp("index_copy", save=(2,))
+def _index_copy(c, g):
+    dim, index = c.args[1], c.args[2]
+    gi = g.index_fill(dim, index, 0.0) if c.needs[0] else None
+    gs = g.index_select(dim, index).reshape(c.meta[3][0]) if c.needs[3] else None
+    return gi, None, None, gs
+
+
+@vjp("index_fill", save=(2,))
+def _index_fill(c, g):
+    dim, index = c.args[1], c.args[2]
+    gi = g.index_fill(dim, index, 0.0)
+    gv = g.index_select(dim, index).sum() if len(c.needs) > 3 and c.needs[3] else None
+    return gi, None, None, gv
+
+
+@vjp("masked_scatter", save=(1,))
+def _masked_scatter(c, g):
+    mask = c.args[1]
+    gi = g.masked_fill(mask, 0.0) if c.needs[0] else None
+    gs = None
+    if c.needs[2]:
+        picked = et.masked_select(g, mask)
+        n = 1
+        for s in c.meta[2][0]:
+            n *= s
+        pad = et.zeros(n - picked.numel(), dtype=g.dtype, device=g.device)
+        gs = et.cat([picked, pad]).reshape(c.meta[2][0])
+    return gi, None, gs
+
+
+@vjp("flip")
+def _flip(c, g):
+    dims = c.args[1:] if len(c.args) > 1 else (c.kwargs.get("dims"),)
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    return (g.flip(*dims),)
+
+
+@vjp("roll")
+def _roll(c, g):
+    shifts = c.args[1] if len(c.args) > 1 else c.kwargs["shifts"]
+    dims = c.args[2] if len(c.args) > 2 else c.kwargs.get("dims")
+    neg = tuple(-s for s in shifts) if isinstance(shifts, (tuple, list)) else -shifts
+    return (g.roll(neg, dims),)
+
+
+@vjp("repeat")
+def _repeat(c, g):
+    sizes = c.args[1:]
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    in_shape = tuple(c.meta[0][0])
+    padded = (1,) * (len(sizes) - len(in_shape)) + in_shape
+    inter = []
+    for s, n in zip(sizes, padded):
+        inter += [s, n]
+    g = g.reshape(*inter).sum(tuple(range(0, 2 * len(sizes), 2)))
+    return (g.reshape(in_shape),)

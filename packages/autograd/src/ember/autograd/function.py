@@ -71,11 +71,11 @@ class FunctionCtx:
 class _Entry:
     """A one-off derivative-table entry that calls the Function's backward."""
 
-    __slots__ = ("vjp", "save", "save_out", "_fn", "_ctx", "_outs_meta", "_materialize")
+    __slots__ = ("vjp", "save", "save_for", "save_out", "_fn", "_ctx", "_outs_meta")
 
     def __init__(self, fn, ctx, outs_meta):
         self._fn, self._ctx, self._outs_meta = fn, ctx, outs_meta
-        self.save, self.save_out = frozenset(), False
+        self.save, self.save_for, self.save_out = frozenset(), None, False
         self.vjp = self._vjp
 
     def _vjp(self, c, g):

@@ -29,7 +29,7 @@ class _Ctx:
     """What a derivative function sees: saved ``args`` (unsaved tensors are None),
     ``kwargs``, ``out`` (the saved output, or None) and ``needs`` (per positional argument,
     whether it needs a gradient) and ``meta`` (per positional tensor argument, its
-    ``(shape, numpy dtype, array type)``)."""
+    ``(shape, numpy dtype)``)."""
 
     __slots__ = ("args", "kwargs", "out", "needs", "meta")
 
@@ -37,7 +37,7 @@ class _Ctx:
 class Node:
     """A recorded op: the backward function of its outputs (``grad_fn``)."""
 
-    __slots__ = ("op", "entry", "next_functions", "_saved_args", "_kwargs", "_versions",
+    __slots__ = ("op", "entry", "next_functions", "_saved_args", "_kwargs", "_checks",
                  "_out_data", "_out_vc", "_meta", "_n_out", "_released", "_hooks",
                  "_trace", "__weakref__")
 
@@ -62,8 +62,8 @@ class Node:
                 "autograd.grad(). Specify retain_graph=True if you need to backward through the "
                 "graph a second time or if you need to access saved tensors after calling "
                 "backward.")
-        for t, v in zip(_iter_saved(self._saved_args), self._versions):
-            if t is not None and t._version != v:
+        for t, v in self._checks:
+            if t._version != v:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
                     f"an inplace operation: [{t.type()} {list(t.shape)}], which is an input of "
@@ -146,7 +146,7 @@ def _accumulator(t: Tensor) -> AccumulateGrad:
 def _edge(t: Tensor):
     fn = t.grad_fn
     if fn is not None:
-        return (fn, t.__dict__.get("_output_nr", 0))
+        return (fn, t._output_nr)
     if t._requires_grad:
         return (_accumulator(t), 0)
     return None
@@ -202,34 +202,59 @@ def record(op, args, kwargs):
 
 def attach(name: str, entry, args, kwargs, out):
     """Create the node for ``out = op(*args, **kwargs)`` and connect the outputs to it."""
-    node = object.__new__(_node_class(name))
+    cls = _node_classes.get(name)
+    if cls is None:
+        cls = _node_class(name)
+    node = object.__new__(cls)
     node.op = name
     node.entry = entry
-    edges, meta = [], []
-    for a in args:
+    save = entry.save
+    if entry.save_for is not None:
+        wanted = [isinstance(a, _TensorType) and a._requires_grad for a in args]
+        save = {i for i, deps in entry.save_for.items()
+                if any(j < len(wanted) and wanted[j] for j in deps)}
+    edges, meta, saved, checks = [], [], [], []
+    for i, a in enumerate(args):
         if isinstance(a, _TensorType):
-            edges.append(_edge(a) if a._requires_grad else None)
-            meta.append((a._data.shape, a._data.dtype, a._data.__class__))
-        elif type(a) in (list, tuple) and a and isinstance(a[0], _TensorType):
-            edges.append([_edge(b) if b._requires_grad else None for b in a])
-            meta.append(tuple((b._data.shape, b._data.dtype, b._data.__class__) for b in a))
+            d = a._data
+            if a._requires_grad:
+                fn = a.grad_fn
+                edges.append((fn, a._output_nr) if fn is not None else (_accumulator(a), 0))
+            else:
+                edges.append(None)
+            meta.append((d.shape, d.dtype))
+            if i in save:
+                saved.append(a)
+                vc = a._vc
+                checks.append((a, vc[0] if vc is not None else 0))
+            else:
+                saved.append(None)
+        elif type(a) in (list, tuple) and any(isinstance(b, _TensorType) for b in a):
+            # a list argument (cat, stack) or an index tuple: one edge per tensor element
+            edges.append([_edge(b) if isinstance(b, _TensorType) else None for b in a])
+            meta.append(tuple((b._data.shape, b._data.dtype) if isinstance(b, _TensorType)
+                              else None for b in a))
+            if i in save:
+                saved.append(a)
+                checks.extend((b, b._version) for b in a if isinstance(b, _TensorType))
+            else:
+                saved.append(None)
         else:
             edges.append(None)
             meta.append(None)
+            saved.append(a)
     node.next_functions = tuple(edges)
     node._meta = meta
-    save = entry.save
-    saved = tuple(a if i in save else (None if isinstance(a, _TensorType) else a)
-                  for i, a in enumerate(args))
     node._saved_args = saved
-    node._versions = tuple(t._version if t is not None else 0
-                           for t in _iter_saved(saved))
+    node._checks = checks
     node._kwargs = kwargs
     node._released = False
     node._hooks = None
     node._trace = traceback.format_stack()[:-3] if state.anomaly else None
-    multi = type(out) is tuple or (isinstance(out, tuple) and not isinstance(out, _TensorType))
-    outs = tuple(out) if multi else (out,)
+    if isinstance(out, _TensorType):
+        outs = (out,)
+    else:
+        outs = tuple(out)
     node._n_out = len(outs)
     if entry.save_out:
         node._out_data = tuple(o._data for o in outs)
@@ -250,21 +275,10 @@ def attach(name: str, entry, args, kwargs, out):
     return out
 
 
-def _iter_saved(saved):
-    for a in saved:
-        if isinstance(a, _TensorType):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            for b in a:
-                yield b if isinstance(b, _TensorType) else None
-        else:
-            yield None
-
-
 # ------------------------------------------------------------------------------- the engine
 def _reduce_to(g: Tensor, meta) -> Tensor:
     """Undo broadcasting and dtype promotion: sum ``g`` down to the input's shape and cast."""
-    shape, dtype, _cls = meta
+    shape, dtype = meta
     gshape = g._data.shape
     if gshape != shape:
         from ember.tensor import sum as _sum
@@ -323,16 +337,19 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
         buf[nr] = _add(buf[nr], g)
     # dependency counts over the reachable graph
     deps: dict = {}
-    seen = set(map(id, starts))
+    seen = set(starts)
     stack = list(starts)
     while stack:
         fn = stack.pop()
-        for e in _flat_edges(fn.next_functions):
-            nxt = e[0]
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if id(nxt) not in seen:
-                seen.add(id(nxt))
-                stack.append(nxt)
+        for e in fn.next_functions:
+            if e is None:
+                continue
+            if type(e) is list:  # a list argument (cat, stack): one edge per tensor
+                for sub in e:
+                    if sub is not None:
+                        _count(sub[0], deps, seen, stack)
+            else:
+                _count(e[0], deps, seen, stack)
     ready = [fn for fn in starts if deps.get(fn, 0) == 0]
     prev = state.enabled
     state.enabled = create_graph
@@ -370,16 +387,14 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
     return None
 
 
-def _flat_edges(edges):
-    for e in edges:
-        if e is None:
-            continue
-        if type(e) is list:  # a list argument (cat, stack): one edge per tensor
-            for sub in e:
-                if sub is not None:
-                    yield sub
-        else:
-            yield e
+def _count(nxt, deps, seen, stack):
+    if nxt in deps:
+        deps[nxt] += 1
+    else:
+        deps[nxt] = 1
+    if nxt not in seen:
+        seen.add(nxt)
+        stack.append(nxt)
 
 
 def _propagate(fn, in_grads, buffers, deps, ready):
@@ -401,7 +416,9 @@ def _propagate(fn, in_grads, buffers, deps, ready):
 def _deliver(edge, g, meta, buffers, deps, ready):
     nxt, nr = edge
     if g is not None:
-        g = _reduce_to(g, meta)
+        d = g._data
+        if d.shape != meta[0] or d.dtype != meta[1]:
+            g = _reduce_to(g, meta)
         buf = buffers.get(nxt)
         if buf is None:
             buf = buffers[nxt] = [None] * nxt._n_out
@@ -434,7 +451,12 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
     elif create_graph or t.grad._requires_grad:
         t.grad = t.grad + g
     else:
-        t.grad.add_(g)
+        acc, d = t.grad._data, g._data
+        if acc.shape == d.shape and acc.flags.writeable and type(acc) is type(d):
+            acc += d
+            t.grad._bump()
+        else:
+            t.grad.add_(g)
 
 
 def _run_tensor_hooks(fn, out_grads):

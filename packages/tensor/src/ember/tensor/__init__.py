@@ -25,9 +25,10 @@ from ._dtype import can_cast as _can_cast
 from ._indexing import *
 from ._linalg import *
 from ._pointwise import *
-from ._printing import set_printoptions
+from ._printing import get_printoptions, printoptions, set_printoptions
 from ._random import *
 from ._reduction import *
+from ._reduction import return_types
 from ._registry import OPS
 from ._serialization import load, save
 from ._shape import *
@@ -62,7 +63,7 @@ _bind_methods()
 
 __all__ = sorted(
     {"Tensor", "Storage", "Size", "device", "dtype", "OPS", "save", "load", "cuda",
-     "set_printoptions", "is_tensor", "is_storage", "can_cast", "is_floating_point", "numel",
+     "return_types", "set_printoptions", "get_printoptions", "printoptions", "is_tensor", "is_storage", "can_cast", "is_floating_point", "numel",
      "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
      "half", "float", "double", "short", "int", "long", "finfo", "iinfo", "get_default_dtype",
      "set_default_dtype", "promote_types", "result_type", "FloatTensor", "DoubleTensor",

@@ -1,3 +1,1392 @@
-__all__ = []  # placeholder: being written
-def getitem(input, index): return input._view_of(input._data[index]) if not isinstance(index, tuple) or True else None
-def setitem(input, index, value): input._data[index] = value._data if hasattr(value, '_data') else value
+"""Indexing: ``t[index]``, ``t[index] = value``, index_put, gathers and scatters, masks, nonzero,
+take, flips, rolls and repeats.
+
+Basic indexing (ints, slices with a positive step, ``...``, ``None``) returns a view that shares
+storage with PyTorch's exact strides and storage offset. Advanced indexing (integer or bool
+tensors and lists, mixed with basic items) returns a new tensor; its dims go where NumPy and
+PyTorch put them (in place when the advanced indices are adjacent, first otherwise). Ints are
+applied as selections before any advanced index, as PyTorch does.
+
+Every index is validated before memory is touched: an out-of-range index raises IndexError
+naming the op, the index and the size. Where PyTorch raises RuntimeError for that case (gather,
+scatter, index_select, index_add) the error is an :class:`IndexOutOfBoundsError`, which is both.
+
+Accumulating writes (``index_put_(accumulate=True)``, ``index_add``, ``scatter_add``) go through
+the ``index_add`` kernel of ``ember.tensor.kernels``.
+"""
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+from . import _dtype as D
+from ._registry import array_module, defop
+from ._tensor import Tensor, _device_of, _legacy_name, _ptr, _root, _wrap_dim
+
+__all__ = [
+    "getitem", "getitem_backward", "setitem", "setitem_copy", "index_put", "index_put_",
+    "index_select", "gather", "scatter",
+    "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_", "index_copy",
+    "index_copy_", "index_fill", "index_fill_", "masked_select", "masked_scatter",
+    "masked_scatter_", "nonzero", "argwhere", "take", "take_along_dim", "flip", "fliplr",
+    "flipud", "roll", "repeat", "tile", "repeat_interleave", "narrow_copy",
+]
+
+_make = Tensor._make
+_ndarray = np.ndarray
+_INT64 = np.dtype(np.int64)
+
+
+class IndexOutOfBoundsError(IndexError, RuntimeError):
+    """An index out of range in an op where PyTorch raises RuntimeError (gather, scatter,
+    index_select, index_add): catchable as either."""
+
+
+# ------------------------------------------------------------------------------ small helpers
+def _tname(dt) -> str:
+    """PyTorch's scalar type name for a NumPy dtype: Float, Long, Bool, ..."""
+    return {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool"}.get(np.dtype(dt).name, str(dt))
+
+
+def _need_tensor(x, op: str, name: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _same_device(op: str, a, b) -> None:
+    if type(a) is not type(b) or (not isinstance(a, _ndarray) and a.device != b.device):
+        raise RuntimeError(
+            f"{op}(): Expected all tensors to be on the same device, but found at least two "
+            f"devices, {_device_of(a)} and {_device_of(b)}!")
+
+
+def _prod(xs) -> int:
+    n = 1
+    for x in xs:
+        n *= int(x)
+    return n
+
+
+def _first_bad(arr, lo: int, hi: int):
+    """The first value of ``arr`` outside ``[lo, hi)``, or None (one pass of min/max first)."""
+    if arr.size == 0:
+        return None
+    if int(arr.min()) >= lo and int(arr.max()) < hi:
+        return None
+    xp = array_module(arr)
+    flat = arr.reshape(-1)
+    bad = xp.flatnonzero((flat < lo) | (flat >= hi))
+    return int(flat[int(bad[0])])
+
+
+def _check_range(arr, size: int, dim: int, op: str | None, negative: bool = False,
+                 exc: type = IndexError) -> None:
+    v = _first_bad(arr, -size if negative else 0, size)
+    if v is not None:
+        prefix = f"{op}(): " if op else ""
+        raise exc(f"{prefix}index {v} is out of bounds for dimension {dim} with size {size}")
+
+
+def _wrap_negative(arr, size: int):
+    if arr.size and int(arr.min()) < 0:
+        xp = array_module(arr)
+        return xp.where(arr < 0, arr + size, arr)
+    return arr
+
+
+def _on(arr, xp):
+    """``arr`` moved to the array module ``xp`` (indices may come from the other device)."""
+    if xp is np:
+        return arr if isinstance(arr, _ndarray) else arr.get()
+    return xp.asarray(arr)
+
+
+def _dims_arg(dims, op: str) -> tuple[int, ...]:
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    return tuple(operator.index(d) for d in dims)
+
+
+def _broadcast_shape(a: tuple, b: tuple) -> tuple:
+    """PyTorch's broadcast with its error message."""
+    n = max(len(a), len(b))
+    a2, b2 = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for i, (x, y) in enumerate(zip(a2, b2)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {i}")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def _cast_scalar(value, dtype: np.dtype):
+    """A Python scalar cast to ``dtype`` with PyTorch's wrap-around for integers."""
+    with np.errstate(all="ignore"):
+        if dtype.kind in "iu" and isinstance(value, numbers.Integral) and \
+                not isinstance(value, (bool, np.bool_)):
+            return np.array(int(value) & ((1 << 64) - 1), dtype=np.uint64).astype(dtype)[()]
+        return np.asarray(value).astype(dtype)[()]
+
+
+def _scalar_of(value, op: str):
+    """A Python number from a number or a 0-d tensor; TypeError otherwise."""
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(
+                f"{op}(): only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value._data.ndim} dimension(s).")
+        return value.item()
+    if isinstance(value, (numbers.Number, np.generic)):
+        return value
+    raise TypeError(f"{op}(): value must be a number or a 0-dim Tensor, got "
+                    f"{type(value).__name__}")
+
+
+# ------------------------------------------------------------------------------ accumulation
+def _kernel_index_add(out3, index, src3, alpha) -> None:
+    """``out3[p, index[n], q] += alpha * src3[p, n, q]`` (indices already in range)."""
+    xp = array_module(out3)
+    if out3.dtype.kind in "fiu":
+        fn = None
+        try:
+            from .kernels import get
+
+            fn = get("index_add", xp)
+        except (ImportError, NotImplementedError, ValueError):
+            fn = None
+        if fn is not None:
+            fn(out3, index, src3, alpha)
+            return
+        if alpha != 1:
+            src3 = (src3 * alpha).astype(out3.dtype)
+    elif not alpha:  # bool: adding is a logical or; a zero alpha adds nothing
+        return
+    xp.add.at(out3, (slice(None), index, slice(None)), src3)
+
+
+def _index_add_into(w, P: int, M: int, Q: int, index, src3, alpha) -> None:
+    """index_add into ``w`` seen as (P, M, Q), whatever its layout."""
+    if src3.size == 0:
+        return
+    xp = array_module(w)
+    src3 = xp.ascontiguousarray(src3, dtype=w.dtype)
+    index = xp.ascontiguousarray(index, dtype=np.int64)
+    if w.flags.c_contiguous:
+        _kernel_index_add(w.reshape(P, M, Q), index, src3, alpha)
+        return
+    work = xp.ascontiguousarray(w)
+    _kernel_index_add(work.reshape(P, M, Q), index, src3, alpha)
+    w[...] = work
+
+
+def _accumulate(w, adv: list, vals) -> None:
+    """``w[advanced index] += vals`` with duplicates summed; ``adv`` is [(dim, int array)]
+    (in range, negatives allowed) and ``vals`` has the indexing result's shape."""
+    xp = array_module(w)
+    dims = [d for d, _ in adv]
+    sizes = [w.shape[d] for d in dims]
+    arrays = xp.broadcast_arrays(*[_wrap_negative(a, w.shape[d]) for d, a in adv])
+    bshape = arrays[0].shape
+    flat = arrays[0].astype(np.int64)
+    for a, n in zip(arrays[1:], sizes[1:]):
+        flat = flat * n + a
+    k, nb = len(dims), len(bshape)
+    rest = [w.shape[d] for d in range(w.ndim) if d not in dims]
+    wm = xp.moveaxis(w, dims, list(range(k)))
+    if dims == list(range(dims[0], dims[0] + k)):
+        vals = xp.moveaxis(vals, list(range(dims[0], dims[0] + nb)), list(range(nb)))
+    _index_add_into(wm, 1, _prod(sizes), _prod(rest), flat.reshape(-1),
+                    vals.reshape(1, _prod(bshape), _prod(rest)), 1)
+
+
+# ------------------------------------------------------------------------------ index parsing
+_NONE, _ELL, _INT, _SLICE, _BOOL, _ARR, _MASK = range(7)
+_BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+              "are valid indices (got {})")
+_BAD_TENSOR = "tensors used as indices must be long, int, byte or bool tensors"
+
+
+def _seq_as_tuple(seq: list) -> bool:
+    """PyTorch's rule: a short list holding tensors, sequences, slices, ``...`` or ``None`` is
+    read as a tuple of indices."""
+    if len(seq) >= 32:
+        return False
+    for o in seq:
+        if isinstance(o, (Tensor, _ndarray, list, tuple, slice)) or o is None or o is Ellipsis:
+            return True
+    return False
+
+
+def _items(index) -> tuple:
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, list) and _seq_as_tuple(index):
+        return tuple(index)
+    return (index,)
+
+
+def _array_item(arr, xp, zero_d_as_int: bool):
+    kind = arr.dtype.kind
+    if kind not in "biu":
+        raise IndexError(_BAD_TENSOR)
+    if arr.ndim == 0 and zero_d_as_int:
+        return (_BOOL, bool(arr)) if kind == "b" else (_INT, int(arr))
+    arr = _on(arr, xp)
+    if kind == "b" or arr.dtype == np.uint8:
+        if arr.ndim == 0:
+            return _BOOL, bool(arr)
+        return _MASK, arr.astype(bool, copy=False)
+    return _ARR, arr
+
+
+def _classify(item, xp, zero_d_as_int: bool = True):
+    if item is None:
+        return _NONE, None
+    if item is Ellipsis:
+        return _ELL, None
+    if isinstance(item, (bool, np.bool_)):
+        return _BOOL, bool(item)
+    if isinstance(item, (int, np.integer)):
+        return _INT, int(item)
+    if isinstance(item, slice):
+        return _SLICE, item
+    if isinstance(item, Tensor):
+        return _array_item(item._data, xp, zero_d_as_int)
+    if isinstance(item, _ndarray) or hasattr(item, "__cuda_array_interface__"):
+        return _array_item(item, xp, zero_d_as_int)
+    if isinstance(item, (list, tuple)):
+        try:
+            arr = np.asarray(item)
+        except (ValueError, TypeError):
+            raise IndexError(_BAD_INDEX.format(type(item).__name__)) from None
+        if arr.size == 0:
+            arr = arr.astype(np.int64)
+        return _array_item(arr, xp, False)
+    if hasattr(item, "__index__") and not isinstance(item, float):
+        return _INT, operator.index(item)
+    raise IndexError(_BAD_INDEX.format(type(item).__name__))
+
+
+def _parse(data, items, zero_d_as_int: bool = True):
+    """Walk the index items like PyTorch's applySlicing.
+
+    Returns ``(np_index, shape, strides, offset, inserted, adv)``: a NumPy basic index giving
+    the view's shape, PyTorch's strides and offset (in elements, from ``data``'s first
+    element), whether a dim was inserted, and the advanced indices as [(view dim, array,
+    from_mask)].
+    """
+    xp = array_module(data)
+    parsed = [_classify(it, xp, zero_d_as_int) for it in items]
+    ndim = data.ndim
+    consumed = 0
+    for kind, p in parsed:
+        if kind in (_INT, _SLICE, _ARR):
+            consumed += 1
+        elif kind == _MASK:
+            consumed += p.ndim
+    if consumed > ndim:
+        if ndim == 0 and any(k == _INT for k, _ in parsed):
+            raise IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    item = data.itemsize
+    shape = list(data.shape)
+    strides = [s // item for s in data.strides]
+    offset = 0
+    np_index: list = []
+    adv: list = []
+    inserted = False
+    dim = 0
+    ellipsis_done = False
+    for kind, p in parsed:
+        if kind == _INT:
+            size = shape[dim]
+            if not -size <= p < size:
+                raise IndexError(f"index {p} is out of bounds for dimension {dim} with size {size}")
+            if p < 0:
+                p += size
+            offset += p * strides[dim]
+            del shape[dim], strides[dim]
+            np_index.append(p)
+        elif kind == _SLICE:
+            step = 1 if p.step is None else operator.index(p.step)
+            if step == 0:
+                raise ValueError("slice step cannot be zero")
+            if step < 0:
+                raise ValueError("step must be greater than zero")
+            start, stop, _ = slice(p.start, p.stop).indices(shape[dim])
+            stop = max(stop, start)
+            offset += start * strides[dim]
+            shape[dim] = (stop - start + step - 1) // step
+            strides[dim] *= step
+            np_index.append(slice(start, stop, step))
+            dim += 1
+        elif kind == _NONE or kind == _BOOL:
+            shape.insert(dim, 1)
+            strides.insert(dim, shape[dim + 1] * strides[dim] if dim + 1 < len(shape) else 1)
+            np_index.append(None)
+            inserted = True
+            if kind == _BOOL:
+                adv.append((dim, xp.zeros(1 if p else 0, dtype=np.int64), True))
+            dim += 1
+        elif kind == _ELL:
+            if not ellipsis_done:
+                n = ndim - consumed
+                np_index.extend([slice(None)] * n)
+                dim += n
+                ellipsis_done = True
+        elif kind == _ARR:
+            np_index.append(slice(None))
+            adv.append((dim, p, False))
+            dim += 1
+        else:  # bool mask over p.ndim dims
+            for j, m in enumerate(p.shape):
+                if m != shape[dim + j]:
+                    raise IndexError(
+                        f"The shape of the mask {list(p.shape)} at index {j} does not match the "
+                        f"shape of the indexed tensor {shape} at index {dim + j}")
+            for a in xp.nonzero(p):
+                np_index.append(slice(None))
+                adv.append((dim, a, True))
+                dim += 1
+    return tuple(np_index), shape, strides, offset, inserted, adv
+
+
+def _view_array(data, np_index, shape, strides, offset, inserted):
+    """The ndarray view of ``data`` with PyTorch's geometry, sharing memory."""
+    item = data.itemsize
+    bstrides = tuple(s * item for s in strides)
+    r = data[np_index + (Ellipsis,)]  # the Ellipsis keeps all-int indices a 0-d view
+    if r.strides == bstrides and r.size and not inserted:
+        return r
+    if isinstance(data, _ndarray):
+        root = _root(data)
+        try:
+            return np.ndarray(tuple(shape), data.dtype, buffer=root,
+                              offset=_ptr(data) - _ptr(root) + offset * item, strides=bstrides)
+        except (TypeError, ValueError, BufferError):
+            pass
+    if r.strides == bstrides:
+        return r
+    xp = array_module(data)
+    return xp.lib.stride_tricks.as_strided(r, tuple(shape), bstrides)
+
+
+def _check_adv(view, adv: list):
+    """Validate advanced indices against ``view``; return (index tuple, result shape)."""
+    xp = array_module(view)
+    for d, a, from_mask in adv:
+        if not from_mask:
+            _check_range(a, view.shape[d], d, None, negative=True)
+    shapes = [a.shape for _, a, _ in adv]
+    try:
+        bshape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                         f"with shapes {', '.join(str(list(s)) for s in shapes)}") from None
+    idx = [slice(None)] * view.ndim
+    for d, a, _ in adv:
+        idx[d] = a
+    dims = [d for d, _, _ in adv]
+    rest = [view.shape[d] for d in range(view.ndim) if d not in dims]
+    if dims == list(range(dims[0], dims[0] + len(dims))):
+        first = dims[0]
+        rshape = tuple(view.shape[:first]) + tuple(bshape) + tuple(view.shape[first + len(dims):])
+    else:
+        rshape = tuple(bshape) + tuple(rest)
+    del xp
+    return tuple(idx), rshape
+
+
+def _resolve(data, index, zero_d_as_int: bool = True):
+    """(view array, advanced index tuple or None, result shape, adv list)."""
+    np_index, shape, strides, offset, inserted, adv = _parse(data, _items(index), zero_d_as_int)
+    view = _view_array(data, np_index, shape, strides, offset, inserted)
+    if not adv:
+        return view, None, tuple(view.shape), adv
+    idx, rshape = _check_adv(view, adv)
+    return view, idx, rshape, [(d, a) for d, a, _ in adv]
+
+
+# ------------------------------------------------------------------------------ getitem / setitem
+@defop("getitem")
+def getitem(input: Tensor, index) -> Tensor:
+    """``input[index]``: a view for basic indices, a new tensor for advanced ones.
+
+    >>> x = arange(12).reshape(3, 4)
+    >>> x[1:, None, ::2].stride(), x[1:, None, ::2].storage_offset()
+    ((4, 4, 2), 4)
+    >>> x[[0, 2], 1].tolist()
+    [1, 9]
+    """
+    data = input._data
+    view, idx, _, _ = _resolve(data, index)
+    if idx is None:
+        return input._view_of(view)
+    xp = array_module(data)
+    return _make(xp.ascontiguousarray(view[idx]))
+
+
+@defop("getitem_backward")
+def getitem_backward(grad: Tensor, shape, index) -> Tensor:
+    """The gradient of ``getitem``: zeros of ``shape`` with ``grad`` added at ``index``
+    (duplicates of an advanced index accumulate). Linear in ``grad``; its own derivative is
+    ``getitem(gg, index)``.
+
+    >>> getitem_backward(tensor([1., 2., 3.]), (2,), ([0, 1, 0],)).tolist()
+    [4.0, 2.0]
+    """
+    g = grad._data
+    xp = array_module(g)
+    out = xp.zeros(tuple(shape), dtype=g.dtype)
+    view, idx, rshape, adv = _resolve(out, index)
+    if tuple(g.shape) != tuple(rshape):
+        raise RuntimeError(f"getitem_backward(): grad of shape {list(g.shape)} does not match "
+                           f"the indexing result shape {list(rshape)}")
+    if idx is None:
+        view[...] = g
+    else:
+        _accumulate(view, adv, g)
+    return _make(out)
+
+
+def _value_array(value, target, op: str, rshape: tuple, advanced: bool):
+    """The array (or scalar) to store into ``target`` for ``target[...] = value``."""
+    xp = array_module(target)
+    if isinstance(value, Tensor):
+        v = value._data
+        if type(v) is not type(target) or (not isinstance(v, _ndarray)
+                                            and v.device != target.device):
+            if v.ndim == 0:
+                return _cast_scalar(value.item(), target.dtype)
+            _same_device(op, target, v)
+        if advanced and v.ndim and v.dtype != target.dtype:
+            raise RuntimeError(
+                f"Index put requires the source and destination dtypes match, got "
+                f"{_tname(target.dtype)} for the destination and {_tname(v.dtype)} for the source.")
+        vshape = tuple(v.shape)
+        while vshape and vshape[0] == 1:  # PyTorch drops leading unit dims of the value
+            vshape = vshape[1:]
+        ok = len(vshape) <= len(rshape) and all(
+            a == b or a == 1 for a, b in zip(vshape[::-1], rshape[::-1]))
+        if not ok:
+            if advanced:
+                raise RuntimeError(
+                    f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast "
+                    f"to indexing result of shape {list(rshape)}")
+            if len(vshape) > len(rshape):
+                raise RuntimeError(
+                    f"{op}(): the number of sizes provided ({len(rshape)}) must be greater or "
+                    f"equal to the number of dimensions in the tensor ({len(vshape)})")
+            for i in range(1, len(vshape) + 1):
+                if vshape[-i] != rshape[-i] and vshape[-i] != 1:
+                    raise RuntimeError(
+                        f"The expanded size of the tensor ({rshape[-i]}) must match the existing "
+                        f"size ({vshape[-i]}) at non-singleton dimension {len(rshape) - i}.  "
+                        f"Target sizes: {list(rshape)}.  Tensor sizes: {list(vshape)}")
+        v = v.reshape(vshape)
+        if v.dtype != target.dtype:
+            with np.errstate(all="ignore"):
+                v = v.astype(target.dtype)
+        return v
+    if isinstance(value, (numbers.Number, np.generic)) and not isinstance(value, complex):
+        return _cast_scalar(value, target.dtype)
+    del xp
+    raise TypeError(f"can't assign a {type(value).__name__} to a "
+                    f"{_legacy_name(D._FROM_NP[target.dtype], not isinstance(target, _ndarray))}")
+
+
+def _setitem_into(t: Tensor, index, value) -> None:
+    data = t._data
+    view, idx, rshape, _ = _resolve(data, index)
+    v = _value_array(value, data, "setitem", rshape, idx is not None)
+    with np.errstate(all="ignore"):
+        if idx is None:
+            view[...] = v
+        else:
+            view[idx] = v
+
+
+@defop("setitem_", inplace=True)
+def setitem(input: Tensor, index, value) -> Tensor:
+    """``input[index] = value`` in place, with broadcasting and a cast to ``input``'s dtype;
+    writes go through views and are seen by every view of the storage. (Registered as
+    ``setitem_``, the in-place twin of :func:`setitem_copy`.)
+
+    >>> x = zeros(2, 3); x[:, 1] = tensor([5., 6.]); x[0, [0, 2]] = 1; x.tolist()
+    [[1.0, 5.0, 1.0], [0.0, 6.0, 0.0]]
+    """
+    _setitem_into(input, index, value)
+    input._bump()
+    return input
+
+
+@defop("setitem")
+def setitem_copy(input: Tensor, index, value) -> Tensor:
+    """Out-of-place :func:`setitem`: a copy of ``input`` with ``value`` stored at ``index``.
+    Autograd records ``input[index] = value`` as this op followed by a write.
+
+    >>> setitem_copy(zeros(3), 1, 2.).tolist()
+    [0.0, 2.0, 0.0]
+    """
+    xp = array_module(input._data)
+    out = _make(xp.array(input._data, copy=True, order="C"))
+    _setitem_into(out, index, value)
+    return out
+
+
+# ------------------------------------------------------------------------------ index_put
+def _put_items(input: Tensor, indices, op: str) -> tuple:
+    if isinstance(indices, Tensor) or not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{op}(): argument 'indices' must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    items = []
+    for i, t in enumerate(indices):
+        if isinstance(t, Tensor):
+            items.append(t)
+        else:
+            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 1 (indices), "
+                            f"but got {type(t).__name__}")
+    n_dims = sum(t._data.ndim if isinstance(t, Tensor) and t._data.dtype.kind == "b" else 1
+                 for t in items)
+    if n_dims > input._data.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {input._data.ndim} "
+                         f"(got {n_dims})")
+    return tuple(items)
+
+
+def _index_put_into(out, input: Tensor, indices, values, accumulate: bool, op: str) -> None:
+    _need_tensor(values, op, "values")
+    items = _put_items(input, indices, op)
+    view, idx, rshape, adv = _resolve(out, items, zero_d_as_int=False)
+    v = values._data
+    _same_device(op, out, v)
+    if v.dtype != out.dtype:
+        raise RuntimeError(
+            f"Index put requires the source and destination dtypes match, got "
+            f"{_tname(out.dtype)} for the destination and {_tname(v.dtype)} for the source.")
+    v = _value_array(values, out, op, rshape, True)
+    if idx is None:
+        if accumulate:
+            view += v
+        else:
+            view[...] = v
+    elif accumulate:
+        xp = array_module(out)
+        _accumulate(view, adv, xp.broadcast_to(v, rshape))
+    else:
+        view[idx] = v
+
+
+@defop("index_put_", inplace=True)
+def index_put_(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    """``input[indices] = values`` in place (``+=`` with ``accumulate=True``, where duplicate
+    indices sum). ``indices`` is a tuple of integer or bool tensors, one per leading dim.
+
+    >>> x = zeros(3); x.index_put_((tensor([0, 0, 2]),), tensor(1.), accumulate=True).tolist()
+    [2.0, 0.0, 1.0]
+    """
+    _check_inplace(input, "index_put_")
+    _index_put_into(input._data, input, indices, values, accumulate, "index_put_")
+    input._bump()
+    return input
+
+
+@defop("index_put")
+def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    """Out-of-place :func:`index_put_`.
+
+    >>> index_put(zeros(3), (tensor([1]),), tensor([5.])).tolist()
+    [0.0, 5.0, 0.0]
+    """
+    xp = array_module(input._data)
+    out = xp.array(input._data, copy=True)
+    _index_put_into(out, input, indices, values, accumulate, "index_put")
+    return _make(out)
+
+
+def _check_inplace(t: Tensor, op: str) -> None:
+    d = t._data
+    if not d.flags.c_contiguous:
+        for n, s in zip(d.shape, d.strides):
+            if s == 0 and n > 1:
+                raise RuntimeError(
+                    f"{op}(): unsupported operation: more than one element of the written-to "
+                    "tensor refers to a single memory location. Please clone() the tensor before "
+                    "performing the operation.")
+
+
+# ------------------------------------------------------------------------------ index_select
+def _index_vector(index, op: str, kinds: str, what: str, exc: type = RuntimeError):
+    _need_tensor(index, op, "index")
+    a = index._data
+    if a.dtype.kind not in "iu" or a.dtype.name not in kinds:
+        raise exc(f"{op}(): Expected {what} for index but got {_tname(a.dtype)}")
+    return a
+
+
+@defop("index_select")
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """The slices of ``input`` along ``dim`` at ``index`` (1-D int64 or int32).
+
+    >>> index_select(tensor([[1, 2], [3, 4], [5, 6]]), 0, tensor([2, 0])).tolist()
+    [[5, 6], [1, 2]]
+    """
+    op = "index_select"
+    a = _index_vector(index, op, "int32 int64", "dtype int32 or int64")
+    data = input._data
+    _same_device(op, data, a)
+    if a.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector")
+    dim = _wrap_dim(dim, data.ndim, op)
+    if data.ndim == 0:
+        if a.size != 1:
+            raise RuntimeError(f"{op}(): Index to scalar can have only 1 value, got {a.size} "
+                               "value(s)")
+        _check_range(a, 1, 0, op, exc=IndexOutOfBoundsError)
+        return _make(data.copy())
+    _check_range(a, data.shape[dim], dim, op, exc=IndexOutOfBoundsError)
+    xp = array_module(data)
+    return _make(xp.ascontiguousarray(xp.take(data, a.reshape(-1), axis=dim)))
+
+
+# ------------------------------------------------------------------------------ gather / scatter
+def _nonempty(shape: tuple) -> tuple:
+    return tuple(shape) if len(shape) else (1,)
+
+
+def _gather_index(index, op: str):
+    _need_tensor(index, op, "index")
+    a = index._data
+    if a.dtype.kind not in "iu" or a.dtype.name not in ("int32", "int64"):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
+    return a
+
+
+@defop("gather")
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` (and likewise for other dims).
+
+    >>> gather(tensor([[1, 2], [3, 4]]), 1, tensor([[0, 0], [1, 0]])).tolist()
+    [[1, 1], [4, 3]]
+    """
+    op = "gather"
+    a = _gather_index(index, op)
+    data = input._data
+    _same_device(op, data, a)
+    dshape, ishape = _nonempty(data.shape), _nonempty(a.shape)
+    if len(dshape) != len(ishape):
+        raise RuntimeError(
+            f"{op}(): Index tensor must have the same number of dimensions as input tensor")
+    dim = _wrap_dim(dim, data.ndim, op)
+    for d in range(len(dshape)):
+        if d != dim and ishape[d] > dshape[d]:
+            raise RuntimeError(
+                f"{op}(): Size does not match at dimension {d} expected index {list(a.shape)} "
+                f"to be no larger than self {list(data.shape)} apart from dimension {dim}")
+    _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
+    xp = array_module(data)
+    src = data.reshape(dshape)
+    src = src[tuple(slice(None) if d == dim else slice(0, ishape[d]) for d in range(len(dshape)))]
+    out = xp.take_along_axis(src, a.reshape(ishape), axis=dim)
+    return _make(xp.ascontiguousarray(out).reshape(a.shape))
+
+
+def _scatter_check(op: str, input: Tensor, dim: int, index: Tensor, src):
+    a = _gather_index(index, op)
+    data = input._data
+    _same_device(op, data, a)
+    dshape, ishape = _nonempty(data.shape), _nonempty(a.shape)
+    if len(dshape) != len(ishape):
+        raise RuntimeError(
+            f"{op}(): Index tensor must have the same number of dimensions as self tensor")
+    dim = _wrap_dim(dim, data.ndim, op)
+    sshape = None
+    if isinstance(src, Tensor):
+        s = src._data
+        _same_device(op, data, s)
+        if s.dtype != data.dtype:
+            raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
+        sshape = _nonempty(s.shape)
+        if len(sshape) != len(ishape):
+            raise RuntimeError(
+                f"{op}(): Index tensor must have the same number of dimensions as src tensor")
+    for d in range(len(dshape)):
+        if (d != dim and ishape[d] > dshape[d]) or (sshape is not None and ishape[d] > sshape[d]):
+            extra = f" and to be no larger size than src {list(src.shape)}" if sshape else ""
+            raise RuntimeError(
+                f"{op}(): Expected index {list(a.shape)} to be no larger than self "
+                f"{list(data.shape)} apart from dimension {dim}{extra}")
+    _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
+    return a.reshape(ishape), dim, dshape, ishape
+
+
+def _scatter_coords(xp, a, dim: int):
+    """Open-mesh coordinates: index ``a`` at ``dim``, aranges elsewhere."""
+    n = a.ndim
+    coords = []
+    for d in range(n):
+        if d == dim:
+            coords.append(a)
+        else:
+            shp = [1] * n
+            shp[d] = a.shape[d]
+            coords.append(xp.arange(a.shape[d]).reshape(shp))
+    return tuple(coords)
+
+
+def _scatter_into(out, op: str, input: Tensor, dim, index, src, value, reduce) -> None:
+    if src is not None and not isinstance(src, Tensor):
+        src, value = None, src
+    if src is None and value is None:
+        raise TypeError(f"{op}(): expected a 'src' Tensor or a 'value' number")
+    a, dim, dshape, ishape = _scatter_check(op, input, dim, index, src)
+    if reduce not in (None, "add", "multiply"):
+        raise RuntimeError(f"{op}(): reduce argument must be either add or multiply, got "
+                           f"{reduce!r}")
+    xp = array_module(out)
+    w = out.reshape(dshape)
+    if a.size == 0:
+        return
+    coords = _scatter_coords(xp, a, dim)
+    if src is not None:
+        s = src._data.reshape(_nonempty(src._data.shape))
+        vals = s[tuple(slice(0, n) for n in ishape)]
+    else:
+        vals = xp.broadcast_to(xp.asarray(_cast_scalar(_scalar_of(value, op), out.dtype)),
+                               ishape)
+    if reduce is None:
+        w[coords] = vals
+    elif reduce == "multiply":
+        xp.multiply.at(w, coords, vals)
+    else:
+        _scatter_add_raw(w, coords, vals)
+
+
+def _scatter_add_raw(w, coords, vals) -> None:
+    xp = array_module(w)
+    flat = xp.zeros(vals.shape, dtype=np.int64)
+    cstride = 1
+    for d in range(w.ndim - 1, -1, -1):
+        flat = flat + coords[d] * cstride
+        cstride *= w.shape[d]
+    _index_add_into(w, 1, w.size, 1, flat.reshape(-1), vals.reshape(1, -1, 1), 1)
+
+
+def _fresh(input: Tensor):
+    xp = array_module(input._data)
+    return xp.array(input._data, copy=True, order="C")
+
+
+@defop("scatter")
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
+            reduce: str | None = None) -> Tensor:
+    """Out-of-place :func:`scatter_`: ``out[index[i][j]][j] = src[i][j]`` for ``dim=0``;
+    ``src`` may be a tensor or a number (``value``).
+
+    >>> scatter(zeros(2, 2), 0, tensor([[1, 0]]), tensor([[5., 6.]])).tolist()
+    [[0.0, 6.0], [5.0, 0.0]]
+    """
+    out = _fresh(input)
+    _scatter_into(out, "scatter", input, dim, index, src, value, reduce)
+    return _make(out)
+
+
+@defop("scatter_", inplace=True)
+def scatter_(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
+             reduce: str | None = None) -> Tensor:
+    """Write ``src`` (or ``value``) into ``input`` at ``index`` along ``dim``, in place.
+
+    >>> zeros(3).scatter_(0, tensor([2]), 7.).tolist()
+    [0.0, 0.0, 7.0]
+    """
+    _check_inplace(input, "scatter_")
+    _scatter_into(input._data, "scatter_", input, dim, index, src, value, reduce)
+    input._bump()
+    return input
+
+
+@defop("scatter_add")
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """Out-of-place :func:`scatter_add_`: ``out[index[i][j]][j] += src[i][j]`` for ``dim=0``,
+    duplicates summed.
+
+    >>> scatter_add(zeros(3), 0, tensor([0, 0, 2]), tensor([1., 2., 3.])).tolist()
+    [3.0, 0.0, 3.0]
+    """
+    _need_tensor(src, "scatter_add", "src")
+    out = _fresh(input)
+    _scatter_into(out, "scatter_add", input, dim, index, src, None, "add")
+    return _make(out)
+
+
+@defop("scatter_add_", inplace=True)
+def scatter_add_(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """In-place :func:`scatter_add`.
+
+    >>> zeros(2).scatter_add_(0, tensor([1, 1]), tensor([1., 1.])).tolist()
+    [0.0, 2.0]
+    """
+    _need_tensor(src, "scatter_add_", "src")
+    _check_inplace(input, "scatter_add_")
+    _scatter_into(input._data, "scatter_add_", input, dim, index, src, None, "add")
+    input._bump()
+    return input
+
+
+# ------------------------------------------------------------------- index_add / copy / fill
+def _along_dim_check(op: str, input: Tensor, dim: int, index, source: Tensor):
+    """Shared checks of index_add / index_copy; returns (index 1-D, dim, shape, source shape)."""
+    a = index._data
+    data, s = input._data, source._data
+    _same_device(op, data, a)
+    _same_device(op, data, s)
+    dshape, sshape = _nonempty(data.shape), _nonempty(s.shape)
+    dim = _wrap_dim(dim, data.ndim, op)
+    if len(dshape) != len(sshape) or any(
+            dshape[d] != sshape[d] for d in range(len(dshape)) if d != dim):
+        raise RuntimeError(
+            f"{op}(): source tensor shape must match self tensor shape, excluding the specified "
+            f"dimension. Got self.shape = {list(data.shape)} source.shape = {list(s.shape)}")
+    return a.reshape(-1), dim, dshape, sshape
+
+
+def _index_add_into_tensor(out, op: str, input: Tensor, dim, index, source, alpha) -> None:
+    a = _index_vector(index, op, "int32 int64", "dtype int32/int64")
+    _need_tensor(source, op, "source")
+    if a.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector")
+    if source._data.dtype != input._data.dtype:
+        raise RuntimeError(f"{op}(): self ({_tname(input._data.dtype)}) and source "
+                           f"({_tname(source._data.dtype)}) must have the same scalar type")
+    a, dim, dshape, sshape = _along_dim_check(op, input, dim, index, source)
+    if a.size != sshape[dim]:
+        raise RuntimeError(f"{op}(): Number of indices ({a.size}) should be equal to "
+                           f"source.size(dim): ({sshape[dim]}), for dim: {dim}")
+    _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
+    P, M, Q = _prod(dshape[:dim]), dshape[dim], _prod(dshape[dim + 1:])
+    src3 = source._data.reshape(P, a.size, Q)
+    _index_add_into(out.reshape(dshape), P, M, Q, a, src3, alpha)
+
+
+@defop("index_add")
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """``out.index_select(dim, index) += alpha * source``, duplicates summed.
+
+    >>> index_add(zeros(3, 1), 0, tensor([0, 0, 2]), ones(3, 1), alpha=2).tolist()
+    [[4.0], [0.0], [2.0]]
+    """
+    out = _fresh(input)
+    _index_add_into_tensor(out, "index_add", input, dim, index, source, alpha)
+    return _make(out)
+
+
+@defop("index_add_", inplace=True)
+def index_add_(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """In-place :func:`index_add`.
+
+    >>> zeros(2).index_add_(0, tensor([1, 1]), tensor([1., 2.])).tolist()
+    [0.0, 3.0]
+    """
+    _check_inplace(input, "index_add_")
+    _index_add_into_tensor(input._data, "index_add_", input, dim, index, source, alpha)
+    input._bump()
+    return input
+
+
+def _index_copy_into(out, op: str, input: Tensor, dim, index, source) -> None:
+    _need_tensor(index, op, "index")
+    _need_tensor(source, op, "source")
+    if index._data.dtype != _INT64:
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got "
+                           f"{_tname(index._data.dtype)}")
+    if index._data.ndim > 1:
+        raise IndexError(f"{op}(): Index should have dimension 1 or 0 (got {index._data.ndim})")
+    if source._data.dtype != input._data.dtype:
+        raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got "
+                           f"(self) {_tname(input._data.dtype)} and (source) "
+                           f"{_tname(source._data.dtype)}")
+    a, dim, dshape, sshape = _along_dim_check(op, input, dim, index, source)
+    if a.size != sshape[dim]:
+        raise IndexError(f"{op}(): Number of indices ({a.size}) should be equal to "
+                         f"source.size(dim) ({sshape[dim]})")
+    _check_range(a, dshape[dim], dim, op)
+    w = out.reshape(dshape)
+    w[(slice(None),) * dim + (a,)] = source._data.reshape(sshape)
+
+
+@defop("index_copy")
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by ``source``.
+
+    >>> index_copy(zeros(3), 0, tensor([2, 0]), tensor([5., 6.])).tolist()
+    [6.0, 0.0, 5.0]
+    """
+    out = _fresh(input)
+    _index_copy_into(out, "index_copy", input, dim, index, source)
+    return _make(out)
+
+
+@defop("index_copy_", inplace=True)
+def index_copy_(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """In-place :func:`index_copy`.
+
+    >>> zeros(2).index_copy_(0, tensor([1]), tensor([3.])).tolist()
+    [0.0, 3.0]
+    """
+    _check_inplace(input, "index_copy_")
+    _index_copy_into(input._data, "index_copy_", input, dim, index, source)
+    input._bump()
+    return input
+
+
+def _index_fill_into(out, op: str, input: Tensor, dim, index, value) -> None:
+    _need_tensor(index, op, "index")
+    a = index._data
+    if a.dtype != _INT64:
+        raise IndexError(f"{op}(): Expected dtype int64 for index.")
+    if a.ndim > 1:
+        raise RuntimeError(f"{op}(): Index has to be a vector/scalar")
+    _same_device(op, out, a)
+    v = _cast_scalar(_scalar_of(value, op), out.dtype)
+    dshape = _nonempty(out.shape)
+    dim = _wrap_dim(dim, out.ndim, op)
+    a = a.reshape(-1)
+    _check_range(a, dshape[dim], dim, op, negative=True)
+    w = out.reshape(dshape)
+    w[(slice(None),) * dim + (a,)] = v
+
+
+@defop("index_fill")
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``.
+
+    >>> index_fill(zeros(2, 2), 1, tensor([1]), 3.).tolist()
+    [[0.0, 3.0], [0.0, 3.0]]
+    """
+    out = _fresh(input)
+    _index_fill_into(out, "index_fill", input, dim, index, value)
+    return _make(out)
+
+
+@defop("index_fill_", inplace=True)
+def index_fill_(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """In-place :func:`index_fill`.
+
+    >>> zeros(3).index_fill_(0, tensor([0, -1]), 1.).tolist()
+    [1.0, 0.0, 1.0]
+    """
+    _check_inplace(input, "index_fill_")
+    _index_fill_into(input._data, "index_fill_", input, dim, index, value)
+    input._bump()
+    return input
+
+
+# ------------------------------------------------------------------------------ masks
+def _bool_mask(mask, op: str, message: str):
+    _need_tensor(mask, op, "mask")
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError(message.format(_tname(mask._data.dtype)))
+    return mask._data
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The elements of ``input`` where ``mask`` (broadcast with it) is True, as a 1-D tensor.
+
+    >>> masked_select(tensor([[1, 2], [3, 4]]), tensor([True, False])).tolist()
+    [1, 3]
+    """
+    op = "masked_select"
+    m = _bool_mask(mask, op, "masked_select: expected BoolTensor for mask")
+    data = input._data
+    _same_device(op, data, m)
+    bshape = _broadcast_shape(data.shape, m.shape)
+    if tuple(data.shape) == bshape and tuple(m.shape) == bshape:
+        return getitem(input, mask)
+    xp = array_module(data)
+    coords = xp.nonzero(xp.broadcast_to(m, bshape))
+    k = len(bshape) - data.ndim
+    items: list = [True] * k
+    for d in range(data.ndim):
+        c = coords[k + d]
+        items.append(_make(c if data.shape[d] == bshape[k + d] else xp.zeros_like(c)))
+    return getitem(input, tuple(items))
+
+
+def _masked_scatter_into(out, op: str, m, source: Tensor) -> None:
+    _need_tensor(source, op, "source")
+    s = source._data
+    _same_device(op, out, s)
+    if s.dtype != out.dtype:
+        raise RuntimeError(f"{op}(): expected self and source to have same dtypes but got "
+                           f"{_tname(out.dtype)} and {_tname(s.dtype)}")
+    xp = array_module(out)
+    mb = xp.broadcast_to(m, out.shape)
+    count = int(mb.sum())
+    if s.size < count:
+        raise RuntimeError(f"{op}(): Number of elements of source < number of ones in mask "
+                           f"({s.size} < {count})")
+    if count:
+        out[mb] = s.reshape(-1)[:count]
+
+
+_MS_MASK = "masked_scatter(): only supports boolean masks, but got mask with dtype {}"
+
+
+@defop("masked_scatter")
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """Copies consecutive elements of ``source`` into ``input`` where ``mask`` is True.
+
+    >>> masked_scatter(zeros(4), tensor([True, False, True, False]), tensor([1., 2.])).tolist()
+    [1.0, 0.0, 2.0, 0.0]
+    """
+    op = "masked_scatter"
+    m = _bool_mask(mask, op, _MS_MASK)
+    data = input._data
+    _same_device(op, data, m)
+    bshape = _broadcast_shape(data.shape, m.shape)
+    xp = array_module(data)
+    out = xp.array(xp.broadcast_to(data, bshape), copy=True, order="C")
+    _masked_scatter_into(out, op, m, source)
+    return _make(out)
+
+
+@defop("masked_scatter_", inplace=True)
+def masked_scatter_(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """In-place :func:`masked_scatter`; ``mask`` must broadcast to ``input``'s shape.
+
+    >>> zeros(2).masked_scatter_(tensor([False, True]), tensor([7.])).tolist()
+    [0.0, 7.0]
+    """
+    op = "masked_scatter_"
+    m = _bool_mask(mask, op, _MS_MASK.replace("masked_scatter()", "masked_scatter_()"))
+    data = input._data
+    _same_device(op, data, m)
+    if _broadcast_shape(data.shape, m.shape) != tuple(data.shape):
+        raise RuntimeError(f"{op}(): mask of shape {list(m.shape)} cannot be broadcast to "
+                           f"self of shape {list(data.shape)}")
+    _check_inplace(input, op)
+    _masked_scatter_into(data, op, m, source)
+    input._bump()
+    return input
+
+
+# ------------------------------------------------------------------------------ nonzero
+@defop("nonzero", differentiable=False)
+def nonzero(input: Tensor, *, as_tuple: bool = False):
+    """The indices of the non-zero elements: an (n, ndim) int64 tensor, or a tuple of ndim 1-D
+    tensors with ``as_tuple=True``.
+
+    >>> nonzero(tensor([[0, 1], [2, 0]])).tolist()
+    [[0, 1], [1, 0]]
+    """
+    data = input._data
+    xp = array_module(data)
+    if data.ndim == 0:
+        c = 1 if bool(data) else 0
+        if as_tuple:
+            return (_make(xp.zeros(c, dtype=np.int64)),)
+        return _make(xp.zeros((c, 0), dtype=np.int64))
+    coords = xp.nonzero(data)
+    if as_tuple:
+        return tuple(_make(c.astype(np.int64, copy=False)) for c in coords)
+    # PyTorch returns the (n, ndim) result in column-major layout: strides (1, n)
+    return _make(xp.stack(coords).astype(np.int64, copy=False).T)
+
+
+def argwhere(input: Tensor) -> Tensor:
+    """The (n, ndim) indices of the non-zero elements (``nonzero(input)``).
+
+    >>> argwhere(tensor([0, 3, 0, 4])).tolist()
+    [[1], [3]]
+    """
+    return nonzero(input)
+
+
+# ------------------------------------------------------------------------------ take
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """Elements of ``input`` seen as 1-D at ``index`` (int64; negatives count from the end);
+    the result has ``index``'s shape.
+
+    >>> take(tensor([[1, 2], [3, 4]]), tensor([0, -1])).tolist()
+    [1, 4]
+    """
+    op = "take"
+    _need_tensor(index, op, "index")
+    a = index._data
+    if a.dtype != _INT64:
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {_tname(a.dtype)}")
+    data = input._data
+    _same_device(op, data, a)
+    n = data.size
+    v = _first_bad(a, -n, n)
+    if v is not None:
+        raise IndexError(f"{op}(): out of range: tried to access index {v} on a tensor of {n} "
+                         "elements.")
+    xp = array_module(data)
+    a = _wrap_negative(a, n)
+    if data.ndim == 0:
+        return getitem(getitem(input, None), _make(xp.zeros(a.shape, dtype=np.int64)))
+    coords = xp.unravel_index(a, data.shape)
+    return getitem(input, tuple(_make(c) for c in coords))
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """Values of ``input`` at ``indices`` along ``dim`` (other dims broadcast), like
+    ``numpy.take_along_axis``; with ``dim=None`` both are flattened first.
+
+    >>> take_along_dim(tensor([[10, 30, 20]]), tensor([[1, 2, 0]]), 1).tolist()
+    [[30, 20, 10]]
+    """
+    op = "take_along_dim"
+    _need_tensor(indices, op, "indices")
+    a = indices._data
+    if a.dtype != _INT64:
+        raise RuntimeError(f"{op}(): dtype of indices should be Long but got {_tname(a.dtype)}")
+    data = input._data
+    _same_device(op, data, a)
+    if dim is None:
+        return take(input, _make(a.reshape(-1)))
+    if data.ndim != a.ndim:
+        raise RuntimeError(
+            f"{op}(): input and indices should have the same number of dimensions, but got "
+            f"{data.ndim} dimensions for input, and {a.ndim} dimensions for indices")
+    dim = _wrap_dim(dim, data.ndim, op)
+    if data.ndim == 0:
+        _check_range(a, 1, 0, op)
+        return getitem(input, ())
+    xp = array_module(data)
+    bshape = []
+    for d in range(data.ndim):
+        if d == dim:
+            bshape.append(a.shape[d])
+        else:
+            bshape.append(_broadcast_shape((data.shape[d],), (a.shape[d],))[0])
+    _check_range(a, data.shape[dim], dim, op)
+    items = []
+    for d in range(data.ndim):
+        if d == dim:
+            items.append(_make(xp.broadcast_to(a, tuple(bshape))))
+            continue
+        shp = [1] * data.ndim
+        if data.shape[d] == bshape[d]:
+            shp[d] = bshape[d]
+            items.append(_make(xp.arange(bshape[d]).reshape(shp)))
+        else:  # a size-1 dim of input broadcast against indices
+            items.append(_make(xp.zeros(shp, dtype=np.int64)))
+    return getitem(input, tuple(items))
+
+
+# ------------------------------------------------------------------------------ flip / roll
+@defop("flip")
+def flip(input: Tensor, *dims, **kwargs) -> Tensor:
+    """A copy with the order of elements reversed along ``dims``.
+
+    >>> flip(tensor([[1, 2], [3, 4]]), [1]).tolist()
+    [[2, 1], [4, 3]]
+    """
+    op = "flip"
+    if "dims" in kwargs:
+        dims = (kwargs.pop("dims"),)
+    if kwargs:
+        raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
+    dims = _dims_arg(dims, op)
+    data = input._data
+    wrapped = [_wrap_dim(d, data.ndim, op) for d in dims]
+    seen = set()
+    for d in wrapped:
+        if d in seen:
+            raise RuntimeError(f"{op}(): dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    xp = array_module(data)
+    if data.ndim == 0 or not wrapped:
+        return _make(data.copy())
+    return _make(xp.flip(data, axis=tuple(wrapped)).copy(order="K"))
+
+
+def fliplr(input: Tensor) -> Tensor:
+    """Reverse the order of columns (dim 1); needs at least 2 dims.
+
+    >>> fliplr(tensor([[1, 2], [3, 4]])).tolist()
+    [[2, 1], [4, 3]]
+    """
+    if input._data.ndim < 2:
+        raise RuntimeError("fliplr(): Input must be >= 2-d.")
+    return flip(input, [1])
+
+
+def flipud(input: Tensor) -> Tensor:
+    """Reverse the order of rows (dim 0); needs at least 1 dim.
+
+    >>> flipud(tensor([1, 2, 3])).tolist()
+    [3, 2, 1]
+    """
+    if input._data.ndim < 1:
+        raise RuntimeError("flipud(): Input must be >= 1-d.")
+    return flip(input, [0])
+
+
+def _int_tuple(x) -> tuple[int, ...]:
+    if isinstance(x, (tuple, list)):
+        return tuple(operator.index(v) for v in x)
+    return (operator.index(x),)
+
+
+@defop("roll")
+def roll(input: Tensor, shifts, dims=None) -> Tensor:
+    """Shift elements circularly by ``shifts`` along ``dims`` (flattened when ``dims`` is None).
+
+    >>> roll(tensor([1, 2, 3, 4]), 1).tolist()
+    [4, 1, 2, 3]
+    """
+    op = "roll"
+    shifts = _int_tuple(shifts)
+    dims = () if dims is None else _int_tuple(dims)
+    data = input._data
+    xp = array_module(data)
+    if not dims:
+        if len(shifts) != 1:
+            raise RuntimeError(f"{op}(): shifts and dimensions must align. shifts: "
+                               f"{len(shifts)}, dims:0")
+        return _make(xp.roll(data.reshape(-1), shifts[0]).reshape(data.shape))
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"{op}(): shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    if data.ndim == 0:
+        raise IndexError(f"{op}(): Dimension specified as {dims[0]} but tensor has no dimensions")
+    axes = tuple(_wrap_dim(d, data.ndim, op) for d in dims)
+    return _make(xp.ascontiguousarray(xp.roll(data, shifts, axis=axes)))
+
+
+# ------------------------------------------------------------------------------ repeats
+@defop("repeat")
+def repeat(input: Tensor, *sizes) -> Tensor:
+    """Tile ``input`` ``sizes[i]`` times along each dim (``Tensor.repeat``); extra leading sizes
+    add dims.
+
+    >>> repeat(tensor([1, 2]), 2, 2).tolist()
+    [[1, 2, 1, 2], [1, 2, 1, 2]]
+    """
+    op = "repeat"
+    if not sizes:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+    reps = _dims_arg(sizes, op)
+    data = input._data
+    if len(reps) < data.ndim:
+        raise RuntimeError(f"{op}(): Number of dimensions of repeat dims can not be smaller than "
+                           "number of dimensions of tensor")
+    shape = (1,) * (len(reps) - data.ndim) + tuple(data.shape)
+    target = [s * r for s, r in zip(shape, reps)]
+    for t in target:
+        if t < 0:
+            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {t}: "
+                               f"{target}")
+    xp = array_module(data)
+    return _make(xp.ascontiguousarray(xp.tile(data.reshape(shape), reps)))
+
+
+def tile(input: Tensor, *dims) -> Tensor:
+    """Repeat ``input`` along each dim; ``dims`` shorter than ``input.dim()`` is padded with
+    leading ones.
+
+    >>> tile(tensor([[1, 2]]), (2,)).tolist()
+    [[1, 2, 1, 2]]
+    """
+    reps = _dims_arg(dims, "tile")
+    nd = input._data.ndim
+    if len(reps) < nd:
+        reps = (1,) * (nd - len(reps)) + reps
+    return repeat(input, reps)
+
+
+def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
+    """Repeat each element (or each slice along ``dim``) ``repeats`` times; ``repeats`` is an
+    int or a tensor with one count per element. ``repeat_interleave(counts)`` returns the
+    indices ``0, 0, 1, ...`` repeated by ``counts``.
+
+    >>> repeat_interleave(tensor([1, 2]), tensor([1, 3])).tolist()
+    [1, 2, 2, 2]
+    """
+    op = "repeat_interleave"
+    data = input._data
+    xp = array_module(data)
+    if repeats is None:
+        if data.dtype.kind not in "iu":
+            raise NotImplementedError(f'"{op}" not implemented for \'{_tname(data.dtype)}\'')
+        if data.ndim != 1:
+            raise RuntimeError(f"{op}(): repeat_interleave only accept 1D vector as repeat")
+        if data.size and int(data.min()) < 0:
+            raise RuntimeError(f"{op}(): repeats can not be negative")
+        idx = xp.repeat(xp.arange(data.shape[0], dtype=np.int64), data)
+        if output_size is not None and output_size != idx.size:
+            raise RuntimeError(f"{op}: Invalid output_size, expected {idx.size} but got "
+                               f"{output_size}")
+        return _make(idx)
+    if isinstance(repeats, Tensor):
+        r = repeats._data
+        _same_device(op, data, r)
+        if r.dtype.kind not in "iu":
+            raise NotImplementedError(f'"{op}" not implemented for \'{_tname(r.dtype)}\'')
+        if r.ndim > 1:
+            raise RuntimeError(f"{op}(): repeat_interleave only accept 1D vector as repeat")
+        reps = int(r.reshape(-1)[0]) if r.size == 1 else r.reshape(-1)
+    else:
+        reps = operator.index(repeats)
+    if isinstance(reps, int) and reps < 0:
+        raise RuntimeError(f"{op}(): Repeats must be non-negative")
+    if dim is None:
+        size = data.size
+    else:
+        dim = _wrap_dim(dim, data.ndim, op)
+        size = data.shape[dim] if data.ndim else 1
+    if not isinstance(reps, int):
+        if reps.shape[0] != size:
+            raise RuntimeError(
+                f"{op}(): repeats must have the same size as input along dim, but got "
+                f"repeats.size(0) = {reps.shape[0]} and input.size({dim or 0}) = {size}")
+        if reps.size and int(reps.min()) < 0:
+            raise RuntimeError(f"{op}(): repeats can not be negative")
+    idx = xp.repeat(xp.arange(size, dtype=np.int64), reps)
+    if output_size is not None and output_size != idx.size:
+        raise RuntimeError(f"{op}: Invalid output_size, expected {idx.size} but got "
+                           f"{output_size}")
+    if dim is None or data.ndim == 0:
+        if data.ndim == 0:
+            return getitem(getitem(input, None), _make(xp.zeros_like(idx)))
+        return getitem(input, tuple(_make(c) for c in xp.unravel_index(idx, data.shape)))
+    return index_select(input, dim, _make(idx))
+
+
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A copy of ``input.narrow(dim, start, length)``: ``length`` elements from ``start``.
+
+    >>> narrow_copy(tensor([[1, 2, 3], [4, 5, 6]]), 1, 1, 2).tolist()
+    [[2, 3], [5, 6]]
+    """
+    op = "narrow_copy"
+    data = input._data
+    if data.ndim == 0:
+        raise RuntimeError(f"{op}(): narrow() cannot be applied to a 0-dim tensor.")
+    dim = _wrap_dim(dim, data.ndim, op)
+    start, length = operator.index(start), operator.index(length)
+    size = data.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(f"{op}(): start out of range (expected to be in range of "
+                         f"[{-size}, {size}], but got {start})")
+    if start < 0:
+        start += size
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"{op}(): start ({start}) + length ({length}) exceeds dimension "
+                           f"size ({size}).")
+    from ._creation import clone
+
+    return clone(getitem(input, (slice(None),) * dim + (slice(start, start + length),)))

@@ -225,6 +225,8 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     tensor([1., 3.])
     """
     a, b = input._data, vec._data
+    if a.ndim == 0:
+        raise IndexError("mv(): Dimension specified as 0 but tensor has no dimensions")
     if a.ndim != 2 or b.ndim != 1:
         raise RuntimeError(f"mv(): vector + matrix @ vector expected, got 1, {a.ndim}, {b.ndim}")
     if a.dtype != b.dtype:

@@ -13,6 +13,12 @@ from ._tensor import Tensor
 _FAMILIES = (P, _shape, _reduction, _linalg, _indexing, _random, _creation)
 
 
+# functions whose first argument is a tensor but which PyTorch has no method for
+_NOT_METHODS = {"rand_like", "randn_like", "randint_like", "poisson", "zeros_like",
+                "ones_like", "empty_like", "full_like", "as_tensor", "asarray", "from_numpy",
+                "broadcast_tensors", "meshgrid", "atleast_1d", "atleast_2d", "slice_view"}
+
+
 def _first_param(fn) -> str | None:
     code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
     if code is None or code.co_argcount == 0:
@@ -41,7 +47,7 @@ def bind_methods() -> None:
             fn = getattr(mod, name)
             if name in Tensor.__dict__ or not callable(fn):
                 continue
-            if _first_param(fn) in ("input", "self", "tensor"):
+            if _first_param(fn) in ("input", "self", "tensor") and name not in _NOT_METHODS:
                 setattr(Tensor, name, fn)
     ops = {
         "__add__": P.add, "__sub__": P.sub, "__mul__": P.mul, "__truediv__": P.true_divide,

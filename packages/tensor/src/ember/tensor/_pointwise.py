@@ -46,7 +46,8 @@ def _scalar_dtype(t_dtype: np.dtype, s) -> np.dtype:
 
 
 def _operands(a, b, op: str, float_result: bool = False):
-    """``(xa, xb, dtype)``: raw operands cast to PyTorch's result dtype."""
+    """``(xa, xb, dtype)``: raw operands (arrays, or Python scalars) cast to PyTorch's result
+    dtype. Python scalars stay scalars: NumPy treats them as weak, like PyTorch."""
     if isinstance(a, Tensor):
         da = a._data
         if isinstance(b, Tensor):
@@ -63,24 +64,24 @@ def _operands(a, b, op: str, float_result: bool = False):
             raise TypeError(f"{op}(): unsupported operand type(s): 'Tensor' and "
                             f"'{type(b).__name__}'")
     elif isinstance(b, Tensor):
-        db = b._data
         if not isinstance(a, (numbers.Number, np.generic)):
             raise TypeError(f"{op}(): unsupported operand type(s): '{type(a).__name__}' and "
                             "'Tensor'")
+        db = b._data
         dt = _scalar_dtype(db.dtype, a)
         da = a
     else:
         raise TypeError(f"{op}(): expected at least one Tensor argument")
     if float_result and dt.kind != "f":
         dt = D.get_default_dtype().np
-    if isinstance(da, (_ndarray,)) or hasattr(da, "dtype") and not isinstance(da, np.generic):
-        if da.dtype != dt:
-            da = da.astype(dt)
-    elif dt.kind != "f" and isinstance(da, float):
-        pass
-    if hasattr(db, "shape") and not isinstance(db, np.generic):
-        if db.dtype != dt:
-            db = db.astype(dt)
+    if isinstance(da, np.generic):
+        da = da.item()
+    elif not isinstance(da, numbers.Number) and da.dtype != dt:
+        da = da.astype(dt)
+    if isinstance(db, np.generic):
+        db = db.item()
+    elif not isinstance(db, numbers.Number) and db.dtype != dt:
+        db = db.astype(dt)
     return da, db, dt
 
 
@@ -113,11 +114,12 @@ def _write(self: Tensor, value, op: str) -> Tensor:
     d = self._data
     if hasattr(value, "shape") and value.shape != d.shape:
         try:
-            np.broadcast_shapes(value.shape, d.shape) == d.shape or (_ for _ in ()).throw(ValueError)
+            ok = np.broadcast_shapes(value.shape, d.shape) == d.shape
         except ValueError:
-            raise RuntimeError(
-                f"{op}(): output with shape {list(d.shape)} doesn't match the broadcast shape "
-                f"{list(np.broadcast_shapes(value.shape, d.shape))}") from None
+            ok = False
+        if not ok:
+            raise RuntimeError(f"{op}(): the source of shape {list(value.shape)} can't be "
+                               f"broadcast to the destination of shape {list(d.shape)}")
     d[...] = value
     self._bump()
     return self
@@ -748,15 +750,7 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     v = value._data if isinstance(value, Tensor) else value
     d = input._data
     xp = array_module(d)
-    out = xp.where(m, xp.asarray(v, dtype=d.dtype) if not hasattr(v, "dtype") or True
-                   else v, d)
-    return _make(out.astype(d.dtype, copy=False))
-
-
-for _f in (copy_, fill_, zero_, masked_fill_):
-    pass
-fill_.op.differentiable = True
-zero_.op.differentiable = True
+    return _make(xp.where(m, xp.asarray(v, dtype=d.dtype), d))
 
 
 __all__ = sorted(

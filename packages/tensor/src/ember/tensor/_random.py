@@ -292,6 +292,11 @@ def _uniform(g: Generator, dev: device, shape, np_dtype, low=0.0, high=1.0):
         rs = g._cuda()
         with _xp(dev).cuda.Device(dev.index or 0):
             arr = rs.random_sample(shape, dtype=draw)
+    if np_dtype == np.float16:
+        # keep 11 random bits so that the cast cannot round up to 1.0 (float16's mantissa)
+        arr *= 2048.0
+        array_module(arr).floor(arr, out=arr)
+        arr *= 1.0 / 2048.0
     if low != 0.0 or high != 1.0:
         arr *= high - low
         arr += low

@@ -774,6 +774,8 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
 @defop("kthvalue")
 def _kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     d = input._data
+    if d.dtype.kind == "b":
+        raise NotImplementedError("kthvalue(): not implemented for 'Bool'")
     ax = _one_dim(dim, d.ndim, "kthvalue")
     _check_nonempty(d, (ax,), "kthvalue")
     n = d.shape[ax] if d.ndim else 1

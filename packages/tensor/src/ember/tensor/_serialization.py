@@ -73,7 +73,8 @@ class _Encoder:
             key = self.key_for(path)
             data = t._data
             host = data if isinstance(data, np.ndarray) else data.get()
-            arr = np.ascontiguousarray(host)
+            # a C-contiguous copy of the elements (np.ascontiguousarray would make 0-d 1-d)
+            arr = host if host.flags.c_contiguous else host.copy(order="C")
             self.arrays[key] = arr
             self.by_id[id(t)] = key
             self.keep.append(t)
@@ -208,14 +209,23 @@ class _Corrupt(Exception):
 
 def _read_header(raw: bytes, total: int) -> tuple[dict, int]:
     """Parse and validate a safetensors header; returns (header, data start)."""
+    try:
+        return _parse_header(raw, total)
+    except _Corrupt:
+        if raw[:4] == b"PK\x03\x04" or (raw[:1] == b"\x80" and raw[1:2] in (b"\x02", b"\x03",
+                                                                           b"\x04", b"\x05")):
+            raise _Corrupt(
+                "it looks like a pickle / zip checkpoint (PyTorch's torch.save format); ember "
+                "never unpickles. Convert it in PyTorch with safetensors "
+                "(safetensors.torch.save_file(model.state_dict(), path)) and read that file "
+                "with safetensors") from None
+        raise
+
+
+def _parse_header(raw: bytes, total: int) -> tuple[dict, int]:
     if total < 8:
         raise _Corrupt(f"the file is only {total} bytes long, too short for a safetensors "
                        "header (truncated or not a checkpoint)")
-    if raw[:4] == b"PK\x03\x04" or raw[:1] == b"\x80":
-        raise _Corrupt("it looks like a pickle / zip checkpoint (PyTorch's torch.save format); "
-                       "ember never unpickles. Convert it in PyTorch with safetensors "
-                       "(safetensors.torch.save_file(model.state_dict(), path)) and load the "
-                       "state dict from that file")
     (n,) = struct.unpack("<Q", raw[:8])
     if n > _MAX_HEADER:
         raise _Corrupt(f"the header length field says {n} bytes, which is not plausible "
@@ -305,7 +315,7 @@ def _decode(node, arrays, map_location, loaded: dict, check_crc: bool):
         if node.get("dtype") and arr.dtype != D.to_dtype(node["dtype"]).np:
             raise _Corrupt(f"tensor {key!r} is stored as {arr.dtype}, the metadata says "
                            f"{node['dtype']} (corrupted)")
-        if check_crc and arr.size and zlib.crc32(np.ascontiguousarray(arr).data) != \
+        if check_crc and arr.size and zlib.crc32(_c_contig(arr).data) != \
                 node.get("crc32"):
             raise _Corrupt(f"the bytes of tensor {key!r} fail their CRC-32 check (corrupted)")
         t = Tensor._make(arr)
@@ -333,6 +343,10 @@ def _decode(node, arrays, map_location, loaded: dict, check_crc: bool):
         return device(node["v"])
     raise _Corrupt(f"unknown node type {kind!r} in the ember metadata (corrupted, or written "
                    "by a newer ember)")
+
+
+def _c_contig(arr):
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
 def _key(k):

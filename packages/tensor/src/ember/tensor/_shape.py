@@ -6,6 +6,7 @@ PyTorch's strides; ``cat`` and ``stack`` copy.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -34,8 +35,26 @@ def _restride(t: Tensor, shape, strides, rel_offset: int = 0) -> Tensor:
     """A view of ``t`` with PyTorch ``shape``/``strides`` (elements), starting ``rel_offset``
     elements after ``t``'s first element."""
     d = t._data
-    xp = np if isinstance(d, np.ndarray) else array_module(d)
     item = d.itemsize
+    sb = tuple(s * item for s in strides)
+    if not rel_offset and 0 not in sb and d.flags.c_contiguous and \
+            math.prod(shape) == d.size:
+        # fast path: reshaping a contiguous array is a view with PyTorch's strides
+        arr = d.reshape(shape)
+        if arr.strides == sb:
+            return t._view_of(arr)
+    if isinstance(d, np.ndarray):
+        root = _root(d)
+        try:
+            arr = np.ndarray(tuple(shape), d.dtype, buffer=root,
+                             offset=_ptr(d) - _ptr(root) + rel_offset * item, strides=sb)
+        except (TypeError, ValueError):  # root without a plain buffer: use as_strided
+            pass
+        else:
+            if not d.flags.writeable:
+                arr.flags.writeable = False
+            return t._view_of(arr)
+    xp = np if isinstance(d, np.ndarray) else array_module(d)
     if rel_offset:
         root = _root(d)
         flat = root.reshape(-1, order="A")
@@ -43,8 +62,7 @@ def _restride(t: Tensor, shape, strides, rel_offset: int = 0) -> Tensor:
         base = flat[start:]
     else:
         base = d
-    arr = xp.lib.stride_tricks.as_strided(base, tuple(shape), _strides_bytes(strides, item))
-    return t._view_of(arr)
+    return t._view_of(xp.lib.stride_tricks.as_strided(base, tuple(shape), sb))
 
 
 def _contig_strides(shape) -> list[int]:

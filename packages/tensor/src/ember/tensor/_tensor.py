@@ -165,6 +165,7 @@ class Tensor:
     _base = None
     _vc = None
     _retains_grad = False
+    _output_nr = 0
     _backward_hooks = None
     _requires_grad = False
     __array_priority__ = 1000
@@ -465,7 +466,8 @@ class Tensor:
 
     def __reduce_ex__(self, protocol):
         data = self._data if isinstance(self._data, _ndarray) else self._data.get()
-        return (_rebuild, (np.ascontiguousarray(data), str(self.device), self._requires_grad))
+        data = data if data.flags.c_contiguous else data.copy(order="C")
+        return (_rebuild, (data, str(self.device), self._requires_grad))
 
     def __repr__(self) -> str:
         from ._printing import tensor_repr

@@ -1,0 +1,343 @@
+"""Matrix products and linear-algebra helpers against NumPy, on contiguous, transposed and
+step-sliced operands, over the dtypes PyTorch supports for them, plus PyTorch's shape and
+dtype errors."""
+from __future__ import annotations
+
+import ember.tensor as et
+import numpy as np
+import pytest
+from ember.tensor import _linalg as L
+from ember.tensor._tensor import Tensor
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+DTYPES = [np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
+LAYOUTS = ["contiguous", "transposed", "stepped"]
+
+
+def make(shape, dtype, layout, seed=0):
+    """(ember tensor, numpy array) with equal values in the given memory layout."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+
+    def data(s):
+        if dtype.kind in "iu":
+            return rng.integers(0, 4, s).astype(dtype)
+        if dtype.kind == "b":
+            return rng.random(s) > 0.5
+        return rng.standard_normal(s).astype(dtype)
+
+    if layout == "contiguous" or len(shape) < 1:
+        a = np.array(data(shape), order="C")
+    elif layout == "transposed" and len(shape) >= 2:
+        a = np.swapaxes(data(shape[:-2] + (shape[-1], shape[-2])), -1, -2)
+    else:
+        a = data(shape[:-1] + (shape[-1] * 2,))[..., ::2]
+    return Tensor._make(a), a
+
+
+def check(t, expected, dtype=None):
+    assert isinstance(t, Tensor)
+    expected = np.asarray(expected)
+    dtype = np.dtype(dtype or expected.dtype)
+    got = t.numpy()
+    assert got.dtype == dtype, (got.dtype, dtype)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    if dtype.kind == "f":
+        tol = {2: 2e-2, 4: 1e-4, 8: 1e-10}[dtype.itemsize]
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
+                                   rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+def ref_matmul(a, b):
+    if a.dtype.kind == "f":
+        return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
+    return np.matmul(a, b)
+
+
+MATMUL_SHAPES = [
+    ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)), ((5, 2, 3), (3,)),
+    ((3,), (5, 3, 4)), ((5, 2, 3), (3, 4)), ((2, 3), (5, 3, 4)), ((5, 2, 3), (5, 3, 4)),
+    ((2, 1, 2, 3), (5, 3, 4)), ((0, 3), (3, 4)), ((2, 0), (0, 4)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_matmul_against_numpy(dtype, layout):
+    for s1, s2 in MATMUL_SHAPES:
+        x, a = make(s1, dtype, layout, seed=1)
+        y, b = make(s2, dtype, layout, seed=2)
+        check(L.matmul(x, y), ref_matmul(a, b))
+        if len(s1) == 2 and len(s2) == 2:
+            check(L.mm(x, y), ref_matmul(a, b))
+        if len(s1) == 3 and len(s2) == 3:
+            check(L.bmm(x, y), ref_matmul(a, b))
+        if len(s1) == 2 and len(s2) == 1:
+            check(L.mv(x, y), ref_matmul(a, b))
+        if len(s1) == 1 and len(s2) == 1:
+            check(L.dot(x, y), ref_matmul(a, b))
+
+
+def test_matmul_operator_and_method():
+    x, a = make((2, 3), np.float32, "transposed")
+    y, b = make((3, 4), np.float32, "stepped")
+    check(x @ y, a @ b)
+    check(x.matmul(y), a @ b)
+    check(x.mm(y), a @ b)
+
+
+def test_matmul_float16_accumulates_in_float32():
+    a = np.full((1, 4096), 0.1, np.float16)
+    b = np.ones((4096, 1), np.float16)
+    r = L.matmul(Tensor._make(a), Tensor._make(b))
+    assert r.dtype == et.float16
+    exact = float(a.astype(np.float64).sum())
+    assert abs(float(r.item()) - exact) / exact < 2e-3
+
+
+def test_matmul_result_is_fresh_and_expanded_inputs():
+    a = np.ones((1, 3), np.float32)
+    expanded = np.broadcast_to(a, (4, 3))  # stride 0: not BLAS-ready, must still work
+    r = L.matmul(Tensor._make(expanded), Tensor._make(np.ones((3, 2), np.float32)))
+    check(r, np.full((4, 2), 3, np.float32))
+    assert r.numpy().flags.c_contiguous
+
+
+MATMUL_ERRORS = [
+    ((2, 3), (4, 5), r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"),
+    ((3,), (4,), r"inconsistent tensor size, expected tensor \[3\] and src \[4\]"),
+    ((4,), (3, 4), r"mat1 and mat2 shapes cannot be multiplied \(1x4 and 3x4\)"),
+    ((2, 3), (4,), r"size mismatch, got input \(2\), mat \(2x3\), vec \(4\)"),
+    ((5, 2, 3), (4,), r"size mismatch, got input \(10\), mat \(10x3\), vec \(4\)"),
+    ((5, 2, 3), (4, 5), r"mat1 and mat2 shapes cannot be multiplied \(10x3 and 4x5\)"),
+    ((5, 2, 3), (6, 3, 4), r"size of tensor a \(5\) must match the size of tensor b \(6\) at "
+                           r"non-singleton dimension 0"),
+    ((4,), (5, 3, 4), r"Expected size for first two dimensions of batch2 tensor to be: "
+                      r"\[5, 4\] but got: \[5, 3\]"),
+    ((), (3,), r"both arguments to matmul need to be at least 1D, but they are 0D and 1D"),
+]
+
+
+@pytest.mark.parametrize("s1,s2,msg", MATMUL_ERRORS)
+def test_matmul_shape_errors(s1, s2, msg):
+    x, _ = make(s1, np.float32, "contiguous")
+    y, _ = make(s2, np.float32, "contiguous")
+    with pytest.raises(RuntimeError, match=msg):
+        L.matmul(x, y)
+
+
+def test_product_dtype_errors():
+    f = Tensor._make(np.ones((2, 3), np.float32))
+    d = Tensor._make(np.ones((3, 4), np.float64))
+    i32 = Tensor._make(np.ones((3, 4), np.int32))
+    i64 = Tensor._make(np.ones((2, 3), np.int64))
+    with pytest.raises(RuntimeError, match=r"mm\(\): expected m1 and m2 to have the same dtype, "
+                                           r"but got: float != double"):
+        L.mm(f, d)
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype, but got: "
+                                           "float != double"):
+        L.matmul(f, d)
+    with pytest.raises(RuntimeError, match="long int != int"):
+        L.matmul(i64, i32)
+    with pytest.raises(NotImplementedError, match="Bool"):
+        L.matmul(Tensor._make(np.ones((2, 2), bool)), Tensor._make(np.ones((2, 2), bool)))
+    with pytest.raises(RuntimeError, match=r"bmm\(\): expected scalar type Float but found "
+                                           "Double"):
+        L.bmm(Tensor._make(np.ones((1, 2, 3), np.float32)),
+              Tensor._make(np.ones((1, 3, 4), np.float64)))
+    with pytest.raises(RuntimeError, match="dot.*same dtype, but found Float and Double"):
+        L.dot(Tensor._make(np.ones(3, np.float32)), Tensor._make(np.ones(3, np.float64)))
+    with pytest.raises(RuntimeError, match="einsum.*expected scalar type Float but found Double"):
+        L.einsum("ij,jk->ik", f, d)
+    with pytest.raises(RuntimeError, match="tensordot.*same dtype"):
+        L.tensordot(f, d, 1)
+
+
+def test_strict_rank_errors():
+    m = Tensor._make(np.ones((2, 3), np.float32))
+    v = Tensor._make(np.ones(3, np.float32))
+    b = Tensor._make(np.ones((5, 2, 3), np.float32))
+    with pytest.raises(RuntimeError, match=r"mm\(\): self must be a matrix"):
+        L.mm(v, m)
+    with pytest.raises(RuntimeError, match=r"mm\(\): mat2 must be a matrix"):
+        L.mm(m, v)
+    with pytest.raises(RuntimeError, match=r"bmm\(\): batch1 must be a 3D tensor"):
+        L.bmm(m, m)
+    with pytest.raises(RuntimeError, match=r"Expected size for first two dimensions of batch2 "
+                                           r"tensor to be: \[5, 3\] but got: \[6, 3\]"):
+        L.bmm(b, Tensor._make(np.ones((6, 3, 4), np.float32)))
+    with pytest.raises(RuntimeError, match="vector \\+ matrix @ vector expected, got 1, 2, 2"):
+        L.mv(m, m)
+    with pytest.raises(RuntimeError, match="1D tensors expected, but got 2D and 2D tensors"):
+        L.dot(m, m)
+    with pytest.raises(RuntimeError, match=r"mm\(\): mat1 and mat2 shapes cannot be multiplied "
+                                           r"\(2x3 and 2x3\)"):
+        L.mm(m, m)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [np.bool_], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("layout", ["contiguous", "stepped"])
+def test_outer(dtype, layout):
+    x, a = make((3,), dtype, layout, seed=1)
+    y, b = make((4,), dtype, layout, seed=2)
+    check(L.outer(x, y), np.multiply.outer(a, b))
+    check(L.ger(x, y), np.multiply.outer(a, b))
+    z = Tensor._make(np.arange(4, dtype=np.float32))
+    r = L.outer(Tensor._make(np.arange(3)), z)
+    check(r, np.multiply.outer(np.arange(3), np.arange(4)).astype(np.float32))
+    with pytest.raises(RuntimeError, match="outer.*Expected 1-D argument self, but got 2-D"):
+        L.outer(Tensor._make(np.ones((2, 2))), z)
+
+
+EINSUMS = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]), ("ii", [(3, 3)]),
+    ("ii->i", [(3, 3)]), ("ij->ji", [(2, 3)]), ("bij,bjk->bik", [(5, 2, 3), (5, 3, 4)]),
+    ("...j,jk->...k", [(5, 2, 3), (3, 4)]), ("i,j->ij", [(3,), (4,)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]), ("ijk->", [(2, 3, 4)]),
+]
+
+
+@pytest.mark.parametrize("eq,shapes", EINSUMS)
+@pytest.mark.parametrize("dtype", [np.int64, np.float16, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_einsum(eq, shapes, dtype, layout):
+    pairs = [make(s, dtype, layout, seed=i) for i, s in enumerate(shapes)]
+    ts, arrays = [p[0] for p in pairs], [p[1] for p in pairs]
+    up = [x.astype(np.float64) if x.dtype.kind == "f" else x for x in arrays]
+    exp = np.asarray(np.einsum(eq, *up)).astype(dtype)
+    r = L.einsum(eq, *ts)
+    check(r, exp)
+    check(L.einsum(eq, ts), exp)
+    for x in arrays:  # a view-returning einsum ('ij->ji') must not alias the operand
+        assert not np.may_share_memory(r.numpy(), x)
+
+
+def test_einsum_errors():
+    a = Tensor._make(np.ones((2, 3), np.float32))
+    b = Tensor._make(np.ones((4, 5), np.float32))
+    with pytest.raises(RuntimeError, match="einsum"):
+        L.einsum("ij,jk->ik", a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_tensordot(dtype, layout):
+    x, a = make((2, 3, 4), dtype, layout, seed=1)
+    y, b = make((3, 4, 5), dtype, layout, seed=2)
+    up = (lambda z: z.astype(np.float64)) if np.dtype(dtype).kind == "f" else (lambda z: z)
+    for dims, axes in ((2, 2), (0, 0), ([[1, 2], [0, 1]], ([1, 2], [0, 1])),
+                       (([-1], [1]), ([-1], [1]))):
+        check(L.tensordot(x, y, dims), np.tensordot(up(a), up(b), axes).astype(dtype))
+    with pytest.raises(RuntimeError, match=r"contracted dimensions need to match, but first has "
+                                           r"size 4 in dim -1 and second has size 3 in dim 0"):
+        L.tensordot(x, y, 1)
+    with pytest.raises(RuntimeError, match="dims >= 0"):
+        L.tensordot(x, y, -1)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_add_forms(dtype, layout):
+    m1, a1 = make((2, 3), dtype, layout, seed=1)
+    m2, a2 = make((3, 4), dtype, layout, seed=2)
+    inp, ai = make((4,), dtype, layout, seed=3)
+    vec, av = make((3,), dtype, layout, seed=4)
+    b1, ab1 = make((5, 2, 3), dtype, layout, seed=5)
+    b2, ab2 = make((5, 3, 4), dtype, layout, seed=6)
+    beta, alpha = (2, 3) if np.dtype(dtype).kind == "i" else (0.5, 2.0)
+    mm = ref_matmul(a1, a2)
+    check(L.addmm(inp, m1, m2), ai + mm)
+    check(L.addmm(inp, m1, m2, beta=beta, alpha=alpha), (beta * ai + alpha * mm).astype(dtype))
+    inp2, ai2 = make((2,), dtype, layout, seed=7)
+    check(L.addmv(inp2, m1, vec, beta=beta, alpha=alpha),
+          (beta * ai2 + alpha * ref_matmul(a1, av)).astype(dtype))
+    check(L.baddbmm(inp, b1, b2, beta=beta, alpha=alpha),
+          (beta * ai + alpha * ref_matmul(ab1, ab2)).astype(dtype))
+    check(L.addbmm(inp, b1, b2, beta=beta, alpha=alpha),
+          (beta * ai + alpha * ref_matmul(ab1, ab2).sum(0)).astype(dtype))
+
+
+def test_add_forms_special_cases():
+    a = Tensor._make(np.ones((2, 3), np.float32))
+    c = Tensor._make(np.ones((3, 4), np.float32))
+    nan = Tensor._make(np.full((2, 4), np.nan, np.float32))
+    check(L.addmm(nan, a, c, beta=0), np.full((2, 4), 3, np.float32))
+    ai = Tensor._make(np.ones((2, 3), np.int64))
+    ci = Tensor._make(np.ones((3, 4), np.int64))
+    one = Tensor._make(np.ones((2, 4), np.int64))
+    # like PyTorch, beta and alpha are truncated to the integer dtype
+    check(L.addmm(one, ai, ci, beta=0.5), np.full((2, 4), 3, np.int64))
+    check(L.addmm(one, ai, ci, alpha=2.5), np.full((2, 4), 7, np.int64))
+    with pytest.raises(RuntimeError, match=r"expanded size of the tensor \(4\) must match the "
+                                           r"existing size \(3\) at non-singleton dimension 1"):
+        L.addmm(Tensor._make(np.ones(3, np.float32)), a, c)
+    with pytest.raises(RuntimeError, match="addmm.*same dtype, but got Double and Float"):
+        L.addmm(Tensor._make(np.ones(4, np.float64)), a, c)
+    b1 = Tensor._make(np.ones((5, 2, 3), np.float32))
+    with pytest.raises(RuntimeError, match="same number of batches, got 5 and 6"):
+        L.addbmm(Tensor._make(np.ones((2, 4), np.float32)), b1,
+                 Tensor._make(np.ones((6, 3, 4), np.float32)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_trace_diag(dtype, layout):
+    for shape in ((3, 3), (2, 4), (4, 2)):
+        x, a = make(shape, dtype, layout)
+        out = np.int64 if np.dtype(dtype).kind in "iu" else dtype
+        check(L.trace(x), np.asarray(np.trace(a.astype(np.float64) if out == dtype else a))
+              .astype(out))
+        for k in (-5, -1, 0, 1, 3):
+            d = L.diag(x, k)
+            check(d, np.diagonal(a, k))
+            assert d.numpy().flags.owndata or not np.may_share_memory(d.numpy(), a)
+    v, a = make((3,), dtype, layout)
+    for k in (-2, 0, 1):
+        check(L.diag(v, k), np.diag(a, k))
+    with pytest.raises(RuntimeError, match=r"diag\(\): Supports 1D or 2D tensors. Got 3D"):
+        L.diag(Tensor._make(np.ones((2, 2, 2))))
+    with pytest.raises(RuntimeError, match="trace.*expected a matrix, but got tensor with dim 1"):
+        L.trace(v)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, np.float64],
+                         ids=lambda d: np.dtype(d).name)
+def test_cross(dtype):
+    x, a = make((4, 3), dtype, "stepped", seed=1)
+    y, b = make((4, 3), dtype, "transposed", seed=2)
+    check(L.cross(x, y), np.cross(a, b))
+    check(L.cross(x, y, dim=-1), np.cross(a, b))
+    z, c = make((3, 5), dtype, "contiguous", seed=3)
+    w, e = make((1, 5), dtype, "contiguous", seed=4)
+    with pytest.raises(RuntimeError, match="must have size 3 at dimension"):
+        L.cross(z, w, dim=0)
+    check(L.cross(z, z.__class__._make(np.ascontiguousarray(c[::-1])), dim=0),
+          np.cross(c, c[::-1], axis=0))
+    with pytest.raises(RuntimeError, match="no dimension of size 3"):
+        L.cross(Tensor._make(np.ones((2, 4))), Tensor._make(np.ones((2, 4))))
+
+
+def test_registry_entries():
+    from ember.tensor._registry import OPS
+
+    for name in ("matmul", "outer", "einsum", "tensordot", "trace", "diag", "cross"):
+        assert OPS[name].differentiable, name
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.integers(0, 3))
+def test_property_matmul_associative_with_identity(n, k, m, batch):
+    rng = np.random.default_rng(n * 100 + k * 10 + m)
+    shape = (batch, n, k) if batch else (n, k)
+    a = rng.integers(-3, 4, shape)
+    b = rng.integers(-3, 4, (k, m))
+    x, y = Tensor._make(a), Tensor._make(b)
+    eye = Tensor._make(np.eye(m, dtype=np.int64))
+    np.testing.assert_array_equal(L.matmul(L.matmul(x, y), eye).numpy(), a @ b)
