@@ -33,15 +33,23 @@ def _check_same_device(op: str, da, db) -> None:
         raise _device_error(op, da, db)
 
 
+_INT64 = np.dtype(np.int64)
+# concrete scalar types checked first: isinstance against numbers' ABCs is slow
+_SCALARS = (float, int, bool, np.generic)
+
+
 def _scalar_dtype(t_dtype: np.dtype, s) -> np.dtype:
     """Result dtype of (tensor of ``t_dtype``) op (Python scalar ``s``)."""
     kind = t_dtype.kind
-    if isinstance(s, bool):
+    cls = type(s)
+    if cls is float or isinstance(s, np.floating):
+        return t_dtype if kind == "f" else D._default[0].np
+    if cls is bool or isinstance(s, np.bool_):
         return t_dtype
-    if isinstance(s, numbers.Integral):
-        return np.dtype(np.int64) if kind == "b" else t_dtype
+    if cls is int or isinstance(s, (numbers.Integral, np.integer)):
+        return _INT64 if kind == "b" else t_dtype
     if isinstance(s, numbers.Real):
-        return t_dtype if kind == "f" else D.get_default_dtype().np
+        return t_dtype if kind == "f" else D._default[0].np
     raise TypeError(f"unsupported operand type {type(s).__name__}")
 
 
@@ -57,14 +65,14 @@ def _operands(a, b, op: str, float_result: bool = False):
             dt = da.dtype
             if dt != db.dtype:
                 dt = D.result_type(a, b).np
-        elif isinstance(b, (numbers.Number, np.generic)):
+        elif isinstance(b, _SCALARS) or isinstance(b, numbers.Number):
             dt = _scalar_dtype(da.dtype, b)
             db = b
         else:
             raise TypeError(f"{op}(): unsupported operand type(s): 'Tensor' and "
                             f"'{type(b).__name__}'")
     elif isinstance(b, Tensor):
-        if not isinstance(a, (numbers.Number, np.generic)):
+        if not (isinstance(a, _SCALARS) or isinstance(a, numbers.Number)):
             raise TypeError(f"{op}(): unsupported operand type(s): '{type(a).__name__}' and "
                             "'Tensor'")
         db = b._data
@@ -74,14 +82,18 @@ def _operands(a, b, op: str, float_result: bool = False):
         raise TypeError(f"{op}(): expected at least one Tensor argument")
     if float_result and dt.kind != "f":
         dt = D.get_default_dtype().np
-    if isinstance(da, np.generic):
-        da = da.item()
-    elif not isinstance(da, numbers.Number) and da.dtype != dt:
-        da = da.astype(dt)
-    if isinstance(db, np.generic):
-        db = db.item()
-    elif not isinstance(db, numbers.Number) and db.dtype != dt:
-        db = db.astype(dt)
+    cls = type(da)
+    if cls is not float and cls is not int and cls is not bool:
+        if isinstance(da, np.generic):
+            da = da.item()
+        elif da.dtype != dt:
+            da = da.astype(dt)
+    cls = type(db)
+    if cls is not float and cls is not int and cls is not bool:
+        if isinstance(db, np.generic):
+            db = db.item()
+        elif db.dtype != dt:
+            db = db.astype(dt)
     return da, db, dt
 
 
@@ -305,7 +317,17 @@ def pow_(input, exponent):
     return _pow_(input, exponent)
 
 
-float_power = pow
+def float_power(input, exponent):
+    """Power computed in float64 (the result is float64 whatever the input dtypes).
+
+    >>> float_power(tensor([2]), 2)
+    tensor([4.], dtype=ember.float64)
+    """
+    if isinstance(input, Tensor):
+        input = input.to(dtype=D.float64)
+    if isinstance(exponent, Tensor):
+        exponent = exponent.to(dtype=D.float64)
+    return _pow(input, exponent)
 
 
 # ---------------------------------------------------------------------------------- compare

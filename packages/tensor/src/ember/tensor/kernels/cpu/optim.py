@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 from numba import prange
 
-from ._common import njit, njit_parallel, parallel_call, use_parallel
+from ._common import parallel_call, use_parallel
 
 __all__ = ["adam_step", "sgd_step"]
 
@@ -86,10 +87,14 @@ def _sgd_body(p, g, buf, neg_lr, momentum, one_minus_dampening, weight_decay, ne
         p[i] = pi + neg_lr * gi
 
 
-_adam_serial = njit(_adam_body)
-_adam_parallel = njit_parallel(_adam_body)
-_sgd_serial = njit(_sgd_body)
-_sgd_parallel = njit_parallel(_sgd_body)
+# error_model="numpy": a float division by zero gives inf/nan as in PyTorch instead of raising
+# ZeroDivisionError, and the loops carry no per-element zero test, so LLVM vectorizes them
+# (with Python's error model the Adam loop stays scalar and runs about 5x slower).
+_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}
+_adam_serial = numba.njit(**_OPTIONS)(_adam_body)
+_adam_parallel = numba.njit(parallel=True, **_OPTIONS)(_adam_body)
+_sgd_serial = numba.njit(**_OPTIONS)(_sgd_body)
+_sgd_parallel = numba.njit(parallel=True, **_OPTIONS)(_sgd_body)
 
 
 def _flat(op: str, name: str, arr: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
