@@ -699,17 +699,18 @@ def _cumprod(c, g):
 # --------------------------------------------------------------------------- linear algebra
 @vjp("matmul", save={0: (1,), 1: (0,)})
 def _matmul(c, g):
-    a, b = c.args
+    a, b = c.args  # a is kept only when b needs a gradient, and vice versa
+    na, nb = len(c.meta[0][0]), len(c.meta[1][0])
     ga = gb = None
-    if a.dim() == 1 and b.dim() == 1:
+    if na == 1 and nb == 1:
         return (g * b if c.needs[0] else None), (g * a if c.needs[1] else None)
-    if a.dim() == 1:
+    if na == 1:
         if c.needs[0]:
             ga = (g.unsqueeze(-2) @ b.mT).squeeze(-2)
         if c.needs[1]:
             gb = a.unsqueeze(-1) @ g.unsqueeze(-2)
         return ga, gb
-    if b.dim() == 1:
+    if nb == 1:
         if c.needs[0]:
             ga = g.unsqueeze(-1) @ b.unsqueeze(-2)
         if c.needs[1]:

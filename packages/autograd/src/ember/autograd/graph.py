@@ -183,8 +183,17 @@ def _requires(args, kwargs) -> bool:
 
 def record(op, args, kwargs):
     """The recorder installed into the op registry."""
-    if not state.enabled or not _requires(args, kwargs):
+    if not state.enabled:
         return op.impl(*args, **kwargs)
+    for a in args:  # fast scan of the common case: plain tensor arguments
+        if a.__class__ is _TensorType:
+            if a._requires_grad:
+                break
+        elif _requires((a,), None):
+            break
+    else:
+        if not kwargs or not _requires((), kwargs):
+            return op.impl(*args, **kwargs)
     if op.inplace:
         from .inplace import record_inplace
 

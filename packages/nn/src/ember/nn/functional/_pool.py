@@ -1,0 +1,648 @@
+"""Pooling: max (with indices, Numba kernel), unpool, average, power-average, fractional and
+adaptive pooling in 1-d, 2-d and 3-d.
+
+Max pooling runs the ``max_pool_forward`` kernel of ember.tensor and scatters its gradient with
+``max_pool_backward``; the scatter's own backward is a gather, so double backward works.
+Average pooling sums im2col columns; adaptive and fractional pooling gather each window
+through an index table.
+
+    >>> import ember.tensor as et
+    >>> import ember.nn.functional as F
+    >>> F.max_pool2d(et.arange(16.).view(1, 1, 4, 4), 2).tolist()
+    [[[[5.0, 7.0], [13.0, 15.0]]]]
+"""
+from __future__ import annotations
+
+import math
+
+import ember.autograd as ag
+import ember.tensor as et
+import numpy as np
+from ember.tensor._registry import array_module
+from ember.tensor._tensor import Tensor
+from ember.tensor.kernels import get as _kernel
+
+from ._conv import _im2col, _ntuple, _three
+from ._padding import _index_select
+
+__all__ = [
+    "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
+    "max_pool2d_with_indices", "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d",
+    "max_unpool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "lp_pool1d", "lp_pool2d",
+    "lp_pool3d", "fractional_max_pool2d", "fractional_max_pool2d_with_indices",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+]
+
+_make = Tensor._make
+
+
+# ----------------------------------------------------------------------------- helpers
+def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """PyTorch's pooling output size (a window may not start in the right padding)."""
+    eff = d * (k - 1) + 1
+    num = size + 2 * p - eff + ((s - 1) if ceil_mode else 0)
+    out = num // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _batched(op: str, input: Tensor, nd: int) -> tuple[Tensor, bool]:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dim() == nd + 2:
+        return input, True
+    if input.dim() == nd + 1:
+        return input.unsqueeze(0), False
+    raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D input, but got input of size "
+                       f"{list(input.shape)}")
+
+
+def _geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode, max_pad):
+    k = _ntuple(op, "kernel_size", kernel_size, nd)
+    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
+        _ntuple(op, "stride", stride, nd)
+    p = _ntuple(op, "padding", padding, nd)
+    d = _ntuple(op, "dilation", dilation, nd)
+    if min(k) < 1 or min(s) < 1 or min(d) < 1 or min(p) < 0:
+        raise RuntimeError(f"{op}(): kernel_size, stride and dilation must be greater than zero "
+                           f"and padding non-negative, got kernel_size={k}, stride={s}, "
+                           f"padding={p}, dilation={d}")
+    for i in range(nd):
+        if p[i] > max_pad(k[i], d[i]):
+            raise RuntimeError(f"{op}(): pad should be at most half of effective kernel size, "
+                               f"but got pad={p[i]}, kernel_size={k[i]} and dilation={d[i]}")
+    size = tuple(x.shape[2:])
+    o = tuple(_pool_out(size[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(nd))
+    if min(o) < 1 or min(size) < 1:
+        raise RuntimeError(f"{op}(): Given input size {list(x.shape)}, calculated output size "
+                           f"{list(x.shape[:2]) + list(o)} is too small (kernel_size={k}, "
+                           f"stride={s}, padding={p}, dilation={d})")
+    return k, s, p, d, size, o
+
+
+class _Scatter(ag.Function):
+    """``out[n, c, idx[n, c, j]] += g[n, c, j]`` over flat spatial positions (zeros
+    elsewhere): the gradient of max pooling and the forward of max unpooling."""
+
+    @staticmethod
+    def forward(ctx, g, idx, size):
+        gd = g._data
+        N, C = gd.shape[:2]
+        L = math.prod(gd.shape[2:])
+        P = math.prod(size)
+        fn = _kernel("max_pool_backward", array_module(gd))
+        out = fn(gd.reshape(N * C, 1, 1, L), idx._data.reshape(N * C, 1, 1, L), (1, 1, P))
+        ctx.save_for_backward(idx)
+        ctx.gshape = tuple(gd.shape)
+        return _make(out.reshape(N, C, *size))
+
+    @staticmethod
+    def backward(ctx, gg):
+        (idx,) = ctx.saved_tensors
+        N, C = ctx.gshape[:2]
+        return _PlaneGather.apply(gg, idx).reshape(ctx.gshape), None, None
+
+
+class _PlaneGather(ag.Function):
+    """``out[n, c, j] = x[n, c, idx[n, c, j]]`` over flat spatial positions: the adjoint of
+    :class:`_Scatter`."""
+
+    @staticmethod
+    def forward(ctx, x, idx):
+        xd = x._data
+        xp = array_module(xd)
+        N, C = xd.shape[:2]
+        ctx.size = tuple(xd.shape[2:])
+        ctx.save_for_backward(idx)
+        flat = xd.reshape(N, C, -1)
+        return _make(xp.take_along_axis(flat, idx._data.reshape(N, C, -1), axis=2))
+
+    @staticmethod
+    def backward(ctx, g):
+        (idx,) = ctx.saved_tensors
+        return _Scatter.apply(g, idx, ctx.size), None
+
+
+class _MaxPool(ag.Function):
+    """Max pooling of (N, C, *spatial) through the (B, D, H, W) Numba kernel."""
+
+    @staticmethod
+    def forward(ctx, x, k, s, p, d, o):
+        xd = x._data
+        N, C = xd.shape[:2]
+        size = xd.shape[2:]
+        fn = _kernel("max_pool_forward", array_module(xd))
+        out, idx = fn(xd.reshape(N * C, *_three(size, 1)), _three(k, 1), _three(s, 1),
+                      _three(p, 0), _three(d, 1), _three(o, 1))
+        out_t = _make(out.reshape(N, C, *o))
+        idx_t = _make(idx.reshape(N, C, *o))
+        ctx.mark_non_differentiable(idx_t)
+        ctx.save_for_backward(idx_t)
+        ctx.size = tuple(size)
+        return out_t, idx_t
+
+    @staticmethod
+    def backward(ctx, g, _gidx):
+        (idx,) = ctx.saved_tensors
+        return _Scatter.apply(g, idx, ctx.size), None, None, None, None, None
+
+
+# ----------------------------------------------------------------------------- max pooling
+def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode,
+              return_indices):
+    x, batched = _batched(op, input, nd)
+    k, s, p, d, size, o = _geometry(op, x, nd, kernel_size, stride, padding, dilation,
+                                    ceil_mode, lambda k, d: (d * (k - 1) + 1) // 2)
+    if not x.is_floating_point():
+        raise RuntimeError(f"{op}(): expected a floating point input, got {x.dtype}")
+    out, idx = _MaxPool.apply(x, k, s, p, d, o)
+    if not batched:
+        out, idx = out.squeeze(0), idx.squeeze(0)
+    return (out, idx) if return_indices else out
+
+
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """1-d max pooling over (N, C, L); ``stride`` defaults to ``kernel_size``.
+
+    >>> max_pool1d(et.tensor([[[1., 3., 2., 0.]]]), 2).tolist()
+    [[[3.0, 2.0]]]
+    """
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """2-d max pooling over (N, C, H, W); indices are flat offsets into H*W.
+
+    >>> max_pool2d(et.arange(9.).view(1, 1, 3, 3), 2, ceil_mode=True).tolist()
+    [[[[4.0, 5.0], [7.0, 8.0]]]]
+    """
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """3-d max pooling over (N, C, D, H, W).
+
+    >>> max_pool3d(et.arange(8.).view(1, 1, 2, 2, 2), 2).tolist()
+    [[[[[7.0]]]]]
+    """
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    """:func:`max_pool1d` returning ``(output, indices)``."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    """:func:`max_pool2d` returning ``(output, indices)``."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    """:func:`max_pool3d` returning ``(output, indices)``."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _max_unpool(op, nd, input, indices, kernel_size, stride, padding, output_size):
+    x, batched = _batched(op, input, nd)
+    idx = indices if batched else indices.unsqueeze(0)
+    if tuple(idx.shape) != tuple(x.shape):
+        raise RuntimeError(f"{op}(): Expected shape of indices to be same as that of the input "
+                           f"tensor ({list(x.shape)}) but got indices tensor with shape: "
+                           f"{list(idx.shape)}")
+    if idx.dtype != et.int64:
+        raise RuntimeError(f"{op}(): expected indices of dtype int64, got {idx.dtype}")
+    k = _ntuple(op, "kernel_size", kernel_size, nd)
+    s = k if stride is None else _ntuple(op, "stride", stride, nd)
+    p = _ntuple(op, "padding", padding, nd)
+    default = tuple((x.shape[2 + i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(nd))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(int(v) for v in output_size)
+        if len(size) == nd + 2:
+            size = size[2:]
+        if len(size) != nd:
+            raise ValueError(f"{op}(): output_size should be a sequence containing {nd} or "
+                             f"{nd + 2} elements, but it has a length of {len(size)}")
+        for i in range(nd):
+            lo, hi = default[i] - s[i], default[i] + s[i]
+            if not lo < size[i] < hi:
+                raise ValueError(f"{op}(): invalid output_size {list(size)} (dim {i} must be "
+                                 f"between {lo} and {hi})")
+    out = _Scatter.apply(x, idx, size)
+    return out if batched else out.squeeze(0)
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """Partial inverse of :func:`max_pool1d`: values go back to their indices, zeros elsewhere.
+
+    >>> out, idx = max_pool1d(et.tensor([[[1., 3., 2., 0.]]]), 2, return_indices=True)
+    >>> max_unpool1d(out, idx, 2).tolist()
+    [[[0.0, 3.0, 2.0, 0.0]]]
+    """
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """Partial inverse of :func:`max_pool2d`.
+
+    >>> out, idx = max_pool2d(et.arange(4.).view(1, 1, 2, 2), 2, return_indices=True)
+    >>> max_unpool2d(out, idx, 2).tolist()
+    [[[[0.0, 0.0], [0.0, 3.0]]]]
+    """
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """Partial inverse of :func:`max_pool3d`.
+
+    >>> out, idx = max_pool3d(et.arange(8.).view(1, 1, 2, 2, 2), 2, return_indices=True)
+    >>> max_unpool3d(out, idx, 2).sum().item()
+    7.0
+    """
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+# ----------------------------------------------------------------------------- average pooling
+def _avg_divisor(size, k, s, p, o, count_include_pad):
+    """Per output position, the number of elements PyTorch divides by."""
+    div = np.ones((), dtype=np.float64)
+    for i in range(len(k)):
+        start = np.arange(o[i]) * s[i] - p[i]
+        end = np.minimum(start + k[i], size[i] + p[i])
+        if count_include_pad:
+            n = end - start
+        else:
+            n = np.minimum(end, size[i]) - np.maximum(start, 0)
+        div = np.multiply.outer(div, n.astype(np.float64))
+    return div.reshape(-1)
+
+
+def _avg_pool(op, nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override):
+    x, batched = _batched(op, input, nd)
+    if not x.is_floating_point():
+        raise RuntimeError(f"{op}(): expected a floating point input, got {x.dtype}")
+    k, s, p, _, size, o = _geometry(op, x, nd, kernel_size, stride, padding, 1, ceil_mode,
+                                    lambda k, d: k // 2)
+    N, C = x.shape[0], x.shape[1]
+    geom = (1, size, k, s, p, (1,) * nd, o)
+    cols = _im2col(x.reshape(N * C, 1, *size), geom)  # (N*C, prod(k), L)
+    total = cols.sum(1)
+    if divisor_override:
+        out = total / float(divisor_override)
+    else:
+        div = _avg_divisor(size, k, s, p, o, count_include_pad)
+        if np.all(div == div[0]):
+            out = total / float(div[0])
+        else:
+            out = total / et.from_numpy(div).to(dtype=x.dtype, device=x.device)
+    out = out.reshape(N, C, *o)
+    return out if batched else out.squeeze(0)
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """1-d average pooling over (N, C, L).
+
+    >>> avg_pool1d(et.tensor([[[1., 3., 2., 0.]]]), 2).tolist()
+    [[[2.0, 1.0]]]
+    """
+    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None)
+
+
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """2-d average pooling; ``count_include_pad`` counts zero padding in the divisor,
+    ``divisor_override`` replaces it.
+
+    >>> avg_pool2d(et.ones(1, 1, 2, 2), 2, padding=1, count_include_pad=False).tolist()
+    [[[[1.0, 1.0], [1.0, 1.0]]]]
+    """
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """3-d average pooling over (N, C, D, H, W).
+
+    >>> avg_pool3d(et.arange(8.).view(1, 1, 2, 2, 2), 2).item()
+    3.5
+    """
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def _lp_pool(op, nd, input, norm_type, kernel_size, stride, ceil_mode):
+    k = _ntuple(op, "kernel_size", kernel_size, nd)
+    pool = (avg_pool1d, avg_pool2d, avg_pool3d)[nd - 1]
+    out = pool(input.pow(norm_type), k, stride, 0, ceil_mode)
+    return (et.sign(out) * out.abs().clamp(min=0)).mul(math.prod(k)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling: ``(sum x**p)**(1/p)`` over each window.
+
+    >>> lp_pool1d(et.tensor([[[3., 4.]]]), 2, 2).tolist()
+    [[[5.0]]]
+    """
+    return _lp_pool("lp_pool1d", 1, input, float(norm_type), kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Tensor:
+    """2-d power-average pooling.
+
+    >>> lp_pool2d(et.ones(1, 1, 2, 2), 1, 2).item()
+    4.0
+    """
+    return _lp_pool("lp_pool2d", 2, input, float(norm_type), kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Tensor:
+    """3-d power-average pooling.
+
+    >>> lp_pool3d(et.ones(1, 1, 2, 2, 2), 1, 2).item()
+    8.0
+    """
+    return _lp_pool("lp_pool3d", 3, input, float(norm_type), kernel_size, stride, ceil_mode)
+
+
+# ----------------------------------------------------------------------------- window tables
+def _window_table(size, starts, ends):
+    """Flat input offsets (L, Kmax) of each output window and a validity mask; short windows
+    repeat their last element, so a max over a row is unaffected."""
+    nd = len(size)
+    idx_dims, mask_dims = [], []
+    for i in range(nd):
+        st = np.asarray(starts[i], dtype=np.int64)
+        en = np.asarray(ends[i], dtype=np.int64)
+        kmax = int((en - st).max()) if st.size else 1
+        j = np.arange(kmax)
+        pos = st[:, None] + j[None, :]
+        mask_dims.append(pos < en[:, None])
+        idx_dims.append(np.minimum(pos, en[:, None] - 1))
+    table = np.zeros((1, 1), dtype=np.int64)
+    mask = np.ones((1, 1), dtype=bool)
+    for i in range(nd):
+        stride_i = math.prod(size[i + 1:])
+        o_i, k_i = idx_dims[i].shape
+        table = table[:, None, :, None] + idx_dims[i][None, :, None, :] * stride_i
+        mask = mask[:, None, :, None] & mask_dims[i][None, :, None, :]
+        table = table.reshape(table.shape[0] * o_i, -1)
+        mask = mask.reshape(mask.shape[0] * o_i, -1)
+    return table, mask
+
+
+def _adaptive_size(op, x, output_size, nd):
+    if isinstance(output_size, int) or output_size is None:
+        output_size = (output_size,) * nd
+    out = tuple(output_size)
+    if len(out) == 1 and nd > 1:
+        out = out * nd
+    if len(out) != nd:
+        raise RuntimeError(f"{op}(): output_size must be an int or a tuple of {nd} ints, got "
+                           f"{output_size!r}")
+    out = tuple(x.shape[2 + i] if v is None else int(v) for i, v in enumerate(out))
+    if min(out) < 0:
+        raise RuntimeError(f"{op}(): output_size must be non-negative, got {out}")
+    if min(x.shape[2:]) < 1:
+        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {list(x.shape)}")
+    return out
+
+
+def _adaptive_windows(size, o):
+    starts = [[(j * size[i]) // o[i] for j in range(o[i])] for i in range(len(size))]
+    ends = [[-((-(j + 1) * size[i]) // o[i]) for j in range(o[i])] for i in range(len(size))]
+    return _window_table(size, starts, ends)
+
+
+def _gather_windows(x: Tensor, table: np.ndarray) -> Tensor:
+    """(N, C, L, Kmax) values of ``x`` (N, C, *spatial) at the window table's offsets."""
+    N, C = x.shape[0], x.shape[1]
+    L, K = table.shape
+    return _index_select(x.reshape(N, C, -1), 2, table.reshape(-1)).reshape(N, C, L, K)
+
+
+def _argmax_windows(x: Tensor, table) -> Tensor:
+    """Flat offsets (N, C, L) of each window's maximum (the first one; NaN wins), from a
+    shared (L, K) table or a per-plane (N, C, L, K) one."""
+    xd = x._data
+    xp = array_module(xd)
+    N, C = xd.shape[:2]
+    flat = xd.reshape(N, C, -1)
+    table = xp.asarray(table)
+    if table.ndim == 2:
+        win = flat[:, :, table]
+        arg = win.argmax(-1)
+        ind = xp.take_along_axis(xp.broadcast_to(table, (N, C) + table.shape), arg[..., None],
+                                 axis=3)[..., 0]
+    else:
+        L, K = table.shape[2:]
+        win = xp.take_along_axis(flat, table.reshape(N, C, L * K), axis=2).reshape(N, C, L, K)
+        arg = win.argmax(-1)
+        ind = xp.take_along_axis(table, arg[..., None], axis=3)[..., 0]
+    return _make(xp.ascontiguousarray(ind, dtype=xp.int64))
+
+
+def _adaptive_max(op, nd, input, output_size, return_indices):
+    x, batched = _batched(op, input, nd)
+    o = _adaptive_size(op, x, output_size, nd)
+    size = tuple(x.shape[2:])
+    table, _ = _adaptive_windows(size, o)
+    N, C = x.shape[0], x.shape[1]
+    ind = _argmax_windows(x, table)
+    out = _PlaneGather.apply(x, ind).reshape(N, C, *o)
+    ind = ind.reshape(N, C, *o)
+    if not batched:
+        out, ind = out.squeeze(0), ind.squeeze(0)
+    return (out, ind) if return_indices else out
+
+
+def _adaptive_avg(op, nd, input, output_size):
+    x, batched = _batched(op, input, nd)
+    o = _adaptive_size(op, x, output_size, nd)
+    size = tuple(x.shape[2:])
+    N, C = x.shape[0], x.shape[1]
+    if all(v == 1 for v in o):
+        out = x.mean(tuple(range(2, nd + 2)), keepdim=True)
+    else:
+        table, mask = _adaptive_windows(size, o)
+        weights = mask / mask.sum(1, keepdims=True)
+        w = et.from_numpy(weights).to(dtype=x.dtype, device=x.device)
+        out = (_gather_windows(x, table) * w).sum(-1).reshape(N, C, *o)
+    return out if batched else out.squeeze(0)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """Max over ``output_size`` adaptive windows (``floor(i*L/out)`` to ``ceil((i+1)*L/out)``).
+
+    >>> adaptive_max_pool1d(et.tensor([[[1., 3., 2., 5., 4.]]]), 2).tolist()
+    [[[3.0, 5.0]]]
+    """
+    return _adaptive_max("adaptive_max_pool1d", 1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """2-d adaptive max pooling; ``output_size`` entries may be None (keep the input size).
+
+    >>> adaptive_max_pool2d(et.arange(9.).view(1, 1, 3, 3), (1, None)).tolist()
+    [[[[6.0, 7.0, 8.0]]]]
+    """
+    return _adaptive_max("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """3-d adaptive max pooling.
+
+    >>> adaptive_max_pool3d(et.arange(8.).view(1, 1, 2, 2, 2), 1).item()
+    7.0
+    """
+    return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+    """:func:`adaptive_max_pool1d` returning ``(output, indices)``."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+    """:func:`adaptive_max_pool2d` returning ``(output, indices)``."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+    """:func:`adaptive_max_pool3d` returning ``(output, indices)``."""
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """Average over ``output_size`` adaptive windows.
+
+    >>> adaptive_avg_pool1d(et.tensor([[[1., 3., 2.]]]), 2).tolist()
+    [[[2.0, 2.5]]]
+    """
+    return _adaptive_avg("adaptive_avg_pool1d", 1, input, output_size)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """2-d adaptive average pooling (``output_size=1`` is global average pooling).
+
+    >>> adaptive_avg_pool2d(et.arange(4.).view(1, 1, 2, 2), 1).item()
+    1.5
+    """
+    return _adaptive_avg("adaptive_avg_pool2d", 2, input, output_size)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """3-d adaptive average pooling.
+
+    >>> adaptive_avg_pool3d(et.arange(8.).view(1, 1, 2, 2, 2), 1).item()
+    3.5
+    """
+    return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
+
+
+# ----------------------------------------------------------------------------- fractional
+def _intervals(sample: np.ndarray, size: int, out: int, k: int, dtype) -> np.ndarray:
+    """PyTorch's pseudo-random window starts for one dim, per plane (``sample`` (B,))."""
+    seq = np.empty((sample.shape[0], out), dtype=np.int64)
+    if out > 1:
+        alpha = dtype.type(size - k) / dtype.type(out - 1)
+        i = np.arange(out - 1, dtype=dtype)
+        s = sample.astype(dtype)[:, None]
+        seq[:, :-1] = ((i[None, :] + s) * alpha).astype(np.int64) - (s * alpha).astype(np.int64)
+    if out > 0:
+        seq[:, -1] = size - k
+    return seq
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None):
+    """Fractional max pooling (Graham, 2014): windows of ``kernel_size`` at pseudo-random
+    starts giving ``output_size`` (or ``output_ratio`` of the input size).
+
+    >>> fractional_max_pool2d(et.randn(1, 1, 8, 8), 2, output_size=4).shape
+    ember.Size([1, 1, 4, 4])
+    """
+    op = "fractional_max_pool2d"
+    x, batched = _batched(op, input, 2)
+    k = _ntuple(op, "kernel_size", kernel_size, 2)
+    if output_size is None and output_ratio is None:
+        raise ValueError("fractional_max_pool2d requires specifying either an output_size or "
+                         "an output_ratio")
+    size = tuple(x.shape[2:])
+    if output_size is None:
+        ratio = _ratio_pair(output_ratio)
+        o = tuple(int(size[i] * ratio[i]) for i in range(2))
+    else:
+        o = _ntuple(op, "output_size", output_size, 2)
+    for i in range(2):
+        if o[i] + k[i] - 1 > size[i]:
+            raise RuntimeError(f"{op}(): output_size[{i}] + pool_size[{i}] - 1 "
+                               f"({o[i] + k[i] - 1}) is too large for input size {size[i]}")
+    N, C = x.shape[0], x.shape[1]
+    if _random_samples is None:
+        _random_samples = et.rand(N, C, 2, dtype=x.dtype, device=x.device)
+    samples = _random_samples._data
+    if not isinstance(samples, np.ndarray):
+        samples = samples.get()
+    samples = samples.reshape(N * C, 2)
+    dt = np.dtype(x._data.dtype)
+    seq_w = _intervals(samples[:, 0], size[1], o[1], k[1], dt)  # (B, oW)
+    seq_h = _intervals(samples[:, 1], size[0], o[0], k[0], dt)  # (B, oH)
+    kh, kw = np.arange(k[0]), np.arange(k[1])
+    rows = seq_h[:, :, None, None, None] + kh[None, None, None, :, None]   # (B, oH, 1, kH, 1)
+    cols = seq_w[:, None, :, None, None] + kw[None, None, None, None, :]   # (B, 1, oW, 1, kW)
+    table = (rows * size[1] + cols).reshape(N, C, o[0] * o[1], k[0] * k[1])
+    ind = _argmax_windows(x, table)
+    out = _PlaneGather.apply(x, ind).reshape(N, C, *o)
+    ind = ind.reshape(N, C, *o)
+    if not batched:
+        out, ind = out.squeeze(0), ind.squeeze(0)
+    return (out, ind) if return_indices else out
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices=True,
+                                       _random_samples=None):
+    """:func:`fractional_max_pool2d` returning ``(output, indices)``."""
+    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)
+
+
+def _ratio_pair(r):
+    if isinstance(r, (int, float)):
+        r = (r, r)
+    r = tuple(float(v) for v in r)
+    if len(r) == 1:
+        r = r * 2
+    if not all(0 < v < 1 for v in r):
+        raise ValueError(f"fractional_max_pool2d(): output_ratio must be between 0 and 1 "
+                         f"(got {r})")
+    return r

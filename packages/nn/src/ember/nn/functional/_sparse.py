@@ -1,0 +1,297 @@
+"""Lookups: ``embedding``, ``embedding_bag``, ``one_hot``, and the differentiable gather /
+index-select helpers the losses use.
+
+The embedding backward is the Numba ``embedding_backward`` scatter kernel on the CPU; its own
+backward is again a lookup, so double backward works.
+"""
+from __future__ import annotations
+
+import ember.tensor as et
+from ember.autograd import Function, no_grad
+from ember.tensor._tensor import Tensor
+
+__all__ = ["embedding", "embedding_bag", "one_hot"]
+
+
+def _has_derivative(name: str) -> bool:
+    from ember.autograd.derivatives import TABLE
+
+    return name in TABLE
+
+
+# --------------------------------------------------------------------------- gather / scatter
+class _GatherFn(Function):
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.dim, ctx.shape, ctx.dtype, ctx.device = dim, tuple(x.shape), x.dtype, x.device
+        ctx.save_for_backward(index)
+        return et.gather(x, dim, index)
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        base = et.zeros(ctx.shape, dtype=g.dtype, device=g.device)
+        return _ScatterAddFn.apply(base, ctx.dim, index, g), None, None
+
+
+class _ScatterAddFn(Function):
+    @staticmethod
+    def forward(ctx, base, dim, index, src):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        return et.scatter_add(base, dim, index, src)
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        return g, None, None, _GatherFn.apply(g, ctx.dim, index)
+
+
+def _gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """``x.gather(dim, index)``, differentiable twice whether or not the registry's gather is."""
+    if _has_derivative("gather"):
+        return et.gather(x, dim, index)
+    return _GatherFn.apply(x, dim, index)
+
+
+class _IndexSelect0(Function):
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.n = x.shape[0]
+        ctx.save_for_backward(index)
+        return et.index_select(x, 0, index)
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        return _EmbeddingBackwardFn.apply(g, index, ctx.n, -1, False), None
+
+
+def _index_select0(x: Tensor, index: Tensor) -> Tensor:
+    if _has_derivative("index_select"):
+        return et.index_select(x, 0, index)
+    return _IndexSelect0.apply(x, index)
+
+
+# --------------------------------------------------------------------------- embedding
+def _embedding_grad(g: Tensor, index: Tensor, n: int, padding_idx: int, scale: bool) -> Tensor:
+    """(n, D) zeros plus the rows of ``g`` (N, D) at ``index`` (N,), without recording."""
+    if g.is_cpu:
+        from ember.tensor import kernels
+
+        kernel = kernels.get("embedding_backward", "cpu")
+        arr = kernel(g.contiguous()._data, index._data, n, padding_idx, scale)
+        return Tensor._make(arr.astype(g._data.dtype, copy=False))
+    out = et.zeros(n, g.shape[1], dtype=g.dtype, device=g.device)
+    w = g
+    if padding_idx >= 0:
+        w = w * (index != padding_idx).unsqueeze(1).to(g.dtype)
+    if scale:
+        counts = et.zeros(n, dtype=g.dtype, device=g.device).index_add(
+            0, index, et.ones(index.shape[0], dtype=g.dtype, device=g.device))
+        w = w / counts.index_select(0, index).unsqueeze(1)
+    return out.index_add(0, index, w)
+
+
+class _EmbeddingBackwardFn(Function):
+    @staticmethod
+    def forward(ctx, g, index, n, padding_idx, scale):
+        ctx.padding_idx, ctx.scale = padding_idx, scale
+        ctx.save_for_backward(index)
+        return _embedding_grad(g, index, n, padding_idx, scale)
+
+    @staticmethod
+    def backward(ctx, gg):
+        (index,) = ctx.saved_tensors
+        out = _EmbeddingFn.apply(gg, index, -1, False)
+        if ctx.padding_idx >= 0:
+            out = out * (index != ctx.padding_idx).unsqueeze(1).to(out.dtype)
+        if ctx.scale:
+            counts = _embedding_grad(et.ones(index.shape[0], 1, dtype=gg.dtype,
+                                             device=gg.device), index, gg.shape[0], -1, False)
+            out = out / counts.reshape(-1).index_select(0, index).unsqueeze(1)
+        return out, None, None, None, None
+
+
+class _EmbeddingFn(Function):
+    @staticmethod
+    def forward(ctx, weight, index, padding_idx, scale):
+        ctx.n, ctx.padding_idx, ctx.scale = weight.shape[0], padding_idx, scale
+        ctx.save_for_backward(index)
+        return et.index_select(weight, 0, index)
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        return (_EmbeddingBackwardFn.apply(g, index, ctx.n, ctx.padding_idx, ctx.scale),
+                None, None, None)
+
+
+def _check_index(input: Tensor, n: int, op: str) -> Tensor:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'indices' must be a Tensor, got "
+                        f"{type(input).__name__}")
+    if input.dtype not in (et.int64, et.int32, et.int16, et.int8, et.uint8):
+        raise RuntimeError(f"{op}(): Expected tensor for argument 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {input.dtype} instead")
+    if input.numel():
+        lo, hi = int(input.min()), int(input.max())
+        if lo < 0 or hi >= n:
+            raise IndexError(f"{op}(): index {lo if lo < 0 else hi} is out of range for a "
+                             f"table of {n} rows")
+    return input.to(dtype=et.int64)
+
+
+def _renorm_(weight: Tensor, index: Tensor, max_norm: float, norm_type: float) -> None:
+    """Rescale in place the rows of ``weight`` used by ``index`` whose norm exceeds
+    ``max_norm`` (``torch.embedding_renorm_``)."""
+    with no_grad():
+        uniq = et.unique(index.reshape(-1))
+        rows = weight.index_select(0, uniq)
+        norms = rows.norm(p=norm_type, dim=1, keepdim=True)
+        scale = et.where(norms > max_norm, max_norm / (norms + 1e-7), et.ones_like(norms))
+        weight.index_copy_(0, uniq, rows * scale)
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` at the integer ``input`` (any shape): output ``(*input.shape, D)``.
+
+    >>> w = et.arange(6.).view(3, 2)
+    >>> embedding(et.tensor([2, 0]), w).tolist()
+    [[4.0, 5.0], [0.0, 1.0]]
+    """
+    if sparse:
+        raise RuntimeError("embedding(): sparse gradients are not supported by ember; use "
+                           "sparse=False")
+    if weight.dim() != 2:
+        raise RuntimeError(f"embedding(): weight must be 2-D, got {list(weight.shape)}")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0 and padding_idx >= n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -n:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = n + padding_idx
+    else:
+        padding_idx = -1
+    index = _check_index(input, n, "embedding")
+    if max_norm is not None:
+        _renorm_(weight, index, max_norm, norm_type)
+    flat = index.reshape(-1)
+    if weight.requires_grad or weight.grad_fn is not None:
+        out = _EmbeddingFn.apply(weight, flat, padding_idx, bool(scale_grad_by_freq))
+    else:
+        out = et.index_select(weight, 0, flat)
+    return out.reshape(*input.shape, weight.shape[1])
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sums, means or maxes of bags of embeddings, without materializing the lookups per bag.
+
+    ``input`` 2-D (B, L): fixed-length bags; or 1-D with ``offsets`` (bag starts).
+
+    >>> w = et.arange(6.).view(3, 2)
+    >>> embedding_bag(et.tensor([0, 1, 2]), w, et.tensor([0, 1]), mode="sum").tolist()
+    [[0.0, 1.0], [6.0, 8.0]]
+    """
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    n, d = weight.shape
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences.")
+        b, length = input.shape
+        offsets_list = list(range(0, b * length, length))
+        flat = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        flat = input
+        offsets_list = [int(o) for o in offsets.tolist()]
+        if include_last_offset:
+            end = offsets_list[-1] if offsets_list else 0
+            offsets_list = offsets_list[:-1]
+            flat = flat[:end]
+            if per_sample_weights is not None:
+                per_sample_weights = per_sample_weights[:end]
+        if offsets_list and offsets_list[0] != 0:
+            raise ValueError("offsets[0] has to be 0, i.e., the first sequence in the "
+                             "mini-batch has to start from position 0. However, got "
+                             f"{offsets_list[0]}")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx = n + padding_idx
+    index = _check_index(flat, n, "embedding_bag")
+    if max_norm is not None:
+        _renorm_(weight, index, max_norm, norm_type)
+    total = index.shape[0]
+    nbags = len(offsets_list)
+    bounds = offsets_list + [total]
+    # bag id of every lookup, and which lookups count (padding_idx entries do not)
+    bag_of = [0] * total
+    for k in range(nbags):
+        for j in range(bounds[k], min(bounds[k + 1], total)):
+            bag_of[j] = k
+    bag = et.tensor(bag_of, dtype=et.int64, device=weight.device)
+    keep = et.ones(total, dtype=weight.dtype, device=weight.device) if padding_idx is None \
+        else (index != padding_idx).to(weight.dtype)
+    rows = embedding(index, weight, padding_idx, None, norm_type, scale_grad_by_freq)
+    if mode == "max":
+        out_rows = []
+        zero = et.zeros(d, dtype=weight.dtype, device=weight.device)
+        for k in range(nbags):
+            lo, hi = bounds[k], min(bounds[k + 1], total)
+            sel = [j for j in range(lo, hi) if padding_idx is None or
+                   int(index[j]) != padding_idx]
+            if not sel:
+                out_rows.append(zero)
+            else:
+                part = rows[sel[0]:sel[-1] + 1] if sel == list(range(sel[0], sel[-1] + 1)) \
+                    else _index_select0(rows, et.tensor(sel, device=weight.device))
+                out_rows.append(part.amax(0))
+        return et.stack(out_rows) if out_rows else et.zeros(0, d, dtype=weight.dtype)
+    w = keep if per_sample_weights is None else keep * per_sample_weights
+    rows = rows * w.unsqueeze(1)
+    base = et.zeros(nbags, d, dtype=rows.dtype, device=weight.device)
+    idx2 = bag.unsqueeze(1).expand(total, d)
+    out = _ScatterAddFn.apply(base, 0, idx2, rows) if not _has_derivative("scatter_add") \
+        else et.scatter_add(base, 0, idx2, rows)
+    if mode == "mean":
+        counts = et.zeros(nbags, dtype=weight.dtype, device=weight.device).scatter_add(
+            0, bag, keep)
+        out = out / counts.clamp(min=1).unsqueeze(1)
+    return out
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding along a new last dim.
+
+    >>> one_hot(et.tensor([0, 2])).tolist()
+    [[1, 0, 0], [0, 0, 1]]
+    """
+    if tensor.dtype != et.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        num_classes = int(tensor.max()) + 1 if tensor.numel() else 0
+    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    classes = et.arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).to(et.int64)

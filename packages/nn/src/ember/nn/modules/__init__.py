@@ -1,0 +1,27 @@
+"""The layer classes (``ember.nn.Linear``, ``ember.nn.Conv2d``, ...)."""
+from __future__ import annotations
+
+from . import (
+    activation, container, conv, distance, dropout, flatten, fold, linear, loss, module,
+    normalization, padding, pooling, rnn, sparse, transformer,
+)
+from .activation import *
+from .container import *
+from .conv import *
+from .distance import *
+from .dropout import *
+from .flatten import *
+from .fold import *
+from .linear import *
+from .loss import *
+from .module import *
+from .normalization import *
+from .padding import *
+from .pooling import *
+from .rnn import *
+from .sparse import *
+from .transformer import *
+
+__all__ = [name for mod in (module, container, linear, flatten, activation, conv, fold,
+                            padding, pooling, normalization, dropout, distance, sparse,
+                            transformer, loss, rnn) for name in mod.__all__]

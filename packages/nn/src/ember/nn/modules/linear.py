@@ -1,0 +1,124 @@
+"""``Identity``, ``Linear``, ``Bilinear``, ``LazyLinear``."""
+from __future__ import annotations
+
+import math
+
+import ember.tensor as et
+from ember.autograd import no_grad
+from ember.tensor._tensor import Tensor
+
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter, UninitializedParameter
+from .module import Module
+
+__all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
+
+
+class Identity(Module):
+    """Returns its input; accepts and ignores any constructor arguments."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input
+
+
+class Linear(Module):
+    """``y = x A^T + b``, weight ``(out_features, in_features)`` initialized as PyTorch does
+    (kaiming_uniform_ with a=sqrt(5), i.e. U(-1/sqrt(in), 1/sqrt(in)), same for the bias).
+
+    >>> import ember.tensor as et
+    >>> Linear(3, 2)(et.ones(4, 3)).shape
+    ember.Size([4, 2])
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(et.empty(out_features, in_features, device=device,
+                                         dtype=dtype))
+        if bias:
+            self.bias = Parameter(et.empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class LazyLinear(Linear):
+    """A Linear whose ``in_features`` is inferred from the first input."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
+        Module.__init__(self)
+        self.in_features = 0
+        self.out_features = out_features
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        else:
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        if self.in_features != 0:
+            super().reset_parameters()
+
+    def forward(self, input: Tensor) -> Tensor:
+        if isinstance(self.weight, UninitializedParameter):
+            self.in_features = input.shape[-1]
+            with no_grad():
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+            self.reset_parameters()
+            self.__class__ = self.cls_to_become
+        return F.linear(input, self.weight, self.bias)
+
+
+class Bilinear(Module):
+    """``y = x1^T A x2 + b``; weight ``(out, in1, in2)`` and bias U(-1/sqrt(in1), 1/sqrt(in1))."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(et.empty(out_features, in1_features, in2_features,
+                                         device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(et.empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.weight.size(1))
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

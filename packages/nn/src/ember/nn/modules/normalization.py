@@ -1,0 +1,258 @@
+"""Normalization layers: ``BatchNorm1d/2d/3d``, ``InstanceNorm1d/2d/3d``, ``LayerNorm``,
+``GroupNorm``, ``LocalResponseNorm``.
+
+    >>> import ember.tensor as et
+    >>> bn = BatchNorm2d(3)
+    >>> bn(et.randn(4, 3, 5, 5)).shape, int(bn.num_batches_tracked)
+    (ember.Size([4, 3, 5, 5]), 1)
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ember.tensor as et
+from ember.tensor._tensor import Tensor
+
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d", "LayerNorm", "GroupNorm", "LocalResponseNorm"]
+
+
+class _NormBase(Module):
+    """Affine parameters and running statistics shared by batch and instance norm."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(et.empty(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(et.empty(num_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", et.zeros(num_features, device=device,
+                                                          dtype=dtype))
+            self.register_buffer("running_var", et.ones(num_features, device=device,
+                                                        dtype=dtype))
+            self.register_buffer("num_batches_tracked", et.tensor(0, dtype=et.long,
+                                                                  device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        use_running = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if use_running else None,
+                            self.running_var if use_running else None, self.weight, self.bias,
+                            bn_training, factor, self.eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm over (N, C) or (N, C, L) input (``torch.nn.BatchNorm1d``)."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm over (N, C, H, W) input; ``momentum=None`` keeps a cumulative average."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W) input."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class _InstanceNorm(_NormBase):
+    _nd = 1
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        nd = self._nd
+        if input.dim() not in (nd + 1, nd + 2):
+            raise ValueError(f"expected {nd + 1}D or {nd + 2}D input (got {input.dim()}D "
+                             f"input)")
+        feature_dim = input.dim() - nd - 1
+        if input.shape[feature_dim] != self.num_features and self.affine:
+            raise ValueError(f"expected input's size at dim={feature_dim} to match "
+                             f"num_features ({self.num_features}), but got: "
+                             f"{input.shape[feature_dim]}.")
+        batched = input.dim() == nd + 2
+        x = input if batched else input.unsqueeze(0)
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
+        return out if batched else out.squeeze(0)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance norm over (N, C, L) or (C, L) (``torch.nn.InstanceNorm1d``)."""
+
+    _nd = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance norm over (N, C, H, W) or (C, H, W)."""
+
+    _nd = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance norm over (N, C, D, H, W) or (C, D, H, W)."""
+
+    _nd = 3
+
+
+class LayerNorm(Module):
+    """Normalize over the trailing ``normalized_shape`` dims (``torch.nn.LayerNorm``).
+
+    >>> LayerNorm(4)(et.randn(2, 4)).shape
+    ember.Size([2, 4])
+    """
+
+    def __init__(self, normalized_shape: Sequence[int] | int, eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(v) for v in normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(et.empty(*self.normalized_shape, device=device,
+                                             dtype=dtype))
+            if bias:
+                self.bias = Parameter(et.empty(*self.normalized_shape, device=device,
+                                               dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class GroupNorm(Module):
+    """Normalize groups of channels (``torch.nn.GroupNorm``).
+
+    >>> GroupNorm(2, 4)(et.randn(3, 4, 5)).shape
+    ember.Size([3, 4, 5])
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(et.empty(num_channels, device=device, dtype=dtype))
+            self.bias = Parameter(et.empty(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class LocalResponseNorm(Module):
+    """Local response normalization across channels (``torch.nn.LocalResponseNorm``).
+
+    >>> LocalResponseNorm(2)(et.ones(1, 4, 3)).shape
+    ember.Size([1, 4, 3])
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

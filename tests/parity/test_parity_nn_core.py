@@ -1,0 +1,298 @@
+"""ember.nn core layers and losses against PyTorch 2.13 CPU with copied weights: outputs,
+input gradients, parameter gradients, train/eval, float32 and float64; default inits compared
+statistically."""
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ember.nn as nn  # noqa: E402
+import ember.nn.functional as F  # noqa: E402
+import ember.tensor as et  # noqa: E402
+
+DT = {"float32": (et.float32, torch.float32, 1e-5), "float64": (et.float64, torch.float64, 1e-10)}
+
+
+def _pair(a, dt, grad=True):
+    e_dt, t_dt, _ = DT[dt]
+    return (et.tensor(a, dtype=e_dt, requires_grad=grad),
+            torch.tensor(a, dtype=t_dt, requires_grad=grad))
+
+
+def _copy_params(em, tm):
+    esd = dict(em.named_parameters())
+    for name, tp in tm.named_parameters():
+        with torch.no_grad():
+            tp.copy_(torch.from_numpy(esd[name].detach().numpy().copy()).to(tp.dtype))
+
+
+def _close(e, t, tol):
+    np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=tol * 10,
+                               atol=tol * 10)
+
+
+LAYERS = [
+    ("Linear", lambda m: m.Linear(5, 4), (3, 5)),
+    ("LinearNoBias", lambda m: m.Linear(5, 4, bias=False), (2, 3, 5)),
+    ("PReLU", lambda m: m.PReLU(3), (2, 3, 4)),
+    ("ReLU", lambda m: m.ReLU(), (3, 5)),
+    ("ReLU6", lambda m: m.ReLU6(), (3, 5)),
+    ("ELU", lambda m: m.ELU(0.5), (3, 5)),
+    ("SELU", lambda m: m.SELU(), (3, 5)),
+    ("CELU", lambda m: m.CELU(1.5), (3, 5)),
+    ("GELU", lambda m: m.GELU(), (3, 5)),
+    ("GELUtanh", lambda m: m.GELU("tanh"), (3, 5)),
+    ("SiLU", lambda m: m.SiLU(), (3, 5)),
+    ("Mish", lambda m: m.Mish(), (3, 5)),
+    ("LeakyReLU", lambda m: m.LeakyReLU(0.1), (3, 5)),
+    ("Threshold", lambda m: m.Threshold(0.2, -1.0), (3, 5)),
+    ("Hardtanh", lambda m: m.Hardtanh(-0.5, 0.5), (3, 5)),
+    ("Hardsigmoid", lambda m: m.Hardsigmoid(), (3, 5)),
+    ("Hardswish", lambda m: m.Hardswish(), (3, 5)),
+    ("Sigmoid", lambda m: m.Sigmoid(), (3, 5)),
+    ("LogSigmoid", lambda m: m.LogSigmoid(), (3, 5)),
+    ("Tanh", lambda m: m.Tanh(), (3, 5)),
+    ("Tanhshrink", lambda m: m.Tanhshrink(), (3, 5)),
+    ("Softplus", lambda m: m.Softplus(2.0, 3.0), (3, 5)),
+    ("Softmax", lambda m: m.Softmax(dim=1), (3, 5)),
+    ("LogSoftmax", lambda m: m.LogSoftmax(dim=0), (3, 5)),
+    ("Softmax2d", lambda m: m.Softmax2d(), (2, 3, 2, 2)),
+    ("Softmin", lambda m: m.Softmin(dim=-1), (3, 5)),
+    ("Softshrink", lambda m: m.Softshrink(0.3), (3, 5)),
+    ("Hardshrink", lambda m: m.Hardshrink(0.3), (3, 5)),
+    ("Softsign", lambda m: m.Softsign(), (3, 5)),
+    ("GLU", lambda m: m.GLU(1), (3, 6)),
+    ("Flatten", lambda m: m.Flatten(), (2, 3, 4)),
+    ("Unflatten", lambda m: m.Unflatten(1, (2, 3)), (2, 6)),
+    ("Identity", lambda m: m.Identity(), (2, 6)),
+    ("Dropout-eval", lambda m: m.Dropout(0.5).eval(), (4, 5)),
+    ("Sequential", lambda m: m.Sequential(m.Linear(5, 8), m.Tanh(), m.Linear(8, 3),
+                                          m.LogSoftmax(1)), (4, 5)),
+]
+
+
+@pytest.mark.parametrize("dt", sorted(DT))
+@pytest.mark.parametrize("name,make,shape", LAYERS, ids=[x[0] for x in LAYERS])
+def test_layer_parity(name, make, shape, dt):
+    e_dt, t_dt, tol = DT[dt]
+    if name in ("Hardsigmoid", "Hardswish"):
+        tol = max(tol, 1e-7)  # PyTorch's backward uses a float32 1/6 even in float64
+    em = make(nn).to(e_dt)
+    tm = make(torch.nn).to(t_dt)
+    _copy_params(em, tm)
+    a = np.random.default_rng(0).normal(size=shape) * 2
+    xe, xt = _pair(a, dt)
+    ye, yt = em(xe), tm(xt)
+    _close(ye, yt, tol)
+    g = np.random.default_rng(1).normal(size=tuple(yt.shape))
+    ye.backward(et.tensor(g, dtype=e_dt))
+    yt.backward(torch.tensor(g, dtype=t_dt))
+    _close(xe.grad, xt.grad, tol)
+    tparams = dict(tm.named_parameters())
+    for n, p in em.named_parameters():
+        _close(p.grad, tparams[n].grad, tol)
+
+
+@pytest.mark.parametrize("dt", sorted(DT))
+def test_bilinear_embedding_parity(dt):
+    e_dt, t_dt, tol = DT[dt]
+    eb, tb = nn.Bilinear(3, 4, 2).to(e_dt), torch.nn.Bilinear(3, 4, 2).to(t_dt)
+    _copy_params(eb, tb)
+    r = np.random.default_rng(2)
+    x1e, x1t = _pair(r.normal(size=(5, 3)), dt)
+    x2e, x2t = _pair(r.normal(size=(5, 4)), dt)
+    ye, yt = eb(x1e, x2e), tb(x1t, x2t)
+    _close(ye, yt, tol)
+    ye.sum().backward()
+    yt.sum().backward()
+    _close(x1e.grad, x1t.grad, tol)
+    _close(eb.weight.grad, tb.weight.grad, tol)
+    for kw in ({}, {"padding_idx": 1}, {"scale_grad_by_freq": True},
+               {"max_norm": 1.0, "padding_idx": 0}):
+        ee = nn.Embedding(7, 3, **kw).to(e_dt)
+        te = torch.nn.Embedding(7, 3, **kw).to(t_dt)
+        _copy_params(ee, te)
+        idx = [[1, 2, 1], [6, 0, 1]]
+        ye, yt = ee(et.tensor(idx)), te(torch.tensor(idx))
+        _close(ye, yt, tol)
+        (ye ** 2).sum().backward()
+        (yt ** 2).sum().backward()
+        _close(ee.weight.grad, te.weight.grad, tol)
+        _close(ee.weight, te.weight, tol)
+    for mode in ("sum", "mean", "max"):
+        ee = nn.EmbeddingBag(7, 3, mode=mode).to(e_dt)
+        te = torch.nn.EmbeddingBag(7, 3, mode=mode).to(t_dt)
+        _copy_params(ee, te)
+        idx, off = [1, 2, 4, 5, 6, 1], [0, 2, 5]
+        ye, yt = ee(et.tensor(idx), et.tensor(off)), te(torch.tensor(idx), torch.tensor(off))
+        _close(ye, yt, tol)
+        (ye ** 2).sum().backward()
+        (yt ** 2).sum().backward()
+        _close(ee.weight.grad, te.weight.grad, tol)
+
+
+def _loss_cases(r):
+    x = r.normal(size=(4, 5)) * 3
+    y = r.normal(size=(4, 5))
+    p = r.uniform(0.05, 0.95, size=(4, 5))
+    cls = np.array([0, 4, 2, 1])
+    sign = np.sign(r.normal(size=(4, 5)))
+    w5 = r.uniform(0.5, 2, size=5)
+    probs = r.uniform(size=(4, 5))
+    probs /= probs.sum(1, keepdims=True)
+    ml = np.array([[3, 0, -1, 1, 1], [1, 2, 3, -1, 0], [4, -1, 0, 0, 0], [0, 1, 2, 3, 4]])
+    return [
+        ("L1Loss", {}, [x, y]),
+        ("MSELoss", {}, [x, y]),
+        ("SmoothL1Loss", {"beta": 0.5}, [x, y]),
+        ("HuberLoss", {"delta": 0.7}, [x, y]),
+        ("SoftMarginLoss", {}, [x, sign]),
+        ("CrossEntropyLoss", {}, [x, cls]),
+        ("CrossEntropyLoss", {"weight": w5, "ignore_index": 2, "label_smoothing": 0.1},
+         [x, cls]),
+        ("CrossEntropyLoss", {"label_smoothing": 0.2}, [x, probs]),
+        ("CrossEntropyLoss", {}, [r.normal(size=(2, 5, 3, 2)), r.integers(0, 5, (2, 3, 2))]),
+        ("NLLLoss", {"weight": w5}, [x, cls]),
+        ("NLLLoss", {"ignore_index": 1}, [r.normal(size=(2, 5, 3)), r.integers(0, 5, (2, 3))]),
+        ("PoissonNLLLoss", {}, [x / 3, np.abs(y)]),
+        ("PoissonNLLLoss", {"log_input": False, "full": True}, [p, np.abs(y) * 3]),
+        ("GaussianNLLLoss", {}, [x, y, p]),
+        ("KLDivLoss", {"reduction": "batchmean"}, [np.log(probs), probs[::-1].copy()]),
+        ("KLDivLoss", {"reduction": "sum", "log_target": True}, [x, np.log(probs)]),
+        ("BCELoss", {"weight": w5}, [p, probs]),
+        ("BCEWithLogitsLoss", {"pos_weight": w5}, [x, probs]),
+        ("MarginRankingLoss", {"margin": 0.2}, [x[:, 0], y[:, 0], sign[:, 0]]),
+        ("HingeEmbeddingLoss", {"margin": 0.5}, [x, sign]),
+        ("MultiLabelMarginLoss", {}, [x, ml]),
+        ("MultiLabelSoftMarginLoss", {"weight": w5}, [x, (sign > 0) * 1.0]),
+        ("MultiMarginLoss", {"p": 2, "margin": 0.7, "weight": w5}, [x, cls]),
+        ("CosineEmbeddingLoss", {"margin": 0.1}, [x, y, sign[:, 0]]),
+        ("TripletMarginLoss", {"margin": 0.5, "p": 1.5, "swap": True}, [x, y, p]),
+    ]
+
+
+_SIGN_TARGET = {"SoftMarginLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss",
+                "MarginRankingLoss", "MultiLabelSoftMarginLoss"}
+_CASES = _loss_cases(np.random.default_rng(5))
+
+
+_LOSS_PARAMS = [(i, r) for i, c in enumerate(_CASES)
+                for r in (["mean"] if "reduction" in c[1] else ["none", "mean", "sum"])]
+
+
+@pytest.mark.parametrize("dt", sorted(DT))
+@pytest.mark.parametrize("case,reduction", _LOSS_PARAMS,
+                         ids=[f"{_CASES[i][0]}-{r}" for i, r in _LOSS_PARAMS])
+def test_loss_parity(case, reduction, dt):
+    e_dt, t_dt, tol = DT[dt]
+    name, kw, args = _CASES[case]
+    kw = dict(kw)
+    kw.setdefault("reduction", reduction)
+    ekw = {k: (et.tensor(v, dtype=e_dt) if isinstance(v, np.ndarray) else v)
+           for k, v in kw.items()}
+    tkw = {k: (torch.tensor(v, dtype=t_dt) if isinstance(v, np.ndarray) else v)
+           for k, v in kw.items()}
+    eargs, targs = [], []
+    for k, a in enumerate(args):
+        if a.dtype.kind == "i" or (k == len(args) - 1 and name in _SIGN_TARGET):
+            eargs.append(et.tensor(a, dtype=e_dt if a.dtype.kind == "f" else None))
+            targs.append(torch.tensor(a, dtype=t_dt if a.dtype.kind == "f" else None))
+        elif a.dtype.kind == "i":
+            eargs.append(et.tensor(a))
+            targs.append(torch.tensor(a))
+        else:
+            e, t = _pair(a, dt)
+            eargs.append(e)
+            targs.append(t)
+    le = getattr(nn, name)(**ekw)(*eargs)
+    lt = getattr(torch.nn, name)(**tkw)(*targs)
+    _close(le, lt, tol)
+    le.sum().backward()
+    lt.sum().backward()
+    for e, t in zip(eargs, targs):
+        if t.requires_grad:
+            _close(e.grad, t.grad, tol * 10)
+
+
+def test_huge_logits_parity():
+    x = np.array([[1000.0, -1000.0, 3.0], [-1000.0, 1000.0, 0.0]])
+    xe, xt = _pair(x, "float32")
+    le = F.cross_entropy(xe, et.tensor([1, 1]))
+    lt = torch.nn.functional.cross_entropy(xt, torch.tensor([1, 1]))
+    le.backward()
+    lt.backward()
+    _close(le, lt, 1e-5)
+    _close(xe.grad, xt.grad, 1e-5)
+    ye, yt = _pair(x, "float32")
+    be = F.binary_cross_entropy_with_logits(ye, et.ones(2, 3))
+    bt = torch.nn.functional.binary_cross_entropy_with_logits(yt, torch.ones(2, 3))
+    be.backward()
+    bt.backward()
+    _close(be, bt, 1e-5)
+    _close(ye.grad, yt.grad, 1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_ctc_parity(reduction):
+    r = np.random.default_rng(3)
+    T, N, C = 8, 3, 5
+    logits = r.normal(size=(T, N, C))
+    targets = [[1, 2, 2], [3, 1, 0], [4, 0, 0]]
+    il, tl = [8, 7, 5], [3, 2, 1]
+    xe, xt = _pair(logits, "float64")
+    le = F.ctc_loss(F.log_softmax(xe, 2), et.tensor(targets), il, tl, reduction=reduction)
+    lt = torch.nn.functional.ctc_loss(xt.log_softmax(2), torch.tensor(targets),
+                                      torch.tensor(il), torch.tensor(tl), reduction=reduction)
+    _close(le, lt, 1e-10)
+    le.sum().backward()
+    lt.sum().backward()
+    _close(xe.grad, xt.grad, 1e-9)
+
+
+def test_train_eval_dropout_parity():
+    em, tm = nn.Dropout(0.4), torch.nn.Dropout(0.4)
+    x = np.ones((200, 200))
+    ye = em(et.tensor(x, dtype=et.float32)).numpy()
+    yt = tm(torch.tensor(x, dtype=torch.float32)).numpy()
+    assert set(np.unique(ye).round(5)) == set(np.unique(yt).round(5))
+    assert abs((ye == 0).mean() - (yt == 0).mean()) < 0.02
+    em.eval()
+    tm.eval()
+    np.testing.assert_array_equal(em(et.tensor(x)).numpy(), tm(torch.tensor(x)).numpy())
+
+
+INITS = [
+    ("Linear", lambda m: m.Linear(300, 200)),
+    ("Bilinear", lambda m: m.Bilinear(50, 40, 30)),
+    ("Embedding", lambda m: m.Embedding(300, 100)),
+    ("PReLU", lambda m: m.PReLU(4)),
+]
+
+
+@pytest.mark.parametrize("name,make", INITS, ids=[i[0] for i in INITS])
+def test_default_init_statistics(name, make):
+    et.manual_seed(0)
+    torch.manual_seed(0)
+    em, tm = make(nn), make(torch.nn)
+    tp = dict(tm.named_parameters())
+    for n, p in em.named_parameters():
+        a, b = p.detach().numpy().ravel(), tp[n].detach().numpy().ravel()
+        assert a.shape == b.shape
+        assert abs(a.min() - b.min()) < 0.2 * (abs(b.min()) + 1e-3) + 0.02
+        assert abs(a.max() - b.max()) < 0.2 * (abs(b.max()) + 1e-3) + 0.02
+        assert abs(a.std() - b.std()) < (4 / math.sqrt(2 * a.size) + 0.02) * b.std() + 1e-6
+        assert abs(a.mean() - b.mean()) < 6 * b.std() / math.sqrt(a.size) + 1e-6
+
+
+@pytest.mark.parametrize("fn", ["xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+                                "kaiming_normal_", "trunc_normal_", "orthogonal_"])
+def test_init_functions_statistics(fn):
+    et.manual_seed(0)
+    torch.manual_seed(0)
+    a = getattr(nn.init, fn)(et.empty(256, 128)).numpy().ravel()
+    b = getattr(torch.nn.init, fn)(torch.empty(256, 128)).numpy().ravel()
+    assert abs(a.std() - b.std()) < 0.05 * b.std()
+    assert abs(a.min() - b.min()) < 0.15 * abs(b.min())
+    assert abs(a.max() - b.max()) < 0.15 * abs(b.max())
