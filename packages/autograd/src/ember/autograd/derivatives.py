@@ -779,37 +779,50 @@ def _tensordot(c, g):
 def _einsum(c, g):
     eq = c.args[0].replace(" ", "")
     ops = c.args[1:]
-    if "..." in eq or "->" not in eq:
-        lhs = eq.split("->")[0]
-        if "..." in eq:
-            raise RuntimeError("einsum backward: equations with '...' are not supported by "
-                               "ember's autograd; write the broadcast dims out explicitly")
+    if "..." in eq:
+        raise RuntimeError("einsum backward: equations with '...' are not supported by "
+                           "ember's autograd; write the broadcast dims out explicitly")
+    if "->" in eq:
+        lhs, out_subs = eq.split("->")
+    else:
+        lhs = eq
         counts = {}
         for ch in lhs.replace(",", ""):
             counts[ch] = counts.get(ch, 0) + 1
         out_subs = "".join(sorted(ch for ch, n in counts.items() if n == 1))
-    else:
-        lhs, out_subs = eq.split("->")
     subs = lhs.split(",")
+    fresh = (ch for ch in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+             if ch not in eq)
     grads = [None]
     for i, s in enumerate(subs):
         if not c.needs[i + 1]:
             grads.append(None)
             continue
-        if len(set(s)) != len(s):
-            raise RuntimeError(f"einsum backward: repeated index in operand '{s}' is not "
-                               "supported by ember's autograd")
+        shape_i = c.meta[i + 1][0]
+        size = {ch: shape_i[pos] for pos, ch in reversed(list(enumerate(s)))}
+        uniq = "".join(dict.fromkeys(s))
         others = [(subs[j], ops[j]) for j in range(len(subs)) if j != i]
         avail = set(out_subs) | {ch for sj, _ in others for ch in sj}
-        kept = "".join(ch for ch in s if ch in avail)
-        eq_i = ",".join([out_subs] + [sj for sj, _ in others]) + "->" + kept
-        gi = et.einsum(eq_i, g, *[o for _, o in others])
-        if kept != s:
-            shape_i = c.meta[i + 1][0]
-            for pos, ch in enumerate(s):
+        kept = "".join(ch for ch in uniq if ch in avail)
+        gi = et.einsum(",".join([out_subs] + [sj for sj, _ in others]) + "->" + kept,
+                       g, *[o for _, o in others])
+        if kept != uniq:  # letters summed only inside this operand: broadcast back
+            for pos, ch in enumerate(uniq):
                 if ch not in avail:
                     gi = gi.unsqueeze(pos)
-            gi = gi.expand(*shape_i)
+            gi = gi.expand(*[size[ch] for ch in uniq])
+        if uniq != s:  # a repeated index reads a diagonal: put the gradient back on it
+            target, eyes, seen = [], [], set()
+            for ch in s:
+                if ch in seen:
+                    nc = next(fresh)
+                    target.append(nc)
+                    eyes.append((ch + nc, et.eye(size[ch], dtype=g.dtype, device=g.device)))
+                else:
+                    seen.add(ch)
+                    target.append(ch)
+            gi = et.einsum(",".join([uniq] + [e for e, _ in eyes]) + "->" + "".join(target),
+                           gi, *[m for _, m in eyes])
         grads.append(gi)
     return tuple(grads)
 

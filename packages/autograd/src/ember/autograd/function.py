@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 
 from ember.tensor._tensor import Tensor
 
@@ -45,13 +46,17 @@ class FunctionCtx:
                 "Trying to backward through the graph a second time (or directly access saved "
                 "tensors after they have already been freed). Specify retain_graph=True if you "
                 "need to backward through the graph a second time.")
+        out = []
         for t, v in zip(saved, self._saved_versions):
+            if isinstance(t, _SavedOutput):
+                t = t.unpack(self)
             if isinstance(t, Tensor) and t._version != v:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
                     f"an inplace operation: [{t.type()} {list(t.shape)}] is at version "
                     f"{t._version}; expected version {v} instead.")
-        return saved
+            out.append(t)
+        return tuple(out)
 
     saved_variables = saved_tensors
 
@@ -66,6 +71,30 @@ class FunctionCtx:
     def set_materialize_grads(self, value: bool) -> None:
         """When True (default), missing output gradients arrive as zeros, not None."""
         self.materialize_grads = value
+
+
+class _SavedOutput:
+    """An output saved for backward, held without a reference to its node (no cycle):
+    unpacking rebuilds a tensor over the same memory whose ``grad_fn`` is the node again."""
+
+    __slots__ = ("data", "vc", "nr", "node_ref")
+
+    def __init__(self, t: Tensor, nr: int, node) -> None:
+        if t._vc is None:
+            t._vc = [0]
+        self.data, self.vc, self.nr = t._data, t._vc, nr
+        self.node_ref = weakref.ref(node)
+
+    def unpack(self, ctx) -> Tensor:
+        t = Tensor._make(self.data)
+        t._vc = self.vc
+        node = self.node_ref()
+        if node is not None:
+            t.grad_fn = node
+            t._requires_grad = True
+            if self.nr:
+                t._output_nr = self.nr
+        return t
 
 
 class _Entry:
@@ -94,8 +123,12 @@ class _Entry:
                                f"incorrect number of gradients (expected {n}, got {len(res)})")
         return res[:n]
 
+    def release(self) -> None:
+        self._ctx._saved = None
+
 
 def _apply(cls_name: str, ctx, forward, backward, args):
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     with no_grad():
         out = forward(*args)
     needs = state.enabled and graph._requires(args, None)
@@ -125,6 +158,13 @@ def _apply(cls_name: str, ctx, forward, backward, args):
         for o in outs:
             if isinstance(o, Tensor) and id(o) in dirty:
                 o._bump()
+        saved = getattr(ctx, "_saved", None)
+        node = next((o.grad_fn for o in outs if isinstance(o, Tensor) and
+                     o.grad_fn is not None), None)
+        if saved and node is not None:
+            pos = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
+            ctx._saved = tuple(_SavedOutput(t, pos[id(t)], node) if isinstance(t, Tensor)
+                               and id(t) in pos else t for t in saved)
     return tuple(outs) if multi else outs[0]
 
 

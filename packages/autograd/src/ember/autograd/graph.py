@@ -37,7 +37,7 @@ class _Ctx:
 class Node:
     """A recorded op: the backward function of its outputs (``grad_fn``)."""
 
-    __slots__ = ("op", "entry", "next_functions", "_saved_args", "_kwargs", "_checks",
+    __slots__ = ("op", "entry", "_edges", "_saved_args", "_kwargs", "_checks",
                  "_out_data", "_out_vc", "_meta", "_n_out", "_released", "_hooks",
                  "_trace", "__weakref__")
 
@@ -46,6 +46,20 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {id(self):#x}>"
+
+    @property
+    def next_functions(self) -> tuple:
+        """``(node, output_nr)`` per tensor input, ``(None, 0)`` for constants (PyTorch's
+        layout: the tensors of a list argument are listed one by one)."""
+        out = []
+        for e in self._edges:
+            if type(e) is list:
+                out.extend(x if x is not None else (None, 0) for x in e)
+            elif e is None:
+                out.append((None, 0))
+            else:
+                out.append(e)
+        return tuple(out)
 
     def register_hook(self, hook):
         """``hook(grad_inputs, grad_outputs)`` is not supported; use Tensor.register_hook."""
@@ -74,7 +88,7 @@ class Node:
         ctx = _Ctx()
         ctx.args = self._saved_args
         ctx.kwargs = self._kwargs
-        ctx.needs = tuple(e is not None for e in self.next_functions)
+        ctx.needs = tuple(e is not None for e in self._edges)
         ctx.meta = self._meta
         if self._out_data is not None:
             if self._out_vc is not None and self._out_vc[1] != (self._out_vc[0][0]):
@@ -115,17 +129,21 @@ class Node:
         self._saved_args = ()
         self._out_data = None
         self._released = True
+        release = getattr(self.entry, "release", None)
+        if release is not None:  # custom Functions free their ctx's saved tensors
+            release()
 
 
 class AccumulateGrad:
     """The sink for a leaf tensor: adds incoming gradients into ``variable.grad``."""
 
-    __slots__ = ("variable", "next_functions", "__weakref__")
+    __slots__ = ("variable", "__weakref__")
     _n_out = 1
+    _edges = ()
+    next_functions = ()
 
     def __init__(self, variable: Tensor) -> None:
         self.variable = variable
-        self.next_functions = ()
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -252,7 +270,7 @@ def attach(name: str, entry, args, kwargs, out):
             edges.append(None)
             meta.append(None)
             saved.append(a)
-    node.next_functions = tuple(edges)
+    node._edges = tuple(edges)
     node._meta = meta
     node._saved_args = saved
     node._checks = checks
@@ -350,7 +368,7 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
     stack = list(starts)
     while stack:
         fn = stack.pop()
-        for e in fn.next_functions:
+        for e in fn._edges:
             if e is None:
                 continue
             if type(e) is list:  # a list argument (cat, stack): one edge per tensor
@@ -408,7 +426,7 @@ def _count(nxt, deps, seen, stack):
 
 def _propagate(fn, in_grads, buffers, deps, ready):
     meta = fn._meta
-    for i, e in enumerate(fn.next_functions):
+    for i, e in enumerate(fn._edges):
         if e is None:
             continue
         g = in_grads[i] if i < len(in_grads) else None

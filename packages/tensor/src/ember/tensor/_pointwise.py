@@ -97,6 +97,29 @@ def _operands(a, b, op: str, float_result: bool = False):
     return da, db, dt
 
 
+def _broadcast_error(op: str, da, db) -> RuntimeError:
+    sa, sb = list(getattr(da, "shape", ())), list(getattr(db, "shape", ()))
+    for i in range(1, min(len(sa), len(sb)) + 1):
+        if sa[-i] != sb[-i] and sa[-i] != 1 and sb[-i] != 1:
+            return RuntimeError(
+                f"{op}(): The size of tensor a ({sa[-i]}) must match the size of tensor b "
+                f"({sb[-i]}) at non-singleton dimension {max(len(sa), len(sb)) - i} "
+                f"(shapes {sa} and {sb})")
+    return RuntimeError(f"{op}(): shapes {sa} and {sb} cannot be broadcast together")
+
+
+def _check_out_shape(op: str, db, out_shape) -> None:
+    """In-place ops: the other operand must broadcast to the destination's shape."""
+    if hasattr(db, "shape"):
+        try:
+            shape = np.broadcast_shapes(db.shape, out_shape)
+        except ValueError:
+            raise _broadcast_error(op, np.empty(out_shape), db) from None
+        if shape != out_shape:
+            raise RuntimeError(f"{op}(): output with shape {list(out_shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
+
+
 def _xp2(da, db):
     return np if isinstance(da, _ndarray) or isinstance(db, _ndarray) else array_module(
         da if hasattr(da, "shape") else db)
@@ -146,19 +169,18 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
         da, db, _ = _operands(input, other, name, float_result)
         xp = _xp2(da, db)
         f = npf if xp is np else getattr(xp, ufunc_name)
-        if quiet:
-            with np.errstate(**_quiet):
-                return _make(f(da, db))
-        return _make(f(da, db))
+        try:
+            if quiet:
+                with np.errstate(**_quiet):
+                    return _make(f(da, db))
+            return _make(f(da, db))
+        except ValueError:
+            raise _broadcast_error(name, da, db) from None
 
     def impl_(input, other):
         da, db, dt = _operands(input, other, name, float_result)
         _check_cast(name + "_", dt, input._data.dtype)
-        if hasattr(db, "shape") and np.broadcast_shapes(db.shape, input._data.shape) != \
-                input._data.shape:
-            raise RuntimeError(
-                f"{name}_(): output with shape {list(input._data.shape)} doesn't match the "
-                f"broadcast shape {list(np.broadcast_shapes(db.shape, input._data.shape))}")
+        _check_out_shape(name + "_", db, input._data.shape)
         _check_inplace(input, name + "_")
         xp = _xp2(da, db)
         f = npf if xp is np else getattr(xp, ufunc_name)
@@ -338,13 +360,17 @@ def _compare(name: str, ufunc_name: str, doc: str):
         da, db, _ = _operands(input, other, name)
         xp = _xp2(da, db)
         f = npf if xp is np else getattr(xp, ufunc_name)
-        with np.errstate(**_quiet):
-            return _make(f(da, db))
+        try:
+            with np.errstate(**_quiet):
+                return _make(f(da, db))
+        except ValueError:
+            raise _broadcast_error(name, da, db) from None
 
     def impl_(input, other):
         da, db, _ = _operands(input, other, name)
         xp = _xp2(da, db)
         f = npf if xp is np else getattr(xp, ufunc_name)
+        _check_out_shape(name + "_", db, input._data.shape)
         _check_inplace(input, name + "_")
         input._data[...] = f(da, db)
         input._bump()
@@ -691,12 +717,16 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
 
 
 def addcmul_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """In-place :func:`addcmul`."""
     prod = mul(tensor1, tensor2)
+    _check_out_shape("addcmul_", prod._data, input._data.shape)
     return add_(input, prod if value == 1 else mul(prod, value))
 
 
 def addcdiv_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """In-place :func:`addcdiv`."""
     q = true_divide(tensor1, tensor2)
+    _check_out_shape("addcdiv_", q._data, input._data.shape)
     return add_(input, q if value == 1 else mul(q, value))
 
 

@@ -108,6 +108,10 @@ def _compute_stride(oldshape, oldstride, newshape):
 def _infer_size(shape, numel: int, op: str) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
+    for s in shape:
+        if not isinstance(s, numbers.Integral) or isinstance(s, bool):
+            raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element "
+                            f"of type {type(s).__name__}")
     shape = tuple(int(s) for s in shape)
     infer, known = None, 1
     for i, s in enumerate(shape):
@@ -414,7 +418,8 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 @defop("select")
 def _select(input: Tensor, dim: int, index: int) -> Tensor:
-    return input._view_of(input._data[(slice(None),) * dim + (index,)])
+    # the trailing Ellipsis keeps a 0-d result an array view rather than a NumPy scalar
+    return input._view_of(input._data[(slice(None),) * dim + (index, Ellipsis)])
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:

@@ -33,6 +33,8 @@ KERNEL_NAMES: tuple[str, ...] = (
     "lstm_cell_backward",
     "gru_cell_forward",
     "gru_cell_backward",
+    "adam_step",
+    "sgd_step",
 )
 
 _MODULES = {"cpu": "ember.tensor.kernels.cpu", "cuda": "ember.tensor.kernels.cuda"}

@@ -33,6 +33,8 @@ __all__ = [
     "lstm_cell_backward",
     "gru_cell_forward",
     "gru_cell_backward",
+    "adam_step",
+    "sgd_step",
 ]
 
 _WHERE = {
@@ -52,6 +54,8 @@ _WHERE = {
     "lstm_cell_backward": "rnn",
     "gru_cell_forward": "rnn",
     "gru_cell_backward": "rnn",
+    "adam_step": "optim",
+    "sgd_step": "optim",
 }
 
 

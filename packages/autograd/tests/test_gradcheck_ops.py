@@ -1,0 +1,155 @@
+"""gradcheck and gradgradcheck, in float64, for every differentiable entry of the op table,
+on contiguous and non-contiguous inputs; and the walk proving every registry op has a
+derivative (or is in-place with a differentiable twin, or is marked non-differentiable)."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import zlib
+from pathlib import Path
+
+import ember.autograd as ag
+import ember.tensor as et
+import numpy as np
+import pytest
+from ember.autograd.derivatives import TABLE
+from ember.autograd.inplace import FUNCTIONAL
+from ember.tensor._tensor import Tensor
+
+_path = Path(__file__).resolve().parents[2] / "tensor" / "tests" / "op_table.py"
+_spec = importlib.util.spec_from_file_location("ember_op_table", _path)
+T = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("ember_op_table", T)
+_spec.loader.exec_module(T)
+
+DIFF = [e for e in T.OP_TABLE
+        if e.differentiable and any(d.startswith("float") for d in e.dtypes)]
+CASES = [pytest.param(e, lay, id=f"{e.name}-{lay}") for e in DIFF for lay in e.layouts]
+
+
+def _rng(*key):
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def _grad_positions(entry, sample):
+    if sample.grad is not None:
+        return sample.grad
+    def floating(a):
+        if isinstance(a, list):
+            return bool(a) and all(floating(x) for x in a)
+        return isinstance(a, np.ndarray) and a.dtype.kind == "f"
+    return tuple(i for i in entry.operands if i < len(sample.args) and floating(sample.args[i]))
+
+
+def _prepare(entry, sample, contiguous):
+    """float64 ember args with requires_grad on the differentiable positions, plus the list
+    of positions (and list members) that take part in the check."""
+    pos = _grad_positions(entry, sample)
+    args = list(sample.args)
+    diff = []
+    for i in pos:
+        a = args[i]
+        if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+            args[i] = T._conv(a.astype(np.float64), contiguous).requires_grad_(True)
+            diff.append(i)
+        elif isinstance(a, list):
+            args[i] = [T._conv(x.astype(np.float64), contiguous).requires_grad_(True) for x in a]
+            diff.append(i)
+    for i, a in enumerate(args):
+        if i not in diff:
+            args[i] = T._conv(a.astype(np.float64) if isinstance(a, np.ndarray)
+                              and a.dtype.kind == "f" else a, contiguous)
+    kwargs = {k: T._conv(v, contiguous) for k, v in sample.kwargs.items()}
+    return args, kwargs, diff
+
+
+def _flat_inputs(args, diff):
+    flat, where = [], []
+    for i in diff:
+        if isinstance(args[i], list):
+            for j, t in enumerate(args[i]):
+                flat.append(t)
+                where.append((i, j))
+        else:
+            flat.append(args[i])
+            where.append((i, None))
+    return flat, where
+
+
+def _func(entry, args, kwargs, where):
+    def f(*xs):
+        a = [list(x) if isinstance(x, list) else x for x in args]
+        for x, (i, j) in zip(xs, where):
+            if j is None:
+                a[i] = x
+            else:
+                a[i][j] = x
+        out = entry.fn(*a, **kwargs)
+        if isinstance(out, (tuple, list)):
+            return tuple(o for o in out if isinstance(o, Tensor) and o.dtype.is_floating_point)
+        return out
+    return f
+
+
+def _samples(entry):
+    dtype = "float64" if "float64" in entry.dtypes else "float32"
+    return entry.samples(dtype, _rng(entry.name, "grad"))
+
+
+@pytest.mark.parametrize("entry,layout", CASES)
+def test_gradcheck(entry, layout):
+    checked = 0
+    for sample in _samples(entry):
+        args, kwargs, diff = _prepare(entry, sample, layout == "contig")
+        if not diff:
+            continue
+        flat, where = _flat_inputs(args, diff)
+        assert ag.gradcheck(_func(entry, args, kwargs, where), tuple(flat), eps=1e-6,
+                            atol=1e-5, rtol=1e-3), f"{entry.name} {sample!r}"
+        checked += 1
+    assert checked, f"{entry.name}: no sample had a differentiable input"
+
+
+@pytest.mark.parametrize("entry,layout", [c for c in CASES if c.values[0].gradgrad])
+def test_gradgradcheck(entry, layout):
+    samples = _samples(entry)[:2]          # second order is costly: two samples per op
+    checked = 0
+    for sample in samples:
+        args, kwargs, diff = _prepare(entry, sample, layout == "contig")
+        if not diff:
+            continue
+        flat, where = _flat_inputs(args, diff)
+        assert ag.gradgradcheck(_func(entry, args, kwargs, where), tuple(flat), eps=1e-6,
+                                atol=1e-4, rtol=1e-3), f"{entry.name} {sample!r}"
+        checked += 1
+    assert checked
+
+
+def test_every_registry_op_has_a_derivative_or_is_non_differentiable():
+    missing = []
+    for name, op in et.OPS.items():
+        if not op.differentiable:
+            continue
+        if name in TABLE:
+            continue
+        if op.inplace and (name in FUNCTIONAL or name[:-1] in TABLE):
+            continue
+        missing.append(name)
+    assert not missing, f"differentiable ops without a derivative: {sorted(missing)}"
+
+
+def test_derivative_table_names_only_registry_ops():
+    stray = sorted(n for n in TABLE if n not in et.OPS)
+    assert not stray, f"derivatives for unknown ops: {stray}"
+
+
+def test_non_differentiable_ops_do_not_record_graphs():
+    x = et.tensor([1.5, -2.0, 3.0], dtype=et.float64, requires_grad=True)
+    for fn in (et.floor, et.sign, et.argmax, lambda t: t > 0, et.round):
+        out = fn(x)
+        assert out.grad_fn is None and not out.requires_grad, fn
+
+
+def test_op_table_covers_the_registry():
+    uncovered = sorted(set(et.OPS) - T.COVERED_OPS - T.NON_TABLE_OPS)
+    assert not uncovered, f"registry ops without a table entry: {uncovered}"

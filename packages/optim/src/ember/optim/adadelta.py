@@ -1,0 +1,97 @@
+"""Adadelta (``torch.optim.Adadelta``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ember.tensor import Tensor, zeros_like
+
+from .optimizer import Optimizer, _enable_grad, _no_grad, _scalar, _step_value, _xp
+
+__all__ = ["Adadelta"]
+
+
+class Adadelta(Optimizer):
+    """Adadelta (Zeiler).
+
+    >>> import ember.tensor as et
+    >>> w = et.zeros(1, dtype=et.float64)
+    >>> opt = Adadelta([w])
+    >>> w.grad = et.ones(1, dtype=et.float64)
+    >>> _ = opt.step()
+    >>> w.item() < 0
+    True
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9,
+                 eps: float = 1e-6, weight_decay: float = 0, foreach: bool | None = None, *,
+                 capturable: bool = False, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay,
+                    "maximize": maximize, "capturable": capturable, "foreach": foreach,
+                    "differentiable": differentiable}
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step."""
+        loss = None
+        if closure is not None:
+            with _enable_grad():
+                loss = closure()
+        with _no_grad():
+            for group in self.param_groups:
+                params, grads, square_avgs, acc_deltas, steps = [], [], [], [], []
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["step"] = _scalar(0.0)
+                        state["square_avg"] = zeros_like(p)
+                        state["acc_delta"] = zeros_like(p)
+                    params.append(p)
+                    grads.append(p.grad)
+                    square_avgs.append(state["square_avg"])
+                    acc_deltas.append(state["acc_delta"])
+                    steps.append(state["step"])
+                _adadelta(params, grads, square_avgs, acc_deltas, steps, lr=group["lr"],
+                          rho=group["rho"], eps=group["eps"],
+                          weight_decay=group["weight_decay"], maximize=group["maximize"])
+        return loss
+
+
+def _adadelta(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],
+              acc_deltas: list[Tensor], state_steps: list[Tensor], *, lr: float, rho: float,
+              eps: float, weight_decay: float, maximize: bool) -> None:
+    """Adadelta over lists of tensors, in place
+    (``torch.optim.adadelta._single_tensor_adadelta``)."""
+    lr = float(lr)
+    for i, param in enumerate(params):
+        p, g = param._data, grads[i]._data
+        sq, acc = square_avgs[i]._data, acc_deltas[i]._data
+        xp = _xp(p)
+        _step_value(state_steps[i])
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            g = g + weight_decay * p
+        sq *= rho
+        sq += (1 - rho) * g * g
+        std = xp.sqrt(sq + eps)
+        delta = xp.sqrt(acc + eps)
+        delta /= std
+        delta *= g
+        acc *= rho
+        acc += (1 - rho) * delta * delta
+        p += -lr * delta
+        for t in (param, square_avgs[i], acc_deltas[i]):
+            t._bump()

@@ -1,0 +1,97 @@
+"""Adagrad (``torch.optim.Adagrad``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ember.tensor import Tensor, full_like
+
+from .optimizer import Optimizer, _enable_grad, _no_grad, _scalar, _step_value, _xp
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al.), with learning-rate decay and an initial accumulator value.
+
+    >>> import ember.tensor as et
+    >>> w = et.zeros(1, dtype=et.float64)
+    >>> opt = Adagrad([w], lr=0.5, eps=0.0)
+    >>> w.grad = et.full((1,), 2.0, dtype=et.float64)
+    >>> _ = opt.step()
+    >>> w.item()
+    -0.5
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0,
+                 eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(
+                f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
+                    "initial_accumulator_value": initial_accumulator_value,
+                    "foreach": foreach, "maximize": maximize,
+                    "differentiable": differentiable, "fused": fused}
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = _scalar(0.0)
+                state["sum"] = full_like(p, group["initial_accumulator_value"])
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step."""
+        loss = None
+        if closure is not None:
+            with _enable_grad():
+                loss = closure()
+        with _no_grad():
+            for group in self.param_groups:
+                params, grads, sums, steps = [], [], [], []
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    params.append(p)
+                    grads.append(p.grad)
+                    sums.append(state["sum"])
+                    steps.append(state["step"])
+                _adagrad(params, grads, sums, steps, lr=group["lr"],
+                         weight_decay=group["weight_decay"], lr_decay=group["lr_decay"],
+                         eps=group["eps"], maximize=group["maximize"])
+        return loss
+
+
+def _adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor],
+             state_steps: list[Tensor], *, lr: float, weight_decay: float, lr_decay: float,
+             eps: float, maximize: bool) -> None:
+    """Adagrad over lists of tensors, in place
+    (``torch.optim.adagrad._single_tensor_adagrad``, dense gradients)."""
+    lr = float(lr)
+    for i, param in enumerate(params):
+        p, g = param._data, grads[i]._data
+        s = state_sums[i]._data
+        xp = _xp(p)
+        step = _step_value(state_steps[i])
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            g = g + weight_decay * p
+        clr = lr / (1 + (step - 1) * lr_decay)
+        s += 1 * g * g
+        state_sums[i]._bump()
+        std = xp.sqrt(s)
+        std += eps
+        p += -clr * g / std
+        param._bump()

@@ -1,0 +1,175 @@
+"""Adam and AdamW (``torch.optim.Adam``, ``torch.optim.AdamW``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ember.tensor import Tensor, zeros_like
+
+from .optimizer import (
+    Optimizer,
+    _enable_grad,
+    _fusable,
+    _kernel,
+    _lerp_,
+    _no_grad,
+    _scalar,
+    _step_value,
+    _use_fused,
+    _xp,
+)
+
+__all__ = ["Adam", "AdamW"]
+
+
+def _check_adam_args(lr: float, betas: tuple[float, float], eps: float,
+                     weight_decay: float) -> None:
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba), with AMSGrad, maximize and L2 or decoupled weight decay.
+
+    On the CPU each parameter is updated by one fused kernel (``fused=False`` selects the
+    plain array path, which gives the same result).
+
+    >>> import ember.tensor as et
+    >>> w = et.zeros(2)
+    >>> opt = Adam([w], lr=0.1)
+    >>> w.grad = et.tensor([1.0, -1.0])
+    >>> _ = opt.step()
+    >>> [round(v, 6) for v in w.tolist()]
+    [-0.1, 0.1]
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+        _check_adam_args(lr, betas, eps, weight_decay)
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps,
+                    "weight_decay": weight_decay, "amsgrad": amsgrad, "maximize": maximize,
+                    "foreach": foreach, "capturable": capturable,
+                    "differentiable": differentiable, "fused": fused,
+                    "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step."""
+        loss = None
+        if closure is not None:
+            with _enable_grad():
+                loss = closure()
+        with _no_grad():
+            for group in self.param_groups:
+                params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [], [], [], []
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["step"] = _scalar(0.0)
+                        state["exp_avg"] = zeros_like(p)
+                        state["exp_avg_sq"] = zeros_like(p)
+                        if group["amsgrad"]:
+                            state["max_exp_avg_sq"] = zeros_like(p)
+                    params.append(p)
+                    grads.append(p.grad)
+                    exp_avgs.append(state["exp_avg"])
+                    exp_avg_sqs.append(state["exp_avg_sq"])
+                    max_sqs.append(state.get("max_exp_avg_sq"))
+                    steps.append(state["step"])
+                beta1, beta2 = group["betas"]
+                _adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps,
+                      amsgrad=group["amsgrad"], beta1=beta1, beta2=beta2, lr=group["lr"],
+                      weight_decay=group["weight_decay"], eps=group["eps"],
+                      maximize=group["maximize"], fused=group["fused"],
+                      decoupled_weight_decay=group["decoupled_weight_decay"])
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter); ``weight_decay`` defaults to
+    0.01.
+
+    >>> import ember.tensor as et
+    >>> w = et.ones(1)
+    >>> opt = AdamW([w], lr=0.1, weight_decay=0.5)
+    >>> w.grad = et.zeros(1)
+    >>> _ = opt.step()
+    >>> round(w.item(), 6)
+    0.95
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+
+def _adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+          exp_avg_sqs: list[Tensor], max_exp_avg_sqs: list[Tensor | None],
+          state_steps: list[Tensor], *, amsgrad: bool, beta1: float, beta2: float, lr: float,
+          weight_decay: float, eps: float, maximize: bool, fused: bool | None = None,
+          decoupled_weight_decay: bool = False) -> None:
+    """Adam / AdamW over lists of tensors, in place (``state_steps`` are incremented).
+
+    Arithmetic of ``torch.optim.adam._single_tensor_adam``.
+    """
+    lr, beta1, beta2 = float(lr), float(beta1), float(beta2)
+    kernel = _kernel("adam_step", params[0]) if _use_fused(fused, params) else None
+    for i, param in enumerate(params):
+        p, g = param._data, grads[i]._data
+        m, v = exp_avgs[i]._data, exp_avg_sqs[i]._data
+        vmax = max_exp_avg_sqs[i]._data if amsgrad else None
+        step = _step_value(state_steps[i])
+        if kernel is not None and g.dtype == p.dtype and _fusable(p, m, v, vmax):
+            kernel(p, g, m, v, vmax, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                   weight_decay=weight_decay, step=step, amsgrad=amsgrad, maximize=maximize,
+                   decoupled_weight_decay=decoupled_weight_decay)
+        else:
+            xp = _xp(p)
+            if maximize:
+                g = -g
+            if weight_decay != 0:
+                if decoupled_weight_decay:
+                    p *= 1 - lr * weight_decay
+                else:
+                    g = g + weight_decay * p
+            _lerp_(m, g, 1 - beta1)
+            v *= beta2
+            v += (1 - beta2) * g * g
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2 ** step
+            step_size = lr / bias_correction1
+            bias_correction2_sqrt = bias_correction2 ** 0.5
+            if amsgrad:
+                xp.maximum(vmax, v, out=vmax)
+                denom = xp.sqrt(vmax) / bias_correction2_sqrt
+            else:
+                denom = xp.sqrt(v) / bias_correction2_sqrt
+            denom += eps
+            p += -step_size * m / denom
+        param._bump()
+        exp_avgs[i]._bump()
+        exp_avg_sqs[i]._bump()
+        if amsgrad:
+            max_exp_avg_sqs[i]._bump()

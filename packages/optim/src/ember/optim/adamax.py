@@ -1,0 +1,96 @@
+"""Adamax (``torch.optim.Adamax``): Adam with the infinity norm."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ember.tensor import Tensor, zeros_like
+
+from .optimizer import Optimizer, _enable_grad, _lerp_, _no_grad, _scalar, _step_value, _xp
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    """Adamax, the infinity-norm variant of Adam.
+
+    >>> import ember.tensor as et
+    >>> w = et.zeros(1)
+    >>> opt = Adamax([w], lr=0.1)
+    >>> w.grad = et.ones(1)
+    >>> _ = opt.step()
+    >>> round(w.item(), 6)
+    -0.1
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 2e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps,
+                    "weight_decay": weight_decay, "foreach": foreach, "maximize": maximize,
+                    "differentiable": differentiable, "capturable": capturable}
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step."""
+        loss = None
+        if closure is not None:
+            with _enable_grad():
+                loss = closure()
+        with _no_grad():
+            for group in self.param_groups:
+                params, grads, exp_avgs, exp_infs, steps = [], [], [], [], []
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["step"] = _scalar(0.0)
+                        state["exp_avg"] = zeros_like(p)
+                        state["exp_inf"] = zeros_like(p)
+                    params.append(p)
+                    grads.append(p.grad)
+                    exp_avgs.append(state["exp_avg"])
+                    exp_infs.append(state["exp_inf"])
+                    steps.append(state["step"])
+                beta1, beta2 = group["betas"]
+                _adamax(params, grads, exp_avgs, exp_infs, steps, eps=group["eps"],
+                        beta1=beta1, beta2=beta2, lr=group["lr"],
+                        weight_decay=group["weight_decay"], maximize=group["maximize"])
+        return loss
+
+
+def _adamax(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
+            exp_infs: list[Tensor], state_steps: list[Tensor], *, eps: float, beta1: float,
+            beta2: float, lr: float, weight_decay: float, maximize: bool) -> None:
+    """Adamax over lists of tensors, in place (``torch.optim.adamax._single_tensor_adamax``)."""
+    lr = float(lr)
+    for i, param in enumerate(params):
+        p, g = param._data, grads[i]._data
+        m, u = exp_avgs[i]._data, exp_infs[i]._data
+        xp = _xp(p)
+        step = _step_value(state_steps[i])
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            g = g + weight_decay * p
+        _lerp_(m, g, 1 - beta1)
+        u *= beta2
+        xp.maximum(u, xp.abs(g) + eps, out=u)
+        clr = lr / (1 - beta1 ** step)
+        p += -clr * m / u
+        for t in (param, exp_avgs[i], exp_infs[i]):
+            t._bump()

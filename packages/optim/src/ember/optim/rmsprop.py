@@ -1,0 +1,116 @@
+"""RMSprop (``torch.optim.RMSprop``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ember.tensor import Tensor, zeros_like
+
+from .optimizer import Optimizer, _enable_grad, _lerp_, _no_grad, _scalar, _step_value, _xp
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton), optionally centered and with momentum.
+
+    >>> import ember.tensor as et
+    >>> w = et.zeros(1, dtype=et.float64)
+    >>> opt = RMSprop([w], lr=0.01, alpha=0.0, eps=0.0)
+    >>> w.grad = et.full((1,), 3.0, dtype=et.float64)
+    >>> _ = opt.step()
+    >>> w.item()
+    -0.01
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99,
+                 eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
+                 centered: bool = False, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
+                    "centered": centered, "weight_decay": weight_decay,
+                    "capturable": capturable, "foreach": foreach, "maximize": maximize,
+                    "differentiable": differentiable}
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Perform one optimization step."""
+        loss = None
+        if closure is not None:
+            with _enable_grad():
+                loss = closure()
+        with _no_grad():
+            for group in self.param_groups:
+                params, grads, square_avgs, grad_avgs, bufs, steps = [], [], [], [], [], []
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["step"] = _scalar(0.0)
+                        state["square_avg"] = zeros_like(p)
+                        if group["momentum"] > 0:
+                            state["momentum_buffer"] = zeros_like(p)
+                        if group["centered"]:
+                            state["grad_avg"] = zeros_like(p)
+                    params.append(p)
+                    grads.append(p.grad)
+                    square_avgs.append(state["square_avg"])
+                    grad_avgs.append(state.get("grad_avg"))
+                    bufs.append(state.get("momentum_buffer"))
+                    steps.append(state["step"])
+                _rmsprop(params, grads, square_avgs, grad_avgs, bufs, steps, lr=group["lr"],
+                         alpha=group["alpha"], eps=group["eps"],
+                         weight_decay=group["weight_decay"], momentum=group["momentum"],
+                         centered=group["centered"], maximize=group["maximize"])
+        return loss
+
+
+def _rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],
+             grad_avgs: list[Tensor | None], momentum_buffer_list: list[Tensor | None],
+             state_steps: list[Tensor], *, lr: float, alpha: float, eps: float,
+             weight_decay: float, momentum: float, centered: bool, maximize: bool) -> None:
+    """RMSprop over lists of tensors, in place
+    (``torch.optim.rmsprop._single_tensor_rmsprop``)."""
+    lr = float(lr)
+    for i, param in enumerate(params):
+        p, g = param._data, grads[i]._data
+        sq = square_avgs[i]._data
+        xp = _xp(p)
+        _step_value(state_steps[i])
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            g = g + weight_decay * p
+        sq *= alpha
+        sq += (1 - alpha) * g * g
+        square_avgs[i]._bump()
+        if centered:
+            ga = grad_avgs[i]._data
+            _lerp_(ga, g, 1 - alpha)
+            grad_avgs[i]._bump()
+            avg = xp.sqrt(sq + -1 * ga * ga)
+        else:
+            avg = xp.sqrt(sq)
+        avg += eps
+        if momentum > 0:
+            buf = momentum_buffer_list[i]._data
+            buf *= momentum
+            buf += 1 * g / avg
+            momentum_buffer_list[i]._bump()
+            p += -lr * buf
+        else:
+            p += -lr * g / avg
+        param._bump()
