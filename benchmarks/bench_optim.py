@@ -27,8 +27,9 @@ except ImportError:  # run from a checkout without installing
         sys.path.insert(0, str(_ROOT / "packages" / pkg / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import ember.tensor as et  # noqa: E402
 from _harness import table  # noqa: E402
+
+import ember.tensor as et  # noqa: E402
 from ember import optim  # noqa: E402
 
 try:

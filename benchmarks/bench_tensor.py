@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import numpy as np
-
 from _harness import table, timeit
 
 
@@ -52,7 +51,8 @@ def main() -> list[tuple]:
         q = rng.standard_normal((n, n), dtype=np.float32)
         ep, eq = et.from_numpy(p), et.from_numpy(q)
         tp, tq = torch.from_numpy(p), torch.from_numpy(q)
-        rows.append((f"matmul {n}", timeit(lambda: ep @ eq), timeit(lambda: tp @ tq)))
+        rows.append((f"matmul {n}", timeit(lambda ep=ep, eq=eq: ep @ eq),
+                     timeit(lambda tp=tp, tq=tq: tp @ tq)))
     src = rng.standard_normal((100_000, 64), dtype=np.float32)
     idx = rng.integers(0, 100_000, 50_000)
     es, ei = et.from_numpy(src), et.from_numpy(idx)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+import numpy as np
+
 import ember.nn as nn
 import ember.nn.functional as F
 import ember.optim as optim
 import ember.tensor as et
-import numpy as np
 from ember.autograd import no_grad
 
 

@@ -21,11 +21,12 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 import ember.nn as nn
 import ember.nn.functional as F
 import ember.optim as optim
 import ember.tensor as et
-import numpy as np
 from ember.autograd import no_grad
 from ember.data import DataLoader, TensorDataset
 

@@ -8,9 +8,10 @@ The model is a tiny two-layer tanh network over raw ember tensors; gradients com
 
 from __future__ import annotations
 
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember import optim
 from ember.autograd import no_grad
 from ember.optim import lr_scheduler

@@ -8,10 +8,11 @@ import threading
 import tracemalloc
 import weakref
 
-import ember.autograd as ag
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.autograd as ag
+import ember.tensor as et
 from ember.autograd import Function, Variable
 from ember.autograd import functional as F
 

@@ -8,10 +8,11 @@ import sys
 import zlib
 from pathlib import Path
 
-import ember.autograd as ag
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.autograd as ag
+import ember.tensor as et
 from ember.autograd.derivatives import TABLE
 from ember.autograd.inplace import FUNCTIONAL
 from ember.tensor._tensor import Tensor

@@ -4,6 +4,7 @@ import os
 import time
 
 import numpy as np
+
 from ember.data import Dataset, IterableDataset, get_worker_info
 
 

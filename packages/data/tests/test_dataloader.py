@@ -2,7 +2,6 @@ import collections
 import pickle
 import time
 
-import ember.tensor as et
 import numpy as np
 import pytest
 from _ember_data_test_helpers import (
@@ -17,6 +16,8 @@ from _ember_data_test_helpers import (
     init_fails,
     init_marks_env,
 )
+
+import ember.tensor as et
 from ember.data import (
     BatchSampler,
     DataLoader,

@@ -1,6 +1,7 @@
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember.data import (
     BatchSampler,
     BucketBatchSampler,

@@ -3,10 +3,11 @@ import pickle
 import random
 import shutil
 
-import ember.tensor as et
 import numpy as np
 import pytest
 from conftest import SAMPLES
+
+import ember.tensor as et
 from ember.data.text import (
     Dataset,
     Example,

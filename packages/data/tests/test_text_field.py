@@ -2,9 +2,10 @@ import pickle
 import random
 from collections import Counter
 
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember.data.text import (
     Dataset,
     Example,

@@ -1,6 +1,7 @@
 import random
 
 import pytest
+
 from ember.data.text import (
     BPTTIterator,
     BucketIterator,

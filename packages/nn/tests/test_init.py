@@ -1,9 +1,10 @@
 """ember.nn.init: gains, fans, the distributions' moments and supports, generators."""
 import math
 
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember.nn import init
 
 

@@ -2,12 +2,13 @@
 gradcheck / gradgradcheck of every functional."""
 import math
 
+import numpy as np
+import pytest
+
 import ember.autograd as ag
 import ember.nn as nn
 import ember.nn.functional as F
 import ember.tensor as et
-import numpy as np
-import pytest
 
 rng = np.random.default_rng(0)
 

@@ -1,11 +1,12 @@
 """Losses: NumPy references, reductions, weights, float64 gradcheck / gradgradcheck, and finite
 results for 1000-valued logits."""
+import numpy as np
+import pytest
+
 import ember.autograd as ag
 import ember.nn as nn
 import ember.nn.functional as F
 import ember.tensor as et
-import numpy as np
-import pytest
 
 rng = np.random.default_rng(1)
 

@@ -2,10 +2,11 @@
 import copy
 import pickle
 
-import ember.nn as nn
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.nn as nn
+import ember.tensor as et
 from ember.nn import Parameter
 
 

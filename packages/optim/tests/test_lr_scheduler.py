@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 import pickle
 
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember import optim
 from ember.optim import lr_scheduler as S
 

@@ -9,9 +9,10 @@ import pickle
 import subprocess
 import sys
 
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember import optim
 
 

@@ -20,8 +20,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import ember.tensor as et
 import numpy as np
+
+import ember.tensor as et
 
 __all__ = [
     "Sample", "OpEntry", "OP_TABLE", "ENTRIES", "torch_result_type", "to_ember", "noncontig",

@@ -21,10 +21,11 @@ import sys
 import types
 from pathlib import Path
 
-import ember.tensor._cupy as _cupy
-import ember.tensor.kernels.cuda as K
 import numpy as np
 import pytest
+
+import ember.tensor._cupy as _cupy
+import ember.tensor.kernels.cuda as K
 
 CUDA_DIR = Path(K.__file__).parent
 CU_FILES = sorted(CUDA_DIR.glob("*.cu"))

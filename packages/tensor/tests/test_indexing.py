@@ -7,9 +7,10 @@ interactively; tests/parity/test_parity_indexing.py compares against torch itsel
 """
 from __future__ import annotations
 
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember.tensor import _indexing as I
 from ember.tensor._tensor import Tensor
 

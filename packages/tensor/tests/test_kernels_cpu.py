@@ -9,6 +9,7 @@ import textwrap
 
 import numpy as np
 import pytest
+
 from ember.tensor import kernels
 from ember.tensor.kernels import cpu
 

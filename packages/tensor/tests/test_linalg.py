@@ -3,9 +3,10 @@ step-sliced operands, over the dtypes PyTorch supports for them, plus PyTorch's 
 dtype errors."""
 from __future__ import annotations
 
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember.tensor import _linalg as L
 from ember.tensor._tensor import Tensor
 

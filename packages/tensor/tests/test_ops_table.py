@@ -17,9 +17,10 @@ import sys
 import zlib
 from pathlib import Path
 
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember.tensor._tensor import Tensor
 
 _spec = importlib.util.spec_from_file_location("ember_op_table",

@@ -2,9 +2,10 @@
 (with ``torch.`` replaced by ``ember.``) and is pinned here as a literal."""
 from __future__ import annotations
 
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember.tensor import _cupy
 from ember.tensor._printing import get_printoptions, printoptions, set_printoptions, tensor_repr
 

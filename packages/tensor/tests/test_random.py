@@ -4,9 +4,10 @@ from __future__ import annotations
 import io
 import math
 
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember.tensor import _random as R
 
 N = 100_000

@@ -10,9 +10,10 @@ from __future__ import annotations
 import pickle
 import warnings
 
-import ember.tensor as et
 import numpy as np
 import pytest
+
+import ember.tensor as et
 from ember.tensor import _reduction as R
 from ember.tensor._tensor import Tensor
 

@@ -9,13 +9,14 @@ import os
 import pathlib
 import re
 
-import ember.tensor as et
 import numpy as np
 import pytest
-from ember.tensor import _cupy
-from ember.tensor import _serialization as S
 from safetensors import numpy as st_numpy
 from safetensors import safe_open
+
+import ember.tensor as et
+from ember.tensor import _cupy
+from ember.tensor import _serialization as S
 
 ALL_DTYPES = [et.bool, et.uint8, et.int8, et.int16, et.int32, et.int64, et.float16, et.float32,
               et.float64]

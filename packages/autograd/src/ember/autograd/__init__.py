@@ -17,11 +17,15 @@ from . import functional, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .api import Variable, _engine_api, backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
-from .gradcheck import gradcheck, gradgradcheck
 from .grad_mode import (
-    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
     set_grad_enabled,
 )
+from .gradcheck import gradcheck, gradgradcheck
 
 graph.install()
 

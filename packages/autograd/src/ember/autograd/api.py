@@ -1,7 +1,6 @@
 """``backward``, ``grad``, ``Variable`` and the hooks the Tensor class calls into."""
 from __future__ import annotations
 
-
 import ember.tensor as et
 from ember.tensor._tensor import Tensor
 

@@ -719,7 +719,10 @@ def _matmul(c, g):
     if c.needs[0]:
         ga = g @ b.mT
     if c.needs[1]:
-        gb = a.mT @ g
+        if nb == 2 and na > 2:  # batched input @ weight: fold the batch into the rows
+            gb = a.reshape(-1, a.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
+        else:
+            gb = a.mT @ g
     return ga, gb
 
 

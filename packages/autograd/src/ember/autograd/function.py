@@ -112,8 +112,9 @@ class _Entry:
         if getattr(self._ctx, "materialize_grads", True):
             import ember.tensor as et
 
-            grads = tuple(x if x is not None else et.zeros(shape, dtype=et._dtype._FROM_NP[dt])
-                          for x, (shape, dt) in zip(grads, self._outs_meta))
+            grads = tuple(x if x is not None else
+                          et.zeros(shape, dtype=et._dtype._FROM_NP[dt], device=dev)
+                          for x, (shape, dt, dev) in zip(grads, self._outs_meta))
         res = self._fn(*grads)
         if not isinstance(res, tuple):
             res = (res,)
@@ -141,8 +142,8 @@ def _apply(cls_name: str, ctx, forward, backward, args):
         if isinstance(o, Tensor) and id(o) in ids and id(o) not in dirty:
             outs[i] = o.detach()  # an input returned as is becomes a new alias
     if needs:
-        meta = [(tuple(o.shape), o._data.dtype) if isinstance(o, Tensor) else ((), None)
-                for o in outs]
+        meta = [(tuple(o.shape), o._data.dtype, o.device) if isinstance(o, Tensor)
+                else ((), None, None) for o in outs]
         entry = _Entry(backward, ctx, meta)
         diff = [o for o in outs if isinstance(o, Tensor) and id(o) not in non_diff]
         for o in diff:
@@ -168,8 +169,14 @@ def _apply(cls_name: str, ctx, forward, backward, args):
     return tuple(outs) if multi else outs[0]
 
 
+@functools.cache
 def _is_static(cls, name: str) -> bool:
     return isinstance(inspect.getattr_static(cls, name), staticmethod)
+
+
+@functools.cache
+def _ctx_class(cls) -> type:
+    return type(f"{cls.__name__}Ctx", (FunctionCtx,), {})
 
 
 class Function(FunctionCtx):
@@ -194,8 +201,7 @@ class Function(FunctionCtx):
                                f"for the legacy form call an instance: {cls.__name__}()(x)")
         if kwargs:
             raise TypeError(f"{cls.__name__}.apply() takes positional arguments only")
-        ctx = FunctionCtx()
-        ctx.__class__ = type(f"{cls.__name__}Ctx", (FunctionCtx,), {})
+        ctx = _ctx_class(cls)()
         return _apply(cls.__name__, ctx, functools.partial(cls.forward, ctx),
                       functools.partial(cls.backward, ctx), args)
 

@@ -6,8 +6,9 @@ import collections.abc
 import numbers
 from typing import Any
 
-import ember.tensor as et
 import numpy as np
+
+import ember.tensor as et
 
 __all__ = ["default_collate", "default_convert"]
 

@@ -6,8 +6,9 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-import ember.tensor as et
 import numpy as np
+
+import ember.tensor as et
 
 __all__ = [
     "BatchSampler",

@@ -11,8 +11,9 @@ import traceback
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-import ember.tensor as et
 import numpy as np
+
+import ember.tensor as et
 
 __all__ = ["WorkerInfo", "get_worker_info"]
 

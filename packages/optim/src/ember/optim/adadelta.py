@@ -7,7 +7,7 @@ from typing import Any
 
 from ember.tensor import Tensor, zeros_like
 
-from .optimizer import Optimizer, _enable_grad, _no_grad, _scalar, _step_value, _xp
+from .optimizer import Optimizer, _scalar, _step_value, _xp
 
 __all__ = ["Adadelta"]
 
@@ -43,30 +43,19 @@ class Adadelta(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step."""
-        loss = None
-        if closure is not None:
-            with _enable_grad():
-                loss = closure()
-        with _no_grad():
-            for group in self.param_groups:
-                params, grads, square_avgs, acc_deltas, steps = [], [], [], [], []
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _scalar(0.0)
-                        state["square_avg"] = zeros_like(p)
-                        state["acc_delta"] = zeros_like(p)
-                    params.append(p)
-                    grads.append(p.grad)
-                    square_avgs.append(state["square_avg"])
-                    acc_deltas.append(state["acc_delta"])
-                    steps.append(state["step"])
-                _adadelta(params, grads, square_avgs, acc_deltas, steps, lr=group["lr"],
-                          rho=group["rho"], eps=group["eps"],
-                          weight_decay=group["weight_decay"], maximize=group["maximize"])
-        return loss
+        return self._step_groups(closure, self._update_group)
+
+    def _init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        state["step"] = _scalar(0.0)
+        state["square_avg"] = zeros_like(param)
+        state["acc_delta"] = zeros_like(param)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        params, grads, square_avgs, acc_deltas, steps = self._group_tensors(
+            group, ("square_avg", "acc_delta", "step"))
+        _adadelta(params, grads, square_avgs, acc_deltas, steps, lr=group["lr"],
+                  rho=group["rho"], eps=group["eps"], weight_decay=group["weight_decay"],
+                  maximize=group["maximize"])
 
 
 def _adadelta(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],

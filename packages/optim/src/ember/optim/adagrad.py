@@ -7,7 +7,7 @@ from typing import Any
 
 from ember.tensor import Tensor, full_like
 
-from .optimizer import Optimizer, _enable_grad, _no_grad, _scalar, _step_value, _xp
+from .optimizer import Optimizer, _scalar, _step_value, _xp
 
 __all__ = ["Adagrad"]
 
@@ -52,25 +52,14 @@ class Adagrad(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step."""
-        loss = None
-        if closure is not None:
-            with _enable_grad():
-                loss = closure()
-        with _no_grad():
-            for group in self.param_groups:
-                params, grads, sums, steps = [], [], [], []
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    params.append(p)
-                    grads.append(p.grad)
-                    sums.append(state["sum"])
-                    steps.append(state["step"])
-                _adagrad(params, grads, sums, steps, lr=group["lr"],
-                         weight_decay=group["weight_decay"], lr_decay=group["lr_decay"],
-                         eps=group["eps"], maximize=group["maximize"])
-        return loss
+        return self._step_groups(closure, self._update_group)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        # the state was filled in __init__ (PyTorch's Adagrad has no lazy state either)
+        params, grads, sums, steps = self._group_tensors(group, ("sum", "step"))
+        _adagrad(params, grads, sums, steps, lr=group["lr"],
+                 weight_decay=group["weight_decay"], lr_decay=group["lr_decay"],
+                 eps=group["eps"], maximize=group["maximize"])
 
 
 def _adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor],

@@ -9,11 +9,10 @@ from ember.tensor import Tensor, zeros_like
 
 from .optimizer import (
     Optimizer,
-    _enable_grad,
+    _check_adam_args,
     _fusable,
     _kernel,
     _lerp_,
-    _no_grad,
     _scalar,
     _step_value,
     _use_fused,
@@ -21,20 +20,6 @@ from .optimizer import (
 )
 
 __all__ = ["Adam", "AdamW"]
-
-
-def _check_adam_args(lr: float, betas: tuple[float, float], eps: float,
-                     weight_decay: float) -> None:
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
 class Adam(Optimizer):
@@ -68,36 +53,24 @@ class Adam(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step."""
-        loss = None
-        if closure is not None:
-            with _enable_grad():
-                loss = closure()
-        with _no_grad():
-            for group in self.param_groups:
-                params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps = [], [], [], [], [], []
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _scalar(0.0)
-                        state["exp_avg"] = zeros_like(p)
-                        state["exp_avg_sq"] = zeros_like(p)
-                        if group["amsgrad"]:
-                            state["max_exp_avg_sq"] = zeros_like(p)
-                    params.append(p)
-                    grads.append(p.grad)
-                    exp_avgs.append(state["exp_avg"])
-                    exp_avg_sqs.append(state["exp_avg_sq"])
-                    max_sqs.append(state.get("max_exp_avg_sq"))
-                    steps.append(state["step"])
-                beta1, beta2 = group["betas"]
-                _adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps,
-                      amsgrad=group["amsgrad"], beta1=beta1, beta2=beta2, lr=group["lr"],
-                      weight_decay=group["weight_decay"], eps=group["eps"],
-                      maximize=group["maximize"], fused=group["fused"],
-                      decoupled_weight_decay=group["decoupled_weight_decay"])
-        return loss
+        return self._step_groups(closure, self._update_group)
+
+    def _init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        state["step"] = _scalar(0.0)
+        state["exp_avg"] = zeros_like(param)
+        state["exp_avg_sq"] = zeros_like(param)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = zeros_like(param)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps = self._group_tensors(
+            group, ("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"),
+            optional=("max_exp_avg_sq",))
+        beta1, beta2 = group["betas"]
+        _adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, amsgrad=group["amsgrad"],
+              beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+              eps=group["eps"], maximize=group["maximize"], fused=group["fused"],
+              decoupled_weight_decay=group["decoupled_weight_decay"])
 
 
 class AdamW(Adam):

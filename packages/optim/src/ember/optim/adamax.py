@@ -7,7 +7,7 @@ from typing import Any
 
 from ember.tensor import Tensor, zeros_like
 
-from .optimizer import Optimizer, _enable_grad, _lerp_, _no_grad, _scalar, _step_value, _xp
+from .optimizer import Optimizer, _check_adam_args, _lerp_, _scalar, _step_value, _xp
 
 __all__ = ["Adamax"]
 
@@ -29,16 +29,7 @@ class Adamax(Optimizer):
                  weight_decay: float = 0, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False,
                  capturable: bool = False) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_args(lr, betas, eps, weight_decay)
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps,
                     "weight_decay": weight_decay, "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable, "capturable": capturable}
@@ -46,31 +37,20 @@ class Adamax(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step."""
-        loss = None
-        if closure is not None:
-            with _enable_grad():
-                loss = closure()
-        with _no_grad():
-            for group in self.param_groups:
-                params, grads, exp_avgs, exp_infs, steps = [], [], [], [], []
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _scalar(0.0)
-                        state["exp_avg"] = zeros_like(p)
-                        state["exp_inf"] = zeros_like(p)
-                    params.append(p)
-                    grads.append(p.grad)
-                    exp_avgs.append(state["exp_avg"])
-                    exp_infs.append(state["exp_inf"])
-                    steps.append(state["step"])
-                beta1, beta2 = group["betas"]
-                _adamax(params, grads, exp_avgs, exp_infs, steps, eps=group["eps"],
-                        beta1=beta1, beta2=beta2, lr=group["lr"],
-                        weight_decay=group["weight_decay"], maximize=group["maximize"])
-        return loss
+        return self._step_groups(closure, self._update_group)
+
+    def _init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        state["step"] = _scalar(0.0)
+        state["exp_avg"] = zeros_like(param)
+        state["exp_inf"] = zeros_like(param)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        params, grads, exp_avgs, exp_infs, steps = self._group_tensors(
+            group, ("exp_avg", "exp_inf", "step"))
+        beta1, beta2 = group["betas"]
+        _adamax(params, grads, exp_avgs, exp_infs, steps, eps=group["eps"], beta1=beta1,
+                beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+                maximize=group["maximize"])
 
 
 def _adamax(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],

@@ -61,6 +61,11 @@ def _group_values(optimizer: Optimizer, key: str) -> list[Any]:
     return [group[key] for group in optimizer.param_groups]
 
 
+def _check_optimizer(optimizer: Any) -> None:
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+
+
 class LRScheduler:
     """Base class: subclasses implement ``get_lr()`` (the chainable form)."""
 
@@ -68,8 +73,7 @@ class LRScheduler:
     _is_initial: bool = False
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _check_optimizer(optimizer)
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
@@ -121,17 +125,19 @@ class LRScheduler:
         self._update_lr(epoch)
 
     def _update_lr(self, epoch: int | None = None) -> None:
+        if epoch is None:
+            self.last_epoch += 1
+            self._set_lrs(self.get_lr)
+        else:
+            self.last_epoch = epoch
+            self._set_lrs(getattr(self, "_get_closed_form_lr", self.get_lr))
+
+    def _set_lrs(self, compute: Callable[[], list[float]]) -> None:
+        """Set each group's lr to ``compute()`` (``get_lr`` or the closed form, called inside
+        the step) and remember them for ``get_last_lr()``."""
         self._get_lr_called_within_step = True
         try:
-            if epoch is None:
-                self.last_epoch += 1
-                values = self.get_lr()
-            else:
-                self.last_epoch = epoch
-                if hasattr(self, "_get_closed_form_lr"):
-                    values = self._get_closed_form_lr()
-                else:
-                    values = self.get_lr()
+            values = compute()
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
@@ -146,24 +152,6 @@ def _warn_get_lr_called_within_step(scheduler: LRScheduler) -> None:
             "`get_last_lr()`.", UserWarning, stacklevel=2)
 
 
-def _lambda_state(scheduler: Any) -> dict[str, Any]:
-    state = {k: v for k, v in scheduler.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-    state["lr_lambdas"] = [None] * len(scheduler.lr_lambdas)
-    for i, fn in enumerate(scheduler.lr_lambdas):
-        if not isinstance(fn, types.FunctionType):  # a callable object keeps its __dict__
-            state["lr_lambdas"][i] = fn.__dict__.copy()
-    return state
-
-
-def _load_lambda_state(scheduler: Any, state_dict: dict[str, Any]) -> None:
-    state_dict = dict(state_dict)
-    lr_lambdas = state_dict.pop("lr_lambdas")
-    scheduler.__dict__.update(state_dict)
-    for i, fn in enumerate(lr_lambdas):
-        if fn is not None:
-            scheduler.lr_lambdas[i].__dict__.update(fn)
-
-
 def _lambdas(optimizer: Optimizer, lr_lambda: Any) -> list[Callable[[int], float]]:
     if not isinstance(lr_lambda, (list, tuple)):
         return [lr_lambda] * len(optimizer.param_groups)
@@ -173,21 +161,40 @@ def _lambdas(optimizer: Optimizer, lr_lambda: Any) -> list[Callable[[int], float
     return list(lr_lambda)
 
 
-class LambdaLR(LRScheduler):
-    """``lr = base_lr * lr_lambda(epoch)``."""
+class _LambdaScheduler(LRScheduler):
+    """A schedule driven by one ``lr_lambda`` per group. Its state dict keeps the ``__dict__``
+    of callable objects in place of the callables (functions do not serialize)."""
 
     def __init__(self, optimizer: Optimizer,
                  lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
+        self._check_lambdas()
         super().__init__(optimizer, last_epoch)
 
+    def _check_lambdas(self) -> None:
+        pass
+
     def state_dict(self) -> dict[str, Any]:
-        return _lambda_state(self)
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [None] * len(self.lr_lambdas)
+        for i, fn in enumerate(self.lr_lambdas):
+            if not isinstance(fn, types.FunctionType):  # a callable object keeps its __dict__
+                state["lr_lambdas"][i] = fn.__dict__.copy()
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _load_lambda_state(self, state_dict)
+        state_dict = dict(state_dict)
+        lr_lambdas = state_dict.pop("lr_lambdas")
+        self.__dict__.update(state_dict)
+        for i, fn in enumerate(lr_lambdas):
+            if fn is not None:
+                self.lr_lambdas[i].__dict__.update(fn)
+
+
+class LambdaLR(_LambdaScheduler):
+    """``lr = base_lr * lr_lambda(epoch)``."""
 
     def get_lr(self) -> list[float]:
         _warn_get_lr_called_within_step(self)
@@ -195,24 +202,13 @@ class LambdaLR(LRScheduler):
                 for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
 
 
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(_LambdaScheduler):
     """``lr = lr * lr_lambda(epoch)`` each epoch after the first."""
 
-    def __init__(self, optimizer: Optimizer,
-                 lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
-                 last_epoch: int = -1) -> None:
-        self.optimizer = optimizer
-        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
+    def _check_lambdas(self) -> None:
         for fn in self.lr_lambdas:
             if not callable(fn):
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
-        super().__init__(optimizer, last_epoch)
-
-    def state_dict(self) -> dict[str, Any]:
-        return _lambda_state(self)
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _load_lambda_state(self, state_dict)
 
     def get_lr(self) -> list[float]:
         _warn_get_lr_called_within_step(self)
@@ -220,6 +216,29 @@ class MultiplicativeLR(LRScheduler):
             return _group_values(self.optimizer, "lr")
         return [group["lr"] * lmbda(self.last_epoch)
                 for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
+
+
+class _FactorScheduler(LRScheduler):
+    """A schedule that multiplies the rates by a factor: ``_step_factor()`` is this epoch's
+    factor on the current rates (None: leave them), ``_closed_form_factor()`` the factor on
+    ``base_lrs`` at ``last_epoch``."""
+
+    def _step_factor(self) -> float | None:
+        raise NotImplementedError
+
+    def _closed_form_factor(self) -> float:
+        raise NotImplementedError
+
+    def get_lr(self) -> list[float]:
+        _warn_get_lr_called_within_step(self)
+        factor = self._step_factor()
+        if factor is None:
+            return _group_values(self.optimizer, "lr")
+        return [group["lr"] * factor for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        factor = self._closed_form_factor()
+        return [base_lr * factor for base_lr in self.base_lrs]
 
 
 class StepLR(LRScheduler):
@@ -519,8 +538,7 @@ class ReduceLROnPlateau(LRScheduler):
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         self.factor = factor
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _check_optimizer(optimizer)
         self.optimizer = optimizer
         if isinstance(min_lr, (list, tuple)):
             if len(min_lr) != len(optimizer.param_groups):
@@ -621,8 +639,7 @@ class CyclicLR(LRScheduler):
                  scale_mode: str = "cycle", cycle_momentum: bool = True,
                  base_momentum: float = 0.8, max_momentum: float = 0.9,
                  last_epoch: int = -1) -> None:
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _check_optimizer(optimizer)
         self.optimizer = optimizer
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
@@ -771,14 +788,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        self._get_lr_called_within_step = True
-        try:
-            values = self.get_lr()
-        finally:
-            self._get_lr_called_within_step = False
-        for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
-        self._last_lr = _group_values(self.optimizer, "lr")
+        self._set_lrs(self.get_lr)
 
 
 class OneCycleLR(LRScheduler):
@@ -793,8 +803,7 @@ class OneCycleLR(LRScheduler):
                  max_momentum: float | list[float] = 0.95, div_factor: float = 25.0,
                  final_div_factor: float = 1e4, three_phase: bool = False,
                  last_epoch: int = -1) -> None:
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _check_optimizer(optimizer)
         self.optimizer = optimizer
         if total_steps is not None:
             if total_steps <= 0 or not isinstance(total_steps, int):

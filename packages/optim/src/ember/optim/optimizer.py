@@ -30,8 +30,9 @@ from collections.abc import Callable, Iterable
 from itertools import chain
 from typing import Any
 
-import ember.tensor as et
 import numpy as np
+
+import ember.tensor as et
 from ember.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -270,6 +271,47 @@ class Optimizer:
         """Perform one optimization step (``closure`` re-evaluates the loss)."""
         raise NotImplementedError
 
+    # ------------------------------------------------------------------------- step helpers
+    def _step_groups(self, closure: Callable[[], Any] | None,
+                     update: Callable[[dict[str, Any]], None]) -> Any:
+        """The body of a subclass's ``step()``: evaluate ``closure`` with grad enabled, then
+        call ``update(group)`` for every param group under no_grad; return the loss."""
+        loss = None
+        if closure is not None:
+            with _enable_grad():
+                loss = closure()
+        with _no_grad():
+            for group in self.param_groups:
+                update(group)
+        return loss
+
+    def _init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        """Fill the empty ``state`` of ``param`` before its first step (the default leaves it
+        empty)."""
+
+    def _group_tensors(self, group: dict[str, Any], keys: tuple[str, ...] = (),
+                       optional: tuple[str, ...] = ()) -> tuple[list[Any], ...]:
+        """``(params, grads, *states)`` over the parameters of ``group`` that have a gradient:
+        ``states`` holds one list per name in ``keys``, taken from each parameter's ``state``
+        (None where a name in ``optional`` is missing). An empty state is first filled by
+        ``_init_state``; with no ``keys`` the state is not touched at all."""
+        params: list[Tensor] = []
+        grads: list[Tensor] = []
+        columns: list[list[Any]] = [[] for _ in keys]
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            params.append(p)
+            grads.append(p.grad)
+            if not keys:
+                continue
+            state = self.state[p]
+            if len(state) == 0:
+                self._init_state(p, group, state)
+            for column, key in zip(columns, keys):
+                column.append(state.get(key) if key in optional else state[key])
+        return (params, grads, *columns)
+
     # ------------------------------------------------------------------------- hooks
     def register_step_pre_hook(self, hook: Callable) -> _RemovableHandle:
         """``hook(optimizer, args, kwargs)`` runs before ``step``; it may return new
@@ -422,6 +464,21 @@ def _fusable(*arrays: Any) -> bool:
 
 def _use_fused(fused: bool | None, params: list[Tensor]) -> bool:
     return fused is not False and len(params) > 0
+
+
+def _check_adam_args(lr: float, betas: tuple[float, float], eps: float,
+                     weight_decay: float) -> None:
+    """The argument checks of the Adam family (Adam, AdamW, Adamax, NAdam, RAdam)."""
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
 def _step_value(step_t: Tensor) -> float:

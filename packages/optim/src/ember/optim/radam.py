@@ -7,7 +7,7 @@ from typing import Any
 
 from ember.tensor import Tensor, zeros_like
 
-from .optimizer import Optimizer, _enable_grad, _lerp_, _no_grad, _scalar, _step_value, _xp
+from .optimizer import Optimizer, _check_adam_args, _lerp_, _scalar, _step_value, _xp
 
 __all__ = ["RAdam"]
 
@@ -29,16 +29,7 @@ class RAdam(Optimizer):
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_args(lr, betas, eps, weight_decay)
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps,
                     "weight_decay": weight_decay, "maximize": maximize, "foreach": foreach,
                     "capturable": capturable, "decoupled_weight_decay": decoupled_weight_decay,
@@ -47,32 +38,21 @@ class RAdam(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step."""
-        loss = None
-        if closure is not None:
-            with _enable_grad():
-                loss = closure()
-        with _no_grad():
-            for group in self.param_groups:
-                params, grads, exp_avgs, exp_avg_sqs, steps = [], [], [], [], []
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _scalar(0.0)
-                        state["exp_avg"] = zeros_like(p)
-                        state["exp_avg_sq"] = zeros_like(p)
-                    params.append(p)
-                    grads.append(p.grad)
-                    exp_avgs.append(state["exp_avg"])
-                    exp_avg_sqs.append(state["exp_avg_sq"])
-                    steps.append(state["step"])
-                beta1, beta2 = group["betas"]
-                _radam(params, grads, exp_avgs, exp_avg_sqs, steps, beta1=beta1,
-                       beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
-                       eps=group["eps"], maximize=group["maximize"],
-                       decoupled_weight_decay=group["decoupled_weight_decay"])
-        return loss
+        return self._step_groups(closure, self._update_group)
+
+    def _init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        state["step"] = _scalar(0.0)
+        state["exp_avg"] = zeros_like(param)
+        state["exp_avg_sq"] = zeros_like(param)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        params, grads, exp_avgs, exp_avg_sqs, steps = self._group_tensors(
+            group, ("exp_avg", "exp_avg_sq", "step"))
+        beta1, beta2 = group["betas"]
+        _radam(params, grads, exp_avgs, exp_avg_sqs, steps, beta1=beta1, beta2=beta2,
+               lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"],
+               maximize=group["maximize"],
+               decoupled_weight_decay=group["decoupled_weight_decay"])
 
 
 def _radam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],

@@ -7,7 +7,7 @@ from typing import Any
 
 from ember.tensor import Tensor, zeros_like
 
-from .optimizer import Optimizer, _enable_grad, _lerp_, _no_grad, _scalar, _step_value, _xp
+from .optimizer import Optimizer, _lerp_, _scalar, _step_value, _xp
 
 __all__ = ["RMSprop"]
 
@@ -47,35 +47,24 @@ class RMSprop(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step."""
-        loss = None
-        if closure is not None:
-            with _enable_grad():
-                loss = closure()
-        with _no_grad():
-            for group in self.param_groups:
-                params, grads, square_avgs, grad_avgs, bufs, steps = [], [], [], [], [], []
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _scalar(0.0)
-                        state["square_avg"] = zeros_like(p)
-                        if group["momentum"] > 0:
-                            state["momentum_buffer"] = zeros_like(p)
-                        if group["centered"]:
-                            state["grad_avg"] = zeros_like(p)
-                    params.append(p)
-                    grads.append(p.grad)
-                    square_avgs.append(state["square_avg"])
-                    grad_avgs.append(state.get("grad_avg"))
-                    bufs.append(state.get("momentum_buffer"))
-                    steps.append(state["step"])
-                _rmsprop(params, grads, square_avgs, grad_avgs, bufs, steps, lr=group["lr"],
-                         alpha=group["alpha"], eps=group["eps"],
-                         weight_decay=group["weight_decay"], momentum=group["momentum"],
-                         centered=group["centered"], maximize=group["maximize"])
-        return loss
+        return self._step_groups(closure, self._update_group)
+
+    def _init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        state["step"] = _scalar(0.0)
+        state["square_avg"] = zeros_like(param)
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = zeros_like(param)
+        if group["centered"]:
+            state["grad_avg"] = zeros_like(param)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        params, grads, square_avgs, grad_avgs, bufs, steps = self._group_tensors(
+            group, ("square_avg", "grad_avg", "momentum_buffer", "step"),
+            optional=("grad_avg", "momentum_buffer"))
+        _rmsprop(params, grads, square_avgs, grad_avgs, bufs, steps, lr=group["lr"],
+                 alpha=group["alpha"], eps=group["eps"], weight_decay=group["weight_decay"],
+                 momentum=group["momentum"], centered=group["centered"],
+                 maximize=group["maximize"])
 
 
 def _rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor],

@@ -7,14 +7,7 @@ from typing import Any
 
 from ember.tensor import Tensor, zeros_like
 
-from .optimizer import (
-    Optimizer,
-    _enable_grad,
-    _fusable,
-    _kernel,
-    _no_grad,
-    _use_fused,
-)
+from .optimizer import Optimizer, _fusable, _kernel, _use_fused
 
 __all__ = ["SGD"]
 
@@ -53,30 +46,22 @@ class SGD(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step."""
-        loss = None
-        if closure is not None:
-            with _enable_grad():
-                loss = closure()
-        with _no_grad():
-            for group in self.param_groups:
-                params, grads, bufs = [], [], []
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    params.append(p)
-                    grads.append(p.grad)
-                    if group["momentum"] != 0:
-                        bufs.append(self.state[p].get("momentum_buffer"))
-                    else:
-                        bufs.append(None)
-                _sgd(params, grads, bufs, weight_decay=group["weight_decay"],
-                     momentum=group["momentum"], lr=group["lr"],
-                     dampening=group["dampening"], nesterov=group["nesterov"],
-                     maximize=group["maximize"], fused=group["fused"])
-                if group["momentum"] != 0:
-                    for p, buf in zip(params, bufs):
-                        self.state[p]["momentum_buffer"] = buf
-        return loss
+        return self._step_groups(closure, self._update_group)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        has_momentum = group["momentum"] != 0
+        if has_momentum:  # buffers are made by _sgd on the first step, then kept in the state
+            params, grads, bufs = self._group_tensors(
+                group, ("momentum_buffer",), optional=("momentum_buffer",))
+        else:  # no momentum, no state
+            params, grads = self._group_tensors(group)
+            bufs = [None] * len(params)
+        _sgd(params, grads, bufs, weight_decay=group["weight_decay"],
+             momentum=group["momentum"], lr=group["lr"], dampening=group["dampening"],
+             nesterov=group["nesterov"], maximize=group["maximize"], fused=group["fused"])
+        if has_momentum:
+            for p, buf in zip(params, bufs):
+                self.state[p]["momentum_buffer"] = buf
 
 
 def _sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[Tensor | None],

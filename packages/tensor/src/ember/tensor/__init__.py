@@ -17,13 +17,33 @@ from . import _creation, _indexing, _linalg, _pointwise, _random, _reduction, _s
 from ._creation import *
 from ._device import device
 from ._dtype import (
-    bool, double, dtype, finfo, float, float16, float32, float64, get_default_dtype, half,
-    iinfo, int, int8, int16, int32, int64, long, promote_types, result_type, set_default_dtype,
-    short, uint8,
+    bool,
+    double,
+    dtype,
+    finfo,
+    float,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    iinfo,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    promote_types,
+    result_type,
+    set_default_dtype,
+    short,
+    uint8,
 )
 from ._dtype import can_cast as _can_cast
 from ._indexing import *
 from ._linalg import *
+from ._methods import bind_methods as _bind_methods
 from ._pointwise import *
 from ._printing import get_printoptions, printoptions, set_printoptions
 from ._random import *
@@ -33,7 +53,6 @@ from ._registry import OPS
 from ._serialization import load, save
 from ._shape import *
 from ._tensor import Size, Storage, Tensor, _legacy_class, is_storage, is_tensor
-from ._methods import bind_methods as _bind_methods
 
 FloatTensor = _legacy_class("FloatTensor", float32)
 DoubleTensor = _legacy_class("DoubleTensor", float64)
@@ -63,7 +82,8 @@ _bind_methods()
 
 __all__ = sorted(
     {"Tensor", "Storage", "Size", "device", "dtype", "OPS", "save", "load", "cuda",
-     "return_types", "set_printoptions", "get_printoptions", "printoptions", "is_tensor", "is_storage", "can_cast", "is_floating_point", "numel",
+     "return_types", "set_printoptions", "get_printoptions", "printoptions", "is_tensor",
+     "is_storage", "can_cast", "is_floating_point", "numel",
      "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
      "half", "float", "double", "short", "int", "long", "finfo", "iinfo", "get_default_dtype",
      "set_default_dtype", "promote_types", "result_type", "FloatTensor", "DoubleTensor",

@@ -181,7 +181,8 @@ class finfo:
         if not d.is_floating_point:
             raise TypeError(f"finfo(): {d} is not a floating point dtype")
         info = np.finfo(d.np)
-        self.bits, self.eps, self.max = info.bits, _builtin_float(info.eps), _builtin_float(info.max)
+        self.bits, self.eps = info.bits, _builtin_float(info.eps)
+        self.max = _builtin_float(info.max)
         self.min, self.tiny = _builtin_float(info.min), _builtin_float(info.tiny)
         self.smallest_normal, self.resolution = self.tiny, _builtin_float(info.resolution)
         self.dtype = d.name
@@ -195,4 +196,5 @@ class iinfo:
         if d.is_floating_point:
             raise TypeError(f"iinfo(): {d} is not an integer dtype")
         info = np.iinfo(d.np) if d is not bool else np.iinfo(np.uint8)
-        self.bits, self.min, self.max, self.dtype = info.bits, _builtin_int(info.min), _builtin_int(info.max), d.name
+        self.bits, self.dtype = info.bits, d.name
+        self.min, self.max = _builtin_int(info.min), _builtin_int(info.max)

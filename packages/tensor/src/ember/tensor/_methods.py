@@ -6,7 +6,15 @@ A function becomes a method when its first parameter is the tensor (named ``inpu
 from __future__ import annotations
 
 from . import (
-    _creation, _indexing, _linalg, _pointwise as P, _random, _reduction, _shape,
+    _creation,
+    _indexing,
+    _linalg,
+    _random,
+    _reduction,
+    _shape,
+)
+from . import (
+    _pointwise as P,
 )
 from ._tensor import Tensor
 

@@ -270,7 +270,8 @@ fmin, _ = _binary("fmin", "fmin", """Elementwise minimum ignoring NaN.""")
 hypot, hypot_ = _binary("hypot", "hypot", """Elementwise ``sqrt(a**2 + b**2)``.""",
                         float_result=True)
 _pow, _pow_ = _binary("pow", "power", """Elementwise power.""", quiet=True)
-bitwise_and, bitwise_and_ = _binary("bitwise_and", "bitwise_and", "Elementwise AND (& on ints/bools).")
+bitwise_and, bitwise_and_ = _binary("bitwise_and", "bitwise_and",
+                                    "Elementwise AND (& on ints/bools).")
 bitwise_or, bitwise_or_ = _binary("bitwise_or", "bitwise_or", "Elementwise OR (| on ints/bools).")
 bitwise_xor, bitwise_xor_ = _binary("bitwise_xor", "bitwise_xor", "Elementwise XOR.")
 for _f in (bitwise_and, bitwise_or, bitwise_xor, fmax, fmin, _floor_divide, remainder, fmod):
@@ -305,7 +306,7 @@ def div(input, other, *, rounding_mode=None, out=None):
         return _floor_divide(input, other)
     if rounding_mode == "trunc":
         q = true_divide(input, other)
-        q = trunc(q)
+        q = trunc(q)  # noqa: F821  (defined by the unary table below)
         rd = D.result_type(input, other)
         return q if rd.is_floating_point else q.to(rd)
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
@@ -382,7 +383,11 @@ def _compare(name: str, ufunc_name: str, doc: str):
             defop(name + "_", differentiable=False, inplace=True)(impl_))
 
 
-eq, eq_ = _compare("eq", "equal", "Elementwise ``==`` (bool result).\n\n    >>> eq(tensor([1, 2]), 2)\n    tensor([False,  True])\n")
+eq, eq_ = _compare("eq", "equal", """Elementwise ``==`` (bool result).
+
+    >>> eq(tensor([1, 2]), 2)
+    tensor([False,  True])
+    """)
 ne, ne_ = _compare("ne", "not_equal", "Elementwise ``!=``.")
 lt, lt_ = _compare("lt", "less", "Elementwise ``<``.")
 le, le_ = _compare("le", "less_equal", "Elementwise ``<=``.")
@@ -476,6 +481,7 @@ def _rsqrt(xp, d):
 
 
 def _frac(xp, d):
+    _no_bool("frac", d)
     return d - xp.trunc(d)
 
 
@@ -483,8 +489,14 @@ def _sign(xp, d):
     return xp.sign(d) if d.dtype.kind != "b" else d.copy()
 
 
+def _no_bool(op: str, d) -> None:
+    if d.dtype.kind == "b":
+        raise NotImplementedError(f"{op}(): not implemented for 'Bool' tensors")
+
+
 def _abs(xp, d):
-    return xp.abs(d) if d.dtype.kind != "b" else d.copy()
+    _no_bool("abs", d)
+    return xp.abs(d)
 
 
 def _neg(xp, d):
@@ -495,9 +507,14 @@ def _neg(xp, d):
     return xp.negative(d)
 
 
+def _square(xp, d):
+    return xp.square(d.astype(np.int64) if d.dtype.kind == "b" else d)
+
+
 def _round_int(fn):
     def f(xp, d):
-        return d.copy() if d.dtype.kind in "iub" else getattr(xp, fn)(d)
+        _no_bool(fn, d)
+        return d.copy() if d.dtype.kind in "iu" else getattr(xp, fn)(d)
     return f
 
 
@@ -534,7 +551,7 @@ _SAME_UNARY = {
     "trunc": (_round_int("trunc"), "round toward zero"),
     "frac": (_frac, "fractional part x - trunc(x)"),
     "sign": (_sign, "sign (-1, 0 or 1)"),
-    "square": ("square", "x * x"),
+    "square": (_square, "x * x"),
 }
 _NONDIFF_UNARY = {"sign", "floor", "ceil", "trunc"}
 
@@ -596,7 +613,8 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
     tensor([0., 2., 3.])
     """
     d = input._data
-    if d.dtype.kind in "iub":
+    _no_bool("round", d)
+    if d.dtype.kind in "iu":
         return _make(d.copy())
     return _make(array_module(d).round(d, decimals))
 

@@ -125,7 +125,8 @@ def _infer_size(shape, numel: int, op: str) -> tuple[int, ...]:
             known *= s
     if infer is not None:
         if known == 0 or numel % known:
-            raise RuntimeError(f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")
+            raise RuntimeError(
+                f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")
         shape = shape[:infer] + (numel // known,) + shape[infer + 1:]
     elif known != numel:
         raise RuntimeError(f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")

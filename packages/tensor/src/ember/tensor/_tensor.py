@@ -81,7 +81,8 @@ class Storage:
 
     def __repr__(self) -> str:
         items = "\n".join(f" {v}" for v in self.tolist())
-        return f"{items}\n[ember.storage.TypedStorage(dtype={self.dtype}, device={self.device}) of size {self.size()}]"
+        kind = f"ember.storage.TypedStorage(dtype={self.dtype}, device={self.device})"
+        return f"{items}\n[{kind} of size {self.size()}]"
 
 
 def _ptr(arr) -> int:
@@ -106,7 +107,8 @@ def is_storage(obj) -> bool:
 
 
 def _new_tensor_from_args(cls, args, dtype_, device_):
-    """Legacy constructors: ``Tensor(2, 3)``, ``Tensor([1, 2])``, ``Tensor(ndarray)``, ``Tensor()``."""
+    """Legacy constructors: ``Tensor(2, 3)``, ``Tensor([1, 2])``, ``Tensor(ndarray)``,
+    ``Tensor()``."""
     from ._creation import empty, tensor
 
     if len(args) == 1 and not isinstance(args[0], numbers.Integral):
@@ -431,8 +433,8 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with {'no values' if self._data.size == 0 else 'more than one value'} is ambiguous")
+            what = "no values" if self._data.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -576,7 +578,8 @@ def _wrap_dim(dim: int, ndim: int, op: str) -> int:
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(
-            f"{op}(): Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+            f"{op}(): Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+            f"but got {dim})")
     return dim + n if dim < 0 else dim
 
 

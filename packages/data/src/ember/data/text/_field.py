@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterable
 from itertools import chain
 from typing import Any
 
-import ember.tensor as et
 import numpy as np
+
+import ember.tensor as et
 
 from ._utils import get_tokenizer
 from ._vocab import Vocab

@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import ember.tensor as et
 import numpy as np
+
+import ember.tensor as et
 
 __all__ = ["Vectors", "Vocab"]
 

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from . import (
-    _activation, _attention, _conv, _distance, _dropout, _linear, _loss, _norm, _padding,
-    _pool, _rnn, _sparse,
+    _activation,
+    _attention,
+    _conv,
+    _distance,
+    _dropout,
+    _linear,
+    _loss,
+    _norm,
+    _padding,
+    _pool,
+    _rnn,
+    _sparse,
 )
 from ._activation import *
 from ._attention import *

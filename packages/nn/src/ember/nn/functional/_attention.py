@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 
-import ember.tensor as et
 import numpy as np
+
+import ember.tensor as et
 from ember.tensor._tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import math
 
-import ember.autograd as ag
-import ember.tensor as et
 import numpy as np
+
+import ember.autograd as ag
+import ember.tensor as et  # noqa: F401  (the docstring examples use it)
 from ember.tensor._registry import array_module
 from ember.tensor._tensor import Tensor
 from ember.tensor.kernels import get as _kernel
@@ -59,6 +60,8 @@ def _im2col_array(x, k, s, p, d, o):
     K = math.prod(k)
     if L == 0 or N * C == 0:
         return xp.zeros((N, C * K, L), dtype=x.dtype)
+    if K == 1 and not any(p) and all(v == 1 for v in s) and tuple(o) == tuple(sp):
+        return x.reshape(N, C, L)  # 1x1 convolution: the input already is the columns
     need = [(o[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 for i in range(nd)]
     if any(p) or any(need[i] > sp[i] for i in range(nd)):
         full = [max(need[i], sp[i] + p[i]) for i in range(nd)]
@@ -94,7 +97,10 @@ class _Im2col(ag.Function):
     def forward(ctx, x, geom):
         _, _, k, s, p, d, o = geom
         ctx.geom = geom
-        return _make(_im2col_array(x._data, k, s, p, d, o))
+        cols = _im2col_array(x._data, k, s, p, d, o)
+        if cols.base is not None:  # a 1x1 window: a view of x, but a result owns its memory
+            cols = cols.copy()
+        return _make(cols)
 
     @staticmethod
     def backward(ctx, g):

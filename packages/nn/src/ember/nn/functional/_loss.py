@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 import warnings
 
-import ember.tensor as et
 import numpy as np
+
+import ember.tensor as et
 from ember.autograd import Function, once_differentiable
 from ember.tensor._tensor import Tensor
 

@@ -6,8 +6,8 @@ without recording, with the unbiased variance, as PyTorch does.
 
     >>> import ember.tensor as et
     >>> import ember.nn.functional as F
-    >>> F.layer_norm(et.tensor([[1., 3.]]), (2,)).tolist()
-    [[-0.9999950528144836, 0.9999950528144836]]
+    >>> F.layer_norm(et.tensor([[1., 3.]]), (2,)).round().tolist()
+    [[-1.0, 1.0]]
 """
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     or by ``running_mean`` / ``running_var`` (evaluation); running stats are updated in
     training with ``momentum``.
 
-    >>> batch_norm(et.tensor([[1.], [3.]]), None, None, training=True).tolist()
-    [[-0.9999950528144836], [0.9999950528144836]]
+    >>> batch_norm(et.tensor([[1.], [3.]]), None, None, training=True).round().tolist()
+    [[-1.0], [1.0]]
     """
     op = "batch_norm"
     if input.dim() < 2:
@@ -82,8 +82,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalize each (sample, channel) plane of (N, C, *) ``input`` over its spatial dims.
 
-    >>> instance_norm(et.tensor([[[1., 3.]]])).tolist()
-    [[[-0.9999950528144836, 0.9999950528144836]]]
+    >>> instance_norm(et.tensor([[[1., 3.]]])).round().tolist()
+    [[[-1.0, 1.0]]]
     """
     op = "instance_norm"
     if input.dim() < 3:
@@ -147,8 +147,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     """Normalize (N, C, *) ``input`` over groups of ``C // num_groups`` channels (and all
     spatial dims), then apply a per-channel affine.
 
-    >>> group_norm(et.tensor([[1., 3., 5., 7.]]), 2).tolist()
-    [[-0.9999950528144836, 0.9999950528144836, -0.9999950528144836, 0.9999950528144836]]
+    >>> group_norm(et.tensor([[1., 3., 5., 7.]]), 2).round().tolist()
+    [[-1.0, 1.0, -1.0, 1.0]]
     """
     op = "group_norm"
     if input.dim() < 2:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 import ember.autograd as ag
 import ember.tensor as et
-import numpy as np
 from ember.tensor._registry import array_module
 from ember.tensor._tensor import Tensor
 from ember.tensor.kernels import get as _kernel
@@ -66,9 +67,10 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
                                "argument")
         if npairs > 3 or input.dim() not in (npairs + 1, npairs + 2):
             raise NotImplementedError(
-                f"{op}(): Only 2D, 3D, 4D, 5D padding with non-constant padding are supported "
-                f"for now (got {mode} padding of length {len(pad)} for input of shape "
-                f"{list(input.shape)})")
+                f"{op}(): Padding size {len(pad)} is not supported for {input.dim()}D input "
+                "tensor. Supported combinations for non-constant padding: 2D or 3D input: "
+                "padding size = 2; 3D or 4D input: padding size = 4; 4D or 5D input: padding "
+                "size = 6")
     out = input
     for j in range(npairs):
         dim = input.dim() - 1 - j

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import ember.autograd as ag
 import ember.tensor as et
-import numpy as np
 from ember.tensor._registry import array_module
 from ember.tensor._tensor import Tensor
 from ember.tensor.kernels import get as _kernel

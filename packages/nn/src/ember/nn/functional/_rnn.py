@@ -66,15 +66,86 @@ def _with_tail(top, full: Tensor | None, like):
     return xp.concatenate([top, tail], axis=0)
 
 
-def _mm_t(a, w):
-    """``a @ w.T`` on raw arrays."""
-    return a @ w.T
+class _Layer:
+    """What the steps of one layer and direction share.
+
+    - ``w_t``: the recurrent weights transposed into contiguous copies once per forward (BLAS
+      runs the per-step ``h @ W^T`` faster on them).
+    - the recurrent weight gradients: ``dW_hh = sum_t dgates_t^T h_{t-1}`` is one matrix product
+      over all steps instead of one thin product per step. Each step's backward files its
+      ``(dgates_t, h_{t-1})``; the step created first, whose backward runs last in the chain,
+      computes the sums and returns them as its gradient; the other steps return None for the
+      weights. (Backward with ``create_graph=True`` does not use this: each step returns its
+      own weight gradient there.)
+    """
+
+    __slots__ = ("w_t", "parts", "created")
+
+    def __init__(self, *weights: Tensor | None) -> None:
+        self.w_t = tuple(None if w is None else
+                         array_module(w._data).ascontiguousarray(w._data.T) for w in weights)
+        self.parts: dict = {}
+        self.created = 0
+
+    def register(self) -> tuple[int, bool]:
+        """A new step: returns (its index, whether it flushes the gradients)."""
+        i = self.created
+        self.created += 1
+        return i, i == 0
+
+    def file(self, step: int, key: str, left, right) -> None:
+        self.parts[key, step] = (left, right)
+
+    def flush(self, key: str):
+        """``sum_t left_t^T right_t`` over the filed parts of ``key`` (and the column sum of
+        the stacked ``left``, for a bias); None when nothing was filed."""
+        items = [v for (k, _), v in sorted(self.parts.items(), key=_part_order) if k == key]
+        for k in [k for k in self.parts if k[0] == key]:
+            del self.parts[k]
+        if not items:
+            return None, None
+        xp = array_module(items[0][0])
+        left = xp.concatenate([a for a, _ in items], axis=0)
+        right = xp.concatenate([b for _, b in items], axis=0)
+        return left.T @ right, left
+
+
+def _part_order(item):
+    return item[0][1]
+
+
+def _mm_t(a, w: Tensor, cached=None):
+    """``a @ w^T`` on raw arrays (through the cached contiguous transpose when given)."""
+    return a @ (w._data.T if cached is None else cached)
+
+
+def _weight_grads(ctx, key: str, need: bool, left, right):
+    """The weight gradient ``left^T right`` of one step, or None when a :class:`_Layer`
+    collects it (see there); returns (grad array or None, stacked ``left`` or None)."""
+    if not need:
+        return None, None
+    layer = ctx.layer
+    if layer is None:
+        return left.T @ right, left
+    layer.file(ctx.step, key, left, right)
+    if not ctx.flush:
+        return None, None
+    return layer.flush(key)
 
 
 def _fast(*tensors: Tensor) -> bool:
     """The fused NumPy/Numba backward applies: CPU arrays and grad mode off."""
     return not ag.is_grad_enabled() and all(t is None or type(t._data).__module__ == "numpy"
                                             for t in tensors)
+
+
+def _start(ctx, layer: _Layer | None) -> None:
+    ctx.layer = layer
+    ctx.step, ctx.flush = layer.register() if layer is not None else (0, True)
+
+
+def _wrap(arr):
+    return None if arr is None else Tensor._make(arr)
 
 
 def _needs(*tensors) -> tuple:
@@ -133,11 +204,14 @@ class _RNNStep(ag.Function):
     """``h = act(xg + h_prev[:n] @ w_hh^T)`` for the first ``n = len(xg)`` rows of the state."""
 
     @staticmethod
-    def forward(ctx, xg: Tensor, h_prev: Tensor, w_hh: Tensor, relu: bool):
+    def forward(ctx, xg: Tensor, h_prev: Tensor, w_hh: Tensor, relu: bool,
+                layer: _Layer | None = None):
         ctx.set_materialize_grads(False)
+        _start(ctx, layer)
         n = xg.shape[0]
         hp = _head(h_prev, n)
-        pre = xg._data + _mm_t(hp, w_hh._data)
+        pre = _mm_t(hp, w_hh, layer and layer.w_t[0])
+        pre += xg._data
         xp = array_module(pre)
         h = xp.maximum(pre, 0, out=pre) if relu else xp.tanh(pre, out=pre)
         ctx.save_for_backward(xg, h_prev, w_hh)
@@ -148,7 +222,7 @@ class _RNNStep(ag.Function):
     def backward(ctx, dh: Tensor):
         xg, h_prev, w_hh = ctx.saved_tensors
         if not _fast(xg, h_prev, w_hh, dh):
-            return _rnn_step_backward(xg, h_prev, w_hh, ctx.relu, dh) + (None,)
+            return _rnn_step_backward(xg, h_prev, w_hh, ctx.relu, dh) + (None, None)
         n = xg.shape[0]
         g = _head(dh, n)
         h = ctx.h
@@ -156,8 +230,8 @@ class _RNNStep(ag.Function):
         need_x, need_h, need_w = ctx.needs
         dh_prev = (Tensor._make(_with_tail(dpre @ w_hh._data, dh, h_prev._data))
                    if need_h else None)
-        dw = Tensor._make(dpre.T @ _head(h_prev, n)) if need_w else None
-        return (Tensor._make(dpre) if need_x else None), dh_prev, dw, None
+        dw, _ = _weight_grads(ctx, "w_hh", need_w, dpre, _head(h_prev, n))
+        return (Tensor._make(dpre) if need_x else None), dh_prev, _wrap(dw), None, None
 
 
 def _rnn_step_backward(xg, h_prev, w_hh, relu, dh):
@@ -175,11 +249,13 @@ class _LSTMStep(ag.Function):
 
     @staticmethod
     def forward(ctx, xg: Tensor, h_prev: Tensor, c_prev: Tensor, w_hh: Tensor,
-                w_hr: Tensor | None):
+                w_hr: Tensor | None, layer: _Layer | None = None):
         ctx.set_materialize_grads(False)
+        _start(ctx, layer)
         n = xg.shape[0]
         hp, cp = _head(h_prev, n), _head(c_prev, n)
-        act = xg._data + _mm_t(hp, w_hh._data)  # gate pre-activations, then activations
+        act = _mm_t(hp, w_hh, layer and layer.w_t[0])  # gate pre-activations, then activations
+        act += xg._data
         H = cp.shape[1]
         xp = array_module(act)
         _sigmoid_(act[:, :2 * H])
@@ -191,7 +267,7 @@ class _LSTMStep(ag.Function):
         h = act[:, 3 * H:] * tanh_c
         ctx.h_pre = h
         if w_hr is not None:
-            h = _mm_t(h, w_hr._data)
+            h = _mm_t(h, w_hr, layer and layer.w_t[1])
         ctx.save_for_backward(xg, h_prev, c_prev, w_hh, w_hr)
         ctx.act, ctx.tanh_c = act, tanh_c
         ctx.needs = _needs(xg, h_prev, c_prev, w_hh, w_hr)
@@ -202,22 +278,24 @@ class _LSTMStep(ag.Function):
     def backward(ctx, dh: Tensor | None, dc: Tensor | None):
         xg, h_prev, c_prev, w_hh, w_hr = ctx.saved_tensors
         if not _fast(xg, h_prev, c_prev, w_hh, w_hr, dh, dc):
-            return _lstm_step_backward(xg, h_prev, c_prev, w_hh, w_hr, dh, dc)
+            return _lstm_step_backward(xg, h_prev, c_prev, w_hh, w_hr, dh, dc) + (None,)
         n = xg.shape[0]
         need_x, need_h, need_c, need_w, need_r = ctx.needs
         g_h, g_c = _head(dh, n), _head(dc, n)
         dw_hr = None
-        if w_hr is not None and g_h is not None:
-            if need_r:
-                dw_hr = Tensor._make(g_h.T @ ctx.h_pre)
+        if w_hr is not None:
+            if g_h is None:  # the projection still needs its (zero) part for the flush
+                g_h = array_module(ctx.h_pre).zeros((n, w_hr.shape[0]), dtype=ctx.h_pre.dtype)
+            dw_hr, _ = _weight_grads(ctx, "w_hr", need_r, g_h, ctx.h_pre)
             g_h = g_h @ w_hr._data
         dgates, dc_prev = _kernel("lstm_cell_backward", "cpu")(
             g_h, g_c, ctx.act, _head(c_prev, n), ctx.tanh_c)
         dh_prev = (Tensor._make(_with_tail(dgates @ w_hh._data, dh, h_prev._data))
                    if need_h else None)
         dc_prev = Tensor._make(_with_tail(dc_prev, dc, c_prev._data)) if need_c else None
-        dw_hh = Tensor._make(dgates.T @ _head(h_prev, n)) if need_w else None
-        return (Tensor._make(dgates) if need_x else None), dh_prev, dc_prev, dw_hh, dw_hr
+        dw_hh, _ = _weight_grads(ctx, "w_hh", need_w, dgates, _head(h_prev, n))
+        return ((Tensor._make(dgates) if need_x else None), dh_prev, dc_prev, _wrap(dw_hh),
+                _wrap(dw_hr), None)
 
 
 def _lstm_step_backward(xg, h_prev, c_prev, w_hh, w_hr, dh, dc):
@@ -250,11 +328,13 @@ class _GRUStep(ag.Function):
     """One GRU step (gates r, z, n): ``h = (1 - z) * n + z * h_prev``."""
 
     @staticmethod
-    def forward(ctx, xg: Tensor, h_prev: Tensor, w_hh: Tensor, b_hh: Tensor | None):
+    def forward(ctx, xg: Tensor, h_prev: Tensor, w_hh: Tensor, b_hh: Tensor | None,
+                layer: _Layer | None = None):
         ctx.set_materialize_grads(False)
+        _start(ctx, layer)
         n = xg.shape[0]
         hp = _head(h_prev, n)
-        gh = _mm_t(hp, w_hh._data)
+        gh = _mm_t(hp, w_hh, layer and layer.w_t[0])
         if b_hh is not None:
             gh += b_hh._data
         H = hp.shape[1]
@@ -278,7 +358,7 @@ class _GRUStep(ag.Function):
     def backward(ctx, dh: Tensor):
         xg, h_prev, w_hh, b_hh = ctx.saved_tensors
         if not _fast(xg, h_prev, w_hh, b_hh, dh):
-            return _gru_step_backward(xg, h_prev, w_hh, b_hh, dh)
+            return _gru_step_backward(xg, h_prev, w_hh, b_hh, dh) + (None,)
         n = xg.shape[0]
         need_x, need_h, need_w, need_b = ctx.needs
         hp = _head(h_prev, n)
@@ -288,9 +368,10 @@ class _GRUStep(ag.Function):
         if need_h:
             dhp += dgh @ w_hh._data
             dh_prev = Tensor._make(_with_tail(dhp, dh, h_prev._data))
-        dw = Tensor._make(dgh.T @ hp) if need_w else None
-        db = Tensor._make(dgh.sum(axis=0)) if need_b else None
-        return (Tensor._make(dgi) if need_x else None), dh_prev, dw, db
+        dw, stacked = _weight_grads(ctx, "w_hh", need_w or need_b, dgh, hp)
+        db = stacked.sum(axis=0) if need_b and stacked is not None else None
+        return ((Tensor._make(dgi) if need_x else None), dh_prev,
+                _wrap(dw if need_w else None), _wrap(db), None)
 
 
 def _gru_step_backward(xg, h_prev, w_hh, b_hh, dh):
@@ -413,14 +494,15 @@ def _recurrent(mode: str, x2d: Tensor, sizes: Sequence[int], hx: Tensor,
             steps = _SplitRows.apply(proj, sizes) if T > 1 else (proj,)
             h = hx.select(0, idx)
             c = cx.select(0, idx) if cx is not None else None
+            lay = _Layer(w_hh, w_hr)
             ys: list = [None] * T
             for t in (range(T - 1, -1, -1) if d else range(T)):
                 if mode == "LSTM":
-                    h, c = _LSTMStep.apply(steps[t], h, c, w_hh, w_hr)
+                    h, c = _LSTMStep.apply(steps[t], h, c, w_hh, w_hr, lay)
                 elif mode == "GRU":
-                    h = _GRUStep.apply(steps[t], h, w_hh, b_hh)
+                    h = _GRUStep.apply(steps[t], h, w_hh, b_hh, lay)
                 else:
-                    h = _RNNStep.apply(steps[t], h, w_hh, mode == "RNN_RELU")
+                    h = _RNNStep.apply(steps[t], h, w_hh, mode == "RNN_RELU", lay)
                 ys[t] = h if sizes[t] == B else h.narrow(0, 0, sizes[t])
             outs.append(et.cat(ys, 0) if T > 1 else ys[0])
             h_n.append(h)

@@ -2,8 +2,22 @@
 from __future__ import annotations
 
 from . import (
-    activation, container, conv, distance, dropout, flatten, fold, linear, loss, module,
-    normalization, padding, pooling, rnn, sparse, transformer,
+    activation,
+    container,
+    conv,
+    distance,
+    dropout,
+    flatten,
+    fold,
+    linear,
+    loss,
+    module,
+    normalization,
+    padding,
+    pooling,
+    rnn,
+    sparse,
+    transformer,
 )
 from .activation import *
 from .container import *

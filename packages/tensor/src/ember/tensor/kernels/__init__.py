@@ -14,28 +14,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .cpu import _WHERE as _CPU_WHERE
+
 __all__ = ["KERNEL_NAMES", "get"]
 
-KERNEL_NAMES: tuple[str, ...] = (
-    "index_add",
-    "embedding_backward",
-    "max_pool_forward",
-    "max_pool_backward",
-    "im2col",
-    "col2im",
-    "softmax_forward",
-    "softmax_backward",
-    "log_softmax_forward",
-    "log_softmax_backward",
-    "cross_entropy_forward",
-    "cross_entropy_backward",
-    "lstm_cell_forward",
-    "lstm_cell_backward",
-    "gru_cell_forward",
-    "gru_cell_backward",
-    "adam_step",
-    "sgd_step",
-)
+#: The kernels every device provides, in the CPU table's order (the one list of names).
+KERNEL_NAMES: tuple[str, ...] = tuple(_CPU_WHERE)
 
 _MODULES = {"cpu": "ember.tensor.kernels.cpu", "cuda": "ember.tensor.kernels.cuda"}
 _CACHE: dict[tuple[str, str], Any] = {}

@@ -16,28 +16,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = [
-    "index_add",
-    "embedding_backward",
-    "max_pool_forward",
-    "max_pool_backward",
-    "im2col",
-    "col2im",
-    "softmax_forward",
-    "softmax_backward",
-    "log_softmax_forward",
-    "log_softmax_backward",
-    "cross_entropy_forward",
-    "cross_entropy_backward",
-    "lstm_cell_forward",
-    "lstm_cell_backward",
-    "gru_cell_forward",
-    "gru_cell_backward",
-    "adam_step",
-    "sgd_step",
-]
-
-_WHERE = {
+#: Every kernel name -> the submodule that defines it. This table is the list of kernels:
+#: ``ember.tensor.kernels.KERNEL_NAMES`` is its keys, and the CUDA module checks its names
+#: against it.
+_WHERE: dict[str, str] = {
     "index_add": "scatter",
     "embedding_backward": "scatter",
     "max_pool_forward": "pool",
@@ -57,6 +39,7 @@ _WHERE = {
     "adam_step": "optim",
     "sgd_step": "optim",
 }
+__all__ = list(_WHERE)
 
 
 def __getattr__(name: str) -> Any:

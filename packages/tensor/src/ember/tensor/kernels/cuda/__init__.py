@@ -28,29 +28,11 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
-from ember.tensor import _cupy
 
-__all__ = [
-    "index_add",
-    "embedding_backward",
-    "max_pool_forward",
-    "max_pool_backward",
-    "im2col",
-    "col2im",
-    "softmax_forward",
-    "log_softmax_forward",
-    "softmax_backward",
-    "log_softmax_backward",
-    "cross_entropy_forward",
-    "cross_entropy_backward",
-    "lstm_cell_forward",
-    "lstm_cell_backward",
-    "gru_cell_forward",
-    "gru_cell_backward",
-    "adam_step",
-    "sgd_step",
-    "KERNELS",
-]
+from ember.tensor import _cupy
+from ember.tensor.kernels import KERNEL_NAMES
+
+__all__ = [*KERNEL_NAMES, "KERNELS"]  # _check_names() (at the end) checks each is defined
 
 #: The kernels of each CUDA C source file (``<family>.cu``); each exists as ``<name>_f32`` and
 #: ``<name>_f64``. Launches look the family up here, and a test checks it against the sources.
@@ -800,3 +782,16 @@ def sgd_step(param: Any, grad: Any, buf: Any, *, lr: float, momentum: float, dam
             param[...] = p_w
         if b_back:
             buf[...] = b_w
+
+
+# ---------------------------------------------------------------------------------------------
+# the kernel list is ember.tensor.kernels.KERNEL_NAMES (the CPU table); hold this module to it
+
+
+def _check_names() -> None:
+    missing = [name for name in KERNEL_NAMES if not callable(globals().get(name))]
+    if missing:
+        raise ImportError(f"{__name__} defines no CUDA twin of the kernels {missing}")
+
+
+_check_names()
