@@ -774,6 +774,8 @@ _add(
       dtypes=FLOAT_H + ("int8", "int32", "int64"), inplace="abs_", ops=("abs", "abs_")),
     E("square", et.square, _r(np.square), unary_samples(), dtypes=FLOAT_H + ("int32", "int64"),
       inplace="square_", ops=("square", "square_")),
+    E("relu", et.relu, _r(lambda x: np.maximum(x, 0)), unary_samples(distinct=True),
+      dtypes=FLOAT_H + ("int32", "int64"), inplace="relu_", ops=("relu", "relu_")),
     E("frac", et.frac, _r(lambda x: x - np.trunc(x)), unary_samples(distinct=True),
       dtypes=FLOAT_H, inplace="frac_", ops=("frac", "frac_")),
     E("sign", et.sign, _r(np.sign), unary_samples(), dtypes=FLOAT_H + ("int32", "int64"),

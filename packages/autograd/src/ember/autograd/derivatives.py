@@ -301,6 +301,11 @@ def _square(c, g):
     return (2 * g * c.args[0],)
 
 
+@vjp("relu", out=True)
+def _relu(c, g):
+    return (g * (c.out > 0),)
+
+
 @vjp("clamp", save=(0, 1, 2))
 def _clamp(c, g):
     a, lo, hi = (list(c.args) + [None, None])[:3]
@@ -311,10 +316,9 @@ def _clamp(c, g):
         keep = keep & (a >= lo)
     if hi is not None:
         keep = keep & (a <= hi)
-    zero = et.zeros_like(g)
-    ga = et.where(keep, g, zero)
-    glo = et.where(a < lo, g, zero) if _t(lo) and lo.requires_grad else None
-    ghi = et.where(a > hi, g, zero) if _t(hi) and hi.requires_grad else None
+    ga = g * keep
+    glo = g * (a < lo) if _t(lo) and lo.requires_grad else None
+    ghi = g * (a > hi) if _t(hi) and hi.requires_grad else None
     return ga, glo, ghi
 
 

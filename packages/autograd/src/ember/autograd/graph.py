@@ -153,7 +153,7 @@ class AccumulateGrad:
 
 
 def _accumulator(t: Tensor) -> AccumulateGrad:
-    ref = t.__dict__.get("_accum_ref")
+    ref = t._accum_ref
     acc = ref() if ref is not None else None
     if acc is None:
         acc = AccumulateGrad(t)
@@ -213,15 +213,11 @@ def record(op, args, kwargs):
         if not kwargs or not _requires((), kwargs):
             return op.impl(*args, **kwargs)
     if op.inplace:
-        from .inplace import record_inplace
-
-        return record_inplace(op, args, kwargs)
+        return _inplace.record_inplace(op, args, kwargs)
     out = op.impl(*args, **kwargs)
     if not op.differentiable:
         return out
-    from .derivatives import TABLE
-
-    entry = TABLE.get(op.name)
+    entry = _TABLE.get(op.name)
     if entry is None:
         raise RuntimeError(f"ember.autograd: op '{op.name}' has no derivative in the table")
     return attach(op.name, entry, args, kwargs, out)
@@ -241,7 +237,9 @@ def attach(name: str, entry, args, kwargs, out):
         save = {i for i, deps in entry.save_for.items()
                 if any(j < len(wanted) and wanted[j] for j in deps)}
     edges, meta, saved, checks = [], [], [], []
-    for i, a in enumerate(args):
+    i = -1
+    for a in args:
+        i += 1
         if isinstance(a, _TensorType):
             d = a._data
             if a._requires_grad:
@@ -250,7 +248,7 @@ def attach(name: str, entry, args, kwargs, out):
             else:
                 edges.append(None)
             meta.append((d.shape, d.dtype))
-            if i in save:
+            if save and i in save:
                 saved.append(a)
                 vc = a._vc
                 checks.append((a, vc[0] if vc is not None else 0))
@@ -279,10 +277,17 @@ def attach(name: str, entry, args, kwargs, out):
     node._hooks = None
     node._trace = traceback.format_stack()[:-3] if state.anomaly else None
     if isinstance(out, _TensorType):
+        node._n_out = 1
+        if not entry.save_out and out._data.dtype.kind == "f":  # the common case
+            node._out_data = None
+            node._out_vc = None
+            out.grad_fn = node
+            out._requires_grad = True
+            return out
         outs = (out,)
     else:
         outs = tuple(out)
-    node._n_out = len(outs)
+        node._n_out = len(outs)
     if entry.save_out:
         node._out_data = tuple(o._data for o in outs)
         o0 = outs[0]
@@ -473,8 +478,14 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
             if r is not None:
                 g = r
     if t.grad is None:
-        # the incoming gradient may be shared with another input (add) or be a view: own it
-        t.grad = g if create_graph else g.detach().clone()
+        # the incoming gradient may be shared with another input (add) or be a view: own it,
+        # laid out like the parameter (row-major for a contiguous one), as PyTorch does
+        if create_graph:
+            t.grad = g
+        elif t._data.flags.c_contiguous and not g._data.flags.c_contiguous:
+            t.grad = Tensor._make(g._data.copy(order="C"))
+        else:
+            t.grad = g.detach().clone()
     elif create_graph or t.grad._requires_grad:
         t.grad = t.grad + g
     else:
@@ -512,4 +523,13 @@ def _check_nan(fn, in_grads):
 
 
 def install() -> None:
+    global _TABLE, _inplace
+    from . import inplace as _inplace_mod
+    from .derivatives import TABLE
+
+    _TABLE, _inplace = TABLE, _inplace_mod
     _registry.set_recorder(record)
+
+
+_TABLE: dict = {}
+_inplace = None

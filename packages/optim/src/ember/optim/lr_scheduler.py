@@ -170,11 +170,7 @@ class _LambdaScheduler(LRScheduler):
                  last_epoch: int = -1) -> None:
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
-        self._check_lambdas()
         super().__init__(optimizer, last_epoch)
-
-    def _check_lambdas(self) -> None:
-        pass
 
     def state_dict(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
@@ -205,10 +201,13 @@ class LambdaLR(_LambdaScheduler):
 class MultiplicativeLR(_LambdaScheduler):
     """``lr = lr * lr_lambda(epoch)`` each epoch after the first."""
 
-    def _check_lambdas(self) -> None:
-        for fn in self.lr_lambdas:
+    def __init__(self, optimizer: Optimizer,
+                 lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+                 last_epoch: int = -1) -> None:
+        for fn in _lambdas(optimizer, lr_lambda):
             if not callable(fn):
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
+        super().__init__(optimizer, lr_lambda, last_epoch)
 
     def get_lr(self) -> list[float]:
         _warn_get_lr_called_within_step(self)
@@ -241,7 +240,7 @@ class _FactorScheduler(LRScheduler):
         return [base_lr * factor for base_lr in self.base_lrs]
 
 
-class StepLR(LRScheduler):
+class StepLR(_FactorScheduler):
     """Multiply the rate by ``gamma`` every ``step_size`` epochs."""
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
@@ -250,18 +249,16 @@ class StepLR(LRScheduler):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
-        _warn_get_lr_called_within_step(self)
+    def _step_factor(self) -> float | None:
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
-            return _group_values(self.optimizer, "lr")
-        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+            return None
+        return self.gamma
 
-    def _get_closed_form_lr(self) -> list[float]:
-        return [base_lr * self.gamma ** (self.last_epoch // self.step_size)
-                for base_lr in self.base_lrs]
+    def _closed_form_factor(self) -> float:
+        return self.gamma ** (self.last_epoch // self.step_size)
 
 
-class MultiStepLR(LRScheduler):
+class MultiStepLR(_FactorScheduler):
     """Multiply the rate by ``gamma`` at each milestone epoch."""
 
     def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
@@ -275,20 +272,17 @@ class MultiStepLR(LRScheduler):
         # a JSON round trip turns the Counter's int keys into strings
         self.milestones = Counter({int(k): int(v) for k, v in dict(self.milestones).items()})
 
-    def get_lr(self) -> list[float]:
-        _warn_get_lr_called_within_step(self)
+    def _step_factor(self) -> float | None:
         if self.last_epoch not in self.milestones:
-            return _group_values(self.optimizer, "lr")
-        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
-                for group in self.optimizer.param_groups]
+            return None
+        return self.gamma ** self.milestones[self.last_epoch]
 
-    def _get_closed_form_lr(self) -> list[float]:
+    def _closed_form_factor(self) -> float:
         milestones = sorted(self.milestones.elements())
-        return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch)
-                for base_lr in self.base_lrs]
+        return self.gamma ** bisect_right(milestones, self.last_epoch)
 
 
-class ConstantLR(LRScheduler):
+class ConstantLR(_FactorScheduler):
     """Multiply the rate by ``factor`` until epoch ``total_iters``."""
 
     def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
@@ -299,20 +293,18 @@ class ConstantLR(LRScheduler):
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
-        _warn_get_lr_called_within_step(self)
+    def _step_factor(self) -> float | None:
         if self.last_epoch == 0:
-            return [group["lr"] * self.factor for group in self.optimizer.param_groups]
+            return self.factor
         if self.last_epoch != self.total_iters:
-            return _group_values(self.optimizer, "lr")
-        return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
+            return None
+        return 1.0 / self.factor
 
-    def _get_closed_form_lr(self) -> list[float]:
-        return [base_lr * (self.factor + (self.last_epoch >= self.total_iters)
-                           * (1 - self.factor)) for base_lr in self.base_lrs]
+    def _closed_form_factor(self) -> float:
+        return self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)
 
 
-class LinearLR(LRScheduler):
+class LinearLR(_FactorScheduler):
     """Ramp the multiplicative factor linearly from ``start_factor`` to ``end_factor``
     over ``total_iters`` epochs."""
 
@@ -329,41 +321,35 @@ class LinearLR(LRScheduler):
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
-        _warn_get_lr_called_within_step(self)
+    def _step_factor(self) -> float | None:
         if self.last_epoch == 0:
-            return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
+            return self.start_factor
         if self._is_initial or self.last_epoch > self.total_iters:
-            return _group_values(self.optimizer, "lr")
+            return None
         span = self.end_factor - self.start_factor
-        factor = 1.0 + span / (self.total_iters * self.start_factor
-                               + (self.last_epoch - 1) * span)
-        return [group["lr"] * factor for group in self.optimizer.param_groups]
+        return 1.0 + span / (self.total_iters * self.start_factor
+                             + (self.last_epoch - 1) * span)
 
-    def _get_closed_form_lr(self) -> list[float]:
-        return [base_lr * (self.start_factor + (self.end_factor - self.start_factor)
-                           * min(self.total_iters, self.last_epoch) / self.total_iters)
-                for base_lr in self.base_lrs]
+    def _closed_form_factor(self) -> float:
+        return (self.start_factor + (self.end_factor - self.start_factor)
+                * min(self.total_iters, self.last_epoch) / self.total_iters)
 
 
-class ExponentialLR(LRScheduler):
+class ExponentialLR(_FactorScheduler):
     """Multiply the rate by ``gamma`` every epoch."""
 
     def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
-        _warn_get_lr_called_within_step(self)
-        if self._is_initial:
-            return _group_values(self.optimizer, "lr")
-        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+    def _step_factor(self) -> float | None:
+        return None if self._is_initial else self.gamma
 
-    def _get_closed_form_lr(self) -> list[float]:
-        return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
+    def _closed_form_factor(self) -> float:
+        return self.gamma ** self.last_epoch
 
 
-class PolynomialLR(LRScheduler):
+class PolynomialLR(_FactorScheduler):
     """Decay the rate polynomially (``power``) to zero over ``total_iters`` epochs."""
 
     def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0,
@@ -372,17 +358,14 @@ class PolynomialLR(LRScheduler):
         self.power = power
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
-        _warn_get_lr_called_within_step(self)
+    def _step_factor(self) -> float | None:
         if self._is_initial or self.last_epoch > self.total_iters:
-            return _group_values(self.optimizer, "lr")
-        decay_factor = ((1.0 - self.last_epoch / self.total_iters)
-                        / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
-        return [group["lr"] * decay_factor for group in self.optimizer.param_groups]
+            return None
+        return ((1.0 - self.last_epoch / self.total_iters)
+                / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
 
-    def _get_closed_form_lr(self) -> list[float]:
-        return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
-                ** self.power for base_lr in self.base_lrs]
+    def _closed_form_factor(self) -> float:
+        return (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -628,6 +611,30 @@ class ReduceLROnPlateau(LRScheduler):
                              threshold_mode=self.threshold_mode)
 
 
+def _uses_beta1(optimizer: Optimizer) -> bool:
+    """Whether a cycled momentum is Adam's beta1 (else the group's ``momentum``)."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError(
+            "optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+    return "betas" in optimizer.defaults
+
+
+def _set_momentum(group: dict[str, Any], momentum: float, use_beta1: bool) -> None:
+    if use_beta1:
+        group["betas"] = (momentum, *group["betas"][1:])
+    else:
+        group["momentum"] = momentum
+
+
+def _start_momentum(optimizer: Optimizer, base_momentums: list[float],
+                    max_momentums: list[float], use_beta1: bool) -> None:
+    """A fresh cycle starts each group at its max momentum and records both bounds."""
+    for m_mom, b_mom, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+        _set_momentum(group, m_mom, use_beta1)
+        group["max_momentum"] = m_mom
+        group["base_momentum"] = b_mom
+
+
 class CyclicLR(LRScheduler):
     """Cycle the rate between ``base_lr`` and ``max_lr`` (Smith's cyclical learning rates),
     cycling momentum (or Adam's beta1) inversely. Step it after every batch."""
@@ -659,22 +666,12 @@ class CyclicLR(LRScheduler):
         self._init_scale_fn()
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError(
-                    "optimizer must support momentum or beta1 with `cycle_momentum` option "
-                    "enabled")
-            self.use_beta1 = "betas" in self.optimizer.defaults
+            self.use_beta1 = _uses_beta1(optimizer)
             self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
-                for m_mom, b_mom, group in zip(self.max_momentums, self.base_momentums,
-                                               optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m_mom, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m_mom
-                    group["max_momentum"] = m_mom
-                    group["base_momentum"] = b_mom
+                _start_momentum(optimizer, self.base_momentums, self.max_momentums,
+                                self.use_beta1)
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 
@@ -716,10 +713,7 @@ class CyclicLR(LRScheduler):
                 base_height = (max_momentum - base_momentum) * scale_factor
                 momentums.append(max_momentum - base_height * self.scale_fn(where))
             for group, momentum in zip(self.optimizer.param_groups, momentums):
-                if self.use_beta1:
-                    group["betas"] = (momentum, *group["betas"][1:])
-                else:
-                    group["momentum"] = momentum
+                _set_momentum(group, momentum, self.use_beta1)
         return lrs
 
     def state_dict(self) -> dict[str, Any]:
@@ -853,23 +847,11 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if self.cycle_momentum:
-            if ("momentum" not in self.optimizer.defaults
-                    and "betas" not in self.optimizer.defaults):
-                raise ValueError(
-                    "optimizer must support momentum or beta1 with `cycle_momentum` option "
-                    "enabled")
-            self.use_beta1 = "betas" in self.optimizer.defaults
+            self.use_beta1 = _uses_beta1(optimizer)
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
-                for m_mom, b_mom, group in zip(max_momentums, base_momentums,
-                                               optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m_mom, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m_mom
-                    group["max_momentum"] = m_mom
-                    group["base_momentum"] = b_mom
+                _start_momentum(optimizer, base_momentums, max_momentums, self.use_beta1)
         super().__init__(optimizer, last_epoch)
 
     def _anneal_func(self, start: float, end: float, pct: float) -> float:
@@ -900,8 +882,5 @@ class OneCycleLR(LRScheduler):
                 start_step = phase["end_step"]
             lrs.append(computed_lr)
             if self.cycle_momentum:
-                if self.use_beta1:
-                    group["betas"] = (computed_momentum, *group["betas"][1:])
-                else:
-                    group["momentum"] = computed_momentum
+                _set_momentum(group, computed_momentum, self.use_beta1)
         return lrs

@@ -25,7 +25,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["cupy", "available", "device_count", "require", "memoize", "clear_memo"]
+__all__ = ["cupy", "available", "device_count", "require", "memoize", "clear_memo",
+           "special_functions"]
 
 available: bool  # module attribute computed on first access by __getattr__ below (PEP 562)
 
@@ -148,3 +149,11 @@ def clear_memo() -> None:
     """Drop every memoized kernel factory result (e.g. after a device reset)."""
     for cache in _memo_caches:
         cache.clear()
+
+
+def special_functions(op: str):
+    """``cupyx.scipy.special`` (erf, erfc, erfinv on the GPU), imported here like CuPy."""
+    require(op)
+    import cupyx.scipy.special as special
+
+    return special

@@ -629,6 +629,28 @@ round.op.differentiable = False
 round_.op.differentiable = False
 
 
+@defop("relu")
+def relu(input: Tensor) -> Tensor:
+    """``max(x, 0)`` elementwise (NaN stays NaN).
+
+    >>> relu(tensor([-1., 0., 2.]))
+    tensor([0., 0., 2.])
+    """
+    d = input._data
+    _no_bool("relu", d)
+    return _make(array_module(d).maximum(d, d.dtype.type(0)))
+
+
+@defop("relu_", inplace=True)
+def relu_(input: Tensor) -> Tensor:
+    """In-place :func:`relu`."""
+    d = input._data
+    _check_inplace(input, "relu_")
+    array_module(d).maximum(d, d.dtype.type(0), out=d)
+    input._bump()
+    return input
+
+
 @defop("clamp")
 def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """Clamp every element into ``[min, max]`` (either bound may be None or a tensor).

@@ -168,6 +168,7 @@ class Tensor:
     _vc = None
     _retains_grad = False
     _output_nr = 0
+    _accum_ref = None
     _backward_hooks = None
     _requires_grad = False
     __array_priority__ = 1000
@@ -303,10 +304,10 @@ class Tensor:
         expected = 1
         shape, item = self._data.shape, self._data.itemsize
         strides = self._data.strides
+        if 0 in shape:
+            return True
         for i in range(len(shape) - 1, -1, -1):
             n = shape[i]
-            if n == 0:
-                return True
             if n != 1:
                 if strides[i] != expected * item:
                     return False

@@ -56,7 +56,7 @@ def threshold_(input: Tensor, threshold_value: float, value: float) -> Tensor:
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """``max(x, 0)``; the gradient at 0 is 0, as in PyTorch."""
-    return _apply(input, inplace, lambda x: et.where(x > 0, x, 0.0))
+    return _apply(input, inplace, et.relu)
 
 
 def relu_(input: Tensor) -> Tensor:

@@ -58,9 +58,9 @@ def _apply(name: str, xp, d):
         work = d if d.dtype in (np.float32, np.float64) else d.astype(np.float32)
         out = _cpu[name](work)
         return out.astype(d.dtype, copy=False)
-    import cupyx.scipy.special as sp  # only reached with CuPy arrays
+    from .._cupy import special_functions
 
-    return getattr(sp, name)(d)
+    return getattr(special_functions(name), name)(d)
 
 
 def erf(xp, d):
