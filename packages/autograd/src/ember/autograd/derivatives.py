@@ -730,6 +730,18 @@ def _matmul(c, g):
     return ga, gb
 
 
+@vjp("linear", save={0: (1,), 1: (0,)})
+def _linear(c, g):
+    x, w = c.args[:2]
+    gx = g @ w if c.needs[0] else None
+    gw = None
+    if c.needs[1]:
+        g2 = g.reshape(-1, g.shape[-1])
+        gw = g2.mT @ x.reshape(-1, x.shape[-1])
+    gb = g if len(c.needs) > 2 and c.needs[2] else None  # summed to (out,) by the engine
+    return gx, gw, gb
+
+
 @vjp("outer", save={0: (1,), 1: (0,)})
 def _outer(c, g):
     a, b = c.args

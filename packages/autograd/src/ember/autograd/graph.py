@@ -12,6 +12,7 @@ chain backpropagates.
 """
 from __future__ import annotations
 
+import sys
 import traceback
 import weakref
 
@@ -411,6 +412,7 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
             if not retain_graph:
                 fn.release()
             _propagate(fn, in_grads, buffers, deps, ready)
+            del in_grads, out_grads  # drop references so sinks can take buffers over
     finally:
         state.enabled = prev
     if capture is not None:
@@ -482,6 +484,9 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
         # laid out like the parameter (row-major for a contiguous one), as PyTorch does
         if create_graph:
             t.grad = g
+        elif _exclusive(g) and (g._data.flags.c_contiguous or
+                                not t._data.flags.c_contiguous):
+            t.grad = g.detach()  # nobody else holds this buffer: take it over, no copy
         elif t._data.flags.c_contiguous and not g._data.flags.c_contiguous:
             t.grad = Tensor._make(g._data.copy(order="C"))
         else:
@@ -495,6 +500,16 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
             t.grad._bump()
         else:
             t.grad.add_(g)
+
+
+def _exclusive(g: Tensor) -> bool:
+    """True when ``g`` and its buffer are referenced only by the engine's gradient table
+    (CPython reference counts: the table's list, the argument, getrefcount's own)."""
+    d = g._data
+    if sys.getrefcount(g) > 4 or sys.getrefcount(d) > 3 or g.grad_fn is not None:
+        return False
+    base = d.base  # a view (e.g. a reshape) of a temporary nobody else holds is fine too
+    return base is None or (base.base is None and sys.getrefcount(base) <= 2)
 
 
 def _run_tensor_hooks(fn, out_grads):

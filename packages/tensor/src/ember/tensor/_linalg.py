@@ -19,6 +19,7 @@ from ._registry import array_module, defop
 from ._tensor import Tensor
 
 __all__ = [
+    "linear",
     "matmul", "mm", "bmm", "mv", "dot", "outer", "ger", "einsum", "tensordot", "addmm",
     "addmv", "baddbmm", "addbmm", "trace", "diag", "cross",
 ]
@@ -178,6 +179,31 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     out = a.dtype
     r = xp.matmul(_blas_ready(xp, _upcast(xp, a)), _blas_ready(xp, _upcast(xp, b)))
     return _make(xp.asarray(r).astype(out, copy=False))
+
+
+@defop("linear")
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` in one op (``torch.nn.functional.linear``): one BLAS call,
+    and a backward that produces the weight gradient in the weight's own layout.
+
+    >>> linear(ones(2, 3), ones(4, 3), zeros(4)).shape
+    ember.Size([2, 4])
+    """
+    a, w = input._data, weight._data
+    if a.ndim == 0 or w.ndim != 2 or a.shape[-1] != w.shape[1]:
+        rows = a.size // max(a.shape[-1], 1) if a.ndim else 1
+        raise RuntimeError(
+            f"linear(): mat1 and mat2 shapes cannot be multiplied "
+            f"({rows}x{a.shape[-1] if a.ndim else 1} and "
+            f"{w.shape[-1] if w.ndim else 1}x{w.shape[0] if w.ndim == 2 else 1})")
+    _check_device("linear", a, w)
+    _check_same_dtype("linear", a, w)
+    xp = array_module(a)
+    r = xp.matmul(_blas_ready(xp, _upcast(xp, a)), _blas_ready(xp, _upcast(xp, w)).T)
+    if bias is not None:
+        _check_device("linear", a, bias._data)
+        r += bias._data
+    return _make(r.astype(a.dtype, copy=False))
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:

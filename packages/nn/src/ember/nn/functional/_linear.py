@@ -23,7 +23,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: mat1 and mat2 shapes cannot be multiplied "
             f"({input.numel() // max(input.shape[-1], 1)}x{input.shape[-1]} and "
             f"{weight.shape[-1]}x{weight.shape[0] if weight.dim() == 2 else 1})")
-    out = et.matmul(input, weight.t() if weight.dim() == 2 else weight)
+    if weight.dim() == 2 and (bias is None or bias.dim() == 1):
+        return et.linear(input, weight, bias)
+    out = et.matmul(input, weight)
     if bias is not None:
         out = out + bias
     return out
