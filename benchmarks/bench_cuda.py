@@ -36,10 +36,11 @@ for _pkg in ("tensor", "autograd", "nn", "optim"):
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
+from _harness import table  # noqa: E402
+
 import ember.nn as nn  # noqa: E402
 import ember.nn.functional as F  # noqa: E402
 import ember.tensor as et  # noqa: E402
-from _harness import table  # noqa: E402
 from ember import optim  # noqa: E402
 
 try:

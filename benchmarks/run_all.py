@@ -18,7 +18,7 @@ sys.path.insert(0, str(HERE))
 
 from _harness import table  # noqa: E402
 
-SUITES = ["tensor", "autograd", "nn", "rnn", "tree", "optim", "kernels", "data"]
+SUITES = ["tensor", "autograd", "nn", "rnn", "tree", "optim", "kernels", "data", "cuda"]
 LAYERS = ["tensor", "autograd", "nn", "optim", "data"]
 
 _CHILD = """

@@ -48,7 +48,7 @@ def gpu_required() -> bool:
     return os.environ.get(REQUIRE_GPU_ENV, "").strip() == "1"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def probe(device: str) -> str | None:
     """None when ``device`` can hold an ember tensor, else the reason it cannot.
 

@@ -26,10 +26,7 @@ def _xp(dev: device):
         return np
     from . import _cupy
 
-    cp = _cupy.require("creation")
-    if dev.index is not None:
-        cp.cuda.Device(dev.index).use()
-    return cp
+    return _cupy.require("creation")
 
 
 def _on(arr, dev: device | None):
@@ -192,7 +189,15 @@ def from_dlpack(ext) -> Tensor:
 def _factory(op: str, size, dtype, device, fill):
     shape = _size(size, op)
     dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, op)
-    xp = _xp(to_device(device))
+    dev = to_device(device)
+    xp = _xp(dev)
+    if xp is not np and dev.index is not None:
+        with xp.cuda.Device(dev.index):  # allocate there without changing the current device
+            return _fill(xp, shape, dt, fill)
+    return _fill(xp, shape, dt, fill)
+
+
+def _fill(xp, shape, dt, fill):
     if fill is None:
         return xp.empty(shape, dtype=dt.np)
     if fill == 0:

@@ -155,12 +155,14 @@ def _kernel_index_add(out3, index, src3, alpha) -> None:
     xp = array_module(out3)
     if out3.dtype.kind in "fiu":
         fn = None
-        try:
-            from .kernels import get
+        # the CUDA kernel takes float dtypes only: integers use the generic path there
+        if xp is np or out3.dtype.kind == "f":
+            try:
+                from .kernels import get
 
-            fn = get("index_add", xp)
-        except (ImportError, NotImplementedError, ValueError):
-            fn = None
+                fn = get("index_add", xp)
+            except (ImportError, NotImplementedError, ValueError):
+                fn = None
         if fn is not None:
             fn(out3, index, src3, alpha)
             return
