@@ -42,14 +42,28 @@ def fmt_time(s: float | None) -> str:
     return f"{s:.2f} s"
 
 
+def fmt_value(v: float | None, unit: str) -> str:
+    """Seconds as a time; other units (``fraction``, ``tokens/s``, ...) as numbers."""
+    if v is None:
+        return "-"
+    if unit == "s":
+        return fmt_time(v)
+    if unit == "fraction":
+        return f"{100 * v:.1f} %"
+    return f"{v:,.0f} {unit}"
+
+
 def table(rows, title: str | None = None) -> str:
-    """Markdown table of (workload, ember_s, torch_s) rows."""
+    """Markdown table of (workload, ember, torch[, unit]) rows; the unit defaults to seconds
+    (lower is better). For rates the ratio is still ember / PyTorch (higher is better)."""
     lines = []
     if title:
         lines.append(f"### {title}\n")
     lines.append("| workload | ember | PyTorch | ratio ember / PyTorch |")
     lines.append("| --- | ---: | ---: | ---: |")
-    for name, e, t in rows:
+    for row in rows:
+        name, e, t = row[:3]
+        unit = row[3] if len(row) > 3 else "s"
         ratio = f"{e / t:.2f}" if e is not None and t else "-"
-        lines.append(f"| {name} | {fmt_time(e)} | {fmt_time(t)} | {ratio} |")
+        lines.append(f"| {name} | {fmt_value(e, unit)} | {fmt_value(t, unit)} | {ratio} |")
     return "\n".join(lines)

@@ -26,7 +26,7 @@ import json, sys
 sys.path.insert(0, {here!r})
 import bench_{name} as m
 rows = m.main()
-print("@@ROWS@@" + json.dumps([[r[0], r[1], r[2]] for r in rows]))
+print("@@ROWS@@" + json.dumps([list(r) for r in rows]))
 """
 
 
@@ -49,6 +49,13 @@ def _import_time(module: str) -> float:
                              check=True)
         best = min(best, float(out.stdout.strip()))
     return best
+
+
+def _source_size() -> int:
+    """Bytes of ember's package sources (what its wheels hold), when it is not installed."""
+    root = HERE.parent / "packages"
+    return sum(p.stat().st_size for p in root.glob("*/src/**/*") if p.is_file()
+               and "__pycache__" not in p.parts)
 
 
 def _installed_size(dist_prefix: str) -> int:
@@ -80,8 +87,8 @@ def main() -> int:
     torch_import = _import_time("torch")
     for layer in LAYERS:
         rows.append((f"import ember.{layer}", _import_time(f"ember.{layer}"), torch_import))
-    size_e, size_t = _installed_size("ember"), _installed_size("torch")
-    text = table(rows, "ember vs PyTorch CPU (times; lower is better)")
+    size_e, size_t = _installed_size("ember") or _source_size(), _installed_size("torch")
+    text = table(rows, "ember vs PyTorch CPU (times: lower is better; rates: higher is better)")
     text += (f"\n\nInstalled size: ember {size_e / 1e6:.2f} MB, PyTorch {size_t / 1e6:.1f} MB "
              f"(ratio {size_e / size_t if size_t else float('nan'):.4f}).\n"
              f"Total benchmark time {time.time() - t0:.0f} s.")

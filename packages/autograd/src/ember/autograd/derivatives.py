@@ -879,14 +879,15 @@ def _index_put(c, g):
 @vjp("index_select", save=(2,))
 def _index_select(c, g):
     _, dim, index = c.args
-    return et.zeros(c.meta[0][0], dtype=g.dtype, device=g.device).index_add(dim, index, g), \
+    # accumulate in place into fresh zeros (recorded as index_add when create_graph=True)
+    return et.zeros(c.meta[0][0], dtype=g.dtype, device=g.device).index_add_(dim, index, g), \
         None, None
 
 
 @vjp("gather", save=(2,))
 def _gather(c, g):
     _, dim, index = c.args[:3]
-    return et.zeros(c.meta[0][0], dtype=g.dtype, device=g.device).scatter_add(dim, index, g), \
+    return et.zeros(c.meta[0][0], dtype=g.dtype, device=g.device).scatter_add_(dim, index, g), \
         None, None
 
 

@@ -22,8 +22,9 @@ import operator
 import numpy as np
 
 from . import _dtype as D
+from ._checks import check_inplace, check_same_device
 from ._registry import array_module, defop
-from ._tensor import Tensor, _device_of, _legacy_name, _ptr, _root, _wrap_dim
+from ._tensor import Tensor, _legacy_name, _ptr, _root, _wrap_dim
 
 __all__ = [
     "getitem", "getitem_backward", "setitem", "setitem_copy", "index_put", "index_put_",
@@ -58,11 +59,7 @@ def _need_tensor(x, op: str, name: str) -> Tensor:
     return x
 
 
-def _same_device(op: str, a, b) -> None:
-    if type(a) is not type(b) or (not isinstance(a, _ndarray) and a.device != b.device):
-        raise RuntimeError(
-            f"{op}(): Expected all tensors to be on the same device, but found at least two "
-            f"devices, {_device_of(a)} and {_device_of(b)}!")
+_same_device = check_same_device
 
 
 def _prod(xs) -> int:
@@ -615,22 +612,18 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
     return _make(out)
 
 
-def _check_inplace(t: Tensor, op: str) -> None:
-    d = t._data
-    if not d.flags.c_contiguous:
-        for n, s in zip(d.shape, d.strides):
-            if s == 0 and n > 1:
-                raise RuntimeError(
-                    f"{op}(): unsupported operation: more than one element of the written-to "
-                    "tensor refers to a single memory location. Please clone() the tensor before "
-                    "performing the operation.")
+_check_inplace = check_inplace
+
+
+_INT64 = np.dtype(np.int64)
 
 
 # ------------------------------------------------------------------------------ index_select
 def _index_vector(index, op: str, kinds: str, what: str, exc: type = RuntimeError):
     _need_tensor(index, op, "index")
     a = index._data
-    if a.dtype.kind not in "iu" or a.dtype.name not in kinds:
+    dt = a.dtype
+    if dt.kind not in "iu" or (dt != _INT64 and dt.name not in kinds):
         raise exc(f"{op}(): Expected {what} for index but got {_tname(a.dtype)}")
     return a
 

@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 
 from . import _dtype as D
+from ._checks import check_same_device
 from ._registry import array_module, defop
 from ._tensor import Tensor
 
@@ -41,13 +42,7 @@ _SCALAR_NAMES = {np.dtype(k): v for k, v in {
 
 
 # ---------------------------------------------------------------------------- checks
-def _check_device(op: str, *arrays) -> None:
-    first = arrays[0]
-    for a in arrays[1:]:
-        if type(a) is not type(first) or (not isinstance(a, _ndarray) and a.device != first.device):
-            from ._pointwise import _device_error
-
-            raise _device_error(op, first, a)
+_check_device = check_same_device
 
 
 def _check_same_dtype(op: str, a, b) -> None:

@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from . import _dtype as D
+from ._checks import check_inplace, check_same_device, device_error
 from ._registry import array_module, defop
 from ._tensor import Tensor
 
@@ -20,17 +21,8 @@ _ndarray = np.ndarray
 _quiet = {"all": "ignore"}
 
 
-def _device_error(op: str, a, b) -> RuntimeError:
-    from ._tensor import _device_of
-
-    return RuntimeError(
-        f"{op}(): Expected all tensors to be on the same device, but found at least two "
-        f"devices, {_device_of(a)} and {_device_of(b)}!")
-
-
-def _check_same_device(op: str, da, db) -> None:
-    if type(da) is not type(db) or (not isinstance(da, _ndarray) and da.device != db.device):
-        raise _device_error(op, da, db)
+_device_error = device_error
+_check_same_device = check_same_device
 
 
 _INT64 = np.dtype(np.int64)
@@ -125,15 +117,7 @@ def _xp2(da, db):
         da if hasattr(da, "shape") else db)
 
 
-def _check_inplace(self: Tensor, op: str) -> None:
-    d = self._data
-    if not d.flags.c_contiguous:
-        for n, s in zip(d.shape, d.strides):
-            if s == 0 and n > 1:
-                raise RuntimeError(
-                    f"{op}(): unsupported operation: more than one element of the written-to "
-                    "tensor refers to a single memory location. Please clone() the tensor before "
-                    "performing the operation.")
+_check_inplace = check_inplace
 
 
 def _check_cast(op: str, result: np.dtype, out: np.dtype) -> None:

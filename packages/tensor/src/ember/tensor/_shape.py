@@ -108,6 +108,14 @@ def _compute_stride(oldshape, oldstride, newshape):
 def _infer_size(shape, numel: int, op: str) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
+    if all(type(s) is int and s >= 0 for s in shape):  # fast path: explicit sizes
+        n = 1
+        for s in shape:
+            n *= s
+        if n != numel:
+            raise RuntimeError(
+                f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")
+        return tuple(shape)
     for s in shape:
         if not isinstance(s, numbers.Integral) or isinstance(s, bool):
             raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element "

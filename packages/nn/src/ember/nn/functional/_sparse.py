@@ -134,8 +134,9 @@ def _check_index(input: Tensor, n: int, op: str) -> Tensor:
     if input.dtype not in (et.int64, et.int32, et.int16, et.int8, et.uint8):
         raise RuntimeError(f"{op}(): Expected tensor for argument 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {input.dtype} instead")
-    if input.numel():
-        lo, hi = int(input.min()), int(input.max())
+    d = input._data
+    if d.size:
+        lo, hi = int(d.min()), int(d.max())
         if lo < 0 or hi >= n:
             raise IndexError(f"{op}(): index {lo if lo < 0 else hi} is out of range for a "
                              f"table of {n} rows")
@@ -181,9 +182,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     if max_norm is not None:
         _renorm_(weight, index, max_norm, norm_type)
     flat = index.reshape(-1)
-    if weight.requires_grad or weight.grad_fn is not None:
+    if (weight.requires_grad or weight.grad_fn is not None) and (
+            padding_idx >= 0 or scale_grad_by_freq):
         out = _EmbeddingFn.apply(weight, flat, padding_idx, bool(scale_grad_by_freq))
-    else:
+    else:  # the plain lookup: index_select's own derivative (a scatter-add) is the backward
         out = et.index_select(weight, 0, flat)
     return out.reshape(*input.shape, weight.shape[1])
 
