@@ -377,12 +377,18 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
         for e in fn._edges:
             if e is None:
                 continue
-            if type(e) is list:  # a list argument (cat, stack): one edge per tensor
-                for sub in e:
-                    if sub is not None:
-                        _count(sub[0], deps, seen, stack)
-            else:
-                _count(e[0], deps, seen, stack)
+            for sub in (e if type(e) is list else (e,)):  # a list argument: one edge each
+                if sub is None:
+                    continue
+                nxt = sub[0]
+                count = deps.get(nxt)
+                if count is None:
+                    deps[nxt] = 1
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+                else:
+                    deps[nxt] = count + 1
     ready = [fn for fn in starts if deps.get(fn, 0) == 0]
     prev = state.enabled
     state.enabled = create_graph
@@ -419,16 +425,6 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
         del keep_alive
         return captured
     return None
-
-
-def _count(nxt, deps, seen, stack):
-    if nxt in deps:
-        deps[nxt] += 1
-    else:
-        deps[nxt] = 1
-    if nxt not in seen:
-        seen.add(nxt)
-        stack.append(nxt)
 
 
 def _propagate(fn, in_grads, buffers, deps, ready):
