@@ -3,6 +3,8 @@ Markdown table every benchmark prints (workload, ember, PyTorch, ratio ember / P
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import time
 
 
@@ -67,3 +69,14 @@ def table(rows, title: str | None = None) -> str:
         ratio = f"{e / t:.2f}" if e is not None and t else "-"
         lines.append(f"| {name} | {fmt_value(e, unit)} | {fmt_value(t, unit)} | {ratio} |")
     return "\n".join(lines)
+
+
+def import_time(module: str, repeat: int = 3) -> float:
+    """Best wall time of ``import module`` in a fresh interpreter."""
+    code = f"import time; t=time.perf_counter(); import {module}; print(time.perf_counter()-t)"
+    best = float("inf")
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True)
+        best = min(best, float(out.stdout.strip()))
+    return best

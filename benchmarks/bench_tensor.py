@@ -5,21 +5,8 @@ reductions, matmul, fancy indexing, index_add, and import time.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
-from _harness import table, timeit
-
-
-def _import_time(module: str) -> float:
-    code = f"import time; t=time.perf_counter(); import {module}; print(time.perf_counter()-t)"
-    best = float("inf")
-    for _ in range(3):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True)
-        best = min(best, float(out.stdout.strip()))
-    return best
+from _harness import import_time, table, timeit
 
 
 def main() -> list[tuple]:
@@ -65,7 +52,7 @@ def main() -> list[tuple]:
     to, ti2, ts2 = torch.from_numpy(out.copy()), torch.from_numpy(idx2), torch.from_numpy(src2)
     rows.append(("index_add_ 100k rows into 10kx64", timeit(lambda: eo.index_add_(0, ei2, es2)),
                  timeit(lambda: to.index_add_(0, ti2, ts2))))
-    rows.append(("import (s)", _import_time("ember.tensor"), _import_time("torch")))
+    rows.append(("import (s)", import_time("ember.tensor"), import_time("torch")))
     return rows
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _harness import table  # noqa: E402
+from _harness import import_time, table  # noqa: E402
 
 SUITES = ["tensor", "autograd", "nn", "rnn", "tree", "optim", "kernels", "data", "cuda"]
 LAYERS = ["tensor", "autograd", "nn", "optim", "data"]
@@ -39,16 +39,6 @@ def _run_suite(name: str) -> list[tuple]:
             return [tuple(r) for r in json.loads(line[len("@@ROWS@@"):])]
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
     return [(f"{name}: failed ({' / '.join(tail)})", None, None)]
-
-
-def _import_time(module: str) -> float:
-    code = f"import time; t=time.perf_counter(); import {module}; print(time.perf_counter()-t)"
-    best = float("inf")
-    for _ in range(3):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True)
-        best = min(best, float(out.stdout.strip()))
-    return best
 
 
 def _source_size() -> int:
@@ -84,9 +74,9 @@ def main() -> int:
     for name in args.only.split(","):
         print(f"running bench_{name} ...", file=sys.stderr, flush=True)
         rows.extend(_run_suite(name))
-    torch_import = _import_time("torch")
+    torch_import = import_time("torch")
     for layer in LAYERS:
-        rows.append((f"import ember.{layer}", _import_time(f"ember.{layer}"), torch_import))
+        rows.append((f"import ember.{layer}", import_time(f"ember.{layer}"), torch_import))
     size_e, size_t = _installed_size("ember") or _source_size(), _installed_size("torch")
     text = table(rows, "ember vs PyTorch CPU (times: lower is better; rates: higher is better)")
     text += (f"\n\nInstalled size: ember {size_e / 1e6:.2f} MB, PyTorch {size_t / 1e6:.1f} MB "

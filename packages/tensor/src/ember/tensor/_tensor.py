@@ -486,26 +486,10 @@ class Tensor:
     def to(self, *args, **kwargs) -> Tensor:
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; copies only
         when something changes (or ``copy=True``)."""
-        dtype_ = kwargs.pop("dtype", None)
-        device_ = kwargs.pop("device", None)
-        copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, Tensor):
-                dtype_, device_ = a.dtype, a.device
-            elif isinstance(a, (D.dtype, type)) or (isinstance(a, str) and a in D._BY_NAME):
-                dtype_ = a
-            elif isinstance(a, (str, device, int)) and not isinstance(a, bool):
-                device_ = a
-            elif a is not None:
-                raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+        device_, dtype_, copy = parse_to_args(args, kwargs)
         from ._creation import _to
 
-        return _to(self, None if device_ is None else to_device(device_),
-                   None if dtype_ is None else D.to_dtype(dtype_, "to"), copy)
+        return _to(self, device_, dtype_, copy)
 
     def type(self, dtype=None, non_blocking: bool = False, **kwargs):
         """The legacy type name (``'ember.FloatTensor'``) or a cast to a legacy type."""
@@ -564,6 +548,32 @@ class Tensor:
         from ._shape import transpose
 
         return transpose(self, -2, -1)
+
+
+def parse_to_args(args, kwargs) -> tuple[device | None, D.dtype | None, bool]:
+    """``(device, dtype, copy)`` from the arguments of ``Tensor.to`` / ``Module.to``:
+    a device (str, int or device), a dtype, a tensor to match, ``non_blocking`` (ignored)."""
+    kwargs = dict(kwargs)
+    dtype_ = kwargs.pop("dtype", None)
+    device_ = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype_, device_ = a.dtype, a.device
+        elif isinstance(a, (D.dtype, type)) or (isinstance(a, str) and a in D._BY_NAME):
+            dtype_ = a
+        elif isinstance(a, bool):
+            continue  # non_blocking given positionally
+        elif isinstance(a, (str, device, int)):
+            device_ = a
+        elif a is not None:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    return (None if device_ is None else to_device(device_),
+            None if dtype_ is None else D.to_dtype(dtype_, "to"), bool(copy))
 
 
 def _rebuild(arr, dev, requires_grad):

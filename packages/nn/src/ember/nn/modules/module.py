@@ -24,7 +24,7 @@ from typing import Any
 
 import ember.tensor as et
 from ember.autograd import no_grad
-from ember.tensor._tensor import Tensor
+from ember.tensor._tensor import Tensor, parse_to_args
 
 from ..parameter import Buffer, Parameter, is_lazy
 
@@ -413,23 +413,7 @@ class Module:
     def to(self, *args, **kwargs) -> Module:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: moves every
         parameter and buffer; a dtype applies to the floating-point ones only."""
-        device = kwargs.pop("device", None)
-        dtype = kwargs.pop("dtype", None)
-        kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, et.dtype):
-                dtype = a
-            elif isinstance(a, (str, et.device, int)) and not isinstance(a, bool):
-                device = a
-            elif isinstance(a, bool):
-                continue  # non_blocking given positionally
-            elif a is not None:
-                raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+        device, dtype, _ = parse_to_args(args, kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point dtypes, but got "
                             f"desired dtype={dtype}")
