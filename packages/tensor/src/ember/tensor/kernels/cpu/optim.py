@@ -31,9 +31,12 @@ __all__ = ["adam_step", "sgd_step"]
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _adam_body(p, g, m, v, vmax, weight_decay, decay_factor, w, one_minus_w, beta2,
-               one_minus_beta2, eps, neg_step_size, bias_correction2_sqrt, amsgrad, maximize,
-               decoupled, low_weight):
+def _adam_body(p, g, m, v, vmax, scalars, amsgrad, maximize, decoupled, low_weight):
+    # the float scalars travel in one array of the parameter's dtype: Numba dispatches on
+    # NumPy scalar arguments about 100x slower than on arrays
+    weight_decay, decay_factor, w, one_minus_w = scalars[0], scalars[1], scalars[2], scalars[3]
+    beta2, one_minus_beta2, eps = scalars[4], scalars[5], scalars[6]
+    neg_step_size, bias_correction2_sqrt = scalars[7], scalars[8]
     n = p.shape[0]
     for i in prange(n):
         gi = g[i]
@@ -64,8 +67,9 @@ def _adam_body(p, g, m, v, vmax, weight_decay, decay_factor, w, one_minus_w, bet
         p[i] = pi + neg_step_size * mi / denom
 
 
-def _sgd_body(p, g, buf, neg_lr, momentum, one_minus_dampening, weight_decay, nesterov,
-              maximize, first_step, has_momentum):
+def _sgd_body(p, g, buf, scalars, nesterov, maximize, first_step, has_momentum):
+    neg_lr, momentum, one_minus_dampening, weight_decay = (scalars[0], scalars[1], scalars[2],
+                                                            scalars[3])
     n = p.shape[0]
     for i in prange(n):
         gi = g[i]
@@ -164,9 +168,11 @@ def adam_step(param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray,
     t = dtype.type
     if p.size == 0:
         return
-    args = (p, g, m, v, vmax, t(weight_decay), t(1 - lr * weight_decay), t(w), t(1 - t(w)),
-            t(beta2), t(1 - beta2), t(eps), t(-step_size), t(bias_correction2_sqrt),
-            bool(amsgrad), bool(maximize), bool(decoupled_weight_decay), abs(t(w)) < 0.5)
+    scalars = np.array([t(weight_decay), t(1 - lr * weight_decay), t(w), t(1 - t(w)), t(beta2),
+                        t(1 - beta2), t(eps), t(-step_size), t(bias_correction2_sqrt)],
+                       dtype=dtype)
+    args = (p, g, m, v, vmax, scalars, bool(amsgrad), bool(maximize),
+            bool(decoupled_weight_decay), bool(abs(t(w)) < 0.5))
     if use_parallel(p.size):
         parallel_call(_adam_parallel, *args)
     else:
@@ -195,8 +201,9 @@ def sgd_step(param: np.ndarray, grad: np.ndarray, buf: np.ndarray | None, *, lr:
     if p.size == 0:
         return
     t = dtype.type
-    args = (p, g, b, t(-lr), t(momentum), t(1 - dampening), t(weight_decay), bool(nesterov),
-            bool(maximize), bool(first_step), bool(has_momentum))
+    scalars = np.array([t(-lr), t(momentum), t(1 - dampening), t(weight_decay)], dtype=dtype)
+    args = (p, g, b, scalars, bool(nesterov), bool(maximize), bool(first_step),
+            bool(has_momentum))
     if use_parallel(p.size):
         parallel_call(_sgd_parallel, *args)
     else:

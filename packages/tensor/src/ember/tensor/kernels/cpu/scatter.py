@@ -100,9 +100,10 @@ def index_add(out: np.ndarray, index: np.ndarray, src: np.ndarray, alpha=1) -> N
         work, srcc = np.ascontiguousarray(out), np.ascontiguousarray(src)
     else:
         raise RuntimeError(f"{op}(): unsupported dtype {out.dtype}")
-    a = work.dtype.type(alpha)
+    # Python scalars, not NumPy ones: Numba dispatches on NumPy scalars ~100x slower
+    a = float(alpha) if work.dtype.kind == "f" else int(alpha)
     empty = np.empty(0, dtype=work.dtype)
-    _scatter(work, index, srcc, a, empty, np.int64(-1))
+    _scatter(work, index, srcc, a, empty, -1)
     if work is not out:  # non-contiguous or float16 out: write the result back
         out[...] = work
 
@@ -156,8 +157,8 @@ def embedding_backward(
             gw.reshape(1, num_weights, D),
             indices,
             g.reshape(1, -1, D),
-            g.dtype.type(1),
+            1.0,
             scale,
-            np.int64(padding_idx),
+            int(padding_idx),
         )
     return gw.astype(dtype, copy=False)

@@ -262,7 +262,7 @@ def _ce_inputs(op, logits, target, weight, ignore_index, label_smoothing):
                 f"of logits of shape {tuple(logits.shape)}; expected shape ({C},)"
             )
         (x, w), dtype = float_inputs(op, logits, weight)
-    return x, t, w, np.int64(ignore), eps, dtype
+    return x, t, w, int(ignore), eps, dtype
 
 
 def cross_entropy_forward(
@@ -289,7 +289,7 @@ def cross_entropy_forward(
     if x.shape[0]:
         if x.shape[1] == 0:
             raise RuntimeError(f"{op}(): logits of shape {tuple(x.shape)} have no classes")
-        args = (x, t, w, ignore, x.dtype.type(eps), loss, lse)
+        args = (x, t, w, ignore, float(eps), loss, lse)
         if _go(x):
             parallel_call(_ce_fwd_parallel, *args)
         else:
@@ -329,7 +329,7 @@ def cross_entropy_backward(
     dx = np.empty_like(x)
     if dx.size:
         wsum = float(w.sum(dtype=np.float64))
-        args = (x, lc, t, w, x.dtype.type(wsum), ignore, x.dtype.type(eps), gc, dx)
+        args = (x, lc, t, w, float(wsum), ignore, float(eps), gc, dx)
         if _go(x):
             parallel_call(_ce_bwd_parallel, *args)
         else:
