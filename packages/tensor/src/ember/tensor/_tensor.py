@@ -111,12 +111,13 @@ def _new_tensor_from_args(cls, args, dtype_, device_):
     ``Tensor()``."""
     from ._creation import empty, tensor
 
+    if not args:  # Tensor(): an empty 1-d tensor, as in PyTorch
+        return empty(0, dtype=dtype_, device=device_)._data
     if len(args) == 1 and not isinstance(args[0], numbers.Integral):
         arg = args[0]
         if isinstance(arg, Tensor):
             return arg._data.astype(dtype_.np, copy=False)
-        if isinstance(arg, (tuple, list)) and all(isinstance(a, numbers.Integral) for a in arg) \
-                and type(arg).__name__ == "Size":
+        if isinstance(arg, Size):  # Tensor(other.shape): a new tensor of that size
             return empty(*arg, dtype=dtype_, device=device_)._data
         return tensor(arg, dtype=dtype_, device=device_)._data
     for a in args:
@@ -265,10 +266,6 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
-
-    @property
-    def is_floating_point_(self) -> bool:
-        return self.dtype.is_floating_point
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
