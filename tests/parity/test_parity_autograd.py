@@ -155,3 +155,21 @@ def test_unary_result_dtype_matches_torch(name, dt):
             getattr(et, name)(ex, *args)
         return
     assert getattr(et, name)(ex, *args).dtype.name == want
+
+
+def test_inplace_through_view_matches_torch():
+    rng = np.random.default_rng(3)
+    xa, ha = rng.standard_normal((3, 4)), rng.standard_normal(3)
+
+    def f(lib, x, h):
+        y = x * 2
+        y[:, 0] += x[:, 1] * h
+        y.narrow(1, 2, 1).mul_(3)
+        return (y ** 2).sum()
+
+    ex, eh = et.tensor(xa, requires_grad=True), et.tensor(ha, requires_grad=True)
+    tx, th = torch.tensor(xa, requires_grad=True), torch.tensor(ha, requires_grad=True)
+    f(et, ex, eh).backward()
+    f(torch, tx, th).backward()
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(eh.grad.numpy(), th.grad.numpy(), rtol=1e-12)

@@ -395,17 +395,23 @@ def _unsqueeze(c, g):
     return (g.squeeze(c.args[1]),)
 
 
-@vjp("slice_view", save=(0,))
+def _zeros_in(c, g, i: int = 0):
+    """Zeros shaped like positional argument ``i`` (read from the node's metadata, so the
+    argument itself need not be kept alive or version-checked)."""
+    return et.zeros(c.meta[i][0], dtype=g.dtype, device=g.device)
+
+
+@vjp("slice_view")
 def _slice_view(c, g):
-    x, dim, start, end = c.args[:4]
+    dim, start, end = c.args[1:4]
     step = c.args[4] if len(c.args) > 4 else c.kwargs.get("step", 1)
-    return (et.slice_scatter(et.zeros_like(x), g, dim, start, end, step),)
+    return (et.slice_scatter(_zeros_in(c, g), g, dim, start, end, step),)
 
 
-@vjp("select", save=(0,))
+@vjp("select")
 def _select(c, g):
-    x, dim, index = c.args
-    return (et.select_scatter(et.zeros_like(x), g, dim, index),)
+    dim, index = c.args[1:3]
+    return (et.select_scatter(_zeros_in(c, g), g, dim, index),)
 
 
 @vjp("slice_scatter")
@@ -435,24 +441,25 @@ def _diagonal_scatter(c, g):
     return gi, (gs if c.needs[1] else None)
 
 
-def _index_backward(x: et.Tensor, view_fn, g: et.Tensor) -> et.Tensor:
+def _index_backward(shape, view_fn, g: et.Tensor) -> et.Tensor:
     """Backward of any view op by scatter-adding ``g`` through the element index map."""
-    idx = view_fn(et.arange(x.numel()).view(x.shape))
-    flat = et.zeros(x.numel(), dtype=g.dtype, device=g.device)
-    return flat.index_add(0, idx.reshape(-1), g.reshape(-1)).view(x.shape)
+    n = 1
+    for s in shape:
+        n *= s
+    idx = view_fn(et.arange(n, device=g.device).view(shape))
+    flat = et.zeros(n, dtype=g.dtype, device=g.device)
+    return flat.index_add(0, idx.reshape(-1), g.reshape(-1)).view(shape)
 
 
-@vjp("unfold", save=(0,))
+@vjp("unfold")
 def _unfold(c, g):
-    x, dim, size, step = c.args
-    return (_index_backward(x, lambda t: t.unfold(dim, size, step), g),)
+    dim, size, step = c.args[1:4]
+    return (_index_backward(c.meta[0][0], lambda t: t.unfold(dim, size, step), g),)
 
 
-@vjp("diagonal", save=(0,))
+@vjp("diagonal")
 def _diagonal(c, g):
-    x = c.args[0]
-    rest = c.args[1:]
-    return (et.diagonal_scatter(et.zeros_like(x), g, *rest, **c.kwargs),)
+    return (et.diagonal_scatter(_zeros_in(c, g), g, *c.args[1:], **c.kwargs),)
 
 
 @vjp("as_strided", save=(0,))
@@ -471,7 +478,7 @@ def _as_strided(c, g):
         return et.as_strided(pos, size, stride, None if rel is None else
                              pos.storage_offset() + rel)
 
-    return (_index_backward(x, view_fn, g),)
+    return (_index_backward(tuple(x.shape), view_fn, g),)
 
 
 @vjp("cat")

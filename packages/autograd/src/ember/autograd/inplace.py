@@ -8,6 +8,8 @@ that backward still needs raises at backward time, as in PyTorch.
 """
 from __future__ import annotations
 
+import numpy as np
+
 import ember.tensor as et
 from ember.tensor._registry import OPS
 from ember.tensor._tensor import Tensor
@@ -48,6 +50,65 @@ def _snapshot(t: Tensor) -> Tensor:
     return s
 
 
+def _positions(t: Tensor):
+    """The storage position of every element of ``t`` (an int64 array of ``t``'s shape)."""
+    pos = np.full((), t.storage_offset(), dtype=np.int64)
+    nd = t.dim()
+    for k, (n, st) in enumerate(zip(t.shape, t.stride())):
+        pos = pos + (np.arange(n, dtype=np.int64) * st).reshape((1,) * k + (n,) +
+                                                                (1,) * (nd - k - 1))
+    return np.broadcast_to(pos, tuple(t.shape))
+
+
+def _logical_index(base: Tensor, view: Tensor) -> Tensor:
+    """For each element of ``view``, the row-major index of the ``base`` element it is."""
+    bpos = _positions(base).reshape(-1)
+    lo = int(bpos.min()) if bpos.size else 0
+    inv = np.full(int(bpos.max()) - lo + 1 if bpos.size else 1, -1, dtype=np.int64)
+    inv[bpos - lo] = np.arange(bpos.size, dtype=np.int64)
+    rel = _positions(view) - lo
+    idx = inv[np.clip(rel, 0, inv.size - 1)]
+    if ((rel < 0) | (rel >= inv.size) | (idx < 0)).any():
+        raise RuntimeError("in-place operation on a view that reaches outside its base tensor "
+                           "is not supported by ember's autograd")
+    return Tensor._make(np.ascontiguousarray(idx)).to(base.device)
+
+
+def _record_on_view(op, fn, self, args, kwargs):
+    """In-place op on a view of a base in the graph (PyTorch's CopySlices): the base's new
+    value is ``index_put`` of the view's new value into the old base, and the view is then
+    read back out of it, so both keep a correct history."""
+    base = self._base
+    if base.grad_fn is None and base._requires_grad:
+        raise RuntimeError(
+            f"{op.name}(): a view of a leaf Variable that requires grad is being used in an "
+            "in-place operation. Wrap the update in `with ember.autograd.no_grad():`.")
+    idx = _logical_index(base, self)
+    src = _snapshot(self) if self._requires_grad else self.detach()
+    rest = tuple(src if a is self else a for a in args[1:])
+    res = fn(src, *rest, **kwargs)
+    if tuple(res.shape) != tuple(self.shape):
+        raise RuntimeError(
+            f"{op.name}(): output with shape {list(self.shape)} doesn't match the broadcast "
+            f"shape {list(res.shape)}")
+    flat_idx = idx.reshape(-1)
+    old = _snapshot(base) if base._requires_grad else base.detach()
+    new_flat = et.index_put(old.reshape(-1), (flat_idx,), res.to(dtype=base.dtype).reshape(-1))
+    new_base = new_flat.view(tuple(base.shape))
+    self._data[...] = res._data
+    self._bump()
+    base.grad_fn = new_base.grad_fn
+    base._requires_grad = new_base._requires_grad
+    if "_output_nr" in base.__dict__:
+        del base._output_nr
+    new_view = new_flat[flat_idx].view(tuple(self.shape))
+    self.grad_fn = new_view.grad_fn
+    self._requires_grad = new_view._requires_grad
+    if "_output_nr" in self.__dict__:
+        del self._output_nr
+    return self
+
+
 def record_inplace(op, args, kwargs):
     self = args[0]
     if self.grad_fn is None and self._requires_grad:
@@ -55,12 +116,6 @@ def record_inplace(op, args, kwargs):
             f"{op.name}(): a leaf Variable that requires grad is being used in an in-place "
             "operation. Wrap the update in `with ember.autograd.no_grad():` or operate on "
             "`.data`/`.detach()`.")
-    if self._base is not None and (self._base._requires_grad or self._requires_grad
-                                   or _requires(args[1:], kwargs)):
-        raise RuntimeError(
-            f"{op.name}(): in-place operation on a view of a tensor that takes part in autograd "
-            "is not supported by ember. Write through the base tensor with index assignment "
-            "(base[index] = value) or use out-of-place ops (cat, stack, where).")
     if not op.differentiable:
         out = op.impl(*args, **kwargs)
         self.grad_fn = None
@@ -78,6 +133,9 @@ def record_inplace(op, args, kwargs):
         needs_old = entry is not None and 0 in entry.save
     else:
         needs_old = False
+    if self._base is not None and (self._base._requires_grad or self._requires_grad
+                                   or _requires(args[1:], kwargs)):
+        return _record_on_view(op, fn, self, args, kwargs)
     aliased = any(a is self for a in args[1:])
     src = _snapshot(self) if (needs_old or aliased) and self._requires_grad else self
     rest = tuple(src if a is self else a for a in args[1:])
