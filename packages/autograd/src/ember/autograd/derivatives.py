@@ -522,6 +522,8 @@ def _keepdim(c, pos: int = 2) -> bool:
 
 def _unreduce(g, shape, dims, keepdim):
     """Bring a reduced gradient back to ``shape`` (broadcast view)."""
+    if g.dim() == 0:  # a full reduction: expand adds the leading dims itself
+        return g.expand(*shape)
     if not keepdim:
         for d in sorted(dims):
             g = g.unsqueeze(d)

@@ -397,7 +397,8 @@ def clone(input: Tensor, *, memory_format=None) -> Tensor:
 def _to_copy(input: Tensor, device_: device | None, dtype: D.dtype | None) -> Tensor:
     arr = input._data
     if dtype is not None and arr.dtype != dtype.np:
-        arr = arr.astype(dtype.np)
+        with np.errstate(all="ignore"):  # out-of-range casts give inf/wrap, as in PyTorch
+            arr = arr.astype(dtype.np)
     moved = _on(arr, device_)
     if moved is input._data:
         moved = moved.copy()

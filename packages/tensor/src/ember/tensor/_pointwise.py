@@ -540,6 +540,11 @@ _SAME_UNARY = {
 _NONDIFF_UNARY = {"sign", "floor", "ceil", "trunc"}
 
 
+# functions that cannot overflow, divide by zero or leave their domain: no errstate needed
+_NEVER_WARN = {"tanh", "atan", "asinh", "sigmoid", "erf", "erfc", "neg", "abs",
+               "floor", "ceil", "trunc", "sign"}
+
+
 def _unary(name: str, fn, desc: str, float_out: bool):
     if isinstance(fn, str):
         ufunc_name = fn
@@ -550,12 +555,15 @@ def _unary(name: str, fn, desc: str, float_out: bool):
     else:
         compute = fn
     default = D._default
+    quiet = name not in _NEVER_WARN
 
     def impl(input):
         d = input._data
         if float_out and d.dtype.kind != "f":
             d = d.astype(default[0].np)
         xp = np if isinstance(d, _ndarray) else array_module(d)
+        if not quiet:
+            return _make(compute(xp, d))
         with np.errstate(**_quiet):
             return _make(compute(xp, d))
 
