@@ -1,6 +1,8 @@
 """``backward``, ``grad``, ``Variable`` and the hooks the Tensor class calls into."""
 from __future__ import annotations
 
+import numpy as np
+
 import ember.tensor as et
 from ember.tensor._tensor import Tensor
 
@@ -17,6 +19,13 @@ def _as_list(x) -> list:
     return list(x)
 
 
+def _ones(o: Tensor):
+    d = o._data
+    if isinstance(d, np.ndarray):
+        return np.ones(d.shape, dtype=d.dtype)
+    return et.ones_like(o)._data
+
+
 def _make_grads(outputs: list, grads: list, create_graph: bool, op: str) -> list:
     if not grads:
         grads = [None] * len(outputs)
@@ -30,7 +39,7 @@ def _make_grads(outputs: list, grads: list, create_graph: bool, op: str) -> list
                     f"{op}: grad can be implicitly created only for scalar outputs; got an "
                     f"output of shape {list(o.shape)}. Pass `gradient=` (e.g. "
                     "ones_like(output)) or reduce the output to a scalar first.")
-            g = et.ones_like(o)
+            g = Tensor._make(_ones(o))
         elif not isinstance(g, Tensor):
             g = et.full_like(o, g)
         elif tuple(g.shape) != tuple(o.shape):

@@ -233,10 +233,15 @@ def attach(name: str, entry, args, kwargs, out):
     node.op = name
     node.entry = entry
     save = entry.save
-    if entry.save_for is not None:
-        wanted = [isinstance(a, _TensorType) and a._requires_grad for a in args]
-        save = {i for i, deps in entry.save_for.items()
-                if any(j < len(wanted) and wanted[j] for j in deps)}
+    save_for = entry.save_for
+    if save_for is not None:  # keep an argument only if a gradient that reads it is wanted
+        save = set()
+        for i, deps in save_for.items():
+            for j in deps:
+                a = args[j] if j < len(args) else None
+                if isinstance(a, _TensorType) and a._requires_grad:
+                    save.add(i)
+                    break
     edges, meta, saved, checks = [], [], [], []
     i = -1
     for a in args:

@@ -44,6 +44,16 @@ def _restride(t: Tensor, shape, strides, rel_offset: int = 0) -> Tensor:
         if arr.strides == sb:
             return t._view_of(arr)
     if isinstance(d, np.ndarray):
+        if d.base is None and not rel_offset and d.flags.c_contiguous:
+            # d owns its memory and starts at it: no pointer arithmetic needed
+            try:
+                arr = np.ndarray(tuple(shape), d.dtype, buffer=d, offset=0, strides=sb)
+            except (TypeError, ValueError):
+                arr = None
+            if arr is not None:
+                if not d.flags.writeable:
+                    arr.flags.writeable = False
+                return t._view_of(arr)
         root = _root(d)
         try:
             arr = np.ndarray(tuple(shape), d.dtype, buffer=root,
