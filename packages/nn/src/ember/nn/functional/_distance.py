@@ -63,8 +63,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
             cols.append(j)
     if not rows:
         return et.zeros(0, dtype=input.dtype, device=input.device)
-    from ._sparse import _index_select0
 
-    a = _index_select0(input, et.tensor(rows, device=input.device))
-    b = _index_select0(input, et.tensor(cols, device=input.device))
+    a = et.index_select(input, 0, et.tensor(rows, device=input.device))
+    b = et.index_select(input, 0, et.tensor(cols, device=input.device))
     return et.norm(a - b, p, 1)

@@ -21,7 +21,6 @@ from ember.tensor._tensor import Tensor
 
 from ._activation import log_softmax, logsigmoid
 from ._distance import pairwise_distance
-from ._sparse import _gather
 
 __all__ = [
     "l1_loss", "mse_loss", "cross_entropy", "nll_loss", "poisson_nll_loss", "gaussian_nll_loss",
@@ -196,7 +195,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         if bool(bad.any()):
             value = int(flat[bad.nonzero()[0][0]])
             raise IndexError(f"nll_loss: Target {value} is out of bounds (classes: {c}).")
-    picked = _gather(rows, 1, safe.unsqueeze(1)).squeeze(1)
+    picked = et.gather(rows, 1, safe.unsqueeze(1)).squeeze(1)
     w = valid.to(rows.dtype)
     if weight is not None:
         w = w * et.index_select(weight.detach().to(dtype=rows.dtype), 0, safe)
@@ -456,7 +455,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                            f"input of size: {input.shape}")
     if t.numel() and (int(t.min()) < 0 or int(t.max()) >= c):
         raise IndexError("multi_margin_loss: target out of range")
-    xy = _gather(x, 1, t.unsqueeze(1))
+    xy = et.gather(x, 1, t.unsqueeze(1))
     z = _relu(margin - xy + x)
     if p == 2:
         z = z * z

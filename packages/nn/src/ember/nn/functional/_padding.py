@@ -7,16 +7,12 @@
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
-import ember.autograd as ag
 import ember.tensor as et
-from ember.tensor._registry import array_module
 from ember.tensor._tensor import Tensor
-from ember.tensor.kernels import get as _kernel
 
 __all__ = ["pad"]
 
@@ -98,48 +94,10 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
     return out
 
 
-class _IndexSelect(ag.Function):
-    """``x.index_select(dim, index)`` for a fixed integer array ``index``; its backward is
-    :class:`_IndexAdd` (and the other way round), so it is differentiable any number of
-    times."""
-
-    @staticmethod
-    def forward(ctx, x, dim, index):
-        xd = x._data
-        xp = array_module(xd)
-        ctx.dim, ctx.index, ctx.size = dim, index, xd.shape[dim]
-        return Tensor._make(xp.take(xd, xp.asarray(index), axis=dim))
-
-    @staticmethod
-    def backward(ctx, g):
-        return _IndexAdd.apply(g, ctx.dim, ctx.index, ctx.size), None, None
-
-
-class _IndexAdd(ag.Function):
-    """Zeros of size ``size`` along ``dim`` with ``src`` added at ``index`` (duplicates
-    accumulate)."""
-
-    @staticmethod
-    def forward(ctx, src, dim, index, size):
-        sd = src._data
-        xp = array_module(sd)
-        shape = sd.shape
-        P = math.prod(shape[:dim])
-        Q = math.prod(shape[dim + 1:])
-        out = xp.zeros((P, size, Q), dtype=sd.dtype)
-        src3 = xp.ascontiguousarray(sd).reshape(P, shape[dim], Q)
-        _kernel("index_add", xp)(out, xp.asarray(index), src3)
-        ctx.dim, ctx.index = dim, index
-        return Tensor._make(out.reshape(shape[:dim] + (size,) + shape[dim + 1:]))
-
-    @staticmethod
-    def backward(ctx, g):
-        return _IndexSelect.apply(g, ctx.dim, ctx.index), None, None, None
-
-
 def _index_select(x: Tensor, dim: int, index: np.ndarray) -> Tensor:
     """Differentiable ``x.index_select(dim, index)`` with an integer NumPy ``index``."""
-    return _IndexSelect.apply(x, dim % max(x.dim(), 1), index)
+    return et.index_select(x, dim % max(x.dim(), 1),
+                           et.tensor(np.asarray(index, dtype=np.int64), device=x.device))
 
 
 def _constant(x: Tensor, dim: int, left: int, right: int, value: float) -> Tensor:

@@ -13,66 +13,6 @@ from ember.tensor._tensor import Tensor
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
 
-def _has_derivative(name: str) -> bool:
-    from ember.autograd.derivatives import TABLE
-
-    return name in TABLE
-
-
-# --------------------------------------------------------------------------- gather / scatter
-class _GatherFn(Function):
-    @staticmethod
-    def forward(ctx, x, dim, index):
-        ctx.dim, ctx.shape, ctx.dtype, ctx.device = dim, tuple(x.shape), x.dtype, x.device
-        ctx.save_for_backward(index)
-        return et.gather(x, dim, index)
-
-    @staticmethod
-    def backward(ctx, g):
-        (index,) = ctx.saved_tensors
-        base = et.zeros(ctx.shape, dtype=g.dtype, device=g.device)
-        return _ScatterAddFn.apply(base, ctx.dim, index, g), None, None
-
-
-class _ScatterAddFn(Function):
-    @staticmethod
-    def forward(ctx, base, dim, index, src):
-        ctx.dim = dim
-        ctx.save_for_backward(index)
-        return et.scatter_add(base, dim, index, src)
-
-    @staticmethod
-    def backward(ctx, g):
-        (index,) = ctx.saved_tensors
-        return g, None, None, _GatherFn.apply(g, ctx.dim, index)
-
-
-def _gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
-    """``x.gather(dim, index)``, differentiable twice whether or not the registry's gather is."""
-    if _has_derivative("gather"):
-        return et.gather(x, dim, index)
-    return _GatherFn.apply(x, dim, index)
-
-
-class _IndexSelect0(Function):
-    @staticmethod
-    def forward(ctx, x, index):
-        ctx.n = x.shape[0]
-        ctx.save_for_backward(index)
-        return et.index_select(x, 0, index)
-
-    @staticmethod
-    def backward(ctx, g):
-        (index,) = ctx.saved_tensors
-        return _EmbeddingBackwardFn.apply(g, index, ctx.n, -1, False), None
-
-
-def _index_select0(x: Tensor, index: Tensor) -> Tensor:
-    if _has_derivative("index_select"):
-        return et.index_select(x, 0, index)
-    return _IndexSelect0.apply(x, index)
-
-
 # --------------------------------------------------------------------------- embedding
 def _embedding_grad(g: Tensor, index: Tensor, n: int, padding_idx: int, scale: bool) -> Tensor:
     """(n, D) zeros plus the rows of ``g`` (N, D) at ``index`` (N,), without recording."""
@@ -267,15 +207,14 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                 out_rows.append(zero)
             else:
                 part = rows[sel[0]:sel[-1] + 1] if sel == list(range(sel[0], sel[-1] + 1)) \
-                    else _index_select0(rows, et.tensor(sel, device=weight.device))
+                    else et.index_select(rows, 0, et.tensor(sel, device=weight.device))
                 out_rows.append(part.amax(0))
         return et.stack(out_rows) if out_rows else et.zeros(0, d, dtype=weight.dtype)
     w = keep if per_sample_weights is None else keep * per_sample_weights
     rows = rows * w.unsqueeze(1)
     base = et.zeros(nbags, d, dtype=rows.dtype, device=weight.device)
     idx2 = bag.unsqueeze(1).expand(total, d)
-    out = _ScatterAddFn.apply(base, 0, idx2, rows) if not _has_derivative("scatter_add") \
-        else et.scatter_add(base, 0, idx2, rows)
+    out = et.scatter_add(base, 0, idx2, rows)
     if mode == "mean":
         counts = et.zeros(nbags, dtype=weight.dtype, device=weight.device).scatter_add(
             0, bag, keep)

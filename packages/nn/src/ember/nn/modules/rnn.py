@@ -26,7 +26,7 @@ from .. import functional as F
 from .. import init
 from ..functional import _rnn
 from ..parameter import Parameter
-from ..utils.rnn import PackedSequence, _GatherRows
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -227,15 +227,15 @@ class RNNBase(Module):
             if c0 is not None:
                 self._check_hidden(c0, c_shape, "hidden[1]")
             if sorted_indices is not None:
-                h0 = _GatherRows.apply(h0, 1, sorted_indices)
-                c0 = _GatherRows.apply(c0, 1, sorted_indices) if c0 is not None else None
+                h0 = h0.index_select(1, sorted_indices)
+                c0 = c0.index_select(1, sorted_indices) if c0 is not None else None
         out2d, h_n, c_n = _rnn._recurrent(
             self.mode, x2d, sizes, h0, c0, self._layer_weights(), self.num_layers,
             self.bidirectional, self.dropout, self.training, _dropout)
         if packed:
             if unsorted_indices is not None:
-                h_n = _GatherRows.apply(h_n, 1, unsorted_indices)
-                c_n = _GatherRows.apply(c_n, 1, unsorted_indices) if c_n is not None else None
+                h_n = h_n.index_select(1, unsorted_indices)
+                c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
             output = PackedSequence(out2d, batch_sizes, sorted_indices, unsorted_indices)
         else:
             output = out2d.view(len(sizes), B, out2d.shape[1])

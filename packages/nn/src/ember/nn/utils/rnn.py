@@ -35,20 +35,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- row gathers
-class _GatherRows(ag.Function):
-    """``x.index_select(dim, index)`` with a backward that scatter-adds (``index_add``)."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, dim: int, index: Tensor) -> Tensor:
-        ctx.dim, ctx.index, ctx.shape = dim, index, tuple(x.shape)
-        return x.index_select(dim, index)
-
-    @staticmethod
-    def backward(ctx, g: Tensor):
-        zeros = et.zeros(ctx.shape, dtype=g.dtype, device=g.device)
-        return zeros.index_add(ctx.dim, ctx.index, g), None, None
-
-
 class _PlaceRows(ag.Function):
     """A ``(rows, *rest)`` tensor filled with ``value`` whose rows ``index`` are ``source``."""
 
@@ -237,7 +223,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     orig_b = b_idx if order is None else order[b_idx]
     rows = orig_b * T + t_idx if batch_first else t_idx * B + orig_b
     flat = input.reshape(T * B, *input.shape[2:])
-    data = _GatherRows.apply(flat, 0, _index_tensor(rows, input.device))
+    data = flat.index_select(0, _index_tensor(rows, input.device))
     sorted_indices = None if order is None else _index_tensor(order, input.device)
     return PackedSequence(data, et.from_numpy(batch_sizes), sorted_indices, None)
 
