@@ -329,17 +329,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        lines = []
-        for k, p in enumerate(self):
-            if isinstance(p, Tensor):
-                size_str = "x".join(str(s) for s in p.size())
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                device = "" if p.device.type == "cpu" else f" ({p.device})"
-                lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size "
-                             f"{size_str}{device}]")
-            else:
-                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
+        return _describe_entries(enumerate(self))
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterList should not be called.")
@@ -437,17 +427,7 @@ class ParameterDict(Module):
                 self[p[0]] = p[1]
 
     def extra_repr(self) -> str:
-        lines = []
-        for k, p in self.items():
-            if isinstance(p, Tensor):
-                size_str = "x".join(str(s) for s in p.size())
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                device = "" if p.device.type == "cpu" else f" ({p.device})"
-                lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size "
-                             f"{size_str}{device}]")
-            else:
-                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
+        return _describe_entries(self.items())
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterDict should not be called.")
@@ -456,3 +436,17 @@ class ParameterDict(Module):
         copy = self.copy()
         copy.update(other)
         return copy
+
+
+def _describe_entries(items) -> str:
+    """PyTorch's ``extra_repr`` lines of a ParameterList / ParameterDict."""
+    lines = []
+    for k, p in items:
+        if isinstance(p, Tensor):
+            size_str = "x".join(str(s) for s in p.size())
+            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+            device = "" if p.device.type == "cpu" else f" ({p.device})"
+            lines.append(f"  ({k}): {kind} containing: [{p.dtype} of size {size_str}{device}]")
+        else:
+            lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+    return "\n".join(lines)
