@@ -15,6 +15,7 @@ import math
 
 import ember.tensor as et
 from ember.tensor import _indexing as _ix
+from ember.tensor import _pointwise as _pw
 
 __all__ = ["TABLE", "vjp"]
 
@@ -243,7 +244,14 @@ def _cosh(c, g):
 
 @vjp("tanh", out=True)
 def _tanh(c, g):
-    return (g * (1 - c.out * c.out),)
+    return (_pw._tanh_backward(g, c.out),)
+
+
+@vjp("tanh_backward", save=(0, 1))
+def _tanh_backward(c, g):
+    go, y = c.args
+    return (_pw._tanh_backward(g, y) if c.needs[0] else None,
+            -2 * g * go * y if c.needs[1] else None)
 
 
 @vjp("asinh", save=(0,))
@@ -266,7 +274,14 @@ def _atanh(c, g):
 
 @vjp("sigmoid", out=True)
 def _sigmoid(c, g):
-    return (g * c.out * (1 - c.out),)
+    return (_pw._sigmoid_backward(g, c.out),)
+
+
+@vjp("sigmoid_backward", save=(0, 1))
+def _sigmoid_backward(c, g):
+    go, y = c.args
+    return (_pw._sigmoid_backward(g, y) if c.needs[0] else None,
+            g * go * (1 - 2 * y) if c.needs[1] else None)
 
 
 @vjp("erf", save=(0,))
@@ -303,7 +318,13 @@ def _square(c, g):
 
 @vjp("relu", out=True)
 def _relu(c, g):
-    return (g * (c.out > 0),)
+    return (_pw._threshold_backward(g, c.out, 0),)
+
+
+@vjp("threshold_backward", save=(1, 2))
+def _threshold_backward(c, g):
+    _, y, threshold = c.args  # zero almost everywhere with respect to the output
+    return _pw._threshold_backward(g, y, threshold), None, None
 
 
 @vjp("clamp", save=(0, 1, 2))
@@ -510,10 +531,11 @@ def _stack(c, g):
 
 # --------------------------------------------------------------------------- reductions
 def _rdims(c, x, pos: int = 1):
+    """The reduced dims of a reduction over ``x`` (a tensor, or its number of dims)."""
     from ember.tensor._reduction import _dims
 
     dim = c.args[pos] if len(c.args) > pos else c.kwargs.get("dim")
-    return _dims(dim, x.dim(), "backward")
+    return _dims(dim, x if isinstance(x, int) else x.dim(), "backward")
 
 
 def _keepdim(c, pos: int = 2) -> bool:
@@ -530,10 +552,12 @@ def _unreduce(g, shape, dims, keepdim):
     return g.expand(*shape)
 
 
-@vjp("sum", save=(0,))
+@vjp("sum")
 def _sum(c, g):
-    x = c.args[0]
-    return (_unreduce(g, x.shape, _rdims(c, x), _keepdim(c)),)
+    shape = c.meta[0][0]  # only the input's shape is read: the input is not kept alive
+    if g.dim() == 0:
+        return (g.expand(*shape),)
+    return (_unreduce(g, shape, _rdims(c, len(shape)), _keepdim(c)),)
 
 
 @vjp("nansum", save=(0,))
@@ -543,14 +567,14 @@ def _nansum(c, g):
     return (et.where(et.isnan(x), et.zeros_like(full), full),)
 
 
-@vjp("mean", save=(0,))
+@vjp("mean")
 def _mean(c, g):
-    x = c.args[0]
-    dims = _rdims(c, x)
+    shape = c.meta[0][0]
+    dims = _rdims(c, len(shape))
     n = 1
     for d in dims:
-        n *= x.shape[d]
-    return (_unreduce(g, x.shape, dims, _keepdim(c)) / max(n, 1),)
+        n *= shape[d]
+    return (_unreduce(g, shape, dims, _keepdim(c)) / max(n, 1),)
 
 
 def _exclusive_prod(x, dim):

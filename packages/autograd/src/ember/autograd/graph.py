@@ -26,20 +26,17 @@ __all__ = ["Node", "AccumulateGrad", "record", "run_backward"]
 _TensorType = Tensor
 
 
-class _Ctx:
-    """What a derivative function sees: saved ``args`` (unsaved tensors are None),
-    ``kwargs``, ``out`` (the saved output, or None) and ``needs`` (per positional argument,
+class Node:
+    """A recorded op: the backward function of its outputs (``grad_fn``).
+
+    A node is also what its derivative formula reads (the ``c`` of ``derivatives.py``):
+    ``args`` (the saved positional arguments; unsaved tensors are None), ``kwargs``, ``out``
+    (the saved output while the formula runs, else None), ``needs`` (per positional argument,
     whether it needs a gradient) and ``meta`` (per positional tensor argument, its
     ``(shape, numpy dtype)``)."""
 
-    __slots__ = ("args", "kwargs", "out", "needs", "meta")
-
-
-class Node:
-    """A recorded op: the backward function of its outputs (``grad_fn``)."""
-
-    __slots__ = ("op", "entry", "_edges", "_saved_args", "_kwargs", "_checks",
-                 "_out_data", "_out_vc", "_meta", "_n_out", "_released", "_hooks",
+    __slots__ = ("op", "entry", "_edges", "args", "kwargs", "needs", "out", "meta",
+                 "_checks", "_out_data", "_out_vc", "_n_out", "_released", "_hooks",
                  "_trace", "__weakref__")
 
     def name(self) -> str:
@@ -68,7 +65,7 @@ class Node:
                            "Tensor.register_hook on the tensor instead")
 
     # -- backward -------------------------------------------------------------------------
-    def _unpack(self):
+    def _check_saved(self) -> None:
         if self._released:
             raise RuntimeError(
                 f"Trying to backward through the graph a second time (or directly access saved "
@@ -86,48 +83,48 @@ class Node:
                     "instead. Hint: the operation that modified it came after the forward op; "
                     "use an out-of-place op (e.g. x = x + 1 instead of x += 1) or clone() the "
                     "tensor before modifying it.")
-        ctx = _Ctx()
-        ctx.args = self._saved_args
-        ctx.kwargs = self._kwargs
-        ctx.needs = tuple(e is not None for e in self._edges)
-        ctx.meta = self._meta
-        if self._out_data is not None:
-            if self._out_vc is not None and self._out_vc[1] != (self._out_vc[0][0]):
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: the output 0 of {type(self).__name__} is at version "
-                    f"{self._out_vc[0][0]}; expected version {self._out_vc[1]} instead. Hint: "
-                    "use an out-of-place op or clone() the result before modifying it.")
-            outs = []
-            for d in self._out_data:
-                o = object.__new__(Tensor)
-                o._data = d
-                o.grad_fn = self
-                o._requires_grad = True
-                outs.append(o)
-            ctx.out = outs[0] if self._n_out == 1 else tuple(outs)
-        else:
-            ctx.out = None
-        return ctx
+
+    def _saved_out(self):
+        vc, v = self._out_vc
+        if vc[0] != v:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by "
+                f"an inplace operation: the output 0 of {type(self).__name__} is at version "
+                f"{vc[0]}; expected version {v} instead. Hint: use an out-of-place op or "
+                "clone() the result before modifying it.")
+        outs = []
+        for d in self._out_data:
+            o = object.__new__(Tensor)
+            o._data = d
+            o.grad_fn = self
+            o._requires_grad = True
+            outs.append(o)
+        return outs[0] if self._n_out == 1 else tuple(outs)
 
     def apply(self, grads):
-        """Gradients w.r.t. the op's inputs given gradients w.r.t. its outputs."""
-        ctx = self._unpack()
-        g = grads[0] if self._n_out == 1 else grads
+        """Gradients w.r.t. the op's inputs given gradients w.r.t. its outputs (a list, one
+        per output)."""
+        if self._released or self._checks:
+            self._check_saved()
+        self.needs = tuple([e is not None for e in self._edges])
+        if self._out_data is not None:
+            self.out = self._saved_out()
         try:
-            result = self.entry.vjp(ctx, g)
+            result = self.entry.vjp(self, grads[0] if self._n_out == 1 else grads)
         except Exception as exc:
             if self._trace is not None:
                 raise type(exc)(
                     f"{exc}\n\nError detected in {type(self).__name__}. Traceback of forward "
                     f"call that caused the error:\n{''.join(self._trace)}") from exc
             raise
-        if not isinstance(result, (tuple, list)):
+        finally:
+            self.out = None  # the output points back at this node: no cycle survives
+        if result.__class__ is not tuple and not isinstance(result, (tuple, list)):
             result = (result,)
         return result
 
     def release(self) -> None:
-        self._saved_args = ()
+        self.args = ()
         self._out_data = None
         self._released = True
         release = getattr(self.entry, "release", None)
@@ -224,6 +221,19 @@ def record(op, args, kwargs):
     return attach(op.name, entry, args, kwargs, out)
 
 
+def _wanted(save_for: dict, args) -> set:
+    """The arguments to keep: those read by a gradient that some argument needs."""
+    save = set()
+    n = len(args)
+    for i, deps in save_for.items():
+        for j in deps:
+            a = args[j] if j < n else None
+            if isinstance(a, _TensorType) and a._requires_grad:
+                save.add(i)
+                break
+    return save
+
+
 def attach(name: str, entry, args, kwargs, out):
     """Create the node for ``out = op(*args, **kwargs)`` and connect the outputs to it."""
     cls = _node_classes.get(name)
@@ -232,20 +242,11 @@ def attach(name: str, entry, args, kwargs, out):
     node = object.__new__(cls)
     node.op = name
     node.entry = entry
-    save = entry.save
-    save_for = entry.save_for
-    if save_for is not None:  # keep an argument only if a gradient that reads it is wanted
-        save = set()
-        for i, deps in save_for.items():
-            for j in deps:
-                a = args[j] if j < len(args) else None
-                if isinstance(a, _TensorType) and a._requires_grad:
-                    save.add(i)
-                    break
-    edges, meta, saved, checks = [], [], [], []
-    i = -1
+    save = entry.save if entry.save_for is None else _wanted(entry.save_for, args)
+    edges, meta, saved = [], [], []
+    checks = ()
+    i = 0
     for a in args:
-        i += 1
         if isinstance(a, _TensorType):
             d = a._data
             if a._requires_grad:
@@ -254,19 +255,23 @@ def attach(name: str, entry, args, kwargs, out):
             else:
                 edges.append(None)
             meta.append((d.shape, d.dtype))
-            if save and i in save:
+            if i in save:
                 saved.append(a)
                 vc = a._vc
-                checks.append((a, vc[0] if vc is not None else 0))
+                if checks:
+                    checks.append((a, vc[0] if vc is not None else 0))
+                else:
+                    checks = [(a, vc[0] if vc is not None else 0)]
             else:
                 saved.append(None)
-        elif type(a) in (list, tuple) and any(isinstance(b, _TensorType) for b in a):
+        elif a.__class__ in (list, tuple) and any(isinstance(b, _TensorType) for b in a):
             # a list argument (cat, stack) or an index tuple: one edge per tensor element
             edges.append([_edge(b) if isinstance(b, _TensorType) else None for b in a])
             meta.append(tuple((b._data.shape, b._data.dtype) if isinstance(b, _TensorType)
                               else None for b in a))
             if i in save:
                 saved.append(a)
+                checks = list(checks)
                 checks.extend((b, b._version) for b in a if isinstance(b, _TensorType))
             else:
                 saved.append(None)
@@ -274,19 +279,20 @@ def attach(name: str, entry, args, kwargs, out):
             edges.append(None)
             meta.append(None)
             saved.append(a)
-    node._edges = tuple(edges)
-    node._meta = meta
-    node._saved_args = saved
+        i += 1
+    node._edges = edges
+    node.meta = meta
+    node.args = saved
     node._checks = checks
-    node._kwargs = kwargs
+    node.kwargs = kwargs
+    node.out = None
     node._released = False
     node._hooks = None
     node._trace = traceback.format_stack()[:-3] if state.anomaly else None
-    if isinstance(out, _TensorType):
+    if out.__class__ is _TensorType or isinstance(out, _TensorType):
         node._n_out = 1
         if not entry.save_out and out._data.dtype.kind == "f":  # the common case
             node._out_data = None
-            node._out_vc = None
             out.grad_fn = node
             out._requires_grad = True
             return out
@@ -303,7 +309,6 @@ def attach(name: str, entry, args, kwargs, out):
         node._out_vc = (vc, vc[0])
     else:
         node._out_data = None
-        node._out_vc = None
     for i, o in enumerate(outs):
         if isinstance(o, _TensorType) and o._data.dtype.kind == "f":
             o.grad_fn = node
@@ -373,16 +378,87 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
             buf = buffers[fn] = [None] * fn._n_out
             starts.append(fn)
         buf[nr] = _add(buf[nr], g)
-    # dependency counts over the reachable graph
+    deps = _dependencies(starts)
+    ready = [fn for fn in starts if deps.get(fn, 0) == 0]
+    check_nan = state.anomaly and state.anomaly_check_nan
+    prev = state.enabled
+    state.enabled = create_graph
+    try:
+        while ready:
+            fn = ready.pop()
+            out_grads = buffers.pop(fn, None) or [None] * fn._n_out
+            if capture is not None:
+                for nr, g in enumerate(out_grads):
+                    for i in capture.get((id(fn), nr), ()):
+                        captured[i] = g if captured[i] is None else captured[i] + g
+            if fn.__class__ is AccumulateGrad:
+                if accumulate and out_grads[0] is not None and (
+                        capture is None or (id(fn), 0) in capture):
+                    _accumulate(fn.variable, out_grads[0], create_graph)
+                continue
+            if fn._hooks is not None:
+                out_grads = _run_tensor_hooks(fn, out_grads)
+            if fn._n_out == 1:
+                in_grads = fn.apply(out_grads) if out_grads[0] is not None else ()
+            elif all(g is None for g in out_grads):
+                in_grads = ()
+            else:
+                in_grads = fn.apply(_fill_missing(fn, out_grads))
+            if check_nan and in_grads:
+                _check_nan(fn, in_grads)
+            if not retain_graph:
+                fn.release()
+            # hand each input's gradient to the node that produced the input
+            meta = fn.meta
+            n_in = len(in_grads)
+            i = -1
+            for e in fn._edges:
+                i += 1
+                if e is None:
+                    continue
+                g = in_grads[i] if i < n_in else None
+                if e.__class__ is list:  # a list argument: one edge per element
+                    for j, sub in enumerate(e):
+                        if sub is not None:
+                            _deliver(sub, g[j] if g is not None else None, meta[i][j],
+                                     buffers, deps, ready)
+                    continue
+                nxt = e[0]
+                if g is not None:
+                    d = g._data
+                    m = meta[i]
+                    if d.shape != m[0] or d.dtype != m[1]:
+                        g = _reduce_to(g, m)
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt._n_out
+                    nr = e[1]
+                    old = buf[nr]
+                    buf[nr] = g if old is None else old + g
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if not left:
+                    ready.append(nxt)
+            # drop local references so sinks can take gradient buffers over (_exclusive)
+            in_grads = out_grads = g = d = old = buf = None
+    finally:
+        state.enabled = prev
+    if capture is not None:
+        del keep_alive
+        return captured
+    return None
+
+
+def _dependencies(starts) -> dict:
+    """How many edges of the graph reachable from ``starts`` point at each node."""
     deps: dict = {}
     seen = set(starts)
     stack = list(starts)
     while stack:
-        fn = stack.pop()
-        for e in fn._edges:
+        for e in stack.pop()._edges:
             if e is None:
                 continue
-            for sub in (e if type(e) is list else (e,)):  # a list argument: one edge each
+            for sub in (e if e.__class__ is list else (e,)):
                 if sub is None:
                     continue
                 nxt = sub[0]
@@ -394,58 +470,7 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
                         stack.append(nxt)
                 else:
                     deps[nxt] = count + 1
-    ready = [fn for fn in starts if deps.get(fn, 0) == 0]
-    prev = state.enabled
-    state.enabled = create_graph
-    try:
-        while ready:
-            fn = ready.pop()
-            out_grads = buffers.pop(fn, None) or [None] * fn._n_out
-            if capture is not None:
-                for nr, g in enumerate(out_grads):
-                    for i in capture.get((id(fn), nr), ()):
-                        captured[i] = g if captured[i] is None else captured[i] + g
-            if type(fn) is AccumulateGrad:
-                if accumulate and out_grads[0] is not None and (
-                        capture is None or (id(fn), 0) in capture):
-                    _accumulate(fn.variable, out_grads[0], create_graph)
-                continue
-            if fn._hooks is not None:
-                out_grads = _run_tensor_hooks(fn, out_grads)
-            if all(g is None for g in out_grads):
-                in_grads = ()
-            else:
-                if len(out_grads) > 1:
-                    out_grads = _fill_missing(fn, out_grads)
-                in_grads = fn.apply(out_grads)
-                if state.anomaly and state.anomaly_check_nan:
-                    _check_nan(fn, in_grads)
-            if not retain_graph:
-                fn.release()
-            _propagate(fn, in_grads, buffers, deps, ready)
-            del in_grads, out_grads  # drop references so sinks can take buffers over
-    finally:
-        state.enabled = prev
-    if capture is not None:
-        del keep_alive
-        return captured
-    return None
-
-
-def _propagate(fn, in_grads, buffers, deps, ready):
-    meta = fn._meta
-    for i, e in enumerate(fn._edges):
-        if e is None:
-            continue
-        g = in_grads[i] if i < len(in_grads) else None
-        if type(e) is list:  # a list argument
-            for j, sub in enumerate(e):
-                if sub is None:
-                    continue
-                gj = g[j] if g is not None else None
-                _deliver(sub, gj, meta[i][j], buffers, deps, ready)
-        else:
-            _deliver(e, g, meta[i], buffers, deps, ready)
+    return deps
 
 
 def _deliver(edge, g, meta, buffers, deps, ready):

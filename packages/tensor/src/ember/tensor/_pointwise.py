@@ -150,6 +150,24 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
     npf = getattr(np, ufunc_name)
 
     def impl(input, other):
+        if input.__class__ is Tensor and other.__class__ is Tensor and not quiet:
+            da, db = input._data, other._data  # the common case: two CPU arrays, one dtype
+            if da.__class__ is _ndarray and db.__class__ is _ndarray and da.dtype == db.dtype \
+                    and (not float_result or da.dtype.kind == "f"):
+                try:
+                    r = npf(da, db)
+                except ValueError:
+                    raise _broadcast_error(name, da, db) from None
+                t = object.__new__(Tensor)
+                t._data = r if r.__class__ is _ndarray else np.asarray(r)
+                return t
+        elif input.__class__ is Tensor and (other.__class__ is float or other.__class__ is int):
+            da = input._data  # a float CPU tensor and a Python number: NumPy keeps the dtype
+            if da.__class__ is _ndarray and da.dtype.kind == "f" and not quiet:
+                r = npf(da, other)
+                t = object.__new__(Tensor)
+                t._data = r if r.__class__ is _ndarray else np.asarray(r)
+                return t
         da, db, _ = _operands(input, other, name, float_result)
         xp = _xp2(da, db)
         f = npf if xp is np else getattr(xp, ufunc_name)
@@ -641,6 +659,33 @@ def relu_(input: Tensor) -> Tensor:
     array_module(d).maximum(d, d.dtype.type(0), out=d)
     input._bump()
     return input
+
+
+# ------------------------------------------------------------------- backward primitives
+# The derivatives of tanh, sigmoid and relu read their output; each is one fused op (PyTorch's
+# aten ``*_backward`` ops) so a backward pass runs one op per node instead of two or three.
+# They are registry ops with derivatives of their own, so double backward goes through them.
+@defop("tanh_backward")
+def _tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor:
+    """``grad_output * (1 - output**2)``: the gradient of tanh from its output."""
+    g, y, _ = _operands(grad_output, output, "tanh_backward")
+    return _make(g * (1 - y * y))
+
+
+@defop("sigmoid_backward")
+def _sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
+    """``grad_output * output * (1 - output)``: the gradient of sigmoid from its output."""
+    g, y, _ = _operands(grad_output, output, "sigmoid_backward")
+    return _make(g * (y * (1 - y)))
+
+
+@defop("threshold_backward")
+def _threshold_backward(grad_output: Tensor, output: Tensor, threshold) -> Tensor:
+    """``grad_output`` where ``output > threshold``, else 0: the gradient of relu and
+    threshold (NaN outputs pass no gradient)."""
+    g, y, dt = _operands(grad_output, output, "threshold_backward")
+    keep = y > threshold
+    return _make((g * keep).astype(dt, copy=False))
 
 
 @defop("clamp")
