@@ -17,6 +17,9 @@ import ember.tensor as et
 from ember.tensor import _indexing as _ix
 from ember.tensor import _pointwise as _pw
 
+from .grad_mode import state
+from .graph import _Rows
+
 __all__ = ["TABLE", "vjp"]
 
 
@@ -767,11 +770,13 @@ def _matmul(c, g):
 def _linear(c, g):
     x, w = c.args[:2]
     gx = g @ w if c.needs[0] else None
-    gw = None
+    gw = gb = None
+    flat = g.dim() == 2
     if c.needs[1]:
-        g2 = g.reshape(-1, g.shape[-1])
-        gw = g2.mT @ x.reshape(-1, x.shape[-1])
-    gb = g if len(c.needs) > 2 and c.needs[2] else None  # summed to (out,) by the engine
+        g2 = g if flat else g.reshape(-1, g.shape[-1])
+        gw = g2.mT @ (x if flat else x.reshape(-1, x.shape[-1]))
+    if len(c.needs) > 2 and c.needs[2]:
+        gb = g.sum(0) if flat else g  # a batch of rows: one sum; else the engine reduces
     return gx, gw, gb
 
 
@@ -912,6 +917,8 @@ def _index_put(c, g):
 @vjp("index_select", save=(2,))
 def _index_select(c, g):
     _, dim, index = c.args
+    if not state.enabled:  # a first-order backward: the engine sums the rows lazily
+        return _Rows(c.meta[0][0], dim, index, g), None, None
     # accumulate in place into fresh zeros (recorded as index_add when create_graph=True)
     return et.zeros(c.meta[0][0], dtype=g.dtype, device=g.device).index_add_(dim, index, g), \
         None, None

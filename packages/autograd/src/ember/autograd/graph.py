@@ -234,6 +234,13 @@ def _wanted(save_for: dict, args) -> set:
     return save
 
 
+def _has_tensor(seq) -> bool:
+    for b in seq:
+        if isinstance(b, _TensorType):
+            return True
+    return False
+
+
 def attach(name: str, entry, args, kwargs, out):
     """Create the node for ``out = op(*args, **kwargs)`` and connect the outputs to it."""
     cls = _node_classes.get(name)
@@ -264,11 +271,19 @@ def attach(name: str, entry, args, kwargs, out):
                     checks = [(a, vc[0] if vc is not None else 0)]
             else:
                 saved.append(None)
-        elif a.__class__ in (list, tuple) and any(isinstance(b, _TensorType) for b in a):
+        elif (a.__class__ is list or a.__class__ is tuple) and _has_tensor(a):
             # a list argument (cat, stack) or an index tuple: one edge per tensor element
-            edges.append([_edge(b) if isinstance(b, _TensorType) else None for b in a])
-            meta.append(tuple((b._data.shape, b._data.dtype) if isinstance(b, _TensorType)
-                              else None for b in a))
+            sub_edges, sub_meta = [], []
+            for b in a:
+                if isinstance(b, _TensorType):
+                    sub_edges.append(_edge(b))
+                    d = b._data
+                    sub_meta.append((d.shape, d.dtype))
+                else:
+                    sub_edges.append(None)
+                    sub_meta.append(None)
+            edges.append(sub_edges)
+            meta.append(tuple(sub_meta))
             if i in save:
                 saved.append(a)
                 checks = list(checks)
@@ -319,6 +334,58 @@ def attach(name: str, entry, args, kwargs, out):
 
 
 # ------------------------------------------------------------------------------- the engine
+class _Rows:
+    """A gradient that is zero except at slices ``index`` along ``dim``: index_select's
+    (and so embedding's) backward without ``create_graph``. The engine sums such pieces by
+    concatenating them and makes them dense once, when the receiving node runs, instead of
+    materializing one full-size table per lookup."""
+
+    __slots__ = ("shape", "dim", "index", "values")
+
+    def __init__(self, shape, dim: int, index: Tensor, values: Tensor) -> None:
+        self.shape, self.dim = tuple(shape), dim
+        self.index, self.values = [index], [values]
+
+    def add(self, other: _Rows) -> _Rows:
+        self.index += other.index
+        self.values += other.values
+        return self
+
+    def add_into(self, dense: Tensor) -> Tensor:
+        from ember.tensor import cat
+
+        index = self.index[0] if len(self.index) == 1 else cat(self.index)
+        values = self.values[0] if len(self.values) == 1 else cat(self.values, self.dim)
+        return dense.index_add_(self.dim, index, values)
+
+    def dense(self) -> Tensor:
+        from ember.tensor import zeros
+
+        v = self.values[0]
+        return self.add_into(zeros(self.shape, dtype=v.dtype, device=v.device))
+
+
+def _sum_slot(old, g, mine: bool):
+    """``old + g`` where either may be a :class:`_Rows`; returns ``(sum, sum is a dense
+    tensor only the engine holds)``. ``mine``: ``old`` is such a tensor."""
+    if old.__class__ is _Rows and g.__class__ is _Rows:
+        return old.add(g), False
+    if g.__class__ is _Rows:
+        rows, dense = g, (old if mine else Tensor._make(old._data.copy()))
+    elif old.__class__ is _Rows:
+        rows, dense = old, Tensor._make(g._data.copy())
+    else:
+        return Tensor._make(old._data + g._data), True
+    return rows.add_into(dense), True
+
+
+def _densify(grads: list) -> list:
+    for k, g in enumerate(grads):
+        if g.__class__ is _Rows:
+            grads[k] = g.dense()
+    return grads
+
+
 def _reduce_to(g: Tensor, meta) -> Tensor:
     """Undo broadcasting and dtype promotion: sum ``g`` down to the input's shape and cast."""
     shape, dtype = meta
@@ -381,12 +448,15 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
     deps = _dependencies(starts)
     ready = [fn for fn in starts if deps.get(fn, 0) == 0]
     check_nan = state.anomaly and state.anomaly_check_nan
+    owned = set()  # (node, output_nr) slots holding a sum that only this engine references
     prev = state.enabled
     state.enabled = create_graph
     try:
         while ready:
             fn = ready.pop()
             out_grads = buffers.pop(fn, None) or [None] * fn._n_out
+            if out_grads[0].__class__ is _Rows or fn._n_out > 1:
+                out_grads = _densify(out_grads)
             if capture is not None:
                 for nr, g in enumerate(out_grads):
                     for i in capture.get((id(fn), nr), ()):
@@ -425,16 +495,26 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
                     continue
                 nxt = e[0]
                 if g is not None:
-                    d = g._data
-                    m = meta[i]
-                    if d.shape != m[0] or d.dtype != m[1]:
-                        g = _reduce_to(g, m)
+                    if g.__class__ is not _Rows:
+                        d = g._data
+                        m = meta[i]
+                        if d.shape != m[0] or d.dtype != m[1]:
+                            g = _reduce_to(g, m)
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt._n_out
                     nr = e[1]
                     old = buf[nr]
-                    buf[nr] = g if old is None else old + g
+                    if old is None:
+                        buf[nr] = g
+                    elif create_graph:
+                        buf[nr] = old + g
+                    elif (nxt, nr) in owned and g.__class__ is not _Rows:
+                        old._data += g._data  # a sum this engine made: add in place
+                    else:
+                        buf[nr], mine = _sum_slot(old, g, (nxt, nr) in owned)
+                        if mine:
+                            owned.add((nxt, nr))
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if not left:

@@ -71,7 +71,13 @@ def _prod(xs) -> int:
 
 def _first_bad(arr, lo: int, hi: int):
     """The first value of ``arr`` outside ``[lo, hi)``, or None (one pass of min/max first)."""
-    if arr.size == 0:
+    n = arr.size
+    if n == 0:
+        return None
+    if n <= 16 and arr.__class__ is _ndarray:  # a few indices: Python beats two reductions
+        for v in arr.ravel().tolist():
+            if not lo <= v < hi:
+                return v
         return None
     if int(arr.min()) >= lo and int(arr.max()) < hi:
         return None

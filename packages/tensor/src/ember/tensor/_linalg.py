@@ -163,6 +163,11 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     tensor([3., 7.])
     """
     a, b = input._data, other._data
+    if a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 and \
+            b.ndim == 2 and a.shape[1] == b.shape[0] and a.dtype == b.dtype and \
+            a.dtype.kind == "f" and a.dtype != _float16:
+        # the common case: two CPU float matrices, plain or transposed, straight to BLAS
+        return _make(np.matmul(_blas_ready(np, a), _blas_ready(np, b)))
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"matmul(): both arguments to matmul need to be at least 1D, but "
                            f"they are {a.ndim}D and {b.ndim}D")
@@ -185,6 +190,16 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     ember.Size([2, 4])
     """
     a, w = input._data, weight._data
+    if a.__class__ is np.ndarray and w.__class__ is np.ndarray and a.dtype == w.dtype and \
+            a.dtype.kind == "f" and a.dtype != _float16 and w.ndim == 2 and a.ndim and \
+            a.shape[-1] == w.shape[1] and a.flags.c_contiguous and w.flags.c_contiguous:
+        r = np.matmul(a, w.T)  # the common case: contiguous CPU floats, one BLAS call
+        if bias is not None:
+            b = bias._data
+            if b.__class__ is not np.ndarray:
+                _check_device("linear", a, b)
+            r += b
+        return _make(r)
     if a.ndim == 0 or w.ndim != 2 or a.shape[-1] != w.shape[1]:
         rows = a.size // max(a.shape[-1], 1) if a.ndim else 1
         raise RuntimeError(

@@ -207,9 +207,12 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     tensor([4, 6])
     """
     d = input._data
-    if dim is None and not keepdim and dtype is None and d.__class__ is np.ndarray \
-            and d.dtype.kind == "f" and d.dtype != _float16:  # a full sum: one reduction
-        return _make(np.asarray(np.add.reduce(d, axis=None)))
+    if dtype is None and d.__class__ is np.ndarray and d.dtype.kind == "f" and \
+            d.dtype != _float16 and keepdim.__class__ is bool:
+        if dim is None and not keepdim:  # a full sum: one reduction
+            return _make(np.asarray(np.add.reduce(d, axis=None)))
+        if dim.__class__ is int and -d.ndim <= dim < d.ndim:  # one dim
+            return _make(np.add.reduce(d, axis=dim, keepdims=keepdim))
     dims = _dims(dim, d.ndim, "sum")
     out = _out_dtype(d, dtype, "sum")
     r = array_module(d).sum(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)

@@ -597,6 +597,29 @@ def _common(tensors, op: str):
     return dt
 
 
+def _cat_plain(tensors, dim):
+    """The common case of cat: CPU tensors of one dtype and rank, a valid int ``dim``;
+    None for anything else (the general path then checks and reports)."""
+    if not tensors or dim.__class__ is not int:
+        return None
+    arrs = []
+    d0 = tensors[0]._data if tensors[0].__class__ is Tensor else None
+    if d0 is None or d0.__class__ is not np.ndarray or not -d0.ndim <= dim < d0.ndim:
+        return None
+    dt, nd = d0.dtype, d0.ndim
+    for x in tensors:
+        if x.__class__ is not Tensor:
+            return None
+        d = x._data
+        if d.__class__ is not np.ndarray or d.dtype != dt or d.ndim != nd:
+            return None
+        arrs.append(d)
+    try:
+        return np.concatenate(arrs, axis=dim)
+    except ValueError:
+        return None
+
+
 @defop("cat")
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dimension (copies).
@@ -604,6 +627,10 @@ def cat(tensors, dim: int = 0) -> Tensor:
     >>> cat([zeros(2, 3), ones(1, 3)]).shape
     ember.Size([3, 3])
     """
+    if tensors.__class__ is list or tensors.__class__ is tuple:
+        r = _cat_plain(tensors, dim)
+        if r is not None:
+            return _make(r)
     dt = _common(tensors, "cat")
     # PyTorch skips legacy empty 1-d tensors of shape (0,)
     arrs = [x._data for x in tensors if not (x._data.ndim == 1 and x._data.shape[0] == 0)]

@@ -14,6 +14,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> linear(et.ones(2, 3), et.ones(4, 3)).shape
     ember.Size([2, 4])
     """
+    a, w = input._data, weight._data
+    if a.ndim and w.ndim == 2 and a.shape[-1] == w.shape[1] and (
+            bias is None or bias._data.ndim == 1):
+        return et.linear(input, weight, bias)
     if input.dim() == 0 or weight.dim() not in (1, 2):
         raise RuntimeError(f"linear: expected an input with at least 1 dim and a 1-D or 2-D "
                            f"weight, got input {list(input.shape)} and weight "

@@ -17,6 +17,7 @@ import numpy as np
 
 import ember.tensor as et
 from ember.autograd import Function, once_differentiable
+from ember.tensor._registry import array_module
 from ember.tensor._tensor import Tensor
 
 from ._activation import log_softmax, logsigmoid
@@ -187,24 +188,37 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if weight is not None and (weight.dim() != 1 or weight.shape[0] != c):
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
-    flat = flat.to(dtype=et.int64)
-    valid = flat != ignore_index
-    safe = et.where(valid, flat, 0)
-    if flat.numel():
-        bad = (valid & ((flat < 0) | (flat >= c)))
+    # the targets are integer constants: validate and weigh them in NumPy/CuPy directly, so
+    # the graph holds one gather, one product and one sum
+    tgt = flat._data
+    xp = array_module(tgt)
+    if tgt.dtype != np.int64:
+        tgt = tgt.astype(np.int64)
+    valid = tgt != ignore_index
+    all_valid = bool(valid.all())
+    if tgt.size:
+        bad = valid & ((tgt < 0) | (tgt >= c))
         if bool(bad.any()):
-            value = int(flat[bad.nonzero()[0][0]])
+            value = int(tgt[bad][0])
             raise IndexError(f"nll_loss: Target {value} is out of bounds (classes: {c}).")
-    picked = et.gather(rows, 1, safe.unsqueeze(1)).squeeze(1)
-    w = valid.to(rows.dtype)
-    if weight is not None:
-        w = w * et.index_select(weight.detach().to(dtype=rows.dtype), 0, safe)
-    loss = -picked * w
+    safe = tgt if all_valid else xp.where(valid, tgt, 0)
+    picked = et.gather(rows, 1, Tensor._make(safe.reshape(-1, 1)))
+    dt = rows._data.dtype
+    if weight is None:
+        w = None if all_valid else valid.astype(dt).reshape(-1, 1)
+    else:
+        if weight.device != rows.device:
+            raise RuntimeError(f"nll_loss: weight on {weight.device} but input on "
+                               f"{rows.device}")
+        w = (weight._data.astype(dt)[safe] * valid).reshape(-1, 1)
+    loss = picked if w is None else picked * Tensor._make(w)
     if reduction == "none":
-        return loss.reshape(tuple(target.shape))
+        return (-loss).reshape(tuple(target.shape))
+    total = loss.sum()
     if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
+        return -total
+    denom = float(tgt.size) if w is None else float(w.sum())
+    return total / -denom if denom else total * float("nan")
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,

@@ -6,6 +6,8 @@ backward is again a lookup, so double backward works.
 """
 from __future__ import annotations
 
+import numpy as np
+
 import ember.tensor as et
 from ember.autograd import Function, no_grad
 from ember.tensor._tensor import Tensor
@@ -76,11 +78,15 @@ def _check_index(input: Tensor, n: int, op: str) -> Tensor:
                            f"following scalar types: Long, Int; but got {input.dtype} instead")
     d = input._data
     if d.size:
-        lo, hi = int(d.min()), int(d.max())
+        if d.size <= 16:  # a handful of ids (one word, one sentence): Python is quicker
+            vals = d.ravel().tolist()
+            lo, hi = min(vals), max(vals)
+        else:
+            lo, hi = int(d.min()), int(d.max())
         if lo < 0 or hi >= n:
             raise IndexError(f"{op}(): index {lo if lo < 0 else hi} is out of range for a "
                              f"table of {n} rows")
-    return input.to(dtype=et.int64)
+    return input if d.dtype == np.int64 else input.to(dtype=et.int64)
 
 
 def _renorm_(weight: Tensor, index: Tensor, max_norm: float, norm_type: float) -> None:
@@ -121,13 +127,13 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     index = _check_index(input, n, "embedding")
     if max_norm is not None:
         _renorm_(weight, index, max_norm, norm_type)
-    flat = index.reshape(-1)
+    flat = index if index.dim() == 1 else index.reshape(-1)
     if (weight.requires_grad or weight.grad_fn is not None) and (
             padding_idx >= 0 or scale_grad_by_freq):
         out = _EmbeddingFn.apply(weight, flat, padding_idx, bool(scale_grad_by_freq))
     else:  # the plain lookup: index_select's own derivative (a scatter-add) is the backward
         out = et.index_select(weight, 0, flat)
-    return out.reshape(*input.shape, weight.shape[1])
+    return out if input.dim() == 1 else out.reshape(*input.shape, weight.shape[1])
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
