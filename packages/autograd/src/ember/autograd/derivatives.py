@@ -28,16 +28,26 @@ class Entry:
     ``{arg: (args whose gradient needs it)}`` an argument is kept only when one of those
     gradients is wanted (``mul`` keeps ``b`` only if ``a`` needs a gradient)."""
 
-    __slots__ = ("vjp", "save", "save_for", "save_out")
+    __slots__ = ("vjp", "save", "save_for", "save_out", "_wanted")
 
     def __init__(self, fn, save, save_out):
         self.vjp, self.save_out = fn, save_out
+        self._wanted = {}
         if isinstance(save, dict):
             self.save = frozenset(save)
             self.save_for = {k: tuple(v) for k, v in save.items()}
         else:
             self.save = frozenset(save)
             self.save_for = None
+
+    def wanted(self, mask: int) -> frozenset:
+        """The arguments to keep when bit ``i`` of ``mask`` says argument ``i`` requires
+        grad (cached per pattern)."""
+        keep = self._wanted.get(mask)
+        if keep is None:
+            keep = self._wanted[mask] = frozenset(
+                i for i, deps in self.save_for.items() if any(mask >> j & 1 for j in deps))
+        return keep
 
 
 TABLE: dict[str, Entry] = {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 import traceback
 import weakref
+from types import MappingProxyType
 
 from ember.tensor import _registry
 from ember.tensor._tensor import Tensor
@@ -35,9 +36,15 @@ class Node:
     whether it needs a gradient) and ``meta`` (per positional tensor argument, its
     ``(shape, numpy dtype)``)."""
 
-    __slots__ = ("op", "entry", "_edges", "args", "kwargs", "needs", "out", "meta",
-                 "_checks", "_out_data", "_out_vc", "_n_out", "_released", "_hooks",
-                 "_trace", "__weakref__")
+    # what every node sets lives in slots; the rarely set rest falls back to the class
+    # defaults below and goes into a lazily created __dict__ when set
+    __slots__ = ("entry", "_edges", "args", "needs", "out", "meta", "_out_data", "_out_vc",
+                 "_n_out", "__dict__", "__weakref__")
+    op = ""
+    kwargs = MappingProxyType({})
+    _checks = ()
+    _hooks = None
+    _trace = None
 
     def name(self) -> str:
         return type(self).__name__
@@ -66,7 +73,7 @@ class Node:
 
     # -- backward -------------------------------------------------------------------------
     def _check_saved(self) -> None:
-        if self._released:
+        if self.args is None:
             raise RuntimeError(
                 f"Trying to backward through the graph a second time (or directly access saved "
                 f"tensors after they have already been freed) in {type(self).__name__}. Saved "
@@ -104,7 +111,7 @@ class Node:
     def apply(self, grads):
         """Gradients w.r.t. the op's inputs given gradients w.r.t. its outputs (a list, one
         per output)."""
-        if self._released or self._checks:
+        if self.args is None or self._checks:
             self._check_saved()
         self.needs = tuple([e is not None for e in self._edges])
         if self._out_data is not None:
@@ -124,9 +131,8 @@ class Node:
         return result
 
     def release(self) -> None:
-        self.args = ()
+        self.args = None  # marks the node as freed
         self._out_data = None
-        self._released = True
         release = getattr(self.entry, "release", None)
         if release is not None:  # custom Functions free their ctx's saved tensors
             release()
@@ -175,7 +181,7 @@ def _node_class(opname: str) -> type:
     cls = _node_classes.get(opname)
     if cls is None:
         camel = "".join(p[:1].upper() + p[1:] for p in opname.strip("_").split("_"))
-        cls = type(f"{camel}Backward0", (Node,), {"__slots__": ()})
+        cls = type(f"{camel}Backward0", (Node,), {"__slots__": (), "op": opname})
         _node_classes[opname] = cls
     return cls
 
@@ -221,17 +227,26 @@ def record(op, args, kwargs):
     return attach(op.name, entry, args, kwargs, out)
 
 
-def _wanted(save_for: dict, args) -> set:
-    """The arguments to keep: those read by a gradient that some argument needs."""
-    save = set()
-    n = len(args)
-    for i, deps in save_for.items():
-        for j in deps:
-            a = args[j] if j < n else None
-            if isinstance(a, _TensorType) and a._requires_grad:
-                save.add(i)
-                break
-    return save
+def _save_checks(node, entry, save, saved, mask: int) -> None:
+    """Drop the saved arguments no wanted gradient reads (``entry.save_for``) and record
+    the versions of the tensors kept, checked again at backward time."""
+    n = len(saved)
+    if entry.save_for is not None:
+        keep = entry.wanted(mask)
+        for i in save:  # plain values (scalars, dims) stay: they cost nothing to keep
+            if i < n and i not in keep and (isinstance(saved[i], _TensorType) or
+                                            saved[i].__class__ in (list, tuple)):
+                saved[i] = None
+    checks = []
+    for i in save:
+        a = saved[i] if i < n else None
+        if isinstance(a, _TensorType):
+            vc = a._vc
+            checks.append((a, vc[0] if vc is not None else 0))
+        elif a.__class__ is list or a.__class__ is tuple:
+            checks.extend((b, b._version) for b in a if isinstance(b, _TensorType))
+    if checks:
+        node._checks = checks
 
 
 def _has_tensor(seq) -> bool:
@@ -247,36 +262,36 @@ def attach(name: str, entry, args, kwargs, out):
     if cls is None:
         cls = _node_class(name)
     node = object.__new__(cls)
-    node.op = name
     node.entry = entry
-    save = entry.save if entry.save_for is None else _wanted(entry.save_for, args)
+    save = entry.save
     edges, meta, saved = [], [], []
-    checks = ()
+    mask = 0  # bit i: argument i requires grad
     i = 0
     for a in args:
-        if isinstance(a, _TensorType):
+        if a.__class__ is _TensorType or isinstance(a, _TensorType):
             d = a._data
             if a._requires_grad:
+                mask |= 1 << i
                 fn = a.grad_fn
-                edges.append((fn, a._output_nr) if fn is not None else (_accumulator(a), 0))
+                if fn is not None:
+                    edges.append((fn, a._output_nr))
+                else:
+                    ref = a._accum_ref
+                    acc = ref() if ref is not None else None
+                    edges.append((acc if acc is not None else _accumulator(a), 0))
             else:
                 edges.append(None)
             meta.append((d.shape, d.dtype))
-            if i in save:
-                saved.append(a)
-                vc = a._vc
-                if checks:
-                    checks.append((a, vc[0] if vc is not None else 0))
-                else:
-                    checks = [(a, vc[0] if vc is not None else 0)]
-            else:
-                saved.append(None)
+            saved.append(a if i in save else None)
         elif (a.__class__ is list or a.__class__ is tuple) and _has_tensor(a):
             # a list argument (cat, stack) or an index tuple: one edge per tensor element
             sub_edges, sub_meta = [], []
             for b in a:
                 if isinstance(b, _TensorType):
-                    sub_edges.append(_edge(b))
+                    e = _edge(b)
+                    if e is not None:
+                        mask |= 1 << i
+                    sub_edges.append(e)
                     d = b._data
                     sub_meta.append((d.shape, d.dtype))
                 else:
@@ -284,26 +299,21 @@ def attach(name: str, entry, args, kwargs, out):
                     sub_meta.append(None)
             edges.append(sub_edges)
             meta.append(tuple(sub_meta))
-            if i in save:
-                saved.append(a)
-                checks = list(checks)
-                checks.extend((b, b._version) for b in a if isinstance(b, _TensorType))
-            else:
-                saved.append(None)
+            saved.append(a if i in save else None)
         else:
             edges.append(None)
             meta.append(None)
             saved.append(a)
         i += 1
+    if save:
+        _save_checks(node, entry, save, saved, mask)
     node._edges = edges
     node.meta = meta
     node.args = saved
-    node._checks = checks
-    node.kwargs = kwargs
-    node.out = None
-    node._released = False
-    node._hooks = None
-    node._trace = traceback.format_stack()[:-3] if state.anomaly else None
+    if kwargs:
+        node.kwargs = kwargs
+    if state.anomaly:
+        node._trace = traceback.format_stack()[:-3]
     if out.__class__ is _TensorType or isinstance(out, _TensorType):
         node._n_out = 1
         if not entry.save_out and out._data.dtype.kind == "f":  # the common case
