@@ -1,9 +1,11 @@
 """Convolutions (1-d, 2-d, 3-d, transposed) and ``unfold`` / ``fold``.
 
-Every convolution is an im2col (an ``as_strided`` window view copied into columns) followed by
-one batched BLAS matmul per call; the input gradient is a matmul followed by col2im (the Numba
-scatter kernel of ember.tensor). ``_Im2col`` and ``_Col2im`` are adjoint linear maps, each the
-other's backward, so every convolution is differentiable any number of times.
+Every convolution is an im2col (on the CPU the Numba kernel of ember.tensor, elsewhere an
+``as_strided`` window view copied into columns) followed by one batched BLAS matmul per call;
+the input gradient is a matmul followed by col2im (the scatter kernel of ember.tensor). The
+first-order backward works on arrays; with ``create_graph`` it is built from ops, and
+``_Im2col`` and ``_Col2im`` are adjoint linear maps, each the other's backward, so every
+convolution is differentiable any number of times.
 
     >>> import ember.tensor as et
     >>> import ember.nn.functional as F
@@ -42,6 +44,9 @@ def _ntuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
     return t
 
 
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _out_size(size: int, k: int, s: int, p: int, d: int) -> int:
     return (size + 2 * p - d * (k - 1) - 1) // s + 1
 
@@ -62,6 +67,12 @@ def _im2col_array(x, k, s, p, d, o):
         return xp.zeros((N, C * K, L), dtype=x.dtype)
     if K == 1 and not any(p) and all(v == 1 for v in s) and tuple(o) == tuple(sp):
         return x.reshape(N, C, L)  # 1x1 convolution: the input already is the columns
+    if xp is np and x.dtype in _KERNEL_DTYPES:
+        # the Numba kernel writes the columns in one pass (padding as zeros): several times
+        # faster than NumPy's copy of the strided window view, whose rows are short runs
+        out = _kernel("im2col", np)(x.reshape(N, C, *_three(sp, 1)), _three(k, 1),
+                                    _three(s, 1), _three(p, 0), _three(d, 1), _three(o, 1))
+        return out.reshape(N, C * K, L)
     need = [(o[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 for i in range(nd)]
     if any(p) or any(need[i] > sp[i] for i in range(nd)):
         full = [max(need[i], sp[i] + p[i]) for i in range(nd)]
@@ -164,6 +175,8 @@ class _Conv(ag.Function):
         N, O = g.shape[0], g.shape[1]
         L = math.prod(o)
         K = w.numel() // O * G
+        if not ag.is_grad_enabled() and _fast_dtype(g._data):
+            return _conv_backward_arrays(ctx, g._data, w._data, N, O, L, K, G)
         gx = gw = gb = None
         g3 = g.reshape(N, O, L)
         if ctx.needs[0]:
@@ -184,6 +197,46 @@ class _Conv(ag.Function):
         if ctx.needs[2]:
             gb = g3.sum((0, 2))
         return gx, gw, gb, None, None
+
+
+def _fast_dtype(a) -> bool:
+    """float32 / float64: the array path of the backwards (float16 takes the op path, which
+    multiplies in float32)."""
+    return a.dtype.kind == "f" and a.dtype.itemsize >= 4
+
+
+def _batched_wgrad(a, b, N, G):
+    """``sum_n b[n] @ a[n].T`` per group, shape (G, Rb, Ra), of the arrays ``a`` (N, G*Ra, L)
+    and ``b`` (N, G*Rb, L): a weight gradient, transposed.
+
+    One small GEMM per sample (BLAS runs those faster here than one long skinny GEMM), with
+    the columns ``b`` as the left, row-major operand: faster than ``a @ b.T``."""
+    L = a.shape[-1]
+    at = a.reshape(N, G, a.shape[1] // G, L).transpose(0, 1, 3, 2)
+    if a.size * 8 <= b.size and at.__class__ is np.ndarray:
+        at = np.ascontiguousarray(at)  # a small operand: its transposed copy pays
+    return (b.reshape(N, G, b.shape[1] // G, L) @ at).sum(0)
+
+
+def _conv_backward_arrays(ctx, gd, wd, N, O, L, K, G):
+    """:class:`_Conv`'s backward on arrays, for the common first-order case (no graph)."""
+    geom = ctx.geom
+    g3 = gd.reshape(N, O, L)
+    gx = gw = gb = None
+    if ctx.needs[0]:
+        if G == 1:
+            wt = wd.reshape(O, K).T
+            gcols = (wt.copy() if wt.__class__ is np.ndarray else wt) @ g3
+        else:
+            gcols = (wd.reshape(G, O // G, K // G).transpose(0, 2, 1)
+                     @ g3.reshape(N, G, O // G, L)).reshape(N, K, L)
+        gx = _make(_col2im_array(gcols, *geom))
+    if ctx.needs[1]:
+        gwt = _batched_wgrad(g3, ctx.cols, N, G)  # (G, K/G, O/G)
+        gw = _make(gwt.transpose(0, 2, 1).reshape(wd.shape))
+    if ctx.needs[2]:
+        gb = _make(g3.sum((0, 2)))
+    return gx, gw, gb, None, None
 
 
 class _ConvTranspose(ag.Function):
@@ -218,6 +271,18 @@ class _ConvTranspose(ag.Function):
         L = math.prod(o)
         Kg = w.numel() // Cin
         gx = gw = gb = None
+        if not ag.is_grad_enabled() and _fast_dtype(g._data):  # first order: on arrays
+            gd, wd = g._data, w._data
+            gc = _im2col_array(gd, geom[2], geom[3], geom[4], geom[5], geom[6])
+            if ctx.needs[0]:
+                gx = _make((wd.reshape(G, Cin // G, Kg) @ gc.reshape(N, G, Kg, L)).reshape(
+                    x.shape))
+            if ctx.needs[1]:
+                gwt = _batched_wgrad(gc, x._data.reshape(N, Cin, L), N, G)  # (G, Cin/G, Kg)
+                gw = _make(gwt.reshape(w.shape))
+            if ctx.needs[2]:
+                gb = _make(gd.sum(tuple([0] + list(range(2, gd.ndim)))))
+            return gx, gw, gb, None, None
         gcols = _im2col(g, geom).reshape(N, G, Kg, L)
         if ctx.needs[0]:
             gx = (w.reshape(G, Cin // G, Kg) @ gcols).reshape(x.shape)

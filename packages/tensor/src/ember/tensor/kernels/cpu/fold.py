@@ -26,54 +26,93 @@ __all__ = ["im2col", "col2im"]
 
 
 @njit
-def _fold_plane(x, cols, t, k, s, p, dil, o, adjoint):
+def _span(off, s, o, size):
+    """Output positions ``[lo, hi)`` whose input position ``i * s + off`` lies in
+    ``[0, size)``."""
+    lo = 0
+    if off < 0:
+        lo = min(o, (-off + s - 1) // s)
+    last = size - 1 - off
+    hi = 0 if last < 0 else min(o, last // s + 1)
+    return lo, max(lo, hi)  # 0 <= lo <= hi <= o
+
+
+@njit
+def _fold_plane(x, cols, t, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, o0, o1, o2,
+                adjoint):
+    # Every index below is an unsigned offset that is in range by construction (the spans
+    # keep padding out): Numba then skips its negative-index wraparound on each access, which
+    # would otherwise cost more than the copy itself.
     C = x.shape[1]
     D, H, W = x.shape[2], x.shape[3], x.shape[4]
     n = t // C
     c = t % C
-    for kd in range(k[0]):
-        for kh in range(k[1]):
-            for kw in range(k[2]):
-                row = ((c * k[0] + kd) * k[1] + kh) * k[2] + kw
-                w_off = kw * dil[2] - p[2]
+    s0u = np.uint64(s0)
+    s1u = np.uint64(s1)
+    s2u = np.uint64(s2)
+    o1u = np.uint64(o1)
+    o2u = np.uint64(o2)
+    p0u = np.uint64(p0)
+    p1u = np.uint64(p1)
+    L = o0 * o1 * o2  # columns per row
+    for kd in range(k0):
+        d_off = kd * e0 - p0
+        dk = np.uint64(kd * e0)
+        dlo, dhi = _span(d_off, s0, o0, D)
+        for kh in range(k1):
+            h_off = kh * e1 - p1
+            hk = np.uint64(kh * e1)
+            hlo, hhi = _span(h_off, s1, o1, H)
+            for kw in range(k2):
+                w_off = kw * e2 - p2
                 # output columns ow whose input w = ow * s + w_off lies in [0, W)
-                lo = max(0, -(w_off // s[2]))
-                hi = min(o[2], (W - 1 - w_off) // s[2] + 1)
-                if hi < lo:
-                    hi = lo
-                for od in range(o[0]):
-                    d = od * s[0] - p[0] + kd * dil[0]
-                    d_ok = d >= 0 and d < D
-                    for oh in range(o[1]):
-                        h = oh * s[1] - p[1] + kh * dil[1]
-                        base = (od * o[1] + oh) * o[2]
-                        if not (d_ok and h >= 0 and h < H):
-                            if not adjoint:
-                                for ow in range(o[2]):
-                                    cols[n, row, base + ow] = 0
-                            continue
+                lo, hi = _span(w_off, s2, o2, W)
+                row = ((c * k0 + kd) * k1 + kh) * k2 + kw
+                if not adjoint and (dhi - dlo) * (hhi - hlo) * (hi - lo) != L:
+                    # some taps fall in the padding: zero exactly those columns
+                    for od in range(o0):
+                        for oh in range(o1):
+                            q = np.uint64((od * o1 + oh) * o2)
+                            if dlo <= od < dhi and hlo <= oh < hhi:
+                                for i in range(np.uint64(lo)):
+                                    cols[n, row, q + i] = 0
+                                for i in range(np.uint64(hi), o2u):
+                                    cols[n, row, q + i] = 0
+                            else:
+                                for i in range(o2u):
+                                    cols[n, row, q + i] = 0
+                if hi <= lo:
+                    continue
+                m = np.uint64(hi - lo)
+                w0 = np.uint64(lo * s2 + w_off)
+                lou = np.uint64(lo)
+                for od in range(np.uint64(dlo), np.uint64(dhi)):
+                    d = od * s0u + dk - p0u  # wraps back into [0, D): od is in the span
+                    for oh in range(np.uint64(hlo), np.uint64(hhi)):
+                        h = oh * s1u + hk - p1u
+                        q = (od * o1u + oh) * o2u + lou
                         if adjoint:
-                            for ow in range(lo, hi):
-                                x[n, c, d, h, ow * s[2] + w_off] += cols[n, row, base + ow]
+                            for i in range(m):
+                                x[n, c, d, h, w0 + i * s2u] += cols[n, row, q + i]
                         else:
-                            for ow in range(lo):
-                                cols[n, row, base + ow] = 0
-                            for ow in range(lo, hi):
-                                cols[n, row, base + ow] = x[n, c, d, h, ow * s[2] + w_off]
-                            for ow in range(hi, o[2]):
-                                cols[n, row, base + ow] = 0
+                            for i in range(m):
+                                cols[n, row, q + i] = x[n, c, d, h, w0 + i * s2u]
 
 
 @njit
-def _fold_serial(x, cols, k, s, p, dil, o, adjoint):
+def _fold_serial(x, cols, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, o0, o1, o2,
+                 adjoint):
     for t in range(x.shape[0] * x.shape[1]):
-        _fold_plane(x, cols, t, k, s, p, dil, o, adjoint)
+        _fold_plane(x, cols, t, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, o0, o1, o2,
+                    adjoint)
 
 
 @njit_parallel
-def _fold_parallel(x, cols, k, s, p, dil, o, adjoint):
+def _fold_parallel(x, cols, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, o0, o1, o2,
+                   adjoint):
     for t in prange(x.shape[0] * x.shape[1]):
-        _fold_plane(x, cols, t, k, s, p, dil, o, adjoint)
+        _fold_plane(x, cols, t, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, o0, o1, o2,
+                    adjoint)
 
 
 def _params(op, kernel, stride, padding, dilation, out_size):
@@ -93,8 +132,10 @@ def _params(op, kernel, stride, padding, dilation, out_size):
 def _run(x, cols, k, s, p, dil, o, adjoint) -> None:
     if cols.size == 0 or x.size == 0:
         return
-    args = (x, cols, np.array(k), np.array(s), np.array(p), np.array(dil), np.array(o), adjoint)
-    if use_parallel(cols.size) and x.shape[0] * x.shape[1] > 1:
+    # plain Python ints and a bool (never NumPy scalars or arrays): cheap dispatch
+    args = (x, cols, *k, *s, *p, *dil, *o, bool(adjoint))
+    # a memory-bound copy / scatter: the parallel launch pays from about a million elements
+    if use_parallel(cols.size // 32) and x.shape[0] * x.shape[1] > 1:
         parallel_call(_fold_parallel, *args)
     else:
         _fold_serial(*args)

@@ -26,66 +26,158 @@ __all__ = ["max_pool_forward", "max_pool_backward"]
 
 
 @njit
-def _pool_plane(x, out, idx, t, k, s, p, dil):
+def _span(start, k, dil, size):
+    """Window taps ``[lo, hi)`` whose positions ``start + i * dil`` lie in ``[0, size)``."""
+    lo = 0
+    if start < 0:
+        lo = (-start + dil - 1) // dil
+    last = size - 1 - start
+    hi = 0 if last < 0 else min(k, last // dil + 1)
+    return lo, max(lo, hi)
+
+
+@njit
+def _pool_plane(x, out, idx, t, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2):
+    # general windows: valid tap ranges hoisted out of the inner loops, no bounds tests
     D, H, W = x.shape[1], x.shape[2], x.shape[3]
     oD, oH, oW = out.shape[1], out.shape[2], out.shape[3]
     b = t // oD
     od = t % oD
-    d0 = od * s[0] - p[0]
+    xb = x[b]
+    ob = out[b, od]
+    ib = idx[b, od]
+    ds = od * s0 - p0
+    ilo, ihi = _span(ds, k0, e0, D)
     for oh in range(oH):
-        h0 = oh * s[1] - p[1]
+        hs = oh * s1 - p1
+        jlo, jhi = _span(hs, k1, e1, H)
         for ow in range(oW):
-            w0 = ow * s[2] - p[2]
-            maxval = -np.inf
-            maxidx = -1
-            for i in range(k[0]):
-                d = d0 + i * dil[0]
-                if d < 0 or d >= D:
-                    continue
-                for j in range(k[1]):
-                    h = h0 + j * dil[1]
-                    if h < 0 or h >= H:
-                        continue
-                    for m in range(k[2]):
-                        w = w0 + m * dil[2]
-                        if w < 0 or w >= W:
-                            continue
-                        v = x[b, d, h, w]
-                        # PyTorch: the first valid element seeds the index; a NaN always wins.
-                        if maxidx < 0 or v > maxval or v != v:
+            ws = ow * s2 - p2
+            mlo, mhi = _span(ws, k2, e2, W)
+            # PyTorch: the first valid element seeds the max; a NaN always wins.
+            d = ds + ilo * e0
+            h = hs + jlo * e1
+            w = ws + mlo * e2
+            maxval = xb[d, h, w]
+            maxidx = (d * H + h) * W + w
+            for i in range(ilo, ihi):
+                d = ds + i * e0
+                for j in range(jlo, jhi):
+                    h = hs + j * e1
+                    row = xb[d, h]
+                    for m in range(mlo, mhi):
+                        w = ws + m * e2
+                        v = row[np.uint64(w)]  # in range: unsigned skips Numba's wraparound
+                        if v > maxval or v != v:
                             maxval = v
                             maxidx = (d * H + h) * W + w
-            out[b, od, oh, ow] = maxval
-            idx[b, od, oh, ow] = maxidx
+            ob[oh, ow] = maxval
+            ib[oh, ow] = maxidx
 
 
 @njit
-def _pool_serial(x, out, idx, k, s, p, dil):
+def _has_nan(x):
+    flat = x.reshape(-1)
+    acc = False
+    for i in range(flat.shape[0]):
+        acc |= flat[i] != flat[i]
+    return acc
+
+
+@njit
+def _pool2_plane(x, out, idx, t):
+    # kernel (1, 2, 2), stride (1, 2, 2), no padding or dilation, windows inside the input and
+    # no NaN in x: unrolled, with plain compares (first max wins)
+    H, W = x.shape[2], x.shape[3]
+    oD, oH, oW = out.shape[1], out.shape[2], out.shape[3]
+    b = t // oD
+    od = t % oD
+    xp = x[b, od]
+    ob = out[b, od]
+    ib = idx[b, od]
+    plane = od * H * W
+    for oh in range(oH):
+        h = 2 * oh
+        base = plane + h * W
+        for ow in range(oW):
+            w = 2 * ow
+            m = xp[h, w]
+            a = 0
+            v = xp[h, w + 1]
+            if v > m:
+                m = v
+                a = 1
+            v = xp[h + 1, w]
+            if v > m:
+                m = v
+                a = W
+            v = xp[h + 1, w + 1]
+            if v > m:
+                m = v
+                a = W + 1
+            ob[oh, ow] = m
+            ib[oh, ow] = base + w + a
+
+
+@njit
+def _pool_serial(x, out, idx, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, fast2):
     for t in range(out.shape[0] * out.shape[1]):
-        _pool_plane(x, out, idx, t, k, s, p, dil)
+        if fast2:
+            _pool2_plane(x, out, idx, t)
+        else:
+            _pool_plane(x, out, idx, t, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2)
 
 
 @njit_parallel
-def _pool_parallel(x, out, idx, k, s, p, dil):
+def _pool_parallel(x, out, idx, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, fast2):
     for t in prange(out.shape[0] * out.shape[1]):
-        _pool_plane(x, out, idx, t, k, s, p, dil)
+        if fast2:
+            _pool2_plane(x, out, idx, t)
+        else:
+            _pool_plane(x, out, idx, t, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2)
+
+
+@njit
+def _unpool_row(g, idx, gin, b):
+    """Scatter-add row ``b``; False (writing nothing) if one of its indices is out of range."""
+    gb = g[b]
+    ib = idx[b]
+    ob = gin[b]
+    P = ob.shape[0]
+    for j in range(ib.shape[0]):
+        i = ib[j]
+        if i < 0 or i >= P:
+            return False
+    for j in range(ib.shape[0]):
+        ob[np.uint64(ib[j])] += gb[j]  # checked above: unsigned skips Numba's wraparound
+    return True
 
 
 @njit
 def _unpool_serial(g, idx, gin):
+    bad = 0
     for b in range(g.shape[0]):
-        for j in range(g.shape[1]):
-            gin[b, idx[b, j]] += g[b, j]
+        if not _unpool_row(g, idx, gin, b):
+            bad += 1
+    return bad
 
 
 @njit_parallel
 def _unpool_parallel(g, idx, gin):
+    bad = 0
     for b in prange(g.shape[0]):
-        for j in range(g.shape[1]):
-            gin[b, idx[b, j]] += g[b, j]
+        if not _unpool_row(g, idx, gin, b):
+            bad += 1
+    return bad
 
 
 def _check_windows(op, size, k, s, p, dil, o) -> None:
+    if all(
+        k[a] >= 1 and s[a] >= 1 and dil[a] == 1 and 0 <= p[a] <= k[a] - 1 and o[a] >= 0
+        and (o[a] - 1) * s[a] - p[a] < size[a]
+        for a in range(3)
+    ):
+        return  # unit dilation: the first window reaches 0 and the last starts inside
     for axis, name in enumerate("dhw"):
         if k[axis] < 1 or s[axis] < 1 or dil[axis] < 1 or p[axis] < 0 or o[axis] < 0:
             raise RuntimeError(
@@ -136,8 +228,14 @@ def max_pool_forward(
     out = np.empty((B, *o), dtype=xc.dtype)
     idx = np.empty((B, *o), dtype=np.int64)
     if out.size:
-        args = (xc, out, idx, np.array(k), np.array(s), np.array(p), np.array(dil))
-        if use_parallel(out.size * k[0] * k[1] * k[2]) and B * o[0] > 1:
+        fast2 = (k == (1, 2, 2) and s == (1, 2, 2) and p == (0, 0, 0) and dil == (1, 1, 1)
+                 and 2 * o[1] <= x.shape[2] and 2 * o[2] <= x.shape[3] and not _has_nan(xc))
+        # plain Python ints (not NumPy scalars or arrays): cheap dispatch, constant loop bounds
+        args = (xc, out, idx, *k, *s, *p, *dil, fast2)
+        # the unrolled 2x2 kernel is memory bound: a parallel launch (tens of microseconds
+        # on a two-core machine) only pays on large inputs
+        work = xc.size // 16 if fast2 else out.size * k[0] * k[1] * k[2]
+        if use_parallel(work) and B * o[0] > 1:
             parallel_call(_pool_parallel, *args)
         else:
             _pool_serial(*args)
@@ -168,13 +266,19 @@ def max_pool_backward(
         raise RuntimeError(f"{op}(): in_size must be non-negative, got {size}")
     plane = size[0] * size[1] * size[2]
     B = grad_out.shape[0]
-    idx = check_indices(op, indices, plane, what=f"an input plane of {size}").reshape(B, -1)
+    what = f"an input plane of {size}"
+    if indices.dtype.kind not in "iu":
+        check_indices(op, indices, plane, what=what)  # raises TypeError
+    idx = np.ascontiguousarray(indices, dtype=np.int64).reshape(B, -1)
     (g,), dtype = float_inputs(op, grad_out)
     g = g.reshape(B, -1)
     gin = np.zeros((B, plane), dtype=g.dtype)
     if g.size:
-        if use_parallel(g.size) and B > 1:
-            parallel_call(_unpool_parallel, g, idx, gin)
+        # the kernel checks each row's indices before it writes any of them
+        if use_parallel(g.size // 8) and B > 1:  # a memory-bound scatter: large inputs only
+            bad = parallel_call(_unpool_parallel, g, idx, gin)
         else:
-            _unpool_serial(g, idx, gin)
+            bad = _unpool_serial(g, idx, gin)
+        if bad:
+            check_indices(op, indices, plane, what=what)  # raises IndexError
     return gin.reshape(B, *size).astype(dtype, copy=False)
