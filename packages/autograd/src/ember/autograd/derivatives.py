@@ -29,6 +29,7 @@ class Entry:
     gradients is wanted (``mul`` keeps ``b`` only if ``a`` needs a gradient)."""
 
     __slots__ = ("vjp", "save", "save_for", "save_out", "_wanted")
+    release = None  # nothing to free beyond the node's saved arguments
 
     def __init__(self, fn, save, save_out):
         self.vjp, self.save_out = fn, save_out

@@ -15,7 +15,6 @@ from __future__ import annotations
 import sys
 import traceback
 import weakref
-from types import MappingProxyType
 
 from ember.tensor import _registry
 from ember.tensor._tensor import Tensor
@@ -38,11 +37,9 @@ class Node:
 
     # what every node sets lives in slots; the rarely set rest falls back to the class
     # defaults below and goes into a lazily created __dict__ when set
-    __slots__ = ("entry", "_edges", "args", "needs", "out", "meta", "_out_data", "_out_vc",
-                 "_n_out", "__dict__", "__weakref__")
+    __slots__ = ("entry", "_edges", "args", "kwargs", "needs", "out", "meta", "_checks",
+                 "_out_data", "_out_vc", "_n_out", "__dict__", "__weakref__")
     op = ""
-    kwargs = MappingProxyType({})
-    _checks = ()
     _hooks = None
     _trace = None
 
@@ -133,7 +130,7 @@ class Node:
     def release(self) -> None:
         self.args = None  # marks the node as freed
         self._out_data = None
-        release = getattr(self.entry, "release", None)
+        release = self.entry.release
         if release is not None:  # custom Functions free their ctx's saved tensors
             release()
 
@@ -227,9 +224,9 @@ def record(op, args, kwargs):
     return attach(op.name, entry, args, kwargs, out)
 
 
-def _save_checks(node, entry, save, saved, mask: int) -> None:
-    """Drop the saved arguments no wanted gradient reads (``entry.save_for``) and record
-    the versions of the tensors kept, checked again at backward time."""
+def _save_checks(entry, save, saved, mask: int) -> list:
+    """Drop the saved arguments no wanted gradient reads (``entry.save_for``); returns the
+    ``(tensor, version)`` pairs of the tensors kept, checked again at backward time."""
     n = len(saved)
     if entry.save_for is not None:
         keep = entry.wanted(mask)
@@ -245,8 +242,7 @@ def _save_checks(node, entry, save, saved, mask: int) -> None:
             checks.append((a, vc[0] if vc is not None else 0))
         elif a.__class__ is list or a.__class__ is tuple:
             checks.extend((b, b._version) for b in a if isinstance(b, _TensorType))
-    if checks:
-        node._checks = checks
+    return checks
 
 
 def _has_tensor(seq) -> bool:
@@ -305,13 +301,11 @@ def attach(name: str, entry, args, kwargs, out):
             meta.append(None)
             saved.append(a)
         i += 1
-    if save:
-        _save_checks(node, entry, save, saved, mask)
+    node._checks = _save_checks(entry, save, saved, mask) if save else ()
     node._edges = edges
     node.meta = meta
     node.args = saved
-    if kwargs:
-        node.kwargs = kwargs
+    node.kwargs = kwargs
     if state.anomaly:
         node._trace = traceback.format_stack()[:-3]
     if out.__class__ is _TensorType or isinstance(out, _TensorType):

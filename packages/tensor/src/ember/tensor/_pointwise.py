@@ -665,17 +665,25 @@ def relu_(input: Tensor) -> Tensor:
 # The derivatives of tanh, sigmoid and relu read their output; each is one fused op (PyTorch's
 # aten ``*_backward`` ops) so a backward pass runs one op per node instead of two or three.
 # They are registry ops with derivatives of their own, so double backward goes through them.
+def _grad_operands(g: Tensor, y: Tensor, op: str):
+    """The arrays of a gradient and an output, in one dtype on one device."""
+    dg, dy = g._data, y._data
+    if dg.__class__ is _ndarray and dy.__class__ is _ndarray and dg.dtype == dy.dtype:
+        return dg, dy
+    return _operands(g, y, op)[:2]
+
+
 @defop("tanh_backward")
 def _tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor:
     """``grad_output * (1 - output**2)``: the gradient of tanh from its output."""
-    g, y, _ = _operands(grad_output, output, "tanh_backward")
+    g, y = _grad_operands(grad_output, output, "tanh_backward")
     return _make(g * (1 - y * y))
 
 
 @defop("sigmoid_backward")
 def _sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
     """``grad_output * output * (1 - output)``: the gradient of sigmoid from its output."""
-    g, y, _ = _operands(grad_output, output, "sigmoid_backward")
+    g, y = _grad_operands(grad_output, output, "sigmoid_backward")
     return _make(g * (y * (1 - y)))
 
 
@@ -683,9 +691,8 @@ def _sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
 def _threshold_backward(grad_output: Tensor, output: Tensor, threshold) -> Tensor:
     """``grad_output`` where ``output > threshold``, else 0: the gradient of relu and
     threshold (NaN outputs pass no gradient)."""
-    g, y, dt = _operands(grad_output, output, "threshold_backward")
-    keep = y > threshold
-    return _make((g * keep).astype(dt, copy=False))
+    g, y = _grad_operands(grad_output, output, "threshold_backward")
+    return _make(g * (y > threshold))
 
 
 @defop("clamp")

@@ -295,6 +295,10 @@ moveaxis = movedim
 @defop("expand")
 def _expand(input: Tensor, sizes: tuple) -> Tensor:
     d = input._data
+    if d.ndim == 0 and d.__class__ is np.ndarray and d.flags.writeable and all(
+            n.__class__ is int and n >= 0 for n in sizes):
+        # a scalar broadcast to a shape (the gradient of a full reduction): all strides 0
+        return input._view_of(np.ndarray(sizes, d.dtype, buffer=d, strides=(0,) * len(sizes)))
     shape, strides = list(d.shape), list(input.stride())
     nd, ns = len(shape), len(sizes)
     if ns < nd:
@@ -337,7 +341,10 @@ def expand(input: Tensor, *sizes) -> Tensor:
     """
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)):
         sizes = tuple(sizes[0])
-    return _expand(input, tuple(int(s) for s in sizes))
+    for n in sizes:
+        if n.__class__ is not int:
+            return _expand(input, tuple(int(s) for s in sizes))
+    return _expand(input, sizes)
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:

@@ -624,11 +624,17 @@ def _legacy_new(cls, *args, dtype=None, device=None, requires_grad=False):
     return t
 
 
+_engine_api = None
+
+
 def _autograd():
-    try:
-        from ember import autograd
-    except ImportError as exc:  # pragma: no cover - exercised in the tensor-only tox env
-        raise RuntimeError(
-            "autograd needs the ember-autograd distribution: pip install ember-autograd "
-            "(from a checkout: pip install ./packages/autograd)") from exc
-    return autograd._engine_api
+    global _engine_api
+    if _engine_api is None:
+        try:
+            from ember import autograd
+        except ImportError as exc:  # pragma: no cover - exercised in the tensor-only tox env
+            raise RuntimeError(
+                "autograd needs the ember-autograd distribution: pip install ember-autograd "
+                "(from a checkout: pip install ./packages/autograd)") from exc
+        _engine_api = autograd._engine_api
+    return _engine_api
