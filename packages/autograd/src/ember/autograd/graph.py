@@ -450,7 +450,7 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
             starts.append(fn)
         buf[nr] = _add(buf[nr], g)
     deps = _dependencies(starts)
-    ready = [fn for fn in starts if deps.get(fn, 0) == 0]
+    ready = [fn for fn in starts if deps[fn] == 0]
     check_nan = state.anomaly and state.anomaly_check_nan
     owned = set()  # (node, output_nr) slots holding a sum that only this engine references
     prev = state.enabled
@@ -534,26 +534,30 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
 
 
 def _dependencies(starts) -> dict:
-    """How many edges of the graph reachable from ``starts`` point at each node."""
-    deps: dict = {}
-    seen = set(starts)
+    """How many edges of the graph reachable from ``starts`` point at each node (the start
+    nodes are in the table too, with the edges that reach them from other starts)."""
+    deps: dict = dict.fromkeys(starts, 0)
     stack = list(starts)
     while stack:
         for e in stack.pop()._edges:
             if e is None:
                 continue
-            for sub in (e if e.__class__ is list else (e,)):
-                if sub is None:
-                    continue
-                nxt = sub[0]
-                count = deps.get(nxt)
-                if count is None:
-                    deps[nxt] = 1
-                    if nxt not in seen:
-                        seen.add(nxt)
-                        stack.append(nxt)
-                else:
-                    deps[nxt] = count + 1
+            if e.__class__ is list:  # a list argument: one edge per element
+                for sub in e:
+                    if sub is not None:
+                        nxt = sub[0]
+                        count = deps.get(nxt)
+                        if count is None:
+                            stack.append(nxt)
+                            count = 0
+                        deps[nxt] = count + 1
+                continue
+            nxt = e[0]
+            count = deps.get(nxt)
+            if count is None:
+                stack.append(nxt)
+                count = 0
+            deps[nxt] = count + 1
     return deps
 
 
