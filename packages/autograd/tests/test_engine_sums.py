@@ -117,3 +117,17 @@ def test_no_intermediate_buffer_outlives_backward_with_lookups():
     del loss
     gc.collect()
     assert ref() is None
+
+
+def test_lookups_and_a_list_argument_reach_the_same_table():
+    # cat's gradient arrives through a list edge; index_select's as lazily summed rows
+    rng = np.random.default_rng(7)
+    w = _leaf(rng, 3, 2)
+    y = (et.index_select(w, 0, et.tensor([2, 2])).sum()
+         + (et.cat([w, w * 2.0], 0) * 3.0).sum()
+         + et.index_select(w, 0, et.tensor([0])).sum())
+    y.backward()
+    expect = np.full((3, 2), 3.0 + 6.0)
+    expect[2] += 2.0
+    expect[0] += 1.0
+    np.testing.assert_allclose(w.grad.numpy(), expect, rtol=1e-12)

@@ -495,36 +495,11 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
                     for j, sub in enumerate(e):
                         if sub is not None:
                             _deliver(sub, g[j] if g is not None else None, meta[i][j],
-                                     buffers, deps, ready)
-                    continue
-                nxt = e[0]
-                if g is not None:
-                    if g.__class__ is not _Rows:
-                        d = g._data
-                        m = meta[i]
-                        if d.shape != m[0] or d.dtype != m[1]:
-                            g = _reduce_to(g, m)
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        buf = buffers[nxt] = [None] * nxt._n_out
-                    nr = e[1]
-                    old = buf[nr]
-                    if old is None:
-                        buf[nr] = g
-                    elif create_graph:
-                        buf[nr] = old + g
-                    elif (nxt, nr) in owned and g.__class__ is not _Rows:
-                        old._data += g._data  # a sum this engine made: add in place
-                    else:
-                        buf[nr], mine = _sum_slot(old, g, (nxt, nr) in owned)
-                        if mine:
-                            owned.add((nxt, nr))
-                left = deps[nxt] - 1
-                deps[nxt] = left
-                if not left:
-                    ready.append(nxt)
+                                     buffers, deps, ready, owned, create_graph)
+                else:
+                    _deliver(e, g, meta[i], buffers, deps, ready, owned, create_graph)
             # drop local references so sinks can take gradient buffers over (_exclusive)
-            in_grads = out_grads = g = d = old = buf = None
+            in_grads = out_grads = g = None
     finally:
         state.enabled = prev
     if capture is not None:
@@ -542,38 +517,45 @@ def _dependencies(starts) -> dict:
         for e in stack.pop()._edges:
             if e is None:
                 continue
-            if e.__class__ is list:  # a list argument: one edge per element
-                for sub in e:
-                    if sub is not None:
-                        nxt = sub[0]
-                        count = deps.get(nxt)
-                        if count is None:
-                            stack.append(nxt)
-                            count = 0
-                        deps[nxt] = count + 1
-                continue
-            nxt = e[0]
-            count = deps.get(nxt)
-            if count is None:
-                stack.append(nxt)
-                count = 0
-            deps[nxt] = count + 1
+            for sub in (e if e.__class__ is list else (e,)):  # a list argument: one each
+                if sub is None:
+                    continue
+                nxt = sub[0]
+                count = deps.get(nxt)
+                if count is None:
+                    stack.append(nxt)
+                    count = 0
+                deps[nxt] = count + 1
     return deps
 
 
-def _deliver(edge, g, meta, buffers, deps, ready):
+def _deliver(edge, g, meta, buffers, deps, ready, owned, create_graph) -> None:
+    """Add ``g`` (None: no gradient) into the slot of ``edge``'s node and count the edge
+    done. Without ``create_graph``, a second gradient makes a fresh sum the engine owns
+    (``owned``), into which later ones are added in place."""
     nxt, nr = edge
     if g is not None:
-        d = g._data
-        if d.shape != meta[0] or d.dtype != meta[1]:
-            g = _reduce_to(g, meta)
+        if g.__class__ is not _Rows:
+            d = g._data
+            if d.shape != meta[0] or d.dtype != meta[1]:
+                g = _reduce_to(g, meta)
         buf = buffers.get(nxt)
         if buf is None:
             buf = buffers[nxt] = [None] * nxt._n_out
-        buf[nr] = g if buf[nr] is None else buf[nr] + g
+        old = buf[nr]
+        if old is None:
+            buf[nr] = g
+        elif create_graph:
+            buf[nr] = old + g
+        elif g.__class__ is not _Rows and (nxt, nr) in owned:
+            old._data += g._data
+        else:
+            buf[nr], mine = _sum_slot(old, g, (nxt, nr) in owned)
+            if mine:
+                owned.add((nxt, nr))
     left = deps[nxt] - 1
     deps[nxt] = left
-    if left == 0:
+    if not left:
         ready.append(nxt)
 
 
