@@ -163,7 +163,7 @@ def _accumulator(t: Tensor) -> AccumulateGrad:
 
 
 def _edge(t: Tensor):
-    fn = t.grad_fn
+    fn = t.grad_fn if t._ag_base is None else fresh_view_grad_fn(t)
     if fn is not None:
         return (fn, t._output_nr)
     if t._requires_grad:
@@ -268,7 +268,7 @@ def attach(name: str, entry, args, kwargs, out):
             d = a._data
             if a._requires_grad:
                 mask |= 1 << i
-                fn = a.grad_fn
+                fn = a.grad_fn if a._ag_base is None else fresh_view_grad_fn(a)
                 if fn is not None:
                     edges.append((fn, a._output_nr))
                 else:
@@ -314,6 +314,8 @@ def attach(name: str, entry, args, kwargs, out):
             node._out_data = None
             out.grad_fn = node
             out._requires_grad = True
+            if out._base is not None:
+                _mark_view(out, args)
             return out
         outs = (out,)
     else:
@@ -334,7 +336,49 @@ def attach(name: str, entry, args, kwargs, out):
             o._requires_grad = True
             if i:
                 o._output_nr = i
+            if o._base is not None:
+                _mark_view(o, args)
     return out
+
+
+def _mark_view(out: Tensor, args) -> None:
+    """``out`` shares storage with an input: if it is a view of the first argument, remember
+    that tensor (or the tensor that one is a view of) and the version of its history, so a
+    later in-place change made through the base or another view is seen (PyTorch's view
+    tracking)."""
+    a = args[0] if args else None
+    if isinstance(a, _TensorType) and a._requires_grad and (
+            a._base is out._base or a is out._base):
+        out._ag_base = a._ag_base if a._ag_base is not None else a
+        vc = out._vc
+        out._gf_version = vc[0] if vc is not None else 0
+
+
+def fresh_view_grad_fn(v: Tensor):
+    """The ``grad_fn`` of the view ``v``, rebuilt first if its storage was modified in place
+    since it was recorded (through its base or another view): the view is then recorded anew
+    as a gather from its base's current history, as PyTorch regenerates view nodes."""
+    vc = v._vc
+    version = vc[0] if vc is not None else 0
+    if v._gf_version == version or v.grad_fn is None:
+        return v.grad_fn
+    base = v._ag_base
+    if not base._requires_grad:
+        return v.grad_fn
+    from .inplace import _logical_index
+
+    prev = state.enabled
+    state.enabled = True
+    try:
+        idx = _logical_index(base, v).reshape(-1)
+        new = base.reshape(-1)[idx].view(tuple(v._data.shape))
+    finally:
+        state.enabled = prev
+    v.grad_fn = new.grad_fn
+    if "_output_nr" in v.__dict__:
+        del v._output_nr
+    v._gf_version = version
+    return v.grad_fn
 
 
 # ------------------------------------------------------------------------------- the engine

@@ -14,7 +14,7 @@ import ember.tensor as et
 from ember.tensor._registry import OPS
 from ember.tensor._tensor import Tensor
 
-from .graph import _requires
+from .graph import _requires, fresh_view_grad_fn
 
 __all__ = ["record_inplace", "FUNCTIONAL"]
 
@@ -106,11 +106,16 @@ def _record_on_view(op, fn, self, args, kwargs):
     self._requires_grad = new_view._requires_grad
     if "_output_nr" in self.__dict__:
         del self._output_nr
+    if self._requires_grad:  # this view's history is current again; other views' are not
+        self._ag_base = base
+        self._gf_version = self._version
     return self
 
 
 def record_inplace(op, args, kwargs):
     self = args[0]
+    if self._ag_base is not None:
+        fresh_view_grad_fn(self)  # its values may have changed through another view
     if self.grad_fn is None and self._requires_grad:
         raise RuntimeError(
             f"{op.name}(): a leaf Variable that requires grad is being used in an in-place "
@@ -157,4 +162,6 @@ def record_inplace(op, args, kwargs):
         self._output_nr = nr
     elif "_output_nr" in self.__dict__:
         del self._output_nr
+    if self._ag_base is not None:
+        self._gf_version = self._version
     return self

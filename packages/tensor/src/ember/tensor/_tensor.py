@@ -171,6 +171,8 @@ class Tensor:
     _output_nr = 0
     _accum_ref = None
     _backward_hooks = None
+    _ag_base = None  # for a view recorded by autograd: the tensor its history is a view of
+    _gf_version = 0  # the version counter's value when grad_fn was set (views only)
     _requires_grad = False
     __array_priority__ = 1000
 
