@@ -547,6 +547,16 @@ def test_cross_entropy_forward(dtype, case, N, C):
         assert not dx[t == ignore].any()
 
 
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_large_float32_logits_keep_full_precision(eps):
+    # log(1/2) from logits near 1000, where one float32 ulp is 6e-5: the log-sum-exp must not
+    # be rounded to the input dtype before the logits are subtracted from it
+    x = np.array([[1000.0, 1000.0]], dtype=np.float32)
+    np.testing.assert_allclose(cpu.log_softmax_forward(x), np.log(0.5), rtol=2e-7)
+    loss, _ = cpu.cross_entropy_forward(x, np.array([0]), None, -100, eps)
+    np.testing.assert_allclose(loss, -np.log(0.5), rtol=2e-7)
+
+
 def test_cross_entropy_large_logits_and_errors():
     x = np.array([[1000.0, 0.0, -1000.0]], dtype=np.float32)
     loss, lse = cpu.cross_entropy_forward(x, np.array([0]), None, -100, 0.0)
