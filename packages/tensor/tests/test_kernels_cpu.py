@@ -692,3 +692,35 @@ def test_rnn_cells_float16_and_errors():
     with pytest.raises(RuntimeError, match=r"grad_h of shape \(3, 2\)"):
         cpu.lstm_cell_backward(np.zeros((3, 2)), None, np.zeros((2, 8)), np.zeros((2, 2)),
                                np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vexp_matches_numpy_exp_within_a_few_ulp(dtype):
+    from ember.tensor.kernels.cpu._vmath import vexp, vjit
+
+    @vjit
+    def apply(a, out):
+        for k in range(a.shape[0]):
+            out[k] = vexp(a[k])
+
+    info = np.finfo(dtype)
+    top = float(np.log(info.max))
+    rng = np.random.default_rng(0)
+    a = np.concatenate([rng.uniform(-5, 5, 5000), rng.uniform(-top - 30, top, 5000),
+                        [0.0, -0.0, 1.0, -1.0, top, top * 1.0001, -top - 40, 1e-30]]
+                       ).astype(dtype)
+    out = np.empty_like(a)
+    apply(a, out)
+    with np.errstate(over="ignore"):
+        ref = np.exp(a.astype(np.float64))
+    normal = (ref > info.tiny) & (ref < info.max)
+    rel = np.abs(out[normal].astype(np.float64) - ref[normal]) / ref[normal]
+    assert rel.max() <= 4 * info.eps
+    tiny = ref <= info.tiny  # the subnormal range underflows to (near) zero
+    assert (out[tiny] >= 0).all() and (out[tiny] <= 2 * info.tiny).all()
+    with np.errstate(over="ignore"):
+        assert np.array_equal(np.isinf(out), np.isinf(np.exp(a)))
+    special = np.array([np.inf, -np.inf, np.nan], dtype)
+    out_s = np.empty_like(special)
+    apply(special, out_s)
+    assert out_s[0] == np.inf and out_s[1] == 0.0 and np.isnan(out_s[2])
