@@ -54,11 +54,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the graph's leaves."""
     if grad_tensors is None and grad_variables is None and inputs is None and \
             tensors.__class__ is Tensor and tensors._requires_grad:
-        d = tensors._data  # the common call: loss.backward() on a scalar
-        if d.size == 1 and d.__class__ is np.ndarray:
-            one = Tensor._make(np.ones(d.shape, dtype=d.dtype))
-            graph.run_backward([tensors], [one], create_graph if retain_graph is None
-                               else retain_graph, create_graph)
+        if tensors._data.size == 1:  # the common call: loss.backward() on a scalar
+            graph.run_backward([tensors], [Tensor._make(_ones(tensors))],
+                               create_graph if retain_graph is None else retain_graph,
+                               create_graph)
             return
     outputs = _as_list(tensors)
     grads = _make_grads(outputs, _as_list(grad_tensors if grad_tensors is not None

@@ -123,7 +123,7 @@ class Node:
             raise
         finally:
             self.out = None  # the output points back at this node: no cycle survives
-        if result.__class__ is not tuple and not isinstance(result, (tuple, list)):
+        if not isinstance(result, (tuple, list)):
             result = (result,)
         return result
 
