@@ -14,20 +14,16 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> linear(et.ones(2, 3), et.ones(4, 3)).shape
     ember.Size([2, 4])
     """
-    a, w = input._data, weight._data
-    if a.ndim and w.ndim == 2 and a.shape[-1] == w.shape[1] and (
-            bias is None or bias._data.ndim == 1):
-        return et.linear(input, weight, bias)
-    if input.dim() == 0 or weight.dim() not in (1, 2):
+    a, w = input._data.shape, weight._data.shape  # raw shapes: this runs once per layer call
+    if not a or len(w) not in (1, 2):
         raise RuntimeError(f"linear: expected an input with at least 1 dim and a 1-D or 2-D "
-                           f"weight, got input {list(input.shape)} and weight "
-                           f"{list(weight.shape)}")
-    if input.shape[-1] != weight.shape[-1]:
+                           f"weight, got input {list(a)} and weight {list(w)}")
+    if a[-1] != w[-1]:
         raise RuntimeError(
             f"linear: mat1 and mat2 shapes cannot be multiplied "
-            f"({input.numel() // max(input.shape[-1], 1)}x{input.shape[-1]} and "
-            f"{weight.shape[-1]}x{weight.shape[0] if weight.dim() == 2 else 1})")
-    if weight.dim() == 2 and (bias is None or bias.dim() == 1):
+            f"({input.numel() // max(a[-1], 1)}x{a[-1]} and "
+            f"{w[-1]}x{w[0] if len(w) == 2 else 1})")
+    if len(w) == 2 and (bias is None or bias._data.ndim == 1):
         return et.linear(input, weight, bias)
     out = et.matmul(input, weight)
     if bias is not None:
