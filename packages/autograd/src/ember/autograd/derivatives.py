@@ -1,10 +1,12 @@
 """The one table of derivatives.
 
 One entry per differentiable op of ember.tensor's registry: ``@vjp(name, save=..., out=...)``
-names the positional arguments the formula reads (only those are kept alive and checked against
-version counters) and whether it reads the op's output. A formula gets ``c`` (``c.args``,
-``c.kwargs``, ``c.out``, ``c.needs``) and the output gradient ``g``, and returns one gradient per
-positional argument (None where there is none; a list for a list argument). Formulas are written
+names the arguments the formula reads (by position in the op's signature or by name; only those
+are kept alive and checked against version counters) and whether it reads the op's output. A
+formula gets ``c`` (``c.args``: the bound call, every parameter in declared order, readable by
+name as ``c.args.dim``; ``c.out``; ``c.needs``) and the output gradient ``g``, and returns one
+gradient per parameter in declared order (trailing ones may be left out; None where there is
+none; a list for a list argument). Formulas are written
 with ember ops, so with ``create_graph=True`` they are recorded too and second derivatives come
 from the same table. Gradients come back in the broadcast shape and result dtype; the engine
 reduces them to each input's shape and dtype in one place (``graph._reduce_to``).
@@ -343,9 +345,7 @@ def _threshold_backward(c, g):
 
 @vjp("clamp", save=(0, 1, 2))
 def _clamp(c, g):
-    a, lo, hi = (list(c.args) + [None, None])[:3]
-    lo = c.kwargs.get("min", lo)
-    hi = c.kwargs.get("max", hi)
+    a, lo, hi = c.args
     keep = et.ones_like(a, dtype=et.bool)
     if lo is not None:
         keep = keep & (a >= lo)
@@ -370,7 +370,7 @@ def _lerp(c, g):
     a, e, w = c.args
     ga = g * (1 - w) if c.needs[0] else None
     ge = g * w if c.needs[1] else None
-    gw = g * (e - a) if len(c.needs) > 2 and c.needs[2] else None
+    gw = g * (e - a) if c.needs[2] else None
     return ga, ge, gw
 
 
@@ -396,12 +396,12 @@ def _to_copy(c, g):
 
 @vjp("tril")
 def _tril(c, g):
-    return (et.tril(g, c.args[1] if len(c.args) > 1 else c.kwargs.get("diagonal", 0)),)
+    return (et.tril(g, c.args.diagonal),)
 
 
 @vjp("triu")
 def _triu(c, g):
-    return (et.triu(g, c.args[1] if len(c.args) > 1 else c.kwargs.get("diagonal", 0)),)
+    return (et.triu(g, c.args.diagonal),)
 
 
 # --------------------------------------------------------------------------- views
@@ -438,8 +438,7 @@ def _zeros_in(c, g, i: int = 0):
 
 @vjp("slice_view")
 def _slice_view(c, g):
-    dim, start, end = c.args[1:4]
-    step = c.args[4] if len(c.args) > 4 else c.kwargs.get("step", 1)
+    _, dim, start, end, step = c.args
     return (et.slice_scatter(_zeros_in(c, g), g, dim, start, end, step),)
 
 
@@ -451,9 +450,7 @@ def _select(c, g):
 
 @vjp("slice_scatter")
 def _slice_scatter(c, g):
-    _, _, dim, start, end = (list(c.args) + [0, None, None])[:5]
-    step = c.args[5] if len(c.args) > 5 else c.kwargs.get("step", 1)
-    dim = c.kwargs.get("dim", dim)
+    _, _, dim, start, end, step = c.args
     gi = et.slice_scatter(g, et.zeros_like(et.slice_view(g, dim, start, end, step)), dim,
                           start, end, step) if c.needs[0] else None
     gs = et.slice_view(g, dim, start, end, step) if c.needs[1] else None
@@ -470,7 +467,7 @@ def _select_scatter(c, g):
 
 @vjp("diagonal_scatter")
 def _diagonal_scatter(c, g):
-    offset, d1, d2 = (list(c.args[2:]) + [0, 0, 1][len(c.args) - 2:])[:3]
+    _, _, offset, d1, d2 = c.args
     gs = et.diagonal(g, offset, d1, d2)
     gi = et.diagonal_scatter(g, et.zeros_like(gs), offset, d1, d2) if c.needs[0] else None
     return gi, (gs if c.needs[1] else None)
@@ -494,14 +491,13 @@ def _unfold(c, g):
 
 @vjp("diagonal")
 def _diagonal(c, g):
-    return (et.diagonal_scatter(_zeros_in(c, g), g, *c.args[1:], **c.kwargs),)
+    return (et.diagonal_scatter(_zeros_in(c, g), g, *c.args[1:]),)
 
 
 @vjp("as_strided", save=(0,))
 def _as_strided(c, g):
     x = c.args[0]
-    size, stride = c.args[1], c.args[2]
-    offset = c.args[3] if len(c.args) > 3 else c.kwargs.get("storage_offset")
+    _, size, stride, offset = c.args
     base_off = x.storage_offset()
     rel = None if offset is None else offset - base_off
 
@@ -518,8 +514,7 @@ def _as_strided(c, g):
 
 @vjp("cat")
 def _cat(c, g):
-    dim = c.args[1] if len(c.args) > 1 else c.kwargs.get("dim", 0)
-    return (_cat_split(c, g, dim),)
+    return (_cat_split(c, g, c.args.dim),)
 
 
 def _cat_split(c, g, dim):
@@ -539,8 +534,7 @@ def _cat_split(c, g, dim):
 
 @vjp("stack")
 def _stack(c, g):
-    dim = c.args[1] if len(c.args) > 1 else c.kwargs.get("dim", 0)
-    return (list(et.unbind(g, dim)),)
+    return (list(et.unbind(g, c.args.dim)),)
 
 
 # --------------------------------------------------------------------------- reductions
@@ -548,12 +542,11 @@ def _rdims(c, x, pos: int = 1):
     """The reduced dims of a reduction over ``x`` (a tensor, or its number of dims)."""
     from ember.tensor._reduction import _dims
 
-    dim = c.args[pos] if len(c.args) > pos else c.kwargs.get("dim")
-    return _dims(dim, x if isinstance(x, int) else x.dim(), "backward")
+    return _dims(c.args[pos], x if isinstance(x, int) else x.dim(), "backward")
 
 
 def _keepdim(c, pos: int = 2) -> bool:
-    return bool(c.args[pos]) if len(c.args) > pos else bool(c.kwargs.get("keepdim", False))
+    return bool(c.args[pos])
 
 
 def _unreduce(g, shape, dims, keepdim):
@@ -619,8 +612,7 @@ def _prod(c, g):
 def _var(c, g):
     x = c.args[0]
     dims = _rdims(c, x)
-    corr = c.kwargs.get("correction", 1)
-    keep = bool(c.kwargs.get("keepdim", False))
+    corr, keep = c.args.correction, bool(c.args.keepdim)
     n = 1
     for d in dims:
         n *= x.shape[d]
@@ -631,7 +623,7 @@ def _var(c, g):
 @vjp("norm", save=(0,), out=True)
 def _norm(c, g):
     x = c.args[0]
-    p = c.args[1] if len(c.args) > 1 else c.kwargs.get("p", "fro")
+    p = c.args.p
     dims = _rdims(c, x, 2)
     keep = _keepdim(c, 3)
     gx = _unreduce(g, x.shape, dims, keep)
@@ -675,8 +667,7 @@ def _dim_arg(c, pos=1, default=-1):
     from ember.tensor._reduction import _one_dim
 
     x = c.args[0]
-    dim = c.args[pos] if len(c.args) > pos else c.kwargs.get("dim", default)
-    return _one_dim(dim, x.dim(), "backward") if x.dim() else 0
+    return _one_dim(c.args[pos], x.dim(), "backward") if x.dim() else 0
 
 
 @vjp("max_dim", "min_dim", "median_dim", "mode", save=(0,), out=True)
@@ -726,8 +717,7 @@ def _scan_dim(c):
     from ember.tensor._reduction import _one_dim
 
     ndim = len(c.meta[0][0])
-    dim = c.args[1] if len(c.args) > 1 else c.kwargs.get("dim")
-    return _one_dim(dim, ndim, "backward") if ndim else 0
+    return _one_dim(c.args.dim, ndim, "backward") if ndim else 0
 
 
 @vjp("cumsum")
@@ -786,7 +776,7 @@ def _linear(c, g):
     if c.needs[1]:
         g2 = g if flat else g.reshape(-1, g.shape[-1])
         gw = g2.mT @ (x if flat else x.reshape(-1, x.shape[-1]))
-    if len(c.needs) > 2 and c.needs[2]:
+    if c.needs[2]:
         gb = g.sum(0) if flat else g  # a batch of rows: one sum; else the engine reduces
     return gx, gw, gb
 
@@ -806,7 +796,7 @@ def _trace(c, g):
 @vjp("diag", save=(0,))
 def _diag(c, g):
     x = c.args[0]
-    k = c.args[1] if len(c.args) > 1 else c.kwargs.get("diagonal", 0)
+    k = c.args.diagonal
     if x.dim() == 1:
         return (et.diagonal(g, k),)
     return (et.diagonal_scatter(et.zeros_like(x, dtype=g.dtype), g, k),)
@@ -814,16 +804,14 @@ def _diag(c, g):
 
 @vjp("cross", save=(0, 1))
 def _cross(c, g):
-    a, b = c.args[:2]
-    dim = c.args[2] if len(c.args) > 2 else c.kwargs.get("dim")
+    a, b, dim = c.args
     return ((et.cross(b, g, dim) if c.needs[0] else None),
             (et.cross(g, a, dim) if c.needs[1] else None))
 
 
 @vjp("tensordot", save=(0, 1))
 def _tensordot(c, g):
-    a, b = c.args[:2]
-    dims = c.args[2] if len(c.args) > 2 else c.kwargs.get("dims", 2)
+    a, b, dims = c.args
     if isinstance(dims, int):
         ca, cb = list(range(a.dim() - dims, a.dim())), list(range(dims))
     else:
@@ -843,10 +831,10 @@ def _tensordot(c, g):
     return ga, gb
 
 
-@vjp("einsum", save=range(1, 64))
+@vjp("einsum", save=(1,))
 def _einsum(c, g):
-    eq = c.args[0].replace(" ", "")
-    ops = c.args[1:]
+    eq = c.args.equation.replace(" ", "")
+    ops = c.args.operands
     if "..." in eq:
         raise RuntimeError("einsum backward: equations with '...' are not supported by "
                            "ember's autograd; write the broadcast dims out explicitly")
@@ -861,12 +849,12 @@ def _einsum(c, g):
     subs = lhs.split(",")
     fresh = (ch for ch in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
              if ch not in eq)
-    grads = [None]
+    grads = []
     for i, s in enumerate(subs):
-        if not c.needs[i + 1]:
+        if c.meta[1][i] is None:
             grads.append(None)
             continue
-        shape_i = c.meta[i + 1][0]
+        shape_i = c.meta[1][i][0]
         size = {ch: shape_i[pos] for pos, ch in reversed(list(enumerate(s)))}
         uniq = "".join(dict.fromkeys(s))
         others = [(subs[j], ops[j]) for j in range(len(subs)) if j != i]
@@ -892,7 +880,7 @@ def _einsum(c, g):
             gi = et.einsum(",".join([uniq] + [e for e, _ in eyes]) + "->" + "".join(target),
                            gi, *[m for _, m in eyes])
         grads.append(gi)
-    return tuple(grads)
+    return None, grads
 
 
 # --------------------------------------------------------------------------- indexing
@@ -910,14 +898,14 @@ def _getitem_backward(c, g):
 def _setitem(c, g):
     index = c.args[1]
     gi = _ix.setitem_copy(g, index, 0.0) if c.needs[0] else None
-    gv = _ix.getitem(g, index) if len(c.needs) > 2 and c.needs[2] else None
+    gv = _ix.getitem(g, index) if c.needs[2] else None
     return gi, None, gv
 
 
 @vjp("index_put", save=(1,))
 def _index_put(c, g):
     indices = tuple(c.args[1])
-    accumulate = c.args[3] if len(c.args) > 3 else c.kwargs.get("accumulate", False)
+    accumulate = c.args.accumulate
     gi = None
     if c.needs[0]:
         gi = g if accumulate else et.index_put(g, indices, et.zeros((), dtype=g.dtype))
@@ -946,7 +934,7 @@ def _gather(c, g):
 def _scatter(c, g):
     dim, index = c.args[1], c.args[2]
     gi = g.scatter(dim, index, 0.0) if c.needs[0] else None
-    gs = g.gather(dim, index) if len(c.needs) > 3 and c.needs[3] else None
+    gs = g.gather(dim, index) if c.needs[3] else None
     return gi, None, None, gs
 
 
@@ -959,7 +947,7 @@ def _scatter_add(c, g):
 @vjp("index_add", save=(2,))
 def _index_add(c, g):
     dim, index = c.args[1], c.args[2]
-    alpha = c.kwargs.get("alpha", 1)
+    alpha = c.args.alpha
     gs = None
     if c.needs[3]:
         gs = g.index_select(dim, index) if g.dim() else g
@@ -981,7 +969,7 @@ def _index_copy(c, g):
 def _index_fill(c, g):
     dim, index = c.args[1], c.args[2]
     gi = g.index_fill(dim, index, 0.0)
-    gv = g.index_select(dim, index).sum() if len(c.needs) > 3 and c.needs[3] else None
+    gv = g.index_select(dim, index).sum() if c.needs[3] else None
     return gi, None, None, gv
 
 
@@ -1002,23 +990,19 @@ def _masked_scatter(c, g):
 
 @vjp("flip")
 def _flip(c, g):
-    dims = c.args[1:] if len(c.args) > 1 else (c.kwargs.get("dims"),)
-    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-        dims = tuple(dims[0])
-    return (g.flip(*dims),)
+    return (g.flip(*c.args.dims, **c.args.kwargs),)
 
 
 @vjp("roll")
 def _roll(c, g):
-    shifts = c.args[1] if len(c.args) > 1 else c.kwargs["shifts"]
-    dims = c.args[2] if len(c.args) > 2 else c.kwargs.get("dims")
+    _, shifts, dims = c.args
     neg = tuple(-s for s in shifts) if isinstance(shifts, (tuple, list)) else -shifts
     return (g.roll(neg, dims),)
 
 
 @vjp("repeat")
 def _repeat(c, g):
-    sizes = c.args[1:]
+    sizes = c.args.sizes
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
     in_shape = tuple(c.meta[0][0])

@@ -128,11 +128,21 @@ class _Entry:
         self._ctx._saved = None
 
 
+class _FunctionOp:
+    """What the graph reads of an op (its name, how its arguments are kept) for a Function."""
+
+    __slots__ = ("name",)
+    Args = tuple
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
 def _apply(cls_name: str, ctx, forward, backward, args):
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     with no_grad():
         out = forward(*args)
-    needs = state.enabled and graph._requires(args, None)
+    needs = state.enabled and graph._requires(args)
     multi = isinstance(out, tuple)
     outs = list(out) if multi else [out]
     dirty = getattr(ctx, "_dirty", set())
@@ -151,7 +161,7 @@ def _apply(cls_name: str, ctx, forward, backward, args):
                 raise RuntimeError("a leaf Variable that requires grad has been used in an "
                                    "in-place operation.")
         packed = tuple(outs) if multi else outs[0]
-        graph.attach(cls_name, entry, args, {}, packed if multi else packed)
+        graph.attach(_FunctionOp(cls_name), entry, args, packed)
         for o in outs:
             if isinstance(o, Tensor) and id(o) in non_diff:
                 o.grad_fn = None

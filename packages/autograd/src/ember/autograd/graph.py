@@ -30,14 +30,14 @@ class Node:
     """A recorded op: the backward function of its outputs (``grad_fn``).
 
     A node is also what its derivative formula reads (the ``c`` of ``derivatives.py``):
-    ``args`` (the saved positional arguments; unsaved tensors are None), ``kwargs``, ``out``
-    (the saved output while the formula runs, else None), ``needs`` (per positional argument,
-    whether it needs a gradient) and ``meta`` (per positional tensor argument, its
-    ``(shape, numpy dtype)``)."""
+    ``args`` (the bound call, a named tuple of every parameter in declared order; tensors the
+    formula does not save are None), ``out`` (the saved output while the formula runs, else
+    None), ``needs`` (per parameter, whether it needs a gradient) and ``meta`` (per tensor
+    parameter, its ``(shape, numpy dtype)``)."""
 
     # what every node sets lives in slots; the rarely set rest falls back to the class
     # defaults below and goes into a lazily created __dict__ when set
-    __slots__ = ("entry", "_edges", "args", "kwargs", "needs", "out", "meta", "_checks",
+    __slots__ = ("entry", "_edges", "args", "needs", "out", "meta", "_checks",
                  "_out_data", "_out_vc", "_n_out", "__dict__", "__weakref__")
     op = ""
     _hooks = None
@@ -128,8 +128,11 @@ class Node:
         return result
 
     def release(self) -> None:
-        self.args = None  # marks the node as freed
-        self._out_data = None
+        """Free what the node saved (PyTorch frees saved tensors, not nodes: a node that saved
+        none can run again)."""
+        if self._checks or self._out_data is not None:
+            self.args = None  # marks the saved tensors as freed
+            self._out_data = None
         release = self.entry.release
         if release is not None:  # custom Functions free their ctx's saved tensors
             release()
@@ -184,44 +187,34 @@ def _node_class(opname: str) -> type:
 
 
 # ------------------------------------------------------------------------------- recording
-def _requires(args, kwargs) -> bool:
-    for a in args:
-        if isinstance(a, _TensorType):
+def _requires(bound) -> bool:
+    """Does any tensor of the bound call (an argument, or an element of a list argument)
+    require grad?"""
+    for a in bound:
+        if a.__class__ is _TensorType or isinstance(a, _TensorType):
             if a._requires_grad:
                 return True
-        elif type(a) in (list, tuple):
+        elif a.__class__ is list or a.__class__ is tuple:
             for b in a:
                 if isinstance(b, _TensorType) and b._requires_grad:
                     return True
-    if kwargs:
-        for a in kwargs.values():
-            if isinstance(a, _TensorType) and a._requires_grad:
-                return True
     return False
 
 
-def record(op, args, kwargs):
-    """The recorder installed into the op registry."""
-    if not state.enabled:
-        return op.impl(*args, **kwargs)
-    for a in args:  # fast scan of the common case: plain tensor arguments
-        if a.__class__ is _TensorType:
-            if a._requires_grad:
-                break
-        elif _requires((a,), None):
-            break
-    else:
-        if not kwargs or not _requires((), kwargs):
-            return op.impl(*args, **kwargs)
+def record(op, bound):
+    """The recorder installed into the op registry: ``bound`` holds every parameter of the
+    op, in declared order, however the call passed it."""
+    if not state.enabled or not _requires(bound):
+        return op.run(*bound)
     if op.inplace:
-        return _inplace.record_inplace(op, args, kwargs)
-    out = op.impl(*args, **kwargs)
+        return _inplace.record_inplace(op, bound)
+    out = op.run(*bound)
     if not op.differentiable:
         return out
     entry = _TABLE.get(op.name)
     if entry is None:
         raise RuntimeError(f"ember.autograd: op '{op.name}' has no derivative in the table")
-    return attach(op.name, entry, args, kwargs, out)
+    return attach(op, entry, bound, out)
 
 
 def _save_checks(entry, save, saved, mask: int) -> list:
@@ -252,11 +245,12 @@ def _has_tensor(seq) -> bool:
     return False
 
 
-def attach(name: str, entry, args, kwargs, out):
-    """Create the node for ``out = op(*args, **kwargs)`` and connect the outputs to it."""
-    cls = _node_classes.get(name)
+def attach(op, entry, args, out):
+    """Create the node for ``out = op(*args)`` (``args``: the bound call) and connect the
+    outputs to it."""
+    cls = _node_classes.get(op.name)
     if cls is None:
-        cls = _node_class(name)
+        cls = _node_class(op.name)
     node = object.__new__(cls)
     node.entry = entry
     save = entry.save
@@ -304,8 +298,7 @@ def attach(name: str, entry, args, kwargs, out):
     node._checks = _save_checks(entry, save, saved, mask) if save else ()
     node._edges = edges
     node.meta = meta
-    node.args = saved
-    node.kwargs = kwargs
+    node.args = tuple.__new__(op.Args, saved)
     if state.anomaly:
         node._trace = traceback.format_stack()[:-3]
     if out.__class__ is _TensorType or isinstance(out, _TensorType):

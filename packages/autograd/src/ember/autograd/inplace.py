@@ -14,7 +14,7 @@ import ember.tensor as et
 from ember.tensor._registry import OPS
 from ember.tensor._tensor import Tensor
 
-from .graph import _requires, fresh_view_grad_fn
+from .graph import _requires, fresh_view_grad_fn, record
 
 __all__ = ["record_inplace", "FUNCTIONAL"]
 
@@ -74,7 +74,7 @@ def _logical_index(base: Tensor, view: Tensor) -> Tensor:
     return Tensor._make(np.ascontiguousarray(idx)).to(base.device)
 
 
-def _record_on_view(op, fn, self, args, kwargs):
+def _record_on_view(op, fn, self, args):
     """In-place op on a view of a base in the graph (PyTorch's CopySlices): the base's new
     value is ``index_put`` of the view's new value into the old base, and the view is then
     read back out of it, so both keep a correct history."""
@@ -86,7 +86,7 @@ def _record_on_view(op, fn, self, args, kwargs):
     idx = _logical_index(base, self)
     src = _snapshot(self) if self._requires_grad else self.detach()
     rest = tuple(src if a is self else a for a in args[1:])
-    res = fn(src, *rest, **kwargs)
+    res = fn(src, *rest)
     if tuple(res.shape) != tuple(self.shape):
         raise RuntimeError(
             f"{op.name}(): output with shape {list(self.shape)} doesn't match the broadcast "
@@ -112,7 +112,8 @@ def _record_on_view(op, fn, self, args, kwargs):
     return self
 
 
-def record_inplace(op, args, kwargs):
+def record_inplace(op, args):
+    """``args``: the bound call of the in-place op ``op``."""
     self = args[0]
     if self._ag_base is not None:
         fresh_view_grad_fn(self)  # its values may have changed through another view
@@ -122,7 +123,7 @@ def record_inplace(op, args, kwargs):
             "operation. Wrap the update in `with ember.autograd.no_grad():` or operate on "
             "`.data`/`.detach()`.")
     if not op.differentiable:
-        out = op.impl(*args, **kwargs)
+        out = op.run(*args)
         self.grad_fn = None
         self._requires_grad = False
         return out
@@ -131,7 +132,8 @@ def record_inplace(op, args, kwargs):
         twin = OPS.get(op.name[:-1])
         if twin is None:
             raise RuntimeError(f"ember.autograd: in-place op '{op.name}' has no out-of-place twin")
-        fn = twin.public
+        def fn(*bound, _twin=twin):
+            return record(_twin, bound)
         from .derivatives import TABLE
 
         entry = TABLE.get(twin.name)
@@ -139,12 +141,12 @@ def record_inplace(op, args, kwargs):
     else:
         needs_old = False
     if self._base is not None and (self._base._requires_grad or self._requires_grad
-                                   or _requires(args[1:], kwargs)):
-        return _record_on_view(op, fn, self, args, kwargs)
+                                   or _requires(args[1:])):
+        return _record_on_view(op, fn, self, args)
     aliased = any(a is self for a in args[1:])
     src = _snapshot(self) if (needs_old or aliased) and self._requires_grad else self
     rest = tuple(src if a is self else a for a in args[1:])
-    res = fn(src, *rest, **kwargs)
+    res = fn(src, *rest)
     if tuple(res.shape) != tuple(self.shape):
         raise RuntimeError(
             f"{op.name}(): output with shape {list(self.shape)} doesn't match the broadcast "

@@ -13,7 +13,17 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import _creation, _indexing, _linalg, _pointwise, _random, _reduction, _shape, cuda
+from . import (
+    _creation,
+    _indexing,
+    _linalg,
+    _pointwise,
+    _random,
+    _reduction,
+    _shape,
+    cuda,
+    serialization,
+)
 from ._creation import *
 from ._device import device
 from ._dtype import (

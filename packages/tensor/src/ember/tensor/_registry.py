@@ -1,72 +1,201 @@
 """The single op registry.
 
-Every primitive op is declared once with :func:`defop`: its name, whether it is
-differentiable, and one implementation written against the array API that NumPy and CuPy share
-(``xp = array_module(arr)``). Tensor methods, the ``ember.tensor`` functions and the Python
-operators all call the function that ``defop`` returns.
+Every primitive op is declared once with :func:`defop`: its name (the public name), its
+signature (the implementation's own parameter list, which is PyTorch's: names, defaults and
+keyword-only markers), whether it is differentiable, whether it writes its first argument, and
+whether it takes PyTorch's ``out=``. The implementation is written once against the array API
+that NumPy and CuPy share (``xp = array_module(arr)``). Tensor methods, the ``ember.tensor``
+functions and the Python operators all call the function that ``defop`` returns.
+
+``defop`` compiles that public function from the signature: Python itself binds a call, however
+its arguments were passed, to one tuple of every parameter in declared order (defaults filled).
+Everything downstream of the call (the autograd recorder, derivative formulas, tracing) reads
+that tuple, by position or by name through ``op.Args``, so positional and keyword calls behave
+the same.
 
 Autograd is a layer on top: ``ember.autograd`` calls :func:`set_recorder` once, and from then
-on every call goes through its recorder, which runs the implementation and records a graph
-node when grad mode is on and an input requires grad. The core never computes a gradient.
+on every call goes through its recorder, ``recorder(op, bound)``, which runs the op
+(``op.run(*bound)``) and records a graph node when grad mode is on and an input requires grad.
+The core never computes a gradient.
 """
 from __future__ import annotations
 
-import functools
+import inspect
+from collections import namedtuple
 from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["OpDef", "OPS", "defop", "set_recorder", "array_module"]
+__all__ = ["OpDef", "OPS", "defop", "set_recorder", "array_module", "write_out"]
+
+_P = inspect.Parameter
 
 
 class OpDef:
-    """One registry entry."""
+    """One registry entry.
 
-    __slots__ = ("name", "impl", "differentiable", "inplace", "public")
+    ``names``: the parameters in declared order; ``Args``: a named tuple of them (what a bound
+    call is read as); ``run(*bound)`` runs the implementation on a bound call; ``public``: the
+    function users call; ``out``: the op takes ``out=``."""
 
-    def __init__(self, name: str, impl: Callable, differentiable: bool, inplace: bool) -> None:
+    __slots__ = ("name", "impl", "differentiable", "inplace", "out", "public", "signature",
+                 "names", "Args", "run")
+
+    def __init__(self, name: str, impl: Callable, differentiable: bool, inplace: bool,
+                 out: bool) -> None:
         self.name = name
         self.impl = impl
         self.differentiable = differentiable
         self.inplace = inplace
+        self.out = out
         self.public: Callable | None = None
+        self.signature = inspect.signature(impl)
+        self.names = tuple(self.signature.parameters)
+        self.Args = namedtuple(f"{name.strip('_') or 'op'}_args", self.names, rename=True)
+
+    def index(self, name: str) -> int:
+        """Position of parameter ``name`` in a bound call."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise KeyError(f"op {self.name!r} has no parameter {name!r} "
+                           f"(parameters: {', '.join(self.names)})") from None
 
     def __repr__(self) -> str:
         kind = "differentiable" if self.differentiable else "non-differentiable"
-        return f"<op {self.name} ({kind}{', in-place' if self.inplace else ''})>"
+        return f"<op {self.name}{self.signature} ({kind}{', in-place' if self.inplace else ''})>"
 
 
 OPS: dict[str, OpDef] = {}
-_recorder: Callable | None = None
+_state = [None]  # [recorder]: one list cell the compiled public functions read
 
 
 def set_recorder(fn: Callable | None) -> None:
-    """Install the autograd layer's recorder: ``fn(op, args, kwargs) -> result``."""
-    global _recorder
-    _recorder = fn
+    """Install the autograd layer's recorder: ``fn(op, bound) -> result``."""
+    _state[0] = fn
 
 
-def defop(name: str, *, differentiable: bool = True, inplace: bool = False):
-    """Declare a primitive op. ``inplace`` ops modify their first argument and return it."""
+def _compile(op: OpDef):
+    """Build ``op.run`` and ``op.public`` from the implementation's signature."""
+    params = list(op.signature.parameters.values())
+    decl, call, names = [], [], []
+    env = {"_impl": op.impl, "_op": op, "_state": _state, "_write_out": write_out}
+    star = False
+    for i, p in enumerate(params):
+        name = p.name
+        default = "" if p.default is _P.empty else f"=_d{i}"
+        if default:
+            env[f"_d{i}"] = p.default
+        if p.kind is _P.VAR_POSITIONAL:
+            decl.append(f"*{name}")
+            call.append(f"*{name}")
+            star = True
+        elif p.kind is _P.VAR_KEYWORD:
+            decl.append(f"**{name}")
+            call.append(f"**{name}")
+        elif p.kind is _P.KEYWORD_ONLY:
+            if not star:
+                decl.append("*")
+                star = True
+            decl.append(name + default)
+            call.append(f"{name}={name}")
+        else:
+            decl.append(name + default)
+            call.append(name)
+        if p.kind is _P.POSITIONAL_ONLY and (i + 1 == len(params) or
+                                             params[i + 1].kind is not _P.POSITIONAL_ONLY):
+            decl.append("/")
+        names.append(name)
+    bound = f"({', '.join(names)},)"
+    out_decl = ""
+    out_check = ""
+    if op.out:
+        out_decl = ", out=None" if star else ", *, out=None"
+        out_check = (f"    if out is not None:\n"
+                     f"        return _write_out(_op, {op.impl.__name__}({', '.join(call)}), "
+                     f"out)\n")
+    fname = op.impl.__name__
+    src = (f"def run({', '.join(names)}):\n"
+           f"    return _impl({', '.join(call)})\n"
+           f"def {fname}({', '.join(decl)}{out_decl}):\n"
+           f"{out_check}"
+           f"    rec = _state[0]\n"
+           f"    if rec is None:\n"
+           f"        return _impl({', '.join(call)})\n"
+           f"    return rec(_op, {bound})\n")
+    exec(compile(src, f"<ember op {op.name}>", "exec"), env)
+    plain = all(p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD) for p in params)
+    op.run = op.impl if plain else env["run"]
+    public = env[fname]
+    public.__doc__ = op.impl.__doc__
+    public.__module__ = op.impl.__module__
+    public.__qualname__ = op.impl.__qualname__
+    public.__wrapped__ = op.impl
+    public.op = op
+    return public
+
+
+def defop(name: str, *, differentiable: bool = True, inplace: bool = False, out: bool = False):
+    """Declare a primitive op. ``inplace`` ops modify their first argument and return it;
+    ``out`` ops take PyTorch's keyword-only ``out=`` (written by :func:`write_out`)."""
 
     def deco(impl: Callable) -> Callable:
         if name in OPS:
             raise RuntimeError(f"op {name!r} is declared twice")
-        op = OpDef(name, impl, differentiable, inplace)
+        op = OpDef(name, impl, differentiable, inplace, out and not inplace)
+        op.public = _compile(op)
         OPS[name] = op
-
-        @functools.wraps(impl)
-        def public(*args, **kwargs):
-            rec = _recorder
-            if rec is None:
-                return impl(*args, **kwargs)
-            return rec(op, args, kwargs)
-
-        public.op = op
-        op.public = public
-        return public
+        return op.public
 
     return deco
+
+
+def _dtype_name(dt) -> str:
+    from ._dtype import from_numpy_dtype
+
+    return repr(from_numpy_dtype(dt)).split(".")[-1].capitalize()
+
+
+def write_out(op, result, out):
+    """PyTorch's ``out=``: write ``result`` (a tensor or a tuple of tensors) into ``out``
+    (resized when its shape differs), checking that the result's dtype can be cast to
+    ``out``'s and that no gradient is being asked for; returns ``out``."""
+    from ._tensor import Tensor
+
+    name = op if isinstance(op, str) else op.name
+    if isinstance(result, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
+        return type(result)(write_out(name, r, o) for r, o in zip(result, out)) \
+            if type(result) is tuple else type(result)(*(write_out(name, r, o)
+                                                         for r, o in zip(result, out)))
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if result.requires_grad:
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    if out.requires_grad and out.grad_fn is None:
+        raise RuntimeError(f"{name}(): a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    src, dst = result._data, out._data
+    if type(src) is not type(dst):
+        raise RuntimeError(f"{name}(): Expected out tensor to be on device {result.device}, "
+                           f"but got it on device {out.device}")
+    if src.dtype != dst.dtype:
+        from ._dtype import can_cast, from_numpy_dtype
+
+        if not can_cast(from_numpy_dtype(src.dtype), from_numpy_dtype(dst.dtype)):
+            raise RuntimeError(f"{name}(): result type {_dtype_name(src.dtype)} can't be cast "
+                               f"to the desired output type {_dtype_name(dst.dtype)}")
+    if src.shape != dst.shape:
+        if out._base is not None:
+            raise RuntimeError(f"{name}(): out tensor of shape {list(dst.shape)} is a view and "
+                               f"cannot be resized to {list(src.shape)}")
+        out._data = src.astype(dst.dtype, copy=True)  # PyTorch resizes out to the result
+    else:
+        dst[...] = src
+    out._bump()
+    return out
 
 
 def array_module(arr):
