@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import CPU, device, to_device
-from ._registry import array_module, defop
+from ._registry import array_module, defop, with_out
 from ._tensor import Size, Tensor, _device_of
 
 __all__ = [
@@ -212,13 +212,15 @@ def _finish(arr, requires_grad: bool) -> Tensor:
     return t
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
+@with_out(factory=True)
+def empty(*size, dtype=None, device=None, requires_grad: bool = False,
           memory_format=None, pin_memory: bool = False, layout=None) -> Tensor:
     """An uninitialized tensor of the given shape."""
     return _finish(_factory("empty", size, dtype, device, None), requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
+@with_out(factory=True)
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
           layout=None) -> Tensor:
     """A tensor of zeros.
 
@@ -228,14 +230,16 @@ def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
     return _finish(_factory("zeros", size, dtype, device, 0), requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
+@with_out(factory=True)
+def ones(*size, dtype=None, device=None, requires_grad: bool = False,
          layout=None) -> Tensor:
     """A tensor of ones."""
     return _finish(_factory("ones", size, dtype, device, 1), requires_grad)
 
 
+@with_out(factory=True)
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False,
-         out=None, layout=None) -> Tensor:
+         layout=None) -> Tensor:
     """A tensor filled with ``fill_value``; the dtype follows the value's kind by default."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -292,8 +296,8 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
                 requires_grad=requires_grad)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
-           out=None) -> Tensor:
+@with_out(factory=True)
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 for integer arguments.
 
     >>> arange(5).tolist()
@@ -323,6 +327,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(arr, requires_grad)
 
 
+@with_out(factory=True)
 def range(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:  # noqa: A001
     """Deprecated in PyTorch: like arange but with ``end`` included; float by default."""
     if end is None:
@@ -333,8 +338,8 @@ def range(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fal
     return _finish((start + xp.arange(n, dtype=np.float64) * step).astype(dt.np), requires_grad)
 
 
-def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False,
-             out=None) -> Tensor:
+@with_out(factory=True)
+def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     if not isinstance(steps, numbers.Integral) or steps < 0:
         raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
@@ -353,8 +358,9 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=F
     return _finish(arr.astype(dt.np), requires_grad)
 
 
+@with_out(factory=True)
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
-             requires_grad=False, out=None) -> Tensor:
+             requires_grad=False) -> Tensor:
     """``base ** linspace(start, end, steps)``."""
     lin = linspace(start, end, steps, dtype=D.float64, device=device)
     dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, "logspace")
@@ -362,8 +368,8 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     return _finish(xp.power(base, lin._data).astype(dt.np), requires_grad)
 
 
-def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False,
-        out=None) -> Tensor:
+@with_out(factory=True)
+def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """The identity matrix (``n x m``)."""
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye(): n and m must be non-negative, got n={n}, m={m}")
@@ -371,7 +377,7 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=
     return _finish(_xp(to_device(device)).eye(n, m, dtype=dt.np), requires_grad)
 
 
-@defop("tril")
+@defop("tril", out=True)
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle of the last two dims; the rest is zero."""
     if input.dim() < 2:
@@ -379,7 +385,7 @@ def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     return _make(array_module(input._data).tril(input._data, diagonal))
 
 
-@defop("triu")
+@defop("triu", out=True)
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle of the last two dims; the rest is zero."""
     if input.dim() < 2:

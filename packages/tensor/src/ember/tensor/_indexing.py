@@ -634,7 +634,7 @@ def _index_vector(index, op: str, kinds: str, what: str, exc: type = RuntimeErro
     return a
 
 
-@defop("index_select")
+@defop("index_select", out=True)
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """The slices of ``input`` along ``dim`` at ``index`` (1-D int64 or int32).
 
@@ -672,7 +672,7 @@ def _gather_index(index, op: str):
     return a
 
 
-@defop("gather")
+@defop("gather", out=True)
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` (and likewise for other dims).
 
@@ -787,7 +787,7 @@ def _fresh(input: Tensor):
     return xp.array(input._data, copy=True, order="C")
 
 
-@defop("scatter")
+@defop("scatter", out=True)
 def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
             reduce: str | None = None) -> Tensor:
     """Out-of-place :func:`scatter_`: ``out[index[i][j]][j] = src[i][j]`` for ``dim=0``;
@@ -815,7 +815,7 @@ def scatter_(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
     return input
 
 
-@defop("scatter_add")
+@defop("scatter_add", out=True)
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """Out-of-place :func:`scatter_add_`: ``out[index[i][j]][j] += src[i][j]`` for ``dim=0``,
     duplicates summed.
@@ -878,7 +878,7 @@ def _index_add_into_tensor(out, op: str, input: Tensor, dim, index, source, alph
     _index_add_into(out.reshape(dshape), P, M, Q, a, src3, alpha)
 
 
-@defop("index_add")
+@defop("index_add", out=True)
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
     """``out.index_select(dim, index) += alpha * source``, duplicates summed.
 
@@ -924,7 +924,7 @@ def _index_copy_into(out, op: str, input: Tensor, dim, index, source) -> None:
     w[(slice(None),) * dim + (a,)] = source._data.reshape(sshape)
 
 
-@defop("index_copy")
+@defop("index_copy", out=True)
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by ``source``.
 
@@ -1042,7 +1042,7 @@ def _masked_scatter_into(out, op: str, m, source: Tensor) -> None:
 _MS_MASK = "masked_scatter(): only supports boolean masks, but got mask with dtype {}"
 
 
-@defop("masked_scatter")
+@defop("masked_scatter", out=True)
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """Copies consecutive elements of ``source`` into ``input`` where ``mask`` is True.
 
@@ -1081,7 +1081,7 @@ def masked_scatter_(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ nonzero
-@defop("nonzero", differentiable=False)
+@defop("nonzero", differentiable=False, out=True)
 def nonzero(input: Tensor, *, as_tuple: bool = False):
     """The indices of the non-zero elements: an (n, ndim) int64 tensor, or a tuple of ndim 1-D
     tensors with ``as_tuple=True``.

@@ -154,7 +154,7 @@ def _own(r, inputs):
 
 
 # ---------------------------------------------------------------------------- products
-@defop("matmul")
+@defop("matmul", out=True)
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with PyTorch's rules: 1-d @ 1-d is a dot product, a 1-d operand is
     promoted to a matrix and the added dim removed, batch dims broadcast.
@@ -294,7 +294,7 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
     return matmul(input, tensor)
 
 
-@defop("outer")
+@defop("outer", out=True)
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """Outer product of two 1-d tensors (dtypes promote like ``*``).
 
@@ -379,7 +379,7 @@ def _tensordot_dims(dims, n1: int, n2: int):
     raise TypeError("tensordot(): dims must be an int or a pair of lists of dims")
 
 
-@defop("tensordot")
+@defop("tensordot", out=True)
 def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     """Contract the last ``dims`` dims of ``a`` with the first ``dims`` dims of ``b`` (or the
     dims listed in a pair of lists).
@@ -509,7 +509,7 @@ def trace(input: Tensor) -> Tensor:
     return _make(xp.asarray(xp.trace(d, dtype=acc)).astype(out, copy=False))
 
 
-@defop("diag")
+@defop("diag", out=True)
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """A 1-d tensor becomes a square matrix with it on diagonal ``diagonal``; a matrix gives
     a copy of that diagonal.
@@ -527,7 +527,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {d.ndim}D")
 
 
-@defop("cross")
+@defop("cross", out=True)
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """Cross product of 3-vectors along ``dim`` (the first dim of size 3 when None);
     shapes broadcast.

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import check_inplace, check_same_device, device_error
-from ._registry import array_module, defop
+from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
 
 _make = Tensor._make
@@ -194,7 +194,7 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
     impl.__name__, impl_.__name__ = name, name + "_"
     impl.__doc__ = doc
     impl_.__doc__ = f"In-place :func:`{name}`."
-    return defop(name)(impl), defop(name + "_", inplace=True)(impl_)
+    return defop(name, out=True)(impl), defop(name + "_", inplace=True)(impl_)
 
 
 mul, mul_ = _binary("mul", "multiply", """Elementwise product.
@@ -215,7 +215,8 @@ sub, sub_ = _binary("sub", "subtract", """``input - other`` elementwise.
 _add_plain, _sub_plain = add, sub
 
 
-def add(input, other, *, alpha=1, out=None):  # noqa: F811
+@with_out
+def add(input, other, *, alpha=1):  # noqa: F811
     """``input + alpha * other`` elementwise.
 
     >>> add(tensor([1., 2.]), tensor([1., 1.]), alpha=2)
@@ -226,7 +227,8 @@ def add(input, other, *, alpha=1, out=None):  # noqa: F811
     return _add_plain(input, other)
 
 
-def sub(input, other, *, alpha=1, out=None):  # noqa: F811
+@with_out
+def sub(input, other, *, alpha=1):  # noqa: F811
     """``input - alpha * other`` elementwise."""
     if alpha != 1:
         other = mul(other, alpha)
@@ -296,7 +298,8 @@ def floor_divide_(input, other):
     return _floor_divide_(input, other)
 
 
-def div(input, other, *, rounding_mode=None, out=None):
+@with_out
+def div(input, other, *, rounding_mode=None):
     """Division: true division by default, ``rounding_mode='floor'`` or ``'trunc'``.
 
     >>> div(tensor([7., -7.]), 2, rounding_mode='trunc')
@@ -381,7 +384,7 @@ def _compare(name: str, ufunc_name: str, doc: str):
 
     impl.__name__, impl.__doc__ = name, doc
     impl_.__name__ = name + "_"
-    return (defop(name, differentiable=False)(impl),
+    return (defop(name, differentiable=False, out=True)(impl),
             defop(name + "_", differentiable=False, inplace=True)(impl_))
 
 
@@ -401,13 +404,13 @@ logical_xor, logical_xor_ = _compare("logical_xor", "logical_xor", "Elementwise 
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
-@defop("logical_not", differentiable=False)
+@defop("logical_not", differentiable=False, out=True)
 def logical_not(input: Tensor) -> Tensor:
     """Elementwise logical NOT (bool result)."""
     return _make(array_module(input._data).logical_not(input._data))
 
 
-@defop("bitwise_not", differentiable=False)
+@defop("bitwise_not", differentiable=False, out=True)
 def bitwise_not(input: Tensor) -> Tensor:
     """Elementwise bitwise NOT (``~``); logical NOT for bools."""
     if input.dtype.is_floating_point:
@@ -601,7 +604,7 @@ def _unary(name: str, fn, desc: str, float_out: bool):
                     "    ember.Size([2])\n")
     impl_.__doc__ = f"In-place :func:`{name}`."
     diff = name not in _NONDIFF_UNARY
-    return defop(name, differentiable=diff)(impl), defop(
+    return defop(name, differentiable=diff, out=True)(impl), defop(
         name + "_", differentiable=diff, inplace=True)(impl_)
 
 
@@ -615,7 +618,7 @@ arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, aco
 fix = trunc  # noqa: F821
 
 
-@defop("round")
+@defop("round", out=True)
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
     """Round half to even (optionally to ``decimals`` places).
 
@@ -695,7 +698,7 @@ def _threshold_backward(grad_output: Tensor, output: Tensor, threshold) -> Tenso
     return _make(g * (y > threshold))
 
 
-@defop("clamp")
+@defop("clamp", out=True)
 def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """Clamp every element into ``[min, max]`` (either bound may be None or a tensor).
 
@@ -736,7 +739,7 @@ def clamp_max(input, max):  # noqa: A002
     return clamp(input, max=max)
 
 
-@defop("where")
+@defop("where", out=True)
 def _where(condition: Tensor, input, other) -> Tensor:
     c = condition._data
     if c.dtype.kind != "b":
@@ -762,7 +765,7 @@ def where(condition: Tensor, input=None, other=None):
     return _where(condition, input, other)
 
 
-@defop("lerp")
+@defop("lerp", out=True)
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     """Linear interpolation ``input + weight * (end - input)``.
 

@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as D
-from ._registry import array_module, defop
+from ._registry import array_module, defop, with_out, write_out
 from ._tensor import Tensor
 
 __all__ = [
@@ -199,7 +199,7 @@ def _finish_last(r, d, ax: int, keepdim: bool):
 
 
 # ---------------------------------------------------------------------------- sums
-@defop("sum")
+@defop("sum", out=True)
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """Sum over ``dim`` (all dims by default); integer and bool inputs sum to int64.
 
@@ -219,7 +219,7 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     return _make(_own(r.astype(out, copy=False), d))
 
 
-@defop("nansum")
+@defop("nansum", out=True)
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Sum treating NaN as zero.
 
@@ -249,7 +249,7 @@ def _mean_dtype(d, dtype, op: str) -> np.dtype:
     return d.dtype
 
 
-@defop("mean")
+@defop("mean", out=True)
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Arithmetic mean over ``dim``; floating inputs only (or pass a floating ``dtype``).
 
@@ -285,7 +285,7 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
     return true_divide(total, n)
 
 
-@defop("prod")
+@defop("prod", out=True)
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Product over one ``dim`` (all elements by default); integer inputs give int64.
 
@@ -315,7 +315,7 @@ def _correction(op: str, dim, unbiased, correction):
     return dim, correction
 
 
-@defop("var")
+@defop("var", out=True)
 def _var(input: Tensor, dim=None, *, correction=1, keepdim: bool = False) -> Tensor:
     d = input._data
     if d.dtype.kind != "f":
@@ -339,6 +339,7 @@ def _var(input: Tensor, dim=None, *, correction=1, keepdim: bool = False) -> Ten
     return _make(_own(r.astype(d.dtype, copy=False), d))
 
 
+@with_out
 def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction=None) -> Tensor:
     """Variance over ``dim``: ``sum((x - mean)**2) / (N - correction)`` (``correction=1``,
@@ -351,6 +352,7 @@ def var(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = F
     return _var(input, dim, correction=correction, keepdim=keepdim)
 
 
+@with_out
 def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction=None) -> Tensor:
     """Standard deviation: the square root of :func:`var` (same arguments).
@@ -397,8 +399,8 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None,
     >>> norm(tensor([3., 4.]))
     tensor(5.)
     """
-    if out is not None:
-        raise TypeError("norm(): the 'out' argument is not supported")
+    if out is not None:  # PyTorch's norm takes out= positionally too
+        return write_out("norm", norm(input, p, dim, keepdim, dtype=dtype), out)
     d = input._data
     if dtype is not None:
         dt = D.to_dtype(dtype, "norm")
@@ -453,7 +455,7 @@ def _amaxmin(name: str, fn: str, doc: str):
         return _make(_own(r, d))
 
     impl.__name__, impl.__doc__ = name, doc
-    return defop(name)(impl)
+    return defop(name, out=True)(impl)
 
 
 amax = _amaxmin("amax", "amax", """Maximum over ``dim`` (all dims by default); NaN propagates.
@@ -495,13 +497,14 @@ def _max_min_dim(name: str, largest: bool):
 
     impl.__name__ = name
     impl.__doc__ = f"``{name[:3]}(input, dim)``: the (values, indices) registry op."
-    return defop(name)(impl)
+    return defop(name, out=True)(impl)
 
 
 _max_dim = _max_min_dim("max_dim", True)
 _min_dim = _max_min_dim("min_dim", False)
 
 
+@with_out
 def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     """The largest element; with ``dim``, ``(values, indices)`` along that dim (first
     occurrence); with a tensor as second argument, the elementwise :func:`maximum`.
@@ -519,6 +522,7 @@ def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     return return_types.max(*_max_dim(input, dim, keepdim))
 
 
+@with_out
 def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     """The smallest element; with ``dim``, ``(values, indices)`` along that dim (first
     occurrence); with a tensor as second argument, the elementwise :func:`minimum`.
@@ -563,7 +567,7 @@ def _argmaxmin(name: str, largest: bool, doc: str):
         return _make(i if keepdim else xp.squeeze(i, ax))
 
     impl.__name__, impl.__doc__ = name, doc
-    return defop(name, differentiable=False)(impl)
+    return defop(name, differentiable=False, out=True)(impl)
 
 
 argmax = _argmaxmin("argmax", True, """Index of the largest element (of the flattened tensor
@@ -598,7 +602,7 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
 
 
 # ---------------------------------------------------------------------------- logsumexp
-@defop("logsumexp")
+@defop("logsumexp", out=True)
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))``, computed without overflow; integer inputs give the
     default float dtype.
@@ -640,7 +644,7 @@ def _logical_reduce(name: str, doc: str):
         return _make(_own(r, d))
 
     impl.__name__, impl.__doc__ = name, doc
-    return defop(name, differentiable=False)(impl)
+    return defop(name, differentiable=False, out=True)(impl)
 
 
 all = _logical_reduce("all", """True where every element over ``dim`` is nonzero (uint8
@@ -683,7 +687,7 @@ def _scan(name: str, fn: str, doc: str):
         return _make(_own(r.astype(out, copy=False), d))
 
     impl.__name__, impl.__doc__ = name, doc
-    return defop(name)(impl)
+    return defop(name, out=True)(impl)
 
 
 cumsum = _scan("cumsum", "cumsum", """Cumulative sum along ``dim``; integer inputs give int64.
@@ -744,7 +748,7 @@ def _median_all(input: Tensor) -> Tensor:
     return _make(xp.asarray(r).astype(d.dtype, copy=True))
 
 
-@defop("median_dim")
+@defop("median_dim", out=True)
 def _median_dim(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
     d = input._data
     if d.dtype.kind == "b":
@@ -777,7 +781,7 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
     return return_types.median(*_median_dim(input, dim, keepdim))
 
 
-@defop("kthvalue")
+@defop("kthvalue", out=True)
 def _kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     d = input._data
     if d.dtype.kind == "b":
@@ -803,7 +807,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     return return_types.kthvalue(*_kthvalue(input, k, dim, keepdim))
 
 
-@defop("mode")
+@defop("mode", out=True)
 def _mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     d = input._data
     ax = _one_dim(dim, d.ndim, "mode")
@@ -842,7 +846,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     return return_types.mode(*_mode(input, dim, keepdim))
 
 
-@defop("sort")
+@defop("sort", out=True)
 def _sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
     d = input._data
     ax = _one_dim(dim, d.ndim, "sort")
@@ -881,7 +885,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
     return _make(idx.astype(_int64, copy=False))
 
 
-@defop("topk")
+@defop("topk", out=True)
 def _topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
     d = input._data
     ax = _one_dim(dim, d.ndim, "topk")

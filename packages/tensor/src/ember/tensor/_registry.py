@@ -20,13 +20,14 @@ The core never computes a gradient.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from collections import namedtuple
 from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["OpDef", "OPS", "defop", "set_recorder", "array_module", "write_out"]
+__all__ = ["OpDef", "OPS", "defop", "set_recorder", "array_module", "write_out", "with_out"]
 
 _P = inspect.Parameter
 
@@ -130,7 +131,6 @@ def _compile(op: OpDef):
     public.__doc__ = op.impl.__doc__
     public.__module__ = op.impl.__module__
     public.__qualname__ = op.impl.__qualname__
-    public.__wrapped__ = op.impl
     public.op = op
     return public
 
@@ -150,10 +150,14 @@ def defop(name: str, *, differentiable: bool = True, inplace: bool = False, out:
     return deco
 
 
-def _dtype_name(dt) -> str:
-    from ._dtype import from_numpy_dtype
+_SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+                 "int32": "Int", "int64": "Long", "float16": "Half", "float32": "Float",
+                 "float64": "Double"}
 
-    return repr(from_numpy_dtype(dt)).split(".")[-1].capitalize()
+
+def _dtype_name(dt) -> str:
+    """PyTorch's scalar type name of a NumPy dtype (``Float``, ``Long``, ...)."""
+    return _SCALAR_NAMES.get(np.dtype(dt).name, str(dt))
 
 
 def write_out(op, result, out):
@@ -196,6 +200,36 @@ def write_out(op, result, out):
         dst[...] = src
     out._bump()
     return out
+
+
+def with_out(fn=None, *, factory: bool = False):
+    """Give a function composed of registry ops PyTorch's keyword-only ``out=`` (written by
+    :func:`write_out`). ``factory``: a creation function, whose dtype and device default to
+    ``out``'s, as PyTorch's factories do."""
+    if fn is None:
+        return functools.partial(with_out, factory=factory)
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def public(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if factory:
+            from ._tensor import Tensor
+
+            if isinstance(out, Tensor):
+                if kwargs.get("dtype") is None:
+                    kwargs["dtype"] = out.dtype
+                if kwargs.get("device") is None:
+                    kwargs["device"] = out.device
+        return write_out(name, fn(*args, **kwargs), out)
+
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    at = next((i for i, p in enumerate(params) if p.kind is _P.VAR_KEYWORD), len(params))
+    params.insert(at, _P("out", _P.KEYWORD_ONLY, default=None))
+    public.__signature__ = sig.replace(parameters=params)
+    return public
 
 
 def array_module(arr):

@@ -627,7 +627,7 @@ def _cat_plain(tensors, dim):
         return None
 
 
-@defop("cat")
+@defop("cat", out=True)
 def cat(tensors, dim: int = 0) -> Tensor:
     """Concatenate along an existing dimension (copies).
 
@@ -663,7 +663,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
-@defop("stack")
+@defop("stack", out=True)
 def stack(tensors, dim: int = 0) -> Tensor:
     """Stack equally shaped tensors along a new dimension (copies).
 

@@ -12,6 +12,8 @@ Arrays and tensors
 Devices and kernels
     :func:`array_module` is ``numpy`` or ``cupy`` for an array, a tensor or a device;
     :func:`get_kernel` looks a kernel up by name in the per-device kernel tables.
+    :func:`parse_to_args` reads the arguments of ``Tensor.to`` (for ``Module.to`` and the
+    like, which must accept exactly what ``Tensor.to`` accepts).
 
 Ops
     :data:`OPS` is the registry (name -> :class:`OpDef`), :func:`defop` declares an op.
@@ -36,9 +38,11 @@ from ._dtype import from_numpy_dtype
 from ._registry import OPS, OpDef, _state, defop, set_recorder, write_out
 from ._registry import array_module as _array_module_of
 from ._tensor import Tensor
+from ._tensor import parse_to_args as _parse_to_args
 
 __all__ = ["wrap", "unwrap", "bump_version", "dtype_of", "array_module", "get_kernel",
-           "OPS", "OpDef", "defop", "set_recorder", "get_recorder", "write_out"]
+           "OPS", "OpDef", "defop", "set_recorder", "get_recorder", "write_out",
+           "parse_to_args"]
 
 
 def wrap(array) -> Tensor:
@@ -87,3 +91,18 @@ def get_kernel(name: str, device):
 def get_recorder():
     """The recorder installed with :func:`set_recorder` (None before autograd installs one)."""
     return _state[0]
+
+
+def parse_to_args(args: tuple, kwargs: dict):
+    """``(device, dtype, copy)`` from the positional and keyword arguments of ``Tensor.to``
+    (a device as str, int or device; a dtype; a tensor to match; ``non_blocking``); None for
+    what was not given. Bad arguments raise TypeError as ``Tensor.to`` does.
+
+    >>> import ember.tensor as et
+    >>> from ember.tensor import extension as ext
+    >>> ext.parse_to_args(("cpu", et.float64), {})
+    (device(type='cpu'), ember.float64, False)
+    >>> ext.parse_to_args((), {"dtype": et.float32, "copy": True})
+    (None, ember.float32, True)
+    """
+    return _parse_to_args(args, kwargs)
