@@ -2,10 +2,7 @@
 strides, and the type promotion table (every dtype pair, tensors of both ranks and scalars)."""
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,12 +11,7 @@ torch = pytest.importorskip("torch")
 
 import ember.autograd as ag  # noqa: E402
 import ember.tensor as et  # noqa: E402
-
-_path = Path(__file__).resolve().parents[2] / "packages" / "tensor" / "tests" / "op_table.py"
-_spec = importlib.util.spec_from_file_location("ember_op_table", _path)
-T = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("ember_op_table", T)
-_spec.loader.exec_module(T)
+from ember.tensor.testing import op_table as T  # noqa: E402
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
 

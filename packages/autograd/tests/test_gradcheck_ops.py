@@ -3,10 +3,8 @@ on contiguous and non-contiguous inputs; and the walk proving every registry op 
 derivative (or is in-place with a differentiable twin, or is marked non-differentiable)."""
 from __future__ import annotations
 
-import importlib.util
-import sys
+import inspect
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,13 +13,8 @@ import ember.autograd as ag
 import ember.tensor as et
 from ember.autograd.derivatives import TABLE
 from ember.autograd.inplace import FUNCTIONAL
-from ember.tensor._tensor import Tensor
-
-_path = Path(__file__).resolve().parents[2] / "tensor" / "tests" / "op_table.py"
-_spec = importlib.util.spec_from_file_location("ember_op_table", _path)
-T = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("ember_op_table", T)
-_spec.loader.exec_module(T)
+from ember.tensor import Tensor
+from ember.tensor.testing import op_table as T
 
 DIFF = [e for e in T.OP_TABLE
         if e.differentiable and any(d.startswith("float") for d in e.dtypes)]
@@ -124,6 +117,43 @@ def test_gradgradcheck(entry, layout):
                                 atol=1e-4, rtol=1e-3), f"{entry.name} {sample!r}"
         checked += 1
     assert checked
+
+
+def _grads_of(entry, args, kwargs, flat):
+    out = entry.fn(*args, **kwargs)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
+            if isinstance(o, Tensor) and o.requires_grad]
+    gs = ag.grad([o.sum() for o in outs], flat, allow_unused=True)
+    return [None if g is None else g.detach().numpy() for g in gs]
+
+
+def _nameable(fn) -> bool:
+    """An ember function without ``*args`` (whose arguments can all be passed by name)."""
+    if not fn.__module__.startswith("ember."):
+        return False
+    return all(p.kind is not inspect.Parameter.VAR_POSITIONAL
+               for p in inspect.signature(fn).parameters.values())
+
+
+@pytest.mark.parametrize("entry", [e for e in DIFF if _nameable(e.fn)], ids=lambda e: e.name)
+def test_keyword_call_records_the_same_graph(entry):
+    """Tensors passed by name (or in a list passed by name) get graph edges exactly as
+    positional ones: the same gradients either way, none dropped."""
+    checked = 0
+    for sample in _samples(entry):
+        args, kwargs, diff = _prepare(entry, sample, True)
+        call = T.as_keywords(entry.fn, args, kwargs)
+        if not diff or call is None:
+            continue
+        flat, _ = _flat_inputs(args, diff)
+        want = _grads_of(entry, args, kwargs, flat)
+        got = _grads_of(entry, call[0], call[1], flat)
+        for w, g in zip(want, got):
+            assert (w is None) == (g is None), f"{entry.name}: a keyword argument lost its edge"
+            if w is not None:
+                np.testing.assert_array_equal(w, g, err_msg=f"{entry.name} {sample!r}")
+        checked += 1
+    assert checked, f"{entry.name}: no sample with a differentiable argument"
 
 
 def test_every_registry_op_has_a_derivative_or_is_non_differentiable():

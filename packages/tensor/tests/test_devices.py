@@ -26,6 +26,7 @@ import pytest
 
 import ember.tensor as et
 from ember.tensor._tensor import Tensor
+from ember.tensor.testing import op_table
 
 _HERE = Path(__file__).resolve().parent
 
@@ -40,7 +41,7 @@ def _load(name: str, filename: str):
     return mod
 
 
-T = _load("ember_op_table", "op_table.py")
+T = op_table
 DV = _load("ember_test_devices", "devices.py")
 DEVICES, CUDA_ONLY, require_device, host = DV.DEVICES, DV.CUDA_ONLY, DV.require_device, DV.host
 

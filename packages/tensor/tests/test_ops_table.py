@@ -10,7 +10,7 @@ hypothesis properties, the import contract, and the error cases of DESIGN.md "Er
 from __future__ import annotations
 
 import functools
-import importlib.util
+import inspect
 import os
 import subprocess
 import sys
@@ -22,12 +22,7 @@ import pytest
 
 import ember.tensor as et
 from ember.tensor._tensor import Tensor
-
-_spec = importlib.util.spec_from_file_location("ember_op_table",
-                                               Path(__file__).with_name("op_table.py"))
-T = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("ember_op_table", T)
-_spec.loader.exec_module(T)
+from ember.tensor.testing import op_table as T
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
@@ -95,6 +90,72 @@ def test_forward_matches_numpy(entry, dtype, layout):
         for a, s in zip(args, sample.args):
             if isinstance(a, Tensor):
                 np.testing.assert_array_equal(_np(a), s, err_msg=f"{entry.name} modified input")
+
+
+@pytest.mark.parametrize("entry,dtype", CASES)
+def test_keyword_call_equals_positional_call(entry, dtype):
+    """Arguments passed by name bind exactly as positional ones (one binder per op)."""
+    for sample in entry.samples(dtype, _rng(entry.name, dtype, "kw")):
+        args, kwargs = T.to_ember(sample)
+        call = T.as_keywords(entry.fn, args, kwargs)
+        if call is None:
+            continue
+        want = _tensors(entry.fn(*args, **kwargs))
+        got = _tensors(entry.fn(*call[0], **call[1]))
+        assert len(want) == len(got), entry.name
+        for a, b in zip(want, got):
+            assert a.dtype == b.dtype and tuple(a.shape) == tuple(b.shape), entry.name
+            np.testing.assert_array_equal(_np(a), _np(b), err_msg=f"{entry.name} {sample!r}")
+
+
+def _takes_out(fn) -> bool:
+    try:
+        return "out" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+OUT_CASES = [c for c in CASES if getattr(c.values[0].fn, "__module__", "").startswith("ember.")
+             and _takes_out(c.values[0].fn) and not c.values[0].view]
+
+
+@pytest.mark.parametrize("entry,dtype", OUT_CASES)
+def test_out_argument_receives_the_result(entry, dtype):
+    """``out=``: the result is written into the given tensor (resized from empty), which is
+    returned; a wrongly typed ``out`` raises TypeError."""
+    for sample in entry.samples(dtype, _rng(entry.name, dtype, "out")):
+        args, kwargs = T.to_ember(sample)
+        want = entry.fn(*args, **kwargs)
+        if isinstance(want, Tensor):
+            out = et.empty(0, dtype=want.dtype)
+            got = entry.fn(*args, **kwargs, out=out)
+            assert got is out, f"{entry.name}: out= did not return the out tensor"
+            assert out._version > 0, f"{entry.name}: out= did not bump the version"
+        elif isinstance(want, tuple) and all(isinstance(w, Tensor) for w in want):
+            out = tuple(et.empty(0, dtype=w.dtype) for w in want)
+            got = entry.fn(*args, **kwargs, out=out)
+            assert all(g is o for g, o in zip(got, out)), entry.name
+        else:
+            continue
+        for a, b in zip(_tensors(want), _tensors(out)):
+            assert a.dtype == b.dtype and tuple(a.shape) == tuple(b.shape), entry.name
+            np.testing.assert_array_equal(_np(a), _np(b), err_msg=f"{entry.name} {sample!r}")
+        with pytest.raises(TypeError, match=entry.fn.__name__):
+            entry.fn(*args, **kwargs, out=[1.0])
+
+
+ERR_CASES = [c for c in CASES if getattr(c.values[0].fn, "__module__", "").startswith("ember.")
+             and c.values[1] == c.values[0].dtypes[0]]
+
+
+@pytest.mark.parametrize("entry,dtype", ERR_CASES)
+def test_unknown_keyword_raises_type_error_naming_the_op(entry, dtype):
+    """Nothing is accepted and ignored: an argument the op does not have is a TypeError."""
+    sample = next(iter(entry.samples(dtype, _rng(entry.name, dtype, "err"))))
+    args, kwargs = T.to_ember(sample)
+    with pytest.raises(TypeError, match=entry.fn.__name__.rstrip("_") + ".*no_such_arg|"
+                       "no_such_arg"):
+        entry.fn(*args, **kwargs, no_such_arg=1)
 
 
 @pytest.mark.parametrize("entry,dtype", [c for c in CASES if c.values[0].method])

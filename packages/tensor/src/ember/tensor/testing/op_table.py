@@ -16,6 +16,7 @@ This module imports only NumPy and ember.tensor, so ember-autograd's tests can l
 """
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ import ember.tensor as et
 
 __all__ = [
     "Sample", "OpEntry", "OP_TABLE", "ENTRIES", "torch_result_type", "to_ember", "noncontig",
-    "np_dtype", "tolerance", "COVERED_OPS", "NON_TABLE_OPS", "VIEW_CHAINS",
+    "np_dtype", "tolerance", "as_keywords", "COVERED_OPS", "NON_TABLE_OPS", "VIEW_CHAINS",
 ]
 
 FLOAT = ("float32", "float64")
@@ -288,6 +289,28 @@ def _conv(a, contiguous: bool, dtype=None):
     if isinstance(a, tuple) and a and all(isinstance(x, np.ndarray) for x in a):
         return tuple(_conv(x, contiguous, dtype) for x in a)
     return a
+
+
+def as_keywords(fn, args, kwargs):
+    """The same call with every positional argument that ``fn``'s signature lets be named
+    passed as a keyword instead (``index_select(x, 0, i)`` -> ``index_select(input=x, dim=0,
+    index=i)``); None when ``fn`` is not an ember function or nothing can be named."""
+    if not getattr(fn, "__module__", "").startswith("ember."):
+        return None
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    named = dict(kwargs)
+    k = 0
+    for p in params[:len(args)]:
+        if p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            break
+        named[p.name] = args[k]
+        k += 1
+    if k == 0 or k < len(args):  # a *args parameter: its values can't follow keywords
+        return None
+    return (), named
 
 
 def to_ember(sample: Sample, contiguous: bool = True):
