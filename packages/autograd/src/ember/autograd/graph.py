@@ -201,10 +201,21 @@ def _requires(bound) -> bool:
     return False
 
 
+_PLAIN = frozenset((int, float, bool, str, type(None)))
+
+
 def record(op, bound):
     """The recorder installed into the op registry: ``bound`` holds every parameter of the
     op, in declared order, however the call passed it."""
-    if not state.enabled or not _requires(bound):
+    if not state.enabled:
+        return op.run(*bound)
+    for a in bound:  # inline scan of the common case: plain tensor arguments
+        if a.__class__ is _TensorType:
+            if a._requires_grad:
+                break
+        elif a.__class__ not in _PLAIN and _requires((a,)):  # a subclass, or a list
+            break
+    else:
         return op.run(*bound)
     if op.inplace:
         return _inplace.record_inplace(op, bound)
@@ -672,6 +683,7 @@ def _check_nan(fn, in_grads):
 
 def install() -> None:
     global _TABLE, _inplace
+    from . import derivatives_nn  # noqa: F401  (nn's primitives: their entries in TABLE)
     from . import inplace as _inplace_mod
     from .derivatives import TABLE
 

@@ -58,12 +58,13 @@ def bind_methods() -> None:
             if _first_param(fn) in ("input", "self", "tensor") and name not in _NOT_METHODS:
                 setattr(Tensor, name, fn)
     ops = {
-        "__add__": P.add, "__sub__": P.sub, "__mul__": P.mul, "__truediv__": P.true_divide,
+        "__add__": P._add_plain, "__sub__": P._sub_plain, "__mul__": P.mul,
+        "__truediv__": P.true_divide,
         "__floordiv__": P.floor_divide, "__mod__": P.remainder, "__pow__": P.pow,
         "__matmul__": _linalg.matmul, "__and__": P.bitwise_and, "__or__": P.bitwise_or,
         "__xor__": P.bitwise_xor, "__eq__": P.eq, "__ne__": P.ne, "__lt__": P.lt,
         "__le__": P.le, "__gt__": P.gt, "__ge__": P.ge, "__neg__": P.neg, "__abs__": P.abs,
-        "__invert__": P.bitwise_not, "__iadd__": P.add_, "__isub__": P.sub_,
+        "__invert__": P.bitwise_not, "__iadd__": P._add_plain_, "__isub__": P._sub_plain_,
         "__imul__": P.mul_, "__itruediv__": P.true_divide_, "__ifloordiv__": P.floor_divide_,
         "__imod__": P.remainder_, "__ipow__": P.pow_, "__iand__": P.bitwise_and_,
         "__ior__": P.bitwise_or_, "__ixor__": P.bitwise_xor_,
@@ -71,7 +72,8 @@ def bind_methods() -> None:
     }
     for name, fn in ops.items():
         setattr(Tensor, name, fn)
-    for name, fn in {"add": P.add, "sub": P.sub, "mul": P.mul, "truediv": P.true_divide,
+    for name, fn in {"add": P._add_plain, "sub": P._sub_plain, "mul": P.mul,
+                     "truediv": P.true_divide,
                      "floordiv": P.floor_divide, "mod": P.remainder, "pow": P.pow,
                      "matmul": _linalg.matmul, "and": P.bitwise_and, "or": P.bitwise_or,
                      "xor": P.bitwise_xor}.items():
