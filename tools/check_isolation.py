@@ -15,6 +15,8 @@ BELOW = {
     "nn": ["tensor", "autograd"],
     "optim": ["tensor", "autograd"],
     "data": ["tensor"],
+    "distributed": ["tensor", "autograd", "nn"],
+    "onnx": ["tensor", "autograd", "nn"],
 }
 
 

@@ -21,6 +21,16 @@ DIFF = [e for e in T.OP_TABLE
 CASES = [pytest.param(e, lay, id=f"{e.name}-{lay}") for e in DIFF for lay in e.layouts]
 
 
+def _conv(a, contiguous: bool):
+    """An ember tensor of an array (a non-contiguous one unless ``contiguous``), tensors of a
+    list or tuple of arrays, anything else as is (``to_ember``'s conversion, one argument)."""
+    if isinstance(a, (np.ndarray, np.generic)):
+        return et.tensor(np.asarray(a).copy()) if contiguous else T.noncontig(np.asarray(a))
+    if isinstance(a, (list, tuple)) and a and all(isinstance(x, np.ndarray) for x in a):
+        return type(a)(_conv(x, contiguous) for x in a)
+    return a
+
+
 def _rng(*key):
     return np.random.default_rng(zlib.crc32(repr(key).encode()))
 
@@ -44,16 +54,16 @@ def _prepare(entry, sample, contiguous):
     for i in pos:
         a = args[i]
         if isinstance(a, np.ndarray) and a.dtype.kind == "f":
-            args[i] = T._conv(a.astype(np.float64), contiguous).requires_grad_(True)
+            args[i] = _conv(a.astype(np.float64), contiguous).requires_grad_(True)
             diff.append(i)
         elif isinstance(a, list):
-            args[i] = [T._conv(x.astype(np.float64), contiguous).requires_grad_(True) for x in a]
+            args[i] = [_conv(x.astype(np.float64), contiguous).requires_grad_(True) for x in a]
             diff.append(i)
     for i, a in enumerate(args):
         if i not in diff:
-            args[i] = T._conv(a.astype(np.float64) if isinstance(a, np.ndarray)
+            args[i] = _conv(a.astype(np.float64) if isinstance(a, np.ndarray)
                               and a.dtype.kind == "f" else a, contiguous)
-    kwargs = {k: T._conv(v, contiguous) for k, v in sample.kwargs.items()}
+    kwargs = {k: _conv(v, contiguous) for k, v in sample.kwargs.items()}
     return args, kwargs, diff
 
 

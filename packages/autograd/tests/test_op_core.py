@@ -100,3 +100,37 @@ def test_bound_call_is_read_by_name():
     y = et.index_select(index=et.tensor([1]), dim=0, input=x)
     assert y.grad_fn.args.dim == 0
     assert y.grad_fn.args._fields == ("input", "dim", "index")
+
+
+def test_post_accumulate_grad_hook_sees_the_accumulated_grad():
+    w = _x(3)
+    seen = []
+    h = w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.clone()))
+    (w * 2).sum().backward()
+    (w * 3).sum().backward()
+    np.testing.assert_allclose(seen[0].numpy(), 2.0)
+    np.testing.assert_allclose(seen[1].numpy(), 5.0)
+    h.remove()
+    (w * 1).sum().backward()
+    assert len(seen) == 2
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (w * 2).register_post_accumulate_grad_hook(lambda t: None)
+
+
+def test_queued_callbacks_run_once_after_backward():
+    from ember.autograd.graph import queue_callback
+
+    w = _x(2)
+    order = []
+
+    def hook(g):
+        order.append("hook")
+        queue_callback(lambda: order.append(("done", w.grad is not None)))
+        return g
+
+    y = w * 2
+    y.register_hook(hook)
+    y.sum().backward()
+    assert order == ["hook", ("done", True)]
+    with pytest.raises(RuntimeError, match="during the backward pass"):
+        queue_callback(lambda: None)

@@ -168,8 +168,13 @@ def test_lstm_step_gradcheck(n, proj):
     w_hr = _r(P, H, rng=rng, requires_grad=True) if proj else None
     args = (xg, h, c, w_hh) + ((w_hr,) if proj else ())
 
-    def fn(*a):
-        return _rnn._LSTMStep.apply(*a[:4], a[4] if proj else None)
+    def fn(*a):  # one step of a layer, as _rnn._recurrent runs it (packed: fewer rows)
+        xg, h, c, w_hh = a[:4]
+        n = xg.shape[0]
+        hn, cn = et.lstm_cell_fused(xg, _rnn._rows(h, n).matmul(w_hh.t()), _rnn._rows(c, n))
+        if proj:
+            hn = hn.matmul(a[4].t())
+        return _rnn._join(hn, h), _rnn._join(cn, c)
 
     assert ag.gradcheck(fn, args)
     assert ag.gradgradcheck(fn, args)
@@ -180,8 +185,12 @@ def test_gru_step_gradcheck(n):
     rng = np.random.default_rng(5)
     xg, h = _step_inputs(rng, n, 4, 3, 3)
     w_hh, b_hh = _r(9, 3, rng=rng, requires_grad=True), _r(9, rng=rng, requires_grad=True)
-    assert ag.gradcheck(_rnn._GRUStep.apply, (xg, h, w_hh, b_hh))
-    assert ag.gradgradcheck(_rnn._GRUStep.apply, (xg, h, w_hh, b_hh))
+    def fn(xg, h, w_hh, b_hh):
+        hp = _rnn._rows(h, xg.shape[0])
+        return _rnn._join(et.gru_cell_fused(xg, hp.matmul(w_hh.t()) + b_hh, hp), h)
+
+    assert ag.gradcheck(fn, (xg, h, w_hh, b_hh))
+    assert ag.gradgradcheck(fn, (xg, h, w_hh, b_hh))
 
 
 @pytest.mark.parametrize("n", [4, 2], ids=["full", "packed_rows"])
@@ -191,8 +200,9 @@ def test_rnn_step_gradcheck(n, relu):
     xg, h = _step_inputs(rng, n, 4, 3, 1)
     w_hh = _r(3, 3, rng=rng, requires_grad=True)
 
-    def fn(*a):
-        return _rnn._RNNStep.apply(*a, relu)
+    def fn(xg, h, w_hh):
+        pre = xg + _rnn._rows(h, xg.shape[0]).matmul(w_hh.t())
+        return _rnn._join(pre.relu() if relu else pre.tanh(), h)
 
     assert ag.gradcheck(fn, (xg, h, w_hh))
     assert ag.gradgradcheck(fn, (xg, h, w_hh))

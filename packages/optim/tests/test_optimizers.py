@@ -243,7 +243,7 @@ def _run(name, kwargs, dtype=np.float64, shape=(4, 3), transpose=False, steps=ST
         p.grad = et.from_numpy(g.copy())
         opt.step()
         expected = ref.step(expected, g)
-    return np.asarray(p._data), expected
+    return p.detach().numpy(), expected
 
 
 @pytest.mark.parametrize("case", CONFIGS, ids=[_ids(c) for c in CONFIGS])
@@ -326,12 +326,12 @@ def test_lbfgs_needs_a_closure_and_solves_a_quadratic():
         opt.step(None)
 
     def closure():
-        d = np.asarray(p._data) - target
+        d = p.detach().numpy() - target
         p.grad = et.tensor((2 * d).tolist(), dtype=et.float64)
         return float(d @ d)
 
     opt.step(closure)
-    np.testing.assert_allclose(np.asarray(p._data), target, atol=1e-6)
+    np.testing.assert_allclose(p.detach().numpy(), target, atol=1e-6)
     with pytest.raises(ValueError, match="per-parameter options"):
         optim.LBFGS([{"params": [et.zeros(1)]}, {"params": [et.zeros(1)]}])
 
@@ -461,7 +461,7 @@ def test_state_dict_round_trip_continues_identically(case):
     assert sorted(saved["state"]) == ([] if stateless else [0, 1])
     assert [g["params"] for g in saved["param_groups"]] == [[0], [1]]
 
-    fresh = [et.from_numpy(np.asarray(p._data).copy()) for p in params]
+    fresh = [et.from_numpy(p.detach().numpy().copy()) for p in params]
     opt2 = make([{"params": fresh[:1]}, {"params": fresh[1:], "lr": 0.05}], **kwargs)
     opt2.load_state_dict(saved)
     assert opt2.param_groups[1]["lr"] == 0.05
@@ -469,7 +469,7 @@ def test_state_dict_round_trip_continues_identically(case):
     _train(opt, params, state, 4)
     _train(opt2, fresh, np.random.default_rng(9), 4)
     for a, b in zip(params, fresh):
-        np.testing.assert_array_equal(np.asarray(a._data), np.asarray(b._data))
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
 
 
 def test_load_state_dict_casts_to_param_dtype_and_keeps_step():

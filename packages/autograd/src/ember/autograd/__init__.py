@@ -13,6 +13,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from ember.tensor import extension as _extension
+
 from . import functional, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .api import Variable, _engine_api, backward, grad
@@ -28,6 +30,7 @@ from .grad_mode import (
 from .gradcheck import gradcheck, gradgradcheck
 
 graph.install()
+_extension.set_autograd(_engine_api)
 
 __all__ = [
     "Function", "FunctionCtx", "InplaceFunction", "NestedIOFunction", "Variable",

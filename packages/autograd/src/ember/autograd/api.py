@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 import ember.tensor as et
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
+from ember.tensor.extension import unwrap, wrap
 
 from . import graph
 
@@ -20,10 +21,10 @@ def _as_list(x) -> list:
 
 
 def _ones(o: Tensor):
-    d = o._data
+    d = unwrap(o)
     if isinstance(d, np.ndarray):
         return np.ones(d.shape, dtype=d.dtype)
-    return et.ones_like(o)._data
+    return unwrap(et.ones_like(o))
 
 
 def _make_grads(outputs: list, grads: list, create_graph: bool, op: str) -> list:
@@ -39,7 +40,7 @@ def _make_grads(outputs: list, grads: list, create_graph: bool, op: str) -> list
                     f"{op}: grad can be implicitly created only for scalar outputs; got an "
                     f"output of shape {list(o.shape)}. Pass `gradient=` (e.g. "
                     "ones_like(output)) or reduce the output to a scalar first.")
-            g = Tensor._make(_ones(o))
+            g = wrap(_ones(o))
         elif not isinstance(g, Tensor):
             g = et.full_like(o, g)
         elif tuple(g.shape) != tuple(o.shape):
@@ -54,8 +55,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the graph's leaves."""
     if grad_tensors is None and grad_variables is None and inputs is None and \
             tensors.__class__ is Tensor and tensors._requires_grad:
-        if tensors._data.size == 1:  # the common call: loss.backward() on a scalar
-            graph.run_backward([tensors], [Tensor._make(_ones(tensors))],
+        if unwrap(tensors).size == 1:  # the common call: loss.backward() on a scalar
+            graph.run_backward([tensors], [wrap(_ones(tensors))],
                                create_graph if retain_graph is None else retain_graph,
                                create_graph)
             return
@@ -147,6 +148,16 @@ class _EngineAPI:
                 fn._hooks = {}
             hooks = fn._hooks.setdefault(t._output_nr, {})
         return _RemovableHandle(hooks, hook)
+
+    @staticmethod
+    def register_post_accumulate_grad_hook(t: Tensor, hook):
+        if not t.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if t.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        return _RemovableHandle(t.__dict__.setdefault("_post_acc_hooks", {}), hook)
 
     @staticmethod
     def retain_grad(t: Tensor) -> None:

@@ -16,13 +16,17 @@ from __future__ import annotations
 import math
 
 import ember.tensor as et
-from ember.tensor import _indexing as _ix
-from ember.tensor import _pointwise as _pw
+from ember.tensor import extension as _ext
 
 from .grad_mode import state
 from .graph import _Rows
 
 __all__ = ["TABLE", "vjp"]
+
+# the fused backward primitives (registry ops named as PyTorch's aten ops)
+_tanh_bw = _ext.OPS["tanh_backward"].public
+_sigmoid_bw = _ext.OPS["sigmoid_backward"].public
+_threshold_bw = _ext.OPS["threshold_backward"].public
 
 
 class Entry:
@@ -260,13 +264,13 @@ def _cosh(c, g):
 
 @vjp("tanh", out=True)
 def _tanh(c, g):
-    return (_pw._tanh_backward(g, c.out),)
+    return (_tanh_bw(g, c.out),)
 
 
 @vjp("tanh_backward", save=(0, 1))
 def _tanh_backward(c, g):
     go, y = c.args
-    return (_pw._tanh_backward(g, y) if c.needs[0] else None,
+    return (_tanh_bw(g, y) if c.needs[0] else None,
             -2 * g * go * y if c.needs[1] else None)
 
 
@@ -290,13 +294,13 @@ def _atanh(c, g):
 
 @vjp("sigmoid", out=True)
 def _sigmoid(c, g):
-    return (_pw._sigmoid_backward(g, c.out),)
+    return (_sigmoid_bw(g, c.out),)
 
 
 @vjp("sigmoid_backward", save=(0, 1))
 def _sigmoid_backward(c, g):
     go, y = c.args
-    return (_pw._sigmoid_backward(g, y) if c.needs[0] else None,
+    return (_sigmoid_bw(g, y) if c.needs[0] else None,
             g * go * (1 - 2 * y) if c.needs[1] else None)
 
 
@@ -334,13 +338,13 @@ def _square(c, g):
 
 @vjp("relu", out=True)
 def _relu(c, g):
-    return (_pw._threshold_backward(g, c.out, 0),)
+    return (_threshold_bw(g, c.out, 0),)
 
 
 @vjp("threshold_backward", save=(1, 2))
 def _threshold_backward(c, g):
     _, y, threshold = c.args  # zero almost everywhere with respect to the output
-    return _pw._threshold_backward(g, y, threshold), None, None
+    return _threshold_bw(g, y, threshold), None, None
 
 
 @vjp("clamp", save=(0, 1, 2))
@@ -540,9 +544,7 @@ def _stack(c, g):
 # --------------------------------------------------------------------------- reductions
 def _rdims(c, x, pos: int = 1):
     """The reduced dims of a reduction over ``x`` (a tensor, or its number of dims)."""
-    from ember.tensor._reduction import _dims
-
-    return _dims(c.args[pos], x if isinstance(x, int) else x.dim(), "backward")
+    return _ext.canonical_dims(c.args[pos], x if isinstance(x, int) else x.dim(), "backward")
 
 
 def _keepdim(c, pos: int = 2) -> bool:
@@ -664,10 +666,8 @@ def _scatter_back(x, g, idx, dim, keepdim):
 
 
 def _dim_arg(c, pos=1, default=-1):
-    from ember.tensor._reduction import _one_dim
-
     x = c.args[0]
-    return _one_dim(c.args[pos], x.dim(), "backward") if x.dim() else 0
+    return _ext.canonical_dim(c.args[pos], x.dim(), "backward") if x.dim() else 0
 
 
 @vjp("max_dim", "min_dim", "median_dim", "mode", save=(0,), out=True)
@@ -714,10 +714,8 @@ def _logsumexp(c, g):
 
 
 def _scan_dim(c):
-    from ember.tensor._reduction import _one_dim
-
     ndim = len(c.meta[0][0])
-    return _one_dim(c.args.dim, ndim, "backward") if ndim else 0
+    return _ext.canonical_dim(c.args.dim, ndim, "backward") if ndim else 0
 
 
 @vjp("cumsum")
@@ -886,19 +884,19 @@ def _einsum(c, g):
 # --------------------------------------------------------------------------- indexing
 @vjp("getitem", save=(1,))
 def _getitem(c, g):
-    return _ix.getitem_backward(g, c.meta[0][0], c.args[1]), None
+    return et.getitem_backward(g, c.meta[0][0], c.args[1]), None
 
 
 @vjp("getitem_backward", save=(2,))
 def _getitem_backward(c, g):
-    return _ix.getitem(g, c.args[2]), None, None
+    return et.getitem(g, c.args[2]), None, None
 
 
 @vjp("setitem", save=(1,))
 def _setitem(c, g):
     index = c.args[1]
-    gi = _ix.setitem_copy(g, index, 0.0) if c.needs[0] else None
-    gv = _ix.getitem(g, index) if c.needs[2] else None
+    gi = et.setitem_copy(g, index, 0.0) if c.needs[0] else None
+    gv = et.getitem(g, index) if c.needs[2] else None
     return gi, None, gv
 
 
@@ -909,7 +907,7 @@ def _index_put(c, g):
     gi = None
     if c.needs[0]:
         gi = g if accumulate else et.index_put(g, indices, et.zeros((), dtype=g.dtype))
-    gv = _ix.getitem(g, indices) if c.needs[2] else None
+    gv = et.getitem(g, indices) if c.needs[2] else None
     return gi, None, gv
 
 

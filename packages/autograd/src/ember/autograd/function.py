@@ -20,7 +20,8 @@ import functools
 import inspect
 import weakref
 
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
+from ember.tensor.extension import bump_version
 
 from . import graph
 from .grad_mode import no_grad, state
@@ -77,17 +78,15 @@ class _SavedOutput:
     """An output saved for backward, held without a reference to its node (no cycle):
     unpacking rebuilds a tensor over the same memory whose ``grad_fn`` is the node again."""
 
-    __slots__ = ("data", "vc", "nr", "node_ref")
+    __slots__ = ("alias", "nr", "node_ref")
 
     def __init__(self, t: Tensor, nr: int, node) -> None:
-        if t._vc is None:
-            t._vc = [0]
-        self.data, self.vc, self.nr = t._data, t._vc, nr
+        self.alias = t.detach()  # same memory and version counter, no grad_fn (no cycle)
+        self.nr = nr
         self.node_ref = weakref.ref(node)
 
     def unpack(self, ctx) -> Tensor:
-        t = Tensor._make(self.data)
-        t._vc = self.vc
+        t = self.alias.detach()
         node = self.node_ref()
         if node is not None:
             t.grad_fn = node
@@ -112,8 +111,7 @@ class _Entry:
         if getattr(self._ctx, "materialize_grads", True):
             import ember.tensor as et
 
-            grads = tuple(x if x is not None else
-                          et.zeros(shape, dtype=et._dtype._FROM_NP[dt], device=dev)
+            grads = tuple(x if x is not None else et.zeros(shape, dtype=dt, device=dev)
                           for x, (shape, dt, dev) in zip(grads, self._outs_meta))
         res = self._fn(*grads)
         if not isinstance(res, tuple):
@@ -152,7 +150,7 @@ def _apply(cls_name: str, ctx, forward, backward, args):
         if isinstance(o, Tensor) and id(o) in ids and id(o) not in dirty:
             outs[i] = o.detach()  # an input returned as is becomes a new alias
     if needs:
-        meta = [(tuple(o.shape), o._data.dtype, o.device) if isinstance(o, Tensor)
+        meta = [(tuple(o.shape), o.dtype, o.device) if isinstance(o, Tensor)
                 else ((), None, None) for o in outs]
         entry = _Entry(backward, ctx, meta)
         diff = [o for o in outs if isinstance(o, Tensor) and id(o) not in non_diff]
@@ -168,7 +166,7 @@ def _apply(cls_name: str, ctx, forward, backward, args):
                 o._requires_grad = False
         for o in outs:
             if isinstance(o, Tensor) and id(o) in dirty:
-                o._bump()
+                bump_version(o)
         saved = getattr(ctx, "_saved", None)
         node = next((o.grad_fn for o in outs if isinstance(o, Tensor) and
                      o.grad_fn is not None), None)

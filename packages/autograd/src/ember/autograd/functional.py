@@ -6,7 +6,7 @@ All are built from :func:`ember.autograd.grad`; forward-mode products use the do
 from __future__ import annotations
 
 import ember.tensor as et
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 from .api import grad
 from .grad_mode import enable_grad

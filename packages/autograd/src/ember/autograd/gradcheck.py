@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 import ember.tensor as et
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
+from ember.tensor.extension import unwrap
 
 from .api import grad as _grad
 
@@ -29,16 +30,16 @@ def _numerical(func, inputs, diff_idx, eps):
     jac = [[np.zeros((o.numel(), inputs[i].numel())) for i in diff_idx] for o in outs0]
     for k, i in enumerate(diff_idx):
         x = inputs[i]
-        view = x._data
+        view = unwrap(x)
         for j in range(x.numel()):
             idx = np.unravel_index(j, view.shape) if view.ndim else ()
             orig = view[idx].item()
             # func may itself use autograd (gradgradcheck), so it runs with grad enabled
             view[idx] = orig + eps
-            plus = [o.detach()._data.astype(np.float64).reshape(-1) for o in
+            plus = [unwrap(o).astype(np.float64).reshape(-1) for o in
                     _outputs(func, inputs)]
             view[idx] = orig - eps
-            minus = [o.detach()._data.astype(np.float64).reshape(-1) for o in
+            minus = [unwrap(o).astype(np.float64).reshape(-1) for o in
                      _outputs(func, inputs)]
             view[idx] = orig
             for n, (p, m) in enumerate(zip(plus, minus)):
@@ -54,12 +55,12 @@ def _analytical(func, inputs, diff_idx):
         if o.requires_grad:
             for r in range(o.numel()):
                 g = et.zeros_like(o)
-                g._data.reshape(-1)[r] = 1
+                unwrap(g).reshape(-1)[r] = 1
                 gs = _grad([o], [inputs[i] for i in diff_idx], [g], retain_graph=True,
                            allow_unused=True)
                 for k, gi in enumerate(gs):
                     if gi is not None:
-                        rows[k][r, :] = gi._data.astype(np.float64).reshape(-1)
+                        rows[k][r, :] = unwrap(gi).astype(np.float64).reshape(-1)
         jac.append(rows)
     return jac
 

@@ -16,14 +16,15 @@ import sys
 import traceback
 import weakref
 
-from ember.tensor import _registry
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
+from ember.tensor import extension as _ext
 
 from .grad_mode import state
 
-__all__ = ["Node", "AccumulateGrad", "record", "run_backward"]
+__all__ = ["Node", "AccumulateGrad", "record", "run_backward", "queue_callback"]
 
 _TensorType = Tensor
+_wrap, _unwrap = _ext.wrap, _ext.unwrap
 
 
 class Node:
@@ -97,11 +98,12 @@ class Node:
                 f"{vc[0]}; expected version {v} instead. Hint: use an out-of-place op or "
                 "clone() the result before modifying it.")
         outs = []
-        for d in self._out_data:
-            o = object.__new__(Tensor)
-            o._data = d
+        for i, d in enumerate(self._out_data):
+            o = _wrap(d)
             o.grad_fn = self
             o._requires_grad = True
+            if i:
+                o._output_nr = i  # a multi-output op's saved output i feeds edge (node, i)
             outs.append(o)
         return outs[0] if self._n_out == 1 else tuple(outs)
 
@@ -242,8 +244,7 @@ def _save_checks(entry, save, saved, mask: int) -> list:
     for i in save:
         a = saved[i] if i < n else None
         if isinstance(a, _TensorType):
-            vc = a._vc
-            checks.append((a, vc[0] if vc is not None else 0))
+            checks.append((a, a._version))
         elif a.__class__ is list or a.__class__ is tuple:
             checks.extend((b, b._version) for b in a if isinstance(b, _TensorType))
     return checks
@@ -270,7 +271,7 @@ def attach(op, entry, args, out):
     i = 0
     for a in args:
         if a.__class__ is _TensorType or isinstance(a, _TensorType):
-            d = a._data
+            d = _unwrap(a)
             if a._requires_grad:
                 mask |= 1 << i
                 fn = a.grad_fn if a._ag_base is None else fresh_view_grad_fn(a)
@@ -293,7 +294,7 @@ def attach(op, entry, args, out):
                     if e is not None:
                         mask |= 1 << i
                     sub_edges.append(e)
-                    d = b._data
+                    d = _unwrap(b)
                     sub_meta.append((d.shape, d.dtype))
                 else:
                     sub_edges.append(None)
@@ -314,7 +315,7 @@ def attach(op, entry, args, out):
         node._trace = traceback.format_stack()[:-3]
     if out.__class__ is _TensorType or isinstance(out, _TensorType):
         node._n_out = 1
-        if not entry.save_out and out._data.dtype.kind == "f":  # the common case
+        if not entry.save_out and _unwrap(out).dtype.kind == "f":  # the common case
             node._out_data = None
             out.grad_fn = node
             out._requires_grad = True
@@ -326,16 +327,13 @@ def attach(op, entry, args, out):
         outs = tuple(out)
         node._n_out = len(outs)
     if entry.save_out:
-        node._out_data = tuple(o._data for o in outs)
-        o0 = outs[0]
-        vc = o0._vc
-        if vc is None:
-            vc = o0._vc = [0]
+        node._out_data = tuple(_unwrap(o) for o in outs)
+        vc = _ext.version_counter(outs[0])
         node._out_vc = (vc, vc[0])
     else:
         node._out_data = None
     for i, o in enumerate(outs):
-        if isinstance(o, _TensorType) and o._data.dtype.kind == "f":
+        if isinstance(o, _TensorType) and _unwrap(o).dtype.kind == "f":
             o.grad_fn = node
             o._requires_grad = True
             if i:
@@ -354,16 +352,14 @@ def _mark_view(out: Tensor, args) -> None:
     if isinstance(a, _TensorType) and a._requires_grad and (
             a._base is out._base or a is out._base):
         out._ag_base = a._ag_base if a._ag_base is not None else a
-        vc = out._vc
-        out._gf_version = vc[0] if vc is not None else 0
+        out._gf_version = out._version
 
 
 def fresh_view_grad_fn(v: Tensor):
     """The ``grad_fn`` of the view ``v``, rebuilt first if its storage was modified in place
     since it was recorded (through its base or another view): the view is then recorded anew
     as a gather from its base's current history, as PyTorch regenerates view nodes."""
-    vc = v._vc
-    version = vc[0] if vc is not None else 0
+    version = v._version
     if v._gf_version == version or v.grad_fn is None:
         return v.grad_fn
     base = v._ag_base
@@ -375,7 +371,7 @@ def fresh_view_grad_fn(v: Tensor):
     state.enabled = True
     try:
         idx = _logical_index(base, v).reshape(-1)
-        new = base.reshape(-1)[idx].view(tuple(v._data.shape))
+        new = base.reshape(-1)[idx].view(tuple(v.shape))
     finally:
         state.enabled = prev
     v.grad_fn = new.grad_fn
@@ -423,11 +419,11 @@ def _sum_slot(old, g, mine: bool):
     if old.__class__ is _Rows and g.__class__ is _Rows:
         return old.add(g), False
     if g.__class__ is _Rows:
-        rows, dense = g, (old if mine else Tensor._make(old._data.copy()))
+        rows, dense = g, (old if mine else _wrap(_unwrap(old).copy()))
     elif old.__class__ is _Rows:
-        rows, dense = old, Tensor._make(g._data.copy())
+        rows, dense = old, _wrap(_unwrap(g).copy())
     else:
-        return Tensor._make(old._data + g._data), True
+        return _wrap(_unwrap(old) + _unwrap(g)), True
     return rows.add_into(dense), True
 
 
@@ -441,7 +437,8 @@ def _densify(grads: list) -> list:
 def _reduce_to(g: Tensor, meta) -> Tensor:
     """Undo broadcasting and dtype promotion: sum ``g`` down to the input's shape and cast."""
     shape, dtype = meta
-    gshape = g._data.shape
+    d = _unwrap(g)
+    gshape = d.shape
     if gshape != shape:
         from ember.tensor import sum as _sum
 
@@ -450,27 +447,48 @@ def _reduce_to(g: Tensor, meta) -> Tensor:
             i + lead for i, n in enumerate(shape) if n == 1 and gshape[i + lead] != 1)
         if dims:
             g = _sum(g, dims, keepdim=True)
-        if lead or g._data.shape != shape:
+        if lead or _unwrap(g).shape != shape:
             g = g.reshape(shape)
-    if g._data.dtype != dtype:
-        g = g.to(dtype=_dtype_of(dtype))
+    if _unwrap(g).dtype != dtype:
+        g = g.to(dtype=_ext.dtype_of(dtype))
     return g
-
-
-def _dtype_of(np_dtype):
-    from ember.tensor._dtype import _FROM_NP
-
-    return _FROM_NP[np_dtype]
 
 
 def _add(a: Tensor | None, b: Tensor) -> Tensor:
     return b if a is None else a + b
 
 
+_callbacks: list | None = None  # the running backward's queue (None outside backward)
+
+
+def queue_callback(fn) -> None:
+    """Run ``fn()`` once the backward pass now running has finished (PyTorch's
+    ``Variable._execution_engine.queue_callback``): data-parallel training waits for its
+    gradient all-reduces there. Only callable while backward runs (from a hook)."""
+    if _callbacks is None:
+        raise RuntimeError("queue_callback can only be called during the backward pass")
+    _callbacks.append(fn)
+
+
 def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=None,
                  accumulate: bool = True):
     """Backpropagate ``grads`` from ``roots``; accumulate into leaves' ``.grad`` or, when
-    ``accumulate`` is False, return the gradients w.r.t. ``inputs``."""
+    ``accumulate`` is False, return the gradients w.r.t. ``inputs``. Callbacks queued with
+    :func:`queue_callback` during the pass run at its end."""
+    global _callbacks
+    outer, _callbacks = _callbacks, []
+    try:
+        result = _run_backward(roots, grads, retain_graph, create_graph, inputs, accumulate)
+        while _callbacks:
+            _callbacks.pop(0)()
+        return result
+    finally:
+        _callbacks = outer
+
+
+def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=None,
+                  accumulate: bool = True):
+    """The pass itself (see :func:`run_backward`)."""
     # targets: edges whose incoming gradient is captured (grad()) or the only ones to fill
     capture = None
     if inputs is not None:
@@ -584,7 +602,7 @@ def _deliver(edge, g, meta, buffers, deps, ready, owned, create_graph) -> None:
     nxt, nr = edge
     if g is not None:
         if g.__class__ is not _Rows:
-            d = g._data
+            d = _unwrap(g)
             if d.shape != meta[0] or d.dtype != meta[1]:
                 g = _reduce_to(g, meta)
         buf = buffers.get(nxt)
@@ -596,7 +614,8 @@ def _deliver(edge, g, meta, buffers, deps, ready, owned, create_graph) -> None:
         elif create_graph:
             buf[nr] = old + g
         elif g.__class__ is not _Rows and (nxt, nr) in owned:
-            old._data += g._data
+            acc = _unwrap(old)
+            acc += _unwrap(g)
         else:
             buf[nr], mine = _sum_slot(old, g, (nxt, nr) in owned)
             if mine:
@@ -612,7 +631,7 @@ def _fill_missing(fn, out_grads):
         return out_grads
     from ember.tensor import zeros_like
 
-    return [g if g is not None else zeros_like(Tensor._make(d))
+    return [g if g is not None else zeros_like(_wrap(d))
             for g, d in zip(out_grads, fn._out_data)]
 
 
@@ -628,28 +647,32 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
         # laid out like the parameter (row-major for a contiguous one), as PyTorch does
         if create_graph:
             t.grad = g
-        elif _exclusive(g) and (g._data.flags.c_contiguous or
-                                not t._data.flags.c_contiguous):
+        elif _exclusive(g) and (_unwrap(g).flags.c_contiguous or
+                                not _unwrap(t).flags.c_contiguous):
             t.grad = g.detach()  # nobody else holds this buffer: take it over, no copy
-        elif t._data.flags.c_contiguous and not g._data.flags.c_contiguous:
-            t.grad = Tensor._make(g._data.copy(order="C"))
+        elif _unwrap(t).flags.c_contiguous and not _unwrap(g).flags.c_contiguous:
+            t.grad = _wrap(_unwrap(g).copy(order="C"))
         else:
             t.grad = g.detach().clone()
     elif create_graph or t.grad._requires_grad:
         t.grad = t.grad + g
     else:
-        acc, d = t.grad._data, g._data
+        acc, d = _unwrap(t.grad), _unwrap(g)
         if acc.shape == d.shape and acc.flags.writeable and type(acc) is type(d):
             acc += d
-            t.grad._bump()
+            _ext.bump_version(t.grad)
         else:
             t.grad.add_(g)
+    post = t.__dict__.get("_post_acc_hooks")
+    if post:
+        for h in list(post.values()):
+            h(t)
 
 
 def _exclusive(g: Tensor) -> bool:
     """True when ``g`` and its buffer are referenced only by the engine's gradient table
     (CPython reference counts: the table's list, the argument, getrefcount's own)."""
-    d = g._data
+    d = _unwrap(g)
     if sys.getrefcount(g) > 4 or sys.getrefcount(d) > 3 or g.grad_fn is not None:
         return False
     base = d.base  # a view (e.g. a reshape) of a temporary nobody else holds is fine too
@@ -688,7 +711,7 @@ def install() -> None:
     from .derivatives import TABLE
 
     _TABLE, _inplace = TABLE, _inplace_mod
-    _registry.set_recorder(record)
+    _ext.set_recorder(record)
 
 
 _TABLE: dict = {}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 import ember.tensor as et
-from ember.tensor._registry import OPS
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
+from ember.tensor.extension import OPS, bump_version, unwrap, wrap
 
 from .graph import _requires, fresh_view_grad_fn, record
 
@@ -41,7 +41,7 @@ FUNCTIONAL = {"copy_": _copy, "fill_": _fill, "zero_": _zero}
 
 def _snapshot(t: Tensor) -> Tensor:
     """A copy of ``t``'s values that stands for ``t`` in the graph."""
-    s = Tensor._make(t._data.copy())
+    s = wrap(unwrap(t).copy())
     s.grad_fn = t.grad_fn
     s._requires_grad = t._requires_grad
     nr = t.__dict__.get("_output_nr")
@@ -71,7 +71,7 @@ def _logical_index(base: Tensor, view: Tensor) -> Tensor:
     if ((rel < 0) | (rel >= inv.size) | (idx < 0)).any():
         raise RuntimeError("in-place operation on a view that reaches outside its base tensor "
                            "is not supported by ember's autograd")
-    return Tensor._make(np.ascontiguousarray(idx)).to(base.device)
+    return wrap(np.ascontiguousarray(idx)).to(base.device)
 
 
 def _record_on_view(op, fn, self, args):
@@ -95,8 +95,8 @@ def _record_on_view(op, fn, self, args):
     old = _snapshot(base) if base._requires_grad else base.detach()
     new_flat = et.index_put(old.reshape(-1), (flat_idx,), res.to(dtype=base.dtype).reshape(-1))
     new_base = new_flat.view(tuple(base.shape))
-    self._data[...] = res._data
-    self._bump()
+    unwrap(self)[...] = unwrap(res)
+    bump_version(self)
     base.grad_fn = new_base.grad_fn
     base._requires_grad = new_base._requires_grad
     if "_output_nr" in base.__dict__:
@@ -155,8 +155,8 @@ def record_inplace(op, args):
         raise RuntimeError(
             f"{op.name}(): result type {res.dtype.name.capitalize()} can't be cast to the "
             f"desired output type {self.dtype.name.capitalize()}")
-    self._data[...] = res._data
-    self._bump()
+    unwrap(self)[...] = unwrap(res)
+    bump_version(self)
     self.grad_fn = res.grad_fn
     self._requires_grad = res._requires_grad
     nr = res.__dict__.get("_output_nr")

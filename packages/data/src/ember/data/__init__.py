@@ -1,8 +1,12 @@
 """ember.data: datasets, samplers and the DataLoader (PyTorch's ``torch.utils.data`` names).
 
+PyTorch's submodule paths work too: ``ember.data.dataloader``, ``.dataset``, ``.sampler``
+and ``.distributed`` hold the same objects.
+
 The torchtext-style text pipeline lives in ``ember.data.text``.
 """
 
+from . import dataloader, dataset, distributed, sampler
 from ._collate import default_collate, default_convert
 from ._dataloader import DataLoader
 from ._dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split

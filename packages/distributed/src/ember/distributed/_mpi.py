@@ -70,6 +70,15 @@ class MPIBackend:
         self._ops = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
                      ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND,
                      ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}
+        # bool tensors: MPI has no arithmetic on C_BOOL; PyTorch's meaning is logical
+        self._bool_ops = {ReduceOp.SUM: MPI.LOR, ReduceOp.MAX: MPI.LOR, ReduceOp.BOR: MPI.LOR,
+                          ReduceOp.PRODUCT: MPI.LAND, ReduceOp.MIN: MPI.LAND,
+                          ReduceOp.BAND: MPI.LAND, ReduceOp.BXOR: MPI.LXOR}
+
+    def _mop(self, op, a: np.ndarray):
+        if a.dtype == np.bool_:
+            return self._bool_ops[op]
+        return self._ops[op]
 
     def rank(self) -> int:
         return self.comm.Get_rank()
@@ -84,14 +93,14 @@ class MPIBackend:
 
         def finish():
             if op is ReduceOp.AVG:
-                a /= n
+                np.divide(a, n, out=a)
             _mark_written(written)
         return finish
 
     # -- collectives -----------------------------------------------------------------------
     def allreduce(self, t, op) -> Work:
         a = _arr(t)
-        req = self.comm.Iallreduce(mpi().IN_PLACE, a, self._ops[op])
+        req = self.comm.Iallreduce(mpi().IN_PLACE, a, self._mop(op, a))
         return _MPIWork("all_reduce", [req], self._avg(a, op, [t]), [t])
 
     def broadcast(self, t, root: int) -> Work:
@@ -116,15 +125,15 @@ class MPIBackend:
     def reduce_scatter_into(self, out, inp, op) -> Work:
         o = _arr(out)
         req = self.comm.Ireduce_scatter_block(_arr(inp).reshape(-1), o.reshape(-1),
-                                              self._ops[op])
+                                              self._mop(op, o))
         return _MPIWork("reduce_scatter_tensor", [req], self._avg(o, op, [out]), [out])
 
     def reduce(self, t, root: int, op) -> Work:
         a = _arr(t)
         if self.rank() == root:
-            req = self.comm.Ireduce(mpi().IN_PLACE, a, self._ops[op], root=root)
+            req = self.comm.Ireduce(mpi().IN_PLACE, a, self._mop(op, a), root=root)
             return _MPIWork("reduce", [req], self._avg(a, op, [t]), [t])
-        req = self.comm.Ireduce(a, None, self._ops[op], root=root)
+        req = self.comm.Ireduce(a, None, self._mop(op, a), root=root)
         return _MPIWork("reduce", [req], None, [t])
 
     def gather(self, t, outs, root: int) -> Work:

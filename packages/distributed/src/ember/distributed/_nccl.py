@@ -190,9 +190,9 @@ class NCCLBackend:
         return work
 
     def barrier(self) -> Work:
-        import ember.tensor as et
-
         import cupy
+
+        import ember.tensor as et
 
         dev = f"cuda:{cupy.cuda.Device().id}"
         return self.allreduce(et.zeros(1, device=dev), _sum())

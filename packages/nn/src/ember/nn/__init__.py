@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .modules import *
 from .modules import __all__ as _modules_all
 from .parameter import *

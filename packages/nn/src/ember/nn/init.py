@@ -16,8 +16,8 @@ import warnings
 
 import ember.tensor as et
 from ember.autograd import no_grad
-from ember.tensor._registry import array_module
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
+from ember.tensor.extension import array_module, unwrap
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -199,7 +199,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     with no_grad():
         flat = et.empty(rows, cols, dtype=tensor.dtype, device=tensor.device)
         flat.normal_(0, 1, generator=generator)
-        arr = flat._data.astype("float64")
+        arr = unwrap(flat).astype("float64")
         if rows < cols:
             arr = arr.T
         xp = array_module(arr)

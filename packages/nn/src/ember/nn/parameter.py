@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer",
            "is_lazy"]
@@ -24,10 +24,8 @@ def _alias(cls, data: Tensor | None):
         data = et.empty(0)
     if not isinstance(data, Tensor):
         raise TypeError(f"{cls.__name__}(): data must be a Tensor, got {type(data).__name__}")
-    base = data.detach()
     t = object.__new__(cls)
-    t._data = base._data
-    t._vc = base._vc
+    t.data = data  # the legacy ``.data`` setter: share memory and version counter, no graph
     return t
 
 
@@ -113,8 +111,7 @@ class UninitializedParameter(Parameter):
 
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         new = et.zeros(*shape, device=device or self.device, dtype=dtype or self.dtype)
-        self._data = new._data
-        self._vc = [0]
+        self.data = new  # fresh memory, fresh version counter
         self.__class__ = self.cls_to_become
 
     def __repr__(self) -> str:
@@ -149,8 +146,7 @@ class UninitializedBuffer(Buffer):
 
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         new = et.zeros(*shape, device=device or self.device, dtype=dtype or self.dtype)
-        self._data = new._data
-        self._vc = [0]
+        self.data = new  # fresh memory, fresh version counter
         self.__class__ = self.cls_to_become
 
     def __deepcopy__(self, memo):

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.tensor import Tensor, zeros_like
+from ember.tensor.extension import bump_version, unwrap
 
 from .optimizer import Optimizer, _scalar, _step_value, _xp
 
@@ -23,6 +24,9 @@ class Adadelta(Optimizer):
     >>> w.item() < 0
     True
     """
+
+    _checks_impl_flags = True
+    _fused_kernel = None  # only the per-parameter loop: foreach/fused=True raise
 
     def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9,
                  eps: float = 1e-6, weight_decay: float = 0, foreach: bool | None = None, *,
@@ -65,8 +69,8 @@ def _adadelta(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tenso
     (``torch.optim.adadelta._single_tensor_adadelta``)."""
     lr = float(lr)
     for i, param in enumerate(params):
-        p, g = param._data, grads[i]._data
-        sq, acc = square_avgs[i]._data, acc_deltas[i]._data
+        p, g = unwrap(param), unwrap(grads[i])
+        sq, acc = unwrap(square_avgs[i]), unwrap(acc_deltas[i])
         xp = _xp(p)
         _step_value(state_steps[i])
         if maximize:
@@ -83,4 +87,4 @@ def _adadelta(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tenso
         acc += (1 - rho) * delta * delta
         p += -lr * delta
         for t in (param, square_avgs[i], acc_deltas[i]):
-            t._bump()
+            bump_version(t)

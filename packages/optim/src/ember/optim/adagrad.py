@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.tensor import Tensor, full_like
+from ember.tensor.extension import bump_version, unwrap
 
 from .optimizer import Optimizer, _scalar, _step_value, _xp
 
@@ -23,6 +24,9 @@ class Adagrad(Optimizer):
     >>> w.item()
     -0.5
     """
+
+    _checks_impl_flags = True
+    _fused_kernel = None  # only the per-parameter loop: foreach/fused=True raise
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0,
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
@@ -69,8 +73,8 @@ def _adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor]
     (``torch.optim.adagrad._single_tensor_adagrad``, dense gradients)."""
     lr = float(lr)
     for i, param in enumerate(params):
-        p, g = param._data, grads[i]._data
-        s = state_sums[i]._data
+        p, g = unwrap(param), unwrap(grads[i])
+        s = unwrap(state_sums[i])
         xp = _xp(p)
         step = _step_value(state_steps[i])
         if maximize:
@@ -79,8 +83,8 @@ def _adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor]
             g = g + weight_decay * p
         clr = lr / (1 + (step - 1) * lr_decay)
         s += 1 * g * g
-        state_sums[i]._bump()
+        bump_version(state_sums[i])
         std = xp.sqrt(s)
         std += eps
         p += -clr * g / std
-        param._bump()
+        bump_version(param)

@@ -6,11 +6,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.tensor import Tensor, zeros_like
+from ember.tensor.extension import bump_version, unwrap
 
 from .optimizer import (
     Optimizer,
     _check_adam_args,
     _fusable,
+    _fused_mode,
+    _fused_on_copies,
     _kernel,
     _lerp_,
     _scalar,
@@ -25,8 +28,10 @@ __all__ = ["Adam", "AdamW"]
 class Adam(Optimizer):
     """Adam (Kingma & Ba), with AMSGrad, maximize and L2 or decoupled weight decay.
 
-    On the CPU each parameter is updated by one fused kernel (``fused=False`` selects the
-    plain array path, which gives the same result).
+    Each float32/float64 contiguous parameter is updated by one fused kernel (Numba on the
+    CPU); ``foreach=False`` or ``fused=False`` select the per-parameter array loop, which gives
+    the same result, ``fused=True`` or ``foreach=True`` the kernel for every parameter (see
+    :mod:`ember.optim.optimizer`).
 
     >>> import ember.tensor as et
     >>> w = et.zeros(2)
@@ -36,6 +41,9 @@ class Adam(Optimizer):
     >>> [round(v, 6) for v in w.tolist()]
     [-0.1, 0.1]
     """
+
+    _checks_impl_flags = True
+    _fused_kernel = "adam_step"
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -69,7 +77,7 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         _adam(params, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, amsgrad=group["amsgrad"],
               beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
-              eps=group["eps"], maximize=group["maximize"], fused=group["fused"],
+              eps=group["eps"], maximize=group["maximize"], fused=_fused_mode(group),
               decoupled_weight_decay=group["decoupled_weight_decay"])
 
 
@@ -110,14 +118,18 @@ def _adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
     lr, beta1, beta2 = float(lr), float(beta1), float(beta2)
     kernel = _kernel("adam_step", params[0]) if _use_fused(fused, params) else None
     for i, param in enumerate(params):
-        p, g = param._data, grads[i]._data
-        m, v = exp_avgs[i]._data, exp_avg_sqs[i]._data
-        vmax = max_exp_avg_sqs[i]._data if amsgrad else None
+        p, g = unwrap(param), unwrap(grads[i])
+        m, v = unwrap(exp_avgs[i]), unwrap(exp_avg_sqs[i])
+        vmax = unwrap(max_exp_avg_sqs[i]) if amsgrad else None
         step = _step_value(state_steps[i])
         if kernel is not None and g.dtype == p.dtype and _fusable(p, m, v, vmax):
             kernel(p, g, m, v, vmax, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
                    weight_decay=weight_decay, step=step, amsgrad=amsgrad, maximize=maximize,
                    decoupled_weight_decay=decoupled_weight_decay)
+        elif fused and kernel is not None:  # fused=True / foreach=True: the kernel, on copies
+            _fused_on_copies(kernel, (p, g, m, v, vmax), (1,), lr=lr, beta1=beta1, beta2=beta2,
+                             eps=eps, weight_decay=weight_decay, step=step, amsgrad=amsgrad,
+                             maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
         else:
             xp = _xp(p)
             if maximize:
@@ -141,8 +153,8 @@ def _adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
                 denom = xp.sqrt(v) / bias_correction2_sqrt
             denom += eps
             p += -step_size * m / denom
-        param._bump()
-        exp_avgs[i]._bump()
-        exp_avg_sqs[i]._bump()
+        bump_version(param)
+        bump_version(exp_avgs[i])
+        bump_version(exp_avg_sqs[i])
         if amsgrad:
-            max_exp_avg_sqs[i]._bump()
+            bump_version(max_exp_avg_sqs[i])

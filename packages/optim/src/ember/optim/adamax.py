@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.tensor import Tensor, zeros_like
+from ember.tensor.extension import bump_version, unwrap
 
 from .optimizer import Optimizer, _check_adam_args, _lerp_, _scalar, _step_value, _xp
 
@@ -23,6 +24,9 @@ class Adamax(Optimizer):
     >>> round(w.item(), 6)
     -0.1
     """
+
+    _checks_impl_flags = True
+    _fused_kernel = None  # only the per-parameter loop: foreach/fused=True raise
 
     def __init__(self, params: Iterable[Any], lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -59,8 +63,8 @@ def _adamax(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
     """Adamax over lists of tensors, in place (``torch.optim.adamax._single_tensor_adamax``)."""
     lr = float(lr)
     for i, param in enumerate(params):
-        p, g = param._data, grads[i]._data
-        m, u = exp_avgs[i]._data, exp_infs[i]._data
+        p, g = unwrap(param), unwrap(grads[i])
+        m, u = unwrap(exp_avgs[i]), unwrap(exp_infs[i])
         xp = _xp(p)
         step = _step_value(state_steps[i])
         if maximize:
@@ -73,4 +77,4 @@ def _adamax(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
         clr = lr / (1 - beta1 ** step)
         p += -clr * m / u
         for t in (param, exp_avgs[i], exp_infs[i]):
-            t._bump()
+            bump_version(t)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.tensor import Tensor
+from ember.tensor.extension import bump_version, unwrap, wrap
 
 from .optimizer import Optimizer, _enable_grad, _no_grad, _xp
 
@@ -165,30 +166,31 @@ class LBFGS(Optimizer):
         return self._numel_cache
 
     def _gather_flat_grad(self) -> Any:
-        xp = _xp(self._params[0]._data)
+        xp = _xp(unwrap(self._params[0]))
         views = []
         for p in self._params:
             if p.grad is None:
-                views.append(xp.zeros(p.numel(), dtype=p._data.dtype))
+                views.append(xp.zeros(p.numel(), dtype=unwrap(p).dtype))
             else:
-                views.append(p.grad._data.reshape(-1))
+                views.append(unwrap(p.grad).reshape(-1))
         return xp.concatenate(views, 0)
 
     def _add_grad(self, step_size: float, update: Any) -> None:
         offset = 0
         for p in self._params:
             numel = p.numel()
-            p._data += step_size * update[offset:offset + numel].reshape(p._data.shape)
-            p._bump()
+            arr = unwrap(p)
+            arr += step_size * update[offset:offset + numel].reshape(arr.shape)
+            bump_version(p)
             offset += numel
 
     def _clone_param(self) -> list[Any]:
-        return [p._data.copy() for p in self._params]
+        return [unwrap(p).copy() for p in self._params]
 
     def _set_param(self, params_data: list[Any]) -> None:
         for p, data in zip(self._params, params_data):
-            p._data[...] = data
-            p._bump()
+            unwrap(p)[...] = data
+            bump_version(p)
 
     def _directional_evaluate(self, closure: Callable, x: list[Any], t: float,
                               d: Any) -> tuple[float, Any]:
@@ -336,8 +338,8 @@ class LBFGS(Optimizer):
 
 
 def _wrap(arr: Any) -> Tensor | None:
-    return None if arr is None else Tensor._make(arr)
+    return None if arr is None else wrap(arr)
 
 
 def _unwrap(t: Any) -> Any:
-    return t._data if isinstance(t, Tensor) else t
+    return unwrap(t) if isinstance(t, Tensor) else t

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.tensor import Tensor, zeros_like
+from ember.tensor.extension import bump_version, unwrap
 
 from .optimizer import Optimizer, _check_adam_args, _lerp_, _scalar, _step_value, _xp
 
@@ -24,6 +25,9 @@ class NAdam(Optimizer):
     >>> w.item() < 0
     True
     """
+
+    _checks_impl_flags = True
+    _fused_kernel = None  # only the per-parameter loop: foreach/fused=True raise
 
     def __init__(self, params: Iterable[Any], lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -73,8 +77,8 @@ def _nadam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
     """
     lr = float(lr)
     for i, param in enumerate(params):
-        p, g = param._data, grads[i]._data
-        m, v = exp_avgs[i]._data, exp_avg_sqs[i]._data
+        p, g = unwrap(param), unwrap(grads[i])
+        m, v = unwrap(exp_avgs[i]), unwrap(exp_avg_sqs[i])
         xp = _xp(p)
         if maximize:
             g = -g
@@ -88,9 +92,10 @@ def _nadam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
         mp = mu_products[i]
-        mp._data *= mu
-        mp._bump()
-        mu_product = float(mp._data)
+        mp_arr = unwrap(mp)
+        mp_arr *= mu
+        bump_version(mp)
+        mu_product = float(mp_arr)
         _lerp_(m, g, 1 - beta1)
         v *= beta2
         v += (1 - beta2) * g * g
@@ -100,4 +105,4 @@ def _nadam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
         p += (-lr * (1.0 - mu) / (1.0 - mu_product)) * g / denom
         p += ((-lr * mu_next) / (1.0 - mu_product_next)) * m / denom
         for t in (param, exp_avgs[i], exp_avg_sqs[i]):
-            t._bump()
+            bump_version(t)

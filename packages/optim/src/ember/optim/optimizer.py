@@ -8,6 +8,26 @@ optimizer over fresh parameters of the same shapes.
 Subclasses implement ``step(closure=None)`` as a thin loop that gathers each group's tensors
 and calls a pure update function over lists of tensors (``_sgd``, ``_adam``, ...).
 
+Implementation flags (``foreach``, ``fused``, ``capturable``, ``differentiable``, where
+PyTorch's optimizer has them) are never accepted and ignored. ember has two implementations of
+an update: the per-parameter array loop (PyTorch's single-tensor "for-loop" arithmetic) and,
+for ``SGD``, ``Adam`` and ``AdamW`` only, a fused kernel per parameter (Numba on the CPU, CuPy
+on CUDA). The flags choose between them, per param group:
+
+* ``fused=True`` or ``foreach=True``: the fused kernels, for every parameter (ember's kernels
+  are its multi-tensor implementation: PyTorch's ``foreach`` and ``fused`` are both "the fast
+  implementation", with the same numbers up to rounding). Both True raises RuntimeError, as in
+  PyTorch; params that are not float32/float64 on a device with the kernel raise RuntimeError
+  at construction (PyTorch's ``fused=True`` check); an optimizer without kernels raises
+  NotImplementedError.
+* ``foreach=False`` or ``fused=False``: the per-parameter array loop.
+* both None (the default): the fused kernel where it applies (a float32/float64 C-contiguous
+  parameter, gradient of its dtype), else the loop. PyTorch's CPU default is the loop; the
+  numbers are the same up to rounding.
+* ``capturable=True`` (CUDA graph capture) and ``differentiable=True`` (autograd through the
+  step) are things ember cannot do: NotImplementedError at construction, naming the optimizer
+  and the flag. A param group or a loaded state dict carrying them is refused the same way.
+
 >>> import ember.tensor as et
 >>> from ember.optim import SGD
 >>> w = et.ones(2)
@@ -34,6 +54,7 @@ import numpy as np
 
 import ember.tensor as et
 from ember.tensor import Tensor
+from ember.tensor.extension import array_module, bump_version, get_kernel, unwrap
 
 __all__ = ["Optimizer", "required"]
 
@@ -140,6 +161,12 @@ class Optimizer:
         defaults: the default value of every option of this optimizer.
     """
 
+    #: Whether ``add_param_group`` validates ``foreach`` / ``fused`` / ``capturable`` /
+    #: ``differentiable`` (ember's optimizers; a user's subclass keeps its own meaning).
+    _checks_impl_flags = False
+    #: The name of this optimizer's fused kernel (``get_kernel``), None where it has none.
+    _fused_kernel: str | None = None
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
@@ -230,6 +257,8 @@ class Optimizer:
                     "parameter group didn't specify a value of required optimization "
                     f"parameter {name}")
             param_group.setdefault(name, default)
+        if self._checks_impl_flags:
+            self._check_impl_flags(param_group)
 
         ids = [id(p) for p in param_group["params"]]
         if len(ids) != len(set(ids)):
@@ -249,6 +278,34 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
+    def _check_impl_flags(self, group: dict[str, Any]) -> None:
+        """Refuse the implementation flags ember cannot honor (see the module docstring)."""
+        name = type(self).__name__
+        for flag, what in (("differentiable", "autograd through the optimizer step (ember's "
+                                              "updates run in place under no_grad)"),
+                           ("capturable", "CUDA graph capture")):
+            if group.get(flag):
+                raise NotImplementedError(
+                    f"{name}({flag}=True): ember does not support {what}; "
+                    f"use {flag}=False")
+        fused, foreach = group.get("fused"), group.get("foreach")
+        if fused and foreach:
+            raise RuntimeError(f"{name}: `fused` and `foreach` cannot be `True` together.")
+        if not (fused or foreach):
+            return
+        flag = "fused" if fused else "foreach"
+        kernel = self._fused_kernel
+        if kernel is None:
+            raise NotImplementedError(
+                f"{name}({flag}=True): ember has no fused or multi-tensor implementation of "
+                f"{name}, only the per-parameter loop; use {flag}=None or {flag}=False")
+        for p in group["params"]:
+            if p.dtype not in _FUSED_DTYPES or _kernel(kernel, p) is None:
+                raise RuntimeError(
+                    f"{name}: `{flag}=True` requires all the params to be float32 or float64 "
+                    f"Tensors on a device with ember's {kernel} kernel, but got {p.dtype} and "
+                    f"{p.device.type}")
+
     # ------------------------------------------------------------------------- gradients
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter: to None (default) or to zeros."""
@@ -264,8 +321,8 @@ class Optimizer:
                         g.detach_()
                     else:
                         g.requires_grad_(False)
-                    g._data[...] = 0
-                    g._bump()
+                    unwrap(g)[...] = 0
+                    bump_version(g)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Perform one optimization step (``closure`` re-evaluates the loss)."""
@@ -385,6 +442,9 @@ class Optimizer:
                 if isinstance(value, list) and isinstance(group.get(name), tuple):
                     saved[name] = tuple(value)
             new_groups.append(saved)
+        if self._checks_impl_flags:
+            for group in new_groups:
+                self._check_impl_flags(group)
         self.state = state
         self.param_groups = new_groups
 
@@ -423,8 +483,6 @@ def _xp(arr: Any) -> Any:
     """numpy for NumPy arrays, cupy for CuPy arrays."""
     if isinstance(arr, np.ndarray):
         return np
-    from ember.tensor._registry import array_module
-
     return array_module(arr)
 
 
@@ -438,10 +496,8 @@ def _lerp_(a: Any, b: Any, weight: float) -> None:
 
 def _kernel(name: str, t: Tensor) -> Callable | None:
     """The fused kernel ``name`` for ``t``'s device, or None where there is none."""
-    from ember.tensor import kernels
-
     try:
-        return kernels.get(name, t.device.type)
+        return get_kernel(name, t)
     except (ImportError, NotImplementedError, RuntimeError):
         return None
 
@@ -462,8 +518,37 @@ def _fusable(*arrays: Any) -> bool:
     return True
 
 
+_FUSED_DTYPES = (et.float32, et.float64)
+
+
+def _fused_mode(group: dict[str, Any]) -> bool | None:
+    """The implementation a group asks for: True (the fused kernels, ``fused=True`` or
+    ``foreach=True``), False (the per-parameter loop, ``fused=False`` or ``foreach=False``) or
+    None (the kernel where it applies, else the loop)."""
+    fused, foreach = group.get("fused"), group.get("foreach")
+    if fused or foreach:
+        return True
+    if fused is False or foreach is False:
+        return False
+    return None
+
+
 def _use_fused(fused: bool | None, params: list[Tensor]) -> bool:
     return fused is not False and len(params) > 0
+
+
+def _fused_on_copies(kernel: Callable, arrays: tuple, inputs: int, **kwargs: Any) -> None:
+    """Run ``kernel(*arrays, **kwargs)`` on C-contiguous copies in the first array's dtype
+    (None stays None) and write the updated ones back: the forced fused path for a parameter
+    the kernel cannot update in place (non-contiguous, or a gradient of another dtype).
+    ``inputs`` lists the positions the kernel only reads (the gradient)."""
+    first = arrays[0]
+    xp = _xp(first)
+    work = [None if a is None else xp.ascontiguousarray(a, dtype=first.dtype) for a in arrays]
+    kernel(*work, **kwargs)
+    for i, (a, w) in enumerate(zip(arrays, work)):
+        if a is not None and w is not a and i not in inputs:
+            a[...] = w
 
 
 def _check_adam_args(lr: float, betas: tuple[float, float], eps: float,
@@ -483,6 +568,7 @@ def _check_adam_args(lr: float, betas: tuple[float, float], eps: float,
 
 def _step_value(step_t: Tensor) -> float:
     """Increment a ``step`` counter in place and return its new value."""
-    step_t._data += 1
-    step_t._bump()
-    return float(step_t._data)
+    arr = unwrap(step_t)
+    arr += 1
+    bump_version(step_t)
+    return float(arr)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.tensor import Tensor, zeros_like
+from ember.tensor.extension import bump_version, unwrap
 
 from .optimizer import Optimizer, _check_adam_args, _lerp_, _scalar, _step_value, _xp
 
@@ -23,6 +24,9 @@ class RAdam(Optimizer):
     >>> round(w.item(), 6)
     -0.1
     """
+
+    _checks_impl_flags = True
+    _fused_kernel = None  # only the per-parameter loop: foreach/fused=True raise
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -62,8 +66,8 @@ def _radam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
     """RAdam over lists of tensors, in place (``torch.optim.radam._single_tensor_radam``)."""
     lr = float(lr)
     for i, param in enumerate(params):
-        p, g = param._data, grads[i]._data
-        m, v = exp_avgs[i]._data, exp_avg_sqs[i]._data
+        p, g = unwrap(param), unwrap(grads[i])
+        m, v = unwrap(exp_avgs[i]), unwrap(exp_avg_sqs[i])
         xp = _xp(p)
         if maximize:
             g = -g
@@ -91,4 +95,4 @@ def _radam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
         else:
             p += -1.0 * (bias_corrected_exp_avg * lr)
         for t in (param, exp_avgs[i], exp_avg_sqs[i]):
-            t._bump()
+            bump_version(t)

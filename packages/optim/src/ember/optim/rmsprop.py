@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.tensor import Tensor, zeros_like
+from ember.tensor.extension import bump_version, unwrap
 
 from .optimizer import Optimizer, _lerp_, _scalar, _step_value, _xp
 
@@ -23,6 +24,9 @@ class RMSprop(Optimizer):
     >>> w.item()
     -0.01
     """
+
+    _checks_impl_flags = True
+    _fused_kernel = None  # only the per-parameter loop: foreach/fused=True raise
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
@@ -75,8 +79,8 @@ def _rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor
     (``torch.optim.rmsprop._single_tensor_rmsprop``)."""
     lr = float(lr)
     for i, param in enumerate(params):
-        p, g = param._data, grads[i]._data
-        sq = square_avgs[i]._data
+        p, g = unwrap(param), unwrap(grads[i])
+        sq = unwrap(square_avgs[i])
         xp = _xp(p)
         _step_value(state_steps[i])
         if maximize:
@@ -85,21 +89,21 @@ def _rmsprop(params: list[Tensor], grads: list[Tensor], square_avgs: list[Tensor
             g = g + weight_decay * p
         sq *= alpha
         sq += (1 - alpha) * g * g
-        square_avgs[i]._bump()
+        bump_version(square_avgs[i])
         if centered:
-            ga = grad_avgs[i]._data
+            ga = unwrap(grad_avgs[i])
             _lerp_(ga, g, 1 - alpha)
-            grad_avgs[i]._bump()
+            bump_version(grad_avgs[i])
             avg = xp.sqrt(sq + -1 * ga * ga)
         else:
             avg = xp.sqrt(sq)
         avg += eps
         if momentum > 0:
-            buf = momentum_buffer_list[i]._data
+            buf = unwrap(momentum_buffer_list[i])
             buf *= momentum
             buf += 1 * g / avg
-            momentum_buffer_list[i]._bump()
+            bump_version(momentum_buffer_list[i])
             p += -lr * buf
         else:
             p += -lr * g / avg
-        param._bump()
+        bump_version(param)

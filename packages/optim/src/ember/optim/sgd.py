@@ -6,8 +6,16 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ember.tensor import Tensor, zeros_like
+from ember.tensor.extension import bump_version, unwrap, wrap
 
-from .optimizer import Optimizer, _fusable, _kernel, _use_fused
+from .optimizer import (
+    Optimizer,
+    _fusable,
+    _fused_mode,
+    _fused_on_copies,
+    _kernel,
+    _use_fused,
+)
 
 __all__ = ["SGD"]
 
@@ -15,8 +23,10 @@ __all__ = ["SGD"]
 class SGD(Optimizer):
     """Stochastic gradient descent, optionally with (Nesterov) momentum.
 
-    On the CPU each parameter is updated by one fused kernel (``fused=False`` selects the
-    plain array path, which gives the same result).
+    Each float32/float64 contiguous parameter is updated by one fused kernel (Numba on the
+    CPU); ``foreach=False`` or ``fused=False`` select the per-parameter array loop, which gives
+    the same result, ``fused=True`` or ``foreach=True`` the kernel for every parameter (see
+    :mod:`ember.optim.optimizer`).
 
     >>> import ember.tensor as et
     >>> w = et.ones(2, dtype=et.float64)
@@ -26,6 +36,9 @@ class SGD(Optimizer):
     >>> w.tolist()
     [0.5, 0.5]
     """
+
+    _checks_impl_flags = True
+    _fused_kernel = "sgd_step"
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0,
                  dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
@@ -58,7 +71,7 @@ class SGD(Optimizer):
             bufs = [None] * len(params)
         _sgd(params, grads, bufs, weight_decay=group["weight_decay"],
              momentum=group["momentum"], lr=group["lr"], dampening=group["dampening"],
-             nesterov=group["nesterov"], maximize=group["maximize"], fused=group["fused"])
+             nesterov=group["nesterov"], maximize=group["maximize"], fused=_fused_mode(group))
         if has_momentum:
             for p, buf in zip(params, bufs):
                 self.state[p]["momentum_buffer"] = buf
@@ -72,19 +85,31 @@ def _sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[T
     lr = float(lr)
     kernel = _kernel("sgd_step", params[0]) if _use_fused(fused, params) else None
     for i, param in enumerate(params):
-        p, g = param._data, grads[i]._data
+        p, g = unwrap(param), unwrap(grads[i])
         buf = momentum_buffer_list[i]
         if kernel is not None and g.dtype == p.dtype \
-                and _fusable(p, None if buf is None else buf._data):
+                and _fusable(p, None if buf is None else unwrap(buf)):
             first = buf is None
             if momentum != 0 and first:
                 buf = momentum_buffer_list[i] = zeros_like(param)
-            kernel(p, g, None if momentum == 0 else buf._data, lr=lr, momentum=momentum,
+            kernel(p, g, None if momentum == 0 else unwrap(buf), lr=lr, momentum=momentum,
                    dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
                    maximize=maximize, first_step=first)
             if momentum != 0:
-                buf._bump()
-            param._bump()
+                bump_version(buf)
+            bump_version(param)
+            continue
+        if fused and kernel is not None:  # fused=True / foreach=True: the kernel, on copies
+            first = buf is None
+            if momentum != 0 and first:
+                buf = momentum_buffer_list[i] = zeros_like(param)
+            _fused_on_copies(kernel, (p, g, None if momentum == 0 else unwrap(buf)), (1,),
+                             lr=lr, momentum=momentum, dampening=dampening,
+                             weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                             first_step=first)
+            if momentum != 0:
+                bump_version(buf)
+            bump_version(param)
             continue
         if maximize:
             g = -g
@@ -93,12 +118,12 @@ def _sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[T
         if momentum != 0:
             if buf is None:
                 b = g.copy()
-                buf = momentum_buffer_list[i] = Tensor._make(b)
+                buf = momentum_buffer_list[i] = wrap(b)
             else:
-                b = buf._data
+                b = unwrap(buf)
                 b *= momentum
                 b += (1 - dampening) * g
-                buf._bump()
+                bump_version(buf)
             g = g + momentum * b if nesterov else b
         p += -lr * g
-        param._bump()
+        bump_version(param)

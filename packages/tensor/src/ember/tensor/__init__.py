@@ -17,6 +17,7 @@ from . import (
     _creation,
     _indexing,
     _linalg,
+    _nn_ops,
     _pointwise,
     _random,
     _reduction,
@@ -54,6 +55,7 @@ from ._dtype import can_cast as _can_cast
 from ._indexing import *
 from ._linalg import *
 from ._methods import bind_methods as _bind_methods
+from ._nn_ops import *
 from ._pointwise import *
 from ._printing import get_printoptions, printoptions, set_printoptions
 from ._random import *
@@ -101,5 +103,5 @@ __all__ = sorted(
      "BoolTensor", "__version__"}
     | set(_creation.__all__) | set(_pointwise.__all__) | set(_shape.__all__)
     | set(_reduction.__all__) | set(_linalg.__all__) | set(_indexing.__all__)
-    | set(_random.__all__)
+    | set(_random.__all__) | set(_nn_ops.__all__)
 )

@@ -49,6 +49,7 @@ import json
 import math
 import os
 import pickle
+import re
 import struct
 import tempfile
 import threading
@@ -280,6 +281,9 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+_TEMP_TAIL = re.compile(r"(\d+)\.[A-Za-z0-9_]+\.tmp")
+
+
 def _clean_stale_temps(folder: str, base: str) -> None:
     """Remove temporary files that an interrupted save of ``base`` left (its process is gone)."""
     prefix = "." + base + "."
@@ -288,10 +292,13 @@ def _clean_stale_temps(folder: str, base: str) -> None:
     except OSError:
         return
     for name in names:
-        if not (name.startswith(prefix) and name.endswith(".tmp")):
+        if not name.startswith(prefix):
             continue
-        pid = name[len(prefix):].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+        m = _TEMP_TAIL.fullmatch(name[len(prefix):])  # "<pid>.<random>.tmp", nothing else
+        if m is None:
+            continue
+        pid = int(m.group(1))
+        if pid != os.getpid() and not _pid_alive(pid):
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, name))
 

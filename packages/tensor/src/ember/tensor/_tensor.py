@@ -383,6 +383,10 @@ class Tensor:
     def register_hook(self, hook):
         return _autograd().register_hook(self, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """``hook(tensor)`` runs after a backward pass has accumulated into ``.grad``."""
+        return _autograd().register_post_accumulate_grad_hook(self, hook)
+
     def retain_grad(self) -> None:
         _autograd().retain_grad(self)
 
@@ -626,17 +630,17 @@ def _legacy_new(cls, *args, dtype=None, device=None, requires_grad=False):
     return t
 
 
-_engine_api = None
+_autograd_api = [None]  # set by ember.autograd through extension.set_autograd
 
 
 def _autograd():
-    global _engine_api
-    if _engine_api is None:
+    api = _autograd_api[0]
+    if api is None:
         try:
-            from ember import autograd
+            import ember.autograd  # noqa: F401  (importing it installs its API)
         except ImportError as exc:  # pragma: no cover - exercised in the tensor-only tox env
             raise RuntimeError(
                 "autograd needs the ember-autograd distribution: pip install ember-autograd "
                 "(from a checkout: pip install ./packages/autograd)") from exc
-        _engine_api = autograd._engine_api
-    return _engine_api
+        api = _autograd_api[0]
+    return api

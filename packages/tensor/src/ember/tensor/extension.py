@@ -7,7 +7,9 @@ Arrays and tensors
     :func:`wrap` makes a tensor over an array (NumPy or CuPy) without copying; :func:`unwrap`
     returns a tensor's array (a view, not a copy: writing into it writes the tensor).
     :func:`bump_version` marks a tensor as modified in place after such a write, so autograd's
-    saved-tensor checks see it. :func:`dtype_of` maps a NumPy dtype to ember's.
+    saved-tensor checks see it; :func:`version_counter` is the version cell views share.
+    :func:`dtype_of` maps a NumPy dtype to ember's; :func:`canonical_dims` and
+    :func:`canonical_dim` normalize ``dim`` arguments with PyTorch's errors.
 
 Devices and kernels
     :func:`array_module` is ``numpy`` or ``cupy`` for an array, a tensor or a device;
@@ -21,7 +23,9 @@ Ops
     (``recorder(op, bound)``, ``bound`` holding every parameter in declared order) and
     :func:`get_recorder` returns the installed one, so a tracer can wrap it.
 
->>> import numpy as np
+>>> import operator
+
+import numpy as np
 >>> from ember.tensor import extension as ext
 >>> t = ext.wrap(np.arange(3.0))
 >>> ext.unwrap(t)[0] = 5.0
@@ -31,8 +35,11 @@ tensor([5., 1., 2.], dtype=ember.float64)
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
+from . import _reduction, _tensor
 from . import kernels as _kernels
 from ._dtype import from_numpy_dtype
 from ._registry import OPS, OpDef, _state, defop, set_recorder, write_out
@@ -40,9 +47,9 @@ from ._registry import array_module as _array_module_of
 from ._tensor import Tensor
 from ._tensor import parse_to_args as _parse_to_args
 
-__all__ = ["wrap", "unwrap", "bump_version", "dtype_of", "array_module", "get_kernel",
-           "OPS", "OpDef", "defop", "set_recorder", "get_recorder", "write_out",
-           "parse_to_args"]
+__all__ = ["wrap", "unwrap", "version_counter", "canonical_dims", "canonical_dim",
+           "bump_version", "dtype_of", "array_module", "get_kernel", "OPS", "OpDef", "defop",
+           "set_recorder", "get_recorder", "set_autograd", "write_out", "parse_to_args"]
 
 
 def wrap(array) -> Tensor:
@@ -50,9 +57,29 @@ def wrap(array) -> Tensor:
     return Tensor._make(array)
 
 
-def unwrap(t: Tensor):
-    """The array holding ``t``'s elements (shares memory with ``t``)."""
-    return t._data
+#: ``unwrap(t)``: the array holding ``t``'s elements (shares memory with ``t``). A C-level
+#: attribute getter, so hot loops above the core pay no Python call for it.
+unwrap = operator.attrgetter("_data")
+
+
+def version_counter(t: Tensor) -> list:
+    """The one-element list holding ``t``'s version, shared by every view of its storage
+    (created on first use); ``version_counter(t)[0]`` is ``t._version``."""
+    vc = t._vc
+    if vc is None:
+        vc = t._vc = [0]
+    return vc
+
+
+def canonical_dims(dim, ndim: int, op: str) -> tuple:
+    """A reduction's ``dim`` argument (None, an int or a sequence; negative allowed) as a
+    sorted tuple of non-negative dims, with PyTorch's IndexError naming ``op``."""
+    return _reduction._dims(dim, ndim, op)
+
+
+def canonical_dim(dim: int, ndim: int, op: str) -> int:
+    """One ``dim`` argument as a non-negative int, with PyTorch's IndexError naming ``op``."""
+    return _reduction._one_dim(dim, ndim, op)
 
 
 def bump_version(t: Tensor) -> None:
@@ -86,6 +113,14 @@ def get_kernel(name: str, device):
     if isinstance(device, Tensor):
         device = device.device
     return _kernels.get(name, device)
+
+
+def set_autograd(api) -> None:
+    """Install the autograd layer's tensor API: an object with ``check_requires_grad(t)``,
+    ``backward(t, gradient, retain_graph, create_graph, inputs=None)``,
+    ``register_hook(t, hook)``, ``register_post_accumulate_grad_hook(t, hook)`` and
+    ``retain_grad(t)``, which the tensor methods of those names call."""
+    _tensor._autograd_api[0] = api
 
 
 def get_recorder():

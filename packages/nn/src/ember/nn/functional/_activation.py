@@ -14,7 +14,7 @@ import warnings
 
 import ember.tensor as et
 from ember.autograd import is_grad_enabled, no_grad
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 __all__ = [
     "threshold", "threshold_", "relu", "relu_", "relu6", "elu", "elu_", "selu", "selu_", "celu",

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 import ember.tensor as et
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -26,6 +26,16 @@ def _softmax(x: Tensor, dim: int = -1) -> Tensor:
     shift = et.where(et.isfinite(shift), shift, et.zeros_like(shift))
     e = (x - shift).exp()
     return e / e.sum(dim, keepdim=True)
+
+
+def _safe_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    """Softmax whose fully masked rows (all -inf) are zeros, not NaN, with zero gradients:
+    what PyTorch's attention gives where it does not return the weights."""
+    shift = x.amax(dim, keepdim=True).detach()
+    shift = et.where(et.isfinite(shift), shift, et.zeros_like(shift))
+    e = (x - shift).exp()
+    total = e.sum(dim, keepdim=True)
+    return e / et.where(total == 0, et.ones_like(total), total)
 
 
 def _dropout(x: Tensor, p: float) -> Tensor:
@@ -93,7 +103,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         scores = scores + et.from_numpy(causal).to(dtype=scores.dtype, device=scores.device)
     if attn_mask is not None:
         scores = scores + _bias_from_mask(attn_mask, scores.dtype, True)
-    weights = _dropout(_softmax(scores, -1), dropout_p)
+    weights = _dropout(_safe_softmax(scores, -1), dropout_p)
     return weights @ value
 
 
@@ -210,7 +220,8 @@ def multi_head_attention_forward(
     scores = (q * math.sqrt(1.0 / head_dim)) @ k.transpose(-2, -1)
     if attn_mask is not None:
         scores = scores + attn_mask
-    weights = _softmax(scores, -1)
+    # PyTorch: fully masked rows give NaN weights when it returns them, zeros otherwise
+    weights = _softmax(scores, -1) if need_weights else _safe_softmax(scores, -1)
     attn = _dropout(weights, dropout_p) @ v  # (bsz*heads, L, head_dim)
     attn = attn.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
     out = _linear(attn, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)

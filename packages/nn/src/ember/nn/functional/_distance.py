@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ember.tensor as et
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 __all__ = ["pairwise_distance", "cosine_similarity", "normalize", "pdist"]
 

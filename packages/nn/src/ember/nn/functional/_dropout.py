@@ -7,7 +7,7 @@ import math
 
 import ember.tensor as et
 from ember.autograd import no_grad
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
            "feature_alpha_dropout"]

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import ember.tensor as et
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
+from ember.tensor.extension import unwrap
 
 __all__ = ["linear", "bilinear"]
 
@@ -14,7 +15,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> linear(et.ones(2, 3), et.ones(4, 3)).shape
     ember.Size([2, 4])
     """
-    a, w = input._data.shape, weight._data.shape  # raw shapes: this runs once per layer call
+    a, w = unwrap(input).shape, unwrap(weight).shape  # raw shapes: this runs once per layer call
     if not a or len(w) not in (1, 2):
         raise RuntimeError(f"linear: expected an input with at least 1 dim and a 1-D or 2-D "
                            f"weight, got input {list(a)} and weight {list(w)}")
@@ -23,7 +24,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: mat1 and mat2 shapes cannot be multiplied "
             f"({input.numel() // max(a[-1], 1)}x{a[-1]} and "
             f"{w[-1]}x{w[0] if len(w) == 2 else 1})")
-    if len(w) == 2 and (bias is None or bias._data.ndim == 1):
+    if len(w) == 2 and (bias is None or unwrap(bias).ndim == 1):
         return et.linear(input, weight, bias)
     out = et.matmul(input, weight)
     if bias is not None:

@@ -16,12 +16,13 @@ import warnings
 import numpy as np
 
 import ember.tensor as et
-from ember.autograd import Function, once_differentiable
-from ember.tensor._registry import array_module
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
+from ember.tensor.extension import OPS, array_module, unwrap, wrap
 
 from ._activation import log_softmax, logsigmoid
 from ._distance import pairwise_distance
+
+_ctc_loss = OPS["_ctc_loss"].public  # the registry op (PyTorch's aten name)
 
 __all__ = [
     "l1_loss", "mse_loss", "cross_entropy", "nll_loss", "poisson_nll_loss", "gaussian_nll_loss",
@@ -190,7 +191,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
     # the targets are integer constants: validate and weigh them in NumPy/CuPy directly, so
     # the graph holds one gather, one product and one sum
-    tgt = flat._data
+    tgt = unwrap(flat)
     xp = array_module(tgt)
     if tgt.dtype != np.int64:
         tgt = tgt.astype(np.int64)
@@ -202,16 +203,16 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
             value = int(tgt[bad][0])
             raise IndexError(f"nll_loss: Target {value} is out of bounds (classes: {c}).")
     safe = tgt if all_valid else xp.where(valid, tgt, 0)
-    picked = et.gather(rows, 1, Tensor._make(safe.reshape(-1, 1)))
-    dt = rows._data.dtype
+    picked = et.gather(rows, 1, wrap(safe.reshape(-1, 1)))
+    dt = unwrap(rows).dtype
     if weight is None:
         w = None if all_valid else valid.astype(dt).reshape(-1, 1)
     else:
         if weight.device != rows.device:
             raise RuntimeError(f"nll_loss: weight on {weight.device} but input on "
                                f"{rows.device}")
-        w = (weight._data.astype(dt)[safe] * valid).reshape(-1, 1)
-    loss = picked if w is None else picked * Tensor._make(w)
+        w = (unwrap(weight).astype(dt)[safe] * valid).reshape(-1, 1)
+    loss = picked if w is None else picked * wrap(w)
     if reduction == "none":
         return (-loss).reshape(tuple(target.shape))
     total = loss.sum()
@@ -532,105 +533,14 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
 
 
 # --------------------------------------------------------------------------- CTC
-def _logaddexp(a, b):
-    m = np.maximum(a, b)
-    with np.errstate(invalid="ignore"):
-        out = m + np.log(np.exp(a - m) + np.exp(b - m))
-    return np.where(np.isneginf(m), -np.inf, out)
-
-
-def _ctc_one(lp: np.ndarray, tgt: np.ndarray, blank: int):
-    """Negative log likelihood and d nll / d lp for one sequence (lp: (T, C))."""
-    T = lp.shape[0]
-    S = 2 * len(tgt) + 1
-    ext = np.full(S, blank, dtype=np.int64)
-    ext[1::2] = tgt
-    ninf = -np.inf
-    alpha = np.full((T, S), ninf)
-    beta = np.full((T, S), ninf)
-    if T == 0:
-        return (0.0 if S == 1 else np.inf), np.zeros_like(lp)
-    skip = np.zeros(S, dtype=bool)
-    skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
-    alpha[0, 0] = lp[0, ext[0]]
-    if S > 1:
-        alpha[0, 1] = lp[0, ext[1]]
-    for t in range(1, T):
-        prev = alpha[t - 1]
-        a = prev.copy()
-        a[1:] = _logaddexp(a[1:], prev[:-1])
-        a[2:] = np.where(skip[2:], _logaddexp(a[2:], prev[:-2]), a[2:])
-        alpha[t] = a + lp[t, ext]
-    beta[T - 1, S - 1] = lp[T - 1, ext[S - 1]]
-    if S > 1:
-        beta[T - 1, S - 2] = lp[T - 1, ext[S - 2]]
-    skip_fwd = np.zeros(S, dtype=bool)
-    skip_fwd[:-2] = skip[2:]
-    for t in range(T - 2, -1, -1):
-        nxt = beta[t + 1]
-        b = nxt.copy()
-        b[:-1] = _logaddexp(b[:-1], nxt[1:])
-        b[:-2] = np.where(skip_fwd[:-2], _logaddexp(b[:-2], nxt[2:]), b[:-2])
-        beta[t] = b + lp[t, ext]
-    ll = alpha[T - 1, S - 1] if S == 1 else _logaddexp(alpha[T - 1, S - 1], alpha[T - 1, S - 2])
-    nll = -float(ll)
-    grad = np.zeros_like(lp)
-    if np.isfinite(ll):
-        ab = alpha + beta  # log of sum over paths through (t, s), counting lp[t, ext[s]] twice
-        for s in range(S):
-            k = ext[s]
-            col = ab[:, s] - lp[:, k] - ll
-            grad[:, k] -= np.exp(np.where(np.isneginf(ab[:, s]), -np.inf, col))
-    return nll, grad
-
-
-class _CTCLossFn(Function):
-    @staticmethod
-    def forward(ctx, log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
-        lp = log_probs.detach().cpu().numpy().astype(np.float64)
-        batched = lp.ndim == 3
-        if not batched:
-            lp = lp[:, None, :]
-        tg = targets.detach().cpu().numpy().astype(np.int64)
-        il = [int(v) for v in input_lengths]
-        tl = [int(v) for v in target_lengths]
-        n = lp.shape[1]
-        losses = np.zeros(n)
-        grad = np.zeros_like(lp)
-        offset = 0
-        for b in range(n):
-            if tg.ndim == 2:
-                seq = tg[b, :tl[b]]
-            elif not batched:
-                seq = tg[:tl[b]]
-            else:
-                seq = tg[offset:offset + tl[b]]
-                offset += tl[b]
-            nll, g = _ctc_one(lp[:il[b], b, :], seq, blank)
-            if zero_infinity and not np.isfinite(nll):
-                nll, g = 0.0, np.zeros_like(g)
-            losses[b] = nll
-            grad[:il[b], b, :] = g
-        if not batched:
-            grad = grad[:, 0, :]
-        ctx.grad = et.tensor(grad, dtype=log_probs.dtype, device=log_probs.device)
-        out = et.tensor(losses, dtype=log_probs.dtype, device=log_probs.device)
-        return out if batched else out.reshape(())
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, g):
-        shape = (1, -1, 1) if ctx.grad.dim() == 3 else ()
-        return ctx.grad * g.reshape(shape), None, None, None, None, None
-
-
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
              blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
     """Connectionist Temporal Classification loss of ``log_probs`` (T, N, C) (log-softmaxed)
     against ``targets`` (N, S) padded or 1-D concatenated.
 
-    The gradient is the exact partial derivative with respect to ``log_probs`` (PyTorch's
-    kernel adds ``exp(log_probs)``, a term that cancels through ``log_softmax``).
+    The loss is the ``_ctc_loss`` op of ember.tensor; its gradient (``_ctc_loss_backward``) is
+    the exact partial derivative with respect to ``log_probs`` (PyTorch's kernel adds
+    ``exp(log_probs)``, a term that cancels through ``log_softmax``).
     """
     _check_reduction(reduction)
     if not isinstance(input_lengths, Tensor):
@@ -649,7 +559,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
         raise RuntimeError(f"ctc_loss: expected {n} input_lengths and target_lengths (the batch "
                            f"size of log_probs {list(log_probs.shape)}), got {len(il)} and "
                            f"{len(tl)}")
-    losses = _CTCLossFn.apply(log_probs, targets, il, tl, blank, zero_infinity)
+    losses = _ctc_loss(log_probs, targets, il, tl, blank, zero_infinity)
     if reduction == "none":
         return losses
     if reduction == "sum":

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import ember.autograd as ag
 import ember.tensor as et
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "local_response_norm",
            "normalize"]

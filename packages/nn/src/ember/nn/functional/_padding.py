@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import ember.tensor as et
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 __all__ = ["pad"]
 

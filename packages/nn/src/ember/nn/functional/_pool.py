@@ -1,10 +1,11 @@
 """Pooling: max (with indices, Numba kernel), unpool, average, power-average, fractional and
 adaptive pooling in 1-d, 2-d and 3-d.
 
-Max pooling runs the ``max_pool_forward`` kernel of ember.tensor and scatters its gradient with
-``max_pool_backward``; the scatter's own backward is a gather, so double backward works.
-Average pooling sums im2col columns; adaptive and fractional pooling gather each window
-through an index table.
+Max pooling is the ``max_pool{2,3}d_with_indices`` op of ember.tensor's registry (the
+``max_pool_forward`` kernel); its derivative is ``max_pool{2,3}d_with_indices_backward`` (the
+``max_pool_backward`` scatter kernel), whose own derivative is a gather, so double backward
+works. Average pooling sums ``im2col`` columns; adaptive and fractional pooling gather each
+window through an index table.
 
     >>> import ember.tensor as et
     >>> import ember.nn.functional as F
@@ -17,13 +18,11 @@ import math
 
 import numpy as np
 
-import ember.autograd as ag
 import ember.tensor as et
-from ember.tensor._registry import array_module
-from ember.tensor._tensor import Tensor
-from ember.tensor.kernels import get as _kernel
+from ember.tensor import Tensor
+from ember.tensor import extension as _ext
 
-from ._conv import _im2col, _ntuple, _three
+from ._conv import _ntuple
 from ._padding import _index_select
 
 __all__ = [
@@ -37,7 +36,6 @@ __all__ = [
     "adaptive_avg_pool3d",
 ]
 
-_make = Tensor._make
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -85,84 +83,22 @@ def _geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode, max_
     return k, s, p, d, size, o
 
 
-class _Scatter(ag.Function):
-    """``out[n, c, idx[n, c, j]] += g[n, c, j]`` over flat spatial positions (zeros
-    elsewhere): the gradient of max pooling and the forward of max unpooling."""
-
-    @staticmethod
-    def forward(ctx, g, idx, size):
-        gd = g._data
-        N, C = gd.shape[:2]
-        L = math.prod(gd.shape[2:])
-        P = math.prod(size)
-        fn = _kernel("max_pool_backward", array_module(gd))
-        out = fn(gd.reshape(N * C, 1, 1, L), idx._data.reshape(N * C, 1, 1, L), (1, 1, P))
-        ctx.save_for_backward(idx)
-        ctx.gshape = tuple(gd.shape)
-        return _make(out.reshape(N, C, *size))
-
-    @staticmethod
-    def backward(ctx, gg):
-        (idx,) = ctx.saved_tensors
-        N, C = ctx.gshape[:2]
-        return _PlaneGather.apply(gg, idx).reshape(ctx.gshape), None, None
-
-
-class _PlaneGather(ag.Function):
-    """``out[n, c, j] = x[n, c, idx[n, c, j]]`` over flat spatial positions: the adjoint of
-    :class:`_Scatter`."""
-
-    @staticmethod
-    def forward(ctx, x, idx):
-        xd = x._data
-        xp = array_module(xd)
-        N, C = xd.shape[:2]
-        ctx.size = tuple(xd.shape[2:])
-        ctx.save_for_backward(idx)
-        flat = xd.reshape(N, C, -1)
-        return _make(xp.take_along_axis(flat, idx._data.reshape(N, C, -1), axis=2))
-
-    @staticmethod
-    def backward(ctx, g):
-        (idx,) = ctx.saved_tensors
-        return _Scatter.apply(g, idx, ctx.size), None
-
-
-class _MaxPool(ag.Function):
-    """Max pooling of (N, C, *spatial) through the (B, D, H, W) Numba kernel."""
-
-    @staticmethod
-    def forward(ctx, x, k, s, p, d, o):
-        xd = x._data
-        N, C = xd.shape[:2]
-        size = xd.shape[2:]
-        fn = _kernel("max_pool_forward", array_module(xd))
-        out, idx = fn(xd.reshape(N * C, *_three(size, 1)), _three(k, 1), _three(s, 1),
-                      _three(p, 0), _three(d, 1), _three(o, 1))
-        out_t = _make(out.reshape(N, C, *o))
-        idx_t = _make(idx.reshape(N, C, *o))
-        ctx.mark_non_differentiable(idx_t)
-        ctx.save_for_backward(idx_t)
-        ctx.size = tuple(size)
-        return out_t, idx_t
-
-    @staticmethod
-    def backward(ctx, g, _gidx):
-        (idx,) = ctx.saved_tensors
-        return _Scatter.apply(g, idx, ctx.size), None, None, None, None, None
+def _plane_gather(x: Tensor, ind: Tensor) -> Tensor:
+    """``out[n, c, j] = x[n, c, ind[n, c, j]]`` over flat spatial positions."""
+    N, C = x.shape[0], x.shape[1]
+    return x.reshape(N, C, -1).gather(2, ind.reshape(N, C, -1))
 
 
 # ----------------------------------------------------------------------------- max pooling
 def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode,
               return_indices):
-    x, batched = _batched(op, input, nd)
-    k, s, p, d, size, o = _geometry(op, x, nd, kernel_size, stride, padding, dilation,
-                                    ceil_mode, lambda k, d: (d * (k - 1) + 1) // 2)
-    if not x.is_floating_point():
-        raise RuntimeError(f"{op}(): expected a floating point input, got {x.dtype}")
-    out, idx = _MaxPool.apply(x, k, s, p, d, o)
-    if not batched:
-        out, idx = out.squeeze(0), idx.squeeze(0)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if stride is None:
+        stride = ()
+    fn = (et.max_pool1d_with_indices, et.max_pool2d_with_indices,
+          et.max_pool3d_with_indices)[nd - 1]
+    out, idx = fn(input, kernel_size, stride, padding, dilation, ceil_mode)
     return (out, idx) if return_indices else out
 
 
@@ -244,7 +180,16 @@ def _max_unpool(op, nd, input, indices, kernel_size, stride, padding, output_siz
             if not lo < size[i] < hi:
                 raise ValueError(f"{op}(): invalid output_size {list(size)} (dim {i} must be "
                                  f"between {lo} and {hi})")
-    out = _Scatter.apply(x, idx, size)
+    N, C = x.shape[0], x.shape[1]
+    P = math.prod(size)
+    flat = idx.reshape(N, C, -1)
+    if flat.numel():
+        lo, hi = int(flat.min()), int(flat.max())
+        if lo < 0 or hi >= P:
+            raise IndexError(f"{op}(): Found an invalid max index: {lo if lo < 0 else hi} "
+                             f"(output volumes are of size {'x'.join(map(str, size))})")
+    out = et.zeros(N, C, P, dtype=x.dtype, device=x.device).scatter_add(
+        2, flat, x.reshape(N, C, -1)).reshape(N, C, *size)
     return out if batched else out.squeeze(0)
 
 
@@ -307,8 +252,16 @@ def _avg_pool(op, nd, input, kernel_size, stride, padding, ceil_mode, count_incl
     k, s, p, _, size, o = _geometry(op, x, nd, kernel_size, stride, padding, 1, ceil_mode,
                                     lambda k, d: k // 2)
     N, C = x.shape[0], x.shape[1]
-    geom = (1, size, k, s, p, (1,) * nd, o)
-    cols = _im2col(x.reshape(N * C, 1, *size), geom)  # (N*C, prod(k), L)
+    # windows reaching past the input (ceil_mode) read zeros, as padding does: pad the input
+    # on the right so every window lies inside the padded input, then im2col
+    need = [(o[i] - 1) * s[i] + k[i] - size[i] - 2 * p[i] for i in range(nd)]
+    xr = x.reshape(N * C, 1, *size)
+    for i in range(nd):
+        if need[i] > 0:
+            shape = list(xr.shape)
+            shape[2 + i] = need[i]
+            xr = et.cat([xr, et.zeros(shape, dtype=x.dtype, device=x.device)], 2 + i)
+    cols = et.im2col(xr, k, (1,) * nd, p, s)  # (N*C, prod(k), L)
     total = cols.sum(1)
     if divisor_override:
         out = total / float(divisor_override)
@@ -453,8 +406,8 @@ def _gather_windows(x: Tensor, table: np.ndarray) -> Tensor:
 def _argmax_windows(x: Tensor, table) -> Tensor:
     """Flat offsets (N, C, L) of each window's maximum (the first one; NaN wins), from a
     shared (L, K) table or a per-plane (N, C, L, K) one."""
-    xd = x._data
-    xp = array_module(xd)
+    xd = _ext.unwrap(x)
+    xp = _ext.array_module(xd)
     N, C = xd.shape[:2]
     flat = xd.reshape(N, C, -1)
     table = xp.asarray(table)
@@ -468,7 +421,7 @@ def _argmax_windows(x: Tensor, table) -> Tensor:
         win = xp.take_along_axis(flat, table.reshape(N, C, L * K), axis=2).reshape(N, C, L, K)
         arg = win.argmax(-1)
         ind = xp.take_along_axis(table, arg[..., None], axis=3)[..., 0]
-    return _make(xp.ascontiguousarray(ind, dtype=xp.int64))
+    return _ext.wrap(xp.ascontiguousarray(ind, dtype=xp.int64))
 
 
 def _adaptive_max(op, nd, input, output_size, return_indices):
@@ -478,7 +431,7 @@ def _adaptive_max(op, nd, input, output_size, return_indices):
     table, _ = _adaptive_windows(size, o)
     N, C = x.shape[0], x.shape[1]
     ind = _argmax_windows(x, table)
-    out = _PlaneGather.apply(x, ind).reshape(N, C, *o)
+    out = _plane_gather(x, ind).reshape(N, C, *o)
     ind = ind.reshape(N, C, *o)
     if not batched:
         out, ind = out.squeeze(0), ind.squeeze(0)
@@ -610,11 +563,11 @@ def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_r
     N, C = x.shape[0], x.shape[1]
     if _random_samples is None:
         _random_samples = et.rand(N, C, 2, dtype=x.dtype, device=x.device)
-    samples = _random_samples._data
+    samples = _ext.unwrap(_random_samples)
     if not isinstance(samples, np.ndarray):
         samples = samples.get()
     samples = samples.reshape(N * C, 2)
-    dt = np.dtype(x._data.dtype)
+    dt = np.dtype(_ext.unwrap(x).dtype)
     seq_w = _intervals(samples[:, 0], size[1], o[1], k[1], dt)  # (B, oW)
     seq_h = _intervals(samples[:, 1], size[0], o[0], k[0], dt)  # (B, oH)
     kh, kw = np.arange(k[0]), np.arange(k[1])
@@ -622,7 +575,7 @@ def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_r
     cols = seq_w[:, None, :, None, None] + kw[None, None, None, None, :]   # (B, 1, oW, 1, kW)
     table = (rows * size[1] + cols).reshape(N, C, o[0] * o[1], k[0] * k[1])
     ind = _argmax_windows(x, table)
-    out = _PlaneGather.apply(x, ind).reshape(N, C, *o)
+    out = _plane_gather(x, ind).reshape(N, C, *o)
     ind = ind.reshape(N, C, *o)
     if not batched:
         out, ind = out.squeeze(0), ind.squeeze(0)

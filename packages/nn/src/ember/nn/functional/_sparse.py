@@ -1,72 +1,17 @@
-"""Lookups: ``embedding``, ``embedding_bag``, ``one_hot``, and the differentiable gather /
-index-select helpers the losses use.
+"""Lookups: ``embedding``, ``embedding_bag``, ``one_hot``.
 
-The embedding backward is the Numba ``embedding_backward`` scatter kernel on the CPU; its own
-backward is again a lookup, so double backward works.
+``embedding`` is the registry op of ember.tensor; its derivative is
+``embedding_dense_backward`` (the Numba ``embedding_backward`` scatter kernel on the CPU), whose
+own derivative is again a lookup, so double backward works.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import ember.tensor as et
-from ember.autograd import Function, no_grad
-from ember.tensor._tensor import Tensor
+from ember.autograd import no_grad
+from ember.tensor import Tensor
+from ember.tensor import extension as _ext
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
-
-
-# --------------------------------------------------------------------------- embedding
-def _embedding_grad(g: Tensor, index: Tensor, n: int, padding_idx: int, scale: bool) -> Tensor:
-    """(n, D) zeros plus the rows of ``g`` (N, D) at ``index`` (N,), without recording."""
-    if g.is_cpu:
-        from ember.tensor import kernels
-
-        kernel = kernels.get("embedding_backward", "cpu")
-        arr = kernel(g.contiguous()._data, index._data, n, padding_idx, scale)
-        return Tensor._make(arr.astype(g._data.dtype, copy=False))
-    out = et.zeros(n, g.shape[1], dtype=g.dtype, device=g.device)
-    w = g
-    if padding_idx >= 0:
-        w = w * (index != padding_idx).unsqueeze(1).to(g.dtype)
-    if scale:
-        counts = et.zeros(n, dtype=g.dtype, device=g.device).index_add(
-            0, index, et.ones(index.shape[0], dtype=g.dtype, device=g.device))
-        w = w / counts.index_select(0, index).unsqueeze(1)
-    return out.index_add(0, index, w)
-
-
-class _EmbeddingBackwardFn(Function):
-    @staticmethod
-    def forward(ctx, g, index, n, padding_idx, scale):
-        ctx.padding_idx, ctx.scale = padding_idx, scale
-        ctx.save_for_backward(index)
-        return _embedding_grad(g, index, n, padding_idx, scale)
-
-    @staticmethod
-    def backward(ctx, gg):
-        (index,) = ctx.saved_tensors
-        out = _EmbeddingFn.apply(gg, index, -1, False)
-        if ctx.padding_idx >= 0:
-            out = out * (index != ctx.padding_idx).unsqueeze(1).to(out.dtype)
-        if ctx.scale:
-            counts = _embedding_grad(et.ones(index.shape[0], 1, dtype=gg.dtype,
-                                             device=gg.device), index, gg.shape[0], -1, False)
-            out = out / counts.reshape(-1).index_select(0, index).unsqueeze(1)
-        return out, None, None, None, None
-
-
-class _EmbeddingFn(Function):
-    @staticmethod
-    def forward(ctx, weight, index, padding_idx, scale):
-        ctx.n, ctx.padding_idx, ctx.scale = weight.shape[0], padding_idx, scale
-        ctx.save_for_backward(index)
-        return et.index_select(weight, 0, index)
-
-    @staticmethod
-    def backward(ctx, g):
-        (index,) = ctx.saved_tensors
-        return (_EmbeddingBackwardFn.apply(g, index, ctx.n, ctx.padding_idx, ctx.scale),
-                None, None, None)
 
 
 def _check_index(input: Tensor, n: int, op: str) -> Tensor:
@@ -76,7 +21,7 @@ def _check_index(input: Tensor, n: int, op: str) -> Tensor:
     if input.dtype not in (et.int64, et.int32, et.int16, et.int8, et.uint8):
         raise RuntimeError(f"{op}(): Expected tensor for argument 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {input.dtype} instead")
-    d = input._data
+    d = _ext.unwrap(input)
     if d.size:
         if d.size <= 16:  # a handful of ids (one word, one sentence): Python is quicker
             vals = d.ravel().tolist()
@@ -86,7 +31,7 @@ def _check_index(input: Tensor, n: int, op: str) -> Tensor:
         if lo < 0 or hi >= n:
             raise IndexError(f"{op}(): index {lo if lo < 0 else hi} is out of range for a "
                              f"table of {n} rows")
-    return input if d.dtype == np.int64 else input.to(dtype=et.int64)
+    return input if input.dtype == et.int64 else input.to(dtype=et.int64)
 
 
 def _renorm_(weight: Tensor, index: Tensor, max_norm: float, norm_type: float) -> None:
@@ -124,16 +69,12 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
             padding_idx = n + padding_idx
     else:
         padding_idx = -1
-    index = _check_index(input, n, "embedding")
+    if not isinstance(input, Tensor):
+        raise TypeError(f"embedding(): argument 'indices' must be a Tensor, got "
+                        f"{type(input).__name__}")
     if max_norm is not None:
-        _renorm_(weight, index, max_norm, norm_type)
-    flat = index if index.dim() == 1 else index.reshape(-1)
-    if (weight.requires_grad or weight.grad_fn is not None) and (
-            padding_idx >= 0 or scale_grad_by_freq):
-        out = _EmbeddingFn.apply(weight, flat, padding_idx, bool(scale_grad_by_freq))
-    else:  # the plain lookup: index_select's own derivative (a scatter-add) is the backward
-        out = et.index_select(weight, 0, flat)
-    return out if input.dim() == 1 else out.reshape(*input.shape, weight.shape[1])
+        _renorm_(weight, _check_index(input, n, "embedding"), max_norm, norm_type)
+    return et.embedding(weight, input, padding_idx, bool(scale_grad_by_freq), sparse)
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,

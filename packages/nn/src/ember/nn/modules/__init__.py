@@ -3,21 +3,25 @@ from __future__ import annotations
 
 from . import (
     activation,
+    batchnorm,
     container,
     conv,
     distance,
     dropout,
     flatten,
     fold,
+    instancenorm,
     linear,
     loss,
     module,
     normalization,
     padding,
+    pixelshuffle,
     pooling,
     rnn,
     sparse,
     transformer,
+    utils,
 )
 from .activation import *
 from .container import *
@@ -31,6 +35,7 @@ from .loss import *
 from .module import *
 from .normalization import *
 from .padding import *
+from .pixelshuffle import *
 from .pooling import *
 from .rnn import *
 from .sparse import *
@@ -38,4 +43,7 @@ from .transformer import *
 
 __all__ = [name for mod in (module, container, linear, flatten, activation, conv, fold,
                             padding, pooling, normalization, dropout, distance, sparse,
-                            transformer, loss, rnn) for name in mod.__all__]
+                            transformer, loss, rnn, pixelshuffle) for name in mod.__all__]
+
+# PyTorch keeps MultiheadAttention in torch.nn.modules.activation; programs import it there
+activation.MultiheadAttention = transformer.MultiheadAttention

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import ember.tensor as et
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 from .. import functional as F
 from ..parameter import Parameter

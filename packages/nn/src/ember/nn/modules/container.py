@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain, islice
 
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 from ..parameter import Parameter
 from .module import Module, _addindent

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import ember.tensor as et
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 from .. import functional as F
 from .. import init

@@ -1,7 +1,7 @@
 """``PairwiseDistance`` and ``CosineSimilarity``."""
 from __future__ import annotations
 
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 from .. import functional as F
 from .module import Module

@@ -1,7 +1,7 @@
 """``Flatten`` and ``Unflatten``."""
 from __future__ import annotations
 
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 from .module import Module
 

@@ -5,7 +5,7 @@ import math
 
 import ember.tensor as et
 from ember.autograd import no_grad
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 from .. import functional as F
 from .. import init

@@ -2,7 +2,7 @@
 ``weight`` / ``pos_weight`` buffers."""
 from __future__ import annotations
 
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 from .. import functional as F
 from ..functional._loss import _legacy_reduction

@@ -24,7 +24,8 @@ from typing import Any
 
 import ember.tensor as et
 from ember.autograd import no_grad
-from ember.tensor._tensor import Tensor, parse_to_args
+from ember.tensor import Tensor
+from ember.tensor.extension import parse_to_args
 
 from ..parameter import Buffer, Parameter, is_lazy
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import ember.tensor as et
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 from .. import functional as F
 from .. import init

@@ -7,7 +7,7 @@ adaptive pooling in 1, 2 and 3 dims.
 """
 from __future__ import annotations
 
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 from .. import functional as F
 from .module import Module

@@ -6,7 +6,7 @@ import math
 
 import ember.tensor as et
 from ember.autograd import no_grad
-from ember.tensor._tensor import Tensor
+from ember.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm",
            "clip_grads_with_norm_"]

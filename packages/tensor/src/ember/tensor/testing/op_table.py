@@ -1357,6 +1357,11 @@ _add(
     _factory("tensor_float", et.tensor, lambda x: np.asarray(x), [(([1, 2.5],), {})], "float32"),
 )
 
+# nn's primitives (convolution, pooling, embedding, recurrent cells, CTC)
+from .nn_op_table import NN_ENTRIES, NN_NON_TABLE_OPS  # noqa: E402
+
+_add(*NN_ENTRIES)
+
 ENTRIES = {e.name: e for e in OP_TABLE}
 assert len(ENTRIES) == len(OP_TABLE), "duplicate entry names"
 
@@ -1368,7 +1373,7 @@ NON_TABLE_OPS = {
     "getitem_backward",
     "bernoulli", "bernoulli_", "cauchy_", "exponential_", "geometric_", "log_normal_",
     "multinomial", "normal_", "poisson", "random_", "uniform_",
-}
+} | NN_NON_TABLE_OPS
 
 
 # view chains: (lib, x) -> view, with x = lib.arange(24.).reshape(2, 3, 4); expected

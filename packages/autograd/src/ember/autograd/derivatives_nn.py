@@ -1,0 +1,265 @@
+"""The derivative table's entries for nn's primitives (``ember.tensor._nn_ops``).
+
+Same rules as ``derivatives.py``: each formula reads the bound call by name, returns one
+gradient per parameter, and is written with ember ops. The first-order formulas call the
+backward ops (``convolution_backward``, ``max_pool2d_with_indices_backward``,
+``embedding_dense_backward``, ``lstm_cell_backward``, ``gru_cell_backward``,
+``_ctc_loss_backward``), whose CPU and CUDA implementations are the fused kernels; those
+backward ops have entries here too, written with ember ops (and with the forward ops), so
+second derivatives come from the same table.
+"""
+from __future__ import annotations
+
+import ember.tensor as et
+from ember.tensor.extension import OPS
+
+from .derivatives import vjp
+
+_ctc_loss_bw = OPS["_ctc_loss_backward"].public  # the registry op (PyTorch's aten name)
+
+__all__: list[str] = []
+
+
+def _args(name: str, *params: str) -> tuple[int, ...]:
+    """Positions of ``params`` in op ``name``'s signature (what ``save`` takes)."""
+    op = et.OPS[name]
+    return tuple(op.index(p) for p in params)
+
+
+def _zeros(c, i: int, like):
+    return et.zeros(c.meta[i][0], dtype=like.dtype, device=like.device)
+
+
+def _or_zeros(t, c, i: int, like):
+    return t if t is not None else _zeros(c, i, like)
+
+
+# --------------------------------------------------------------------------- im2col / col2im
+@vjp("im2col")
+def _im2col(c, g):
+    a = c.args
+    size = tuple(c.meta[0][0][2:])
+    return (et.col2im(g, size, a.kernel_size, a.dilation, a.padding, a.stride),)
+
+
+@vjp("col2im")
+def _col2im(c, g):
+    a = c.args
+    return (et.im2col(g, a.kernel_size, a.dilation, a.padding, a.stride),)
+
+
+# --------------------------------------------------------------------------- convolution
+@vjp("convolution", save=_args("convolution", "input", "weight"))
+def _convolution(c, g):
+    a = c.args
+    bias_sizes = list(c.meta[2][0]) if c.meta[2] is not None else None
+    return et.convolution_backward(g, a.input, a.weight, bias_sizes, a.stride, a.padding,
+                                   a.dilation, a.transposed, a.output_padding, a.groups,
+                                   [c.needs[0], c.needs[1], c.needs[2]])
+
+
+@vjp("convolution_backward",
+     save=_args("convolution_backward", "grad_output", "input", "weight"))
+def _convolution_backward(c, g):
+    # the outputs are bilinear: grad_input = B_x^T(grad_output; weight) and grad_weight =
+    # B_w^T(grad_output; input) for the bilinear map B(input, weight) of the convolution, so
+    # <ggi, grad_input> = <grad_output, B(ggi, weight)> and <ggw, grad_weight> =
+    # <grad_output, B(input, ggw)>
+    a = c.args
+    ggi, ggw, ggb = g
+    geo = (a.stride, a.padding, a.dilation, a.transposed, a.output_padding, a.groups)
+    d_go = d_in = d_w = None
+    if c.needs[0]:
+        parts = []
+        if ggi is not None:
+            parts.append(et.convolution(ggi, a.weight, ggb, *geo))
+        elif ggb is not None:
+            nd = len(c.meta[0][0]) - 2
+            parts.append(_zeros(c, 0, ggb) + ggb.reshape((1, -1) + (1,) * nd))
+        if ggw is not None:
+            parts.append(et.convolution(a.input, ggw, None, *geo))
+        if parts:
+            d_go = parts[0]
+            for p in parts[1:]:
+                d_go = d_go + p
+    if c.needs[1] and ggw is not None:
+        d_in = et.convolution_backward(a.grad_output, a.input, ggw, None, *geo,
+                                       [True, False, False])[0]
+    if c.needs[2] and ggi is not None:
+        d_w = et.convolution_backward(a.grad_output, ggi, a.weight, None, *geo,
+                                      [False, True, False])[1]
+    return d_go, d_in, d_w
+
+
+# --------------------------------------------------------------------------- max pooling
+@vjp("max_pool2d_with_indices", "max_pool3d_with_indices", save=(0,), out=True)
+def _max_pool_with_indices(c, g):
+    a = c.args
+    gv = g[0] if isinstance(g, (tuple, list)) else g
+    backward = et.max_pool2d_with_indices_backward if c.op.startswith("max_pool2d") else \
+        et.max_pool3d_with_indices_backward
+    return (backward(gv, a.input, a.kernel_size, a.stride, a.padding, a.dilation, a.ceil_mode,
+                     c.out[1]),)
+
+
+@vjp("max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward",
+     save=_args("max_pool2d_with_indices_backward", "indices"))
+def _max_pool_backward(c, g):
+    # the scatter's adjoint: gather the gradient at the argmax positions
+    idx = c.args.indices
+    shape = c.meta[0][0]
+    nd = 2 if c.op.startswith("max_pool2d") else 3
+    lead = shape[:-nd]
+    B = 1
+    for n in lead:
+        B *= n
+    gg = g.reshape(B, -1).gather(1, idx.reshape(B, -1)).reshape(shape)
+    return (gg,)
+
+
+# --------------------------------------------------------------------------- embedding
+@vjp("embedding", save=_args("embedding", "indices"))
+def _embedding(c, g):
+    a = c.args
+    return (et.embedding_dense_backward(g, a.indices, c.meta[0][0][0], a.padding_idx,
+                                        a.scale_grad_by_freq),)
+
+
+@vjp("embedding_dense_backward", save=_args("embedding_dense_backward", "indices"))
+def _embedding_dense_backward(c, g):
+    a = c.args
+    idx = a.indices
+    out = et.embedding(g, idx)
+    if a.padding_idx >= 0:
+        out = out * (idx != a.padding_idx).unsqueeze(-1).to(out.dtype)
+    if a.scale_grad_by_freq:
+        flat = idx.reshape(-1)
+        counts = et.zeros(a.num_weights, dtype=g.dtype, device=g.device).index_add(
+            0, flat, et.ones(flat.shape[0], dtype=g.dtype, device=g.device))
+        out = out / counts.index_select(0, flat).reshape(tuple(idx.shape) + (1,))
+    return (out.reshape(c.meta[0][0]),)
+
+
+# --------------------------------------------------------------------------- recurrent cells
+@vjp("lstm_cell_fused", save=(0, 1, 2))
+def _lstm_cell_fused(c, g):
+    a = c.args
+    gh, gc = g
+    dgates, dcx = et.lstm_cell_backward(gh, gc, a.input_gates, a.hidden_gates, a.cx)
+    return dgates, dgates, dcx
+
+
+@vjp("lstm_cell_backward", save=(0, 1, 2, 3, 4))
+def _lstm_cell_backward(c, g):
+    """Second derivatives of the LSTM cell, by hand: the chain rule through
+    ``dct = Gc + Gh o (1 - tc^2)``, ``Dai = dct g si``, ``Daf = dct cx sf``,
+    ``Dag = dct i (1 - g^2)``, ``Dao = Gh tc so``, ``Dcx = dct f``."""
+    a = c.args
+    ug, ucx = g
+    cx = a.cx
+    A = a.input_gates + a.hidden_gates
+    ai, af, ag_, ao = A.chunk(4, 1)
+    i, f, gt, o = ai.sigmoid(), af.sigmoid(), ag_.tanh(), ao.sigmoid()
+    cc = f * cx + i * gt
+    tc = cc.tanh()
+    Gh = a.grad_hy if a.grad_hy is not None else et.zeros_like(cx)
+    Gc = a.grad_cy if a.grad_cy is not None else et.zeros_like(cx)
+    si, sf, so = i * (1 - i), f * (1 - f), o * (1 - o)
+    dgt = 1 - gt * gt
+    dtc = 1 - tc * tc
+    dct = Gc + Gh * o * dtc
+    if ug is None:
+        ug = et.zeros_like(A)
+    if ucx is None:
+        ucx = et.zeros_like(cx)
+    Ui, Uf, Ug, Uo = ug.chunk(4, 1)
+    U_dct = Ui * gt * si + Uf * cx * sf + Ug * i * dgt + ucx * f
+    d_gc = U_dct
+    d_gh = U_dct * o * dtc + Uo * tc * so
+    U_c = (Uo * Gh * so - 2 * U_dct * Gh * o * tc) * dtc
+    U_o = U_dct * Gh * dtc + Uo * Gh * tc * (1 - 2 * o)
+    U_i = Ui * dct * gt * (1 - 2 * i) + Ug * dct * dgt + U_c * gt
+    U_f = Uf * dct * cx * (1 - 2 * f) + ucx * dct + U_c * cx
+    U_g = Ui * dct * si - 2 * Ug * dct * i * gt + U_c * i
+    d_cx = Uf * dct * sf + U_c * f
+    dA = et.cat([U_i * si, U_f * sf, U_g * dgt, U_o * so], 1)
+    return d_gh, d_gc, dA, dA, d_cx
+
+
+@vjp("gru_cell_fused", save=(0, 1, 2))
+def _gru_cell_fused(c, g):
+    a = c.args
+    return et.gru_cell_backward(g, a.input_gates, a.hidden_gates, a.hx)
+
+
+@vjp("gru_cell_backward", save=(0, 1, 2, 3))
+def _gru_cell_backward(c, g):
+    """Second derivatives of the GRU cell, by hand, through ``dn = G (1 - z)(1 - n^2)``,
+    ``dz = G (hx - n) sz``, ``dr = dn hn sr``, ``grad_input_gates = [dr, dz, dn]``,
+    ``grad_hidden_gates = [dr, dz, dn r]``, ``grad_hx = G z``."""
+    a = c.args
+    ugi, ugh, uhx = g
+    G, hx = a.grad_hy, a.hx
+    xr, xz, xn = a.input_gates.chunk(3, 1)
+    hr, hz, hn = a.hidden_gates.chunk(3, 1)
+    r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    sr, sz, dnt = r * (1 - r), z * (1 - z), 1 - n * n
+    dn = G * (1 - z) * dnt
+    if ugi is None:
+        ugi = et.zeros_like(a.input_gates)
+    if ugh is None:
+        ugh = et.zeros_like(a.hidden_gates)
+    if uhx is None:
+        uhx = et.zeros_like(hx)
+    ui_r, ui_z, ui_n = ugi.chunk(3, 1)
+    uh_r, uh_z, uh_n = ugh.chunk(3, 1)
+    U_r = ui_r + uh_r
+    U_z = ui_z + uh_z
+    U_dn = ui_n + uh_n * r + U_r * hn * sr
+    d_G = U_dn * (1 - z) * dnt + U_z * (hx - n) * sz + uhx * z
+    d_hx = U_z * G * sz
+    B_z = -U_dn * G * dnt + U_z * G * (hx - n) * (1 - 2 * z) + uhx * G
+    B_n = -2 * U_dn * G * (1 - z) * n - U_z * G * sz
+    a_n = B_n * dnt
+    B_r = U_r * dn * hn * (1 - 2 * r) + uh_n * dn + a_n * hn
+    B_hn = U_r * dn * sr + a_n * r
+    pre_r, pre_z = B_r * sr, B_z * sz
+    return d_G, et.cat([pre_r, pre_z, a_n], 1), et.cat([pre_r, pre_z, B_hn], 1), d_hx
+
+
+@vjp("split_with_sizes")
+def _split_with_sizes(c, g):
+    a = c.args
+    shape = c.meta[0][0]
+    dim = a.dim % len(shape)
+    like = next(x for x in g if x is not None)
+    parts = []
+    for gi, n in zip(g, a.split_sizes):
+        if gi is None:
+            s = list(shape)
+            s[dim] = n
+            gi = et.zeros(s, dtype=like.dtype, device=like.device)
+        parts.append(gi)
+    return (et.cat(parts, dim),)
+
+
+# --------------------------------------------------------------------------- CTC
+@vjp("_ctc_loss", save=(0, 1))
+def _ctc_loss(c, g):
+    a = c.args
+    return (_ctc_loss_bw(g, a.log_probs, a.targets, a.input_lengths,
+                                  a.target_lengths, a.blank, a.zero_infinity),)
+
+
+@vjp("_ctc_loss_backward", save=(0, 1, 2))
+def _ctc_loss_backward(c, g):
+    a = c.args
+    if c.needs[1]:
+        raise RuntimeError("the derivative for '_ctc_loss_backward' with respect to "
+                           "log_probs is not implemented (ctc_loss is differentiable once "
+                           "in its log_probs)")
+    jac = _ctc_loss_bw(et.ones_like(a.grad), a.log_probs, a.targets, a.input_lengths,
+                                a.target_lengths, a.blank, a.zero_infinity)
+    prod = g * jac
+    return (prod.sum((0, 2)) if prod.dim() == 3 else prod.sum(),)

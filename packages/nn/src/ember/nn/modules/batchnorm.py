@@ -1,0 +1,7 @@
+"""PyTorch's ``torch.nn.modules.batchnorm`` path: the batch-norm classes of
+``ember.nn.modules.normalization`` (the same objects)."""
+from __future__ import annotations
+
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm, _NormBase
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "_BatchNorm", "_NormBase"]

@@ -1,0 +1,971 @@
+"""The mapping table: registry op name -> converter.
+
+A converter is ``fn(g, a, out)``: ``g`` the :class:`~ember.onnx._graph.GraphContext`, ``a`` the
+traced call's bound arguments as the op's ``Args`` named tuple (tensors as traced), ``out`` the
+traced result. It appends nodes and returns the output value name (or a list of names, one per
+tensor in ``out``, in order). In-place ops (``add_``) use their out-of-place twin's converter.
+
+Extend with :func:`register`::
+
+    @register("my_op")
+    def _my_op(g, a, out):
+        return g.node("Relu", [g.v(a.input)])
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+import ember.tensor as et
+
+from ._graph import INT64_MAX, INT64_MIN, is_tensor, np_dtype
+
+SYMBOLICS: dict = {}
+
+
+def register(*names):
+    def deco(fn):
+        for n in names:
+            SYMBOLICS[n] = fn
+        return fn
+    return deco
+
+
+def _out_dtype(out) -> np.dtype:
+    return np_dtype(out[0] if isinstance(out, tuple) else out)
+
+
+def _wrap(d: int, n: int) -> int:
+    return d % n if n else 0
+
+
+def _dims(dim, ndim: int):
+    """A reduction's ``dim`` argument as a sorted list of axes (None: every axis)."""
+    if dim is None:
+        return None
+    if isinstance(dim, numbers.Integral):
+        return [_wrap(int(dim), ndim)]
+    dims = [_wrap(int(d), ndim) for d in dim]
+    return sorted(set(dims)) if dims else None
+
+
+# ------------------------------------------------------------------ elementwise, unary
+def _unary(op_type):
+    def conv(g, a, out):
+        return g.node(op_type, [g.v(a.input, _out_dtype(out))])
+    return conv
+
+
+for _name, _op in {
+    "abs": "Abs", "acos": "Acos", "acosh": "Acosh", "asin": "Asin", "asinh": "Asinh",
+    "atan": "Atan", "atanh": "Atanh", "ceil": "Ceil", "cos": "Cos", "cosh": "Cosh",
+    "erf": "Erf", "exp": "Exp", "floor": "Floor", "log": "Log", "neg": "Neg",
+    "reciprocal": "Reciprocal", "relu": "Relu", "sigmoid": "Sigmoid", "sign": "Sign",
+    "sin": "Sin", "sinh": "Sinh", "sqrt": "Sqrt", "tan": "Tan", "tanh": "Tanh",
+}.items():
+    register(_name)(_unary(_op))
+
+
+@register("logical_not")
+def _logical_not(g, a, out):
+    return g.node("Not", [g.v(a.input, np.bool_)])
+
+
+@register("bitwise_not")
+def _bitwise_not(g, a, out):
+    if np_dtype(a.input) == np.bool_:
+        return g.node("Not", [g.v(a.input)])
+    return g.node("BitwiseNot", [g.v(a.input)])
+
+
+@register("isnan")
+def _isnan(g, a, out):
+    return g.node("IsNaN", [g.v(a.input)])
+
+
+@register("isinf")
+def _isinf(g, a, out):
+    return g.node("IsInf", [g.v(a.input)])
+
+
+@register("isfinite")
+def _isfinite(g, a, out):
+    x = g.v(a.input)
+    return g.node("Not", [g.node("Or", [g.node("IsNaN", [x]), g.node("IsInf", [x])])])
+
+
+@register("rsqrt")
+def _rsqrt(g, a, out):
+    return g.node("Reciprocal", [g.node("Sqrt", [g.v(a.input, _out_dtype(out))])])
+
+
+@register("square")
+def _square(g, a, out):
+    x = g.v(a.input, _out_dtype(out))
+    return g.node("Mul", [x, x])
+
+
+@register("expm1")
+def _expm1(g, a, out):
+    dt = _out_dtype(out)
+    return g.node("Sub", [g.node("Exp", [g.v(a.input, dt)]), g.const(1, dt)])
+
+
+@register("log1p")
+def _log1p(g, a, out):
+    dt = _out_dtype(out)
+    return g.node("Log", [g.node("Add", [g.v(a.input, dt), g.const(1, dt)])])
+
+
+@register("log2", "log10")
+def _log_base(g, a, out):
+    dt = _out_dtype(out)
+    base = 2.0 if g.op.startswith("log2") else 10.0
+    return g.node("Div", [g.node("Log", [g.v(a.input, dt)]), g.const(math.log(base), dt)])
+
+
+@register("exp2")
+def _exp2(g, a, out):
+    dt = _out_dtype(out)
+    return g.node("Pow", [g.const(2, dt), g.v(a.input, dt)])
+
+
+@register("erfc")
+def _erfc(g, a, out):
+    dt = _out_dtype(out)
+    return g.node("Sub", [g.const(1, dt), g.node("Erf", [g.v(a.input, dt)])])
+
+
+def _trunc(g, x):
+    return g.node("Mul", [g.node("Sign", [x]), g.node("Floor", [g.node("Abs", [x])])])
+
+
+@register("trunc")
+def _trunc_conv(g, a, out):
+    return _trunc(g, g.v(a.input, _out_dtype(out)))
+
+
+@register("frac")
+def _frac(g, a, out):
+    x = g.v(a.input, _out_dtype(out))
+    return g.node("Sub", [x, _trunc(g, x)])
+
+
+@register("round")
+def _round(g, a, out):
+    dt = _out_dtype(out)
+    x = g.v(a.input, dt)
+    if not np.issubdtype(dt, np.floating):
+        return g.node("Identity", [x])
+    if a.decimals == 0:
+        return g.node("Round", [x])
+    scale = g.const(10.0 ** a.decimals, dt)
+    return g.node("Div", [g.node("Round", [g.node("Mul", [x, scale])]), scale])
+
+
+# ------------------------------------------------------------------ elementwise, binary
+def _binary(op_type, compare=False):
+    def conv(g, a, out):
+        dt = et.result_type(a.input, a.other).np if compare else _out_dtype(out)
+        return g.node(op_type, [g.v(a.input, dt), g.v(a.other, dt)])
+    return conv
+
+
+for _name, _op in {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div",
+                   "maximum": "Max", "minimum": "Min", "fmax": "Max", "fmin": "Min"}.items():
+    register(_name)(_binary(_op))
+for _name, _op in {"eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater",
+                   "ge": "GreaterOrEqual"}.items():
+    register(_name)(_binary(_op, compare=True))
+
+
+@register("pow")
+def _pow(g, a, out):
+    dt = _out_dtype(out)
+    return g.node("Pow", [g.v(a.input, dt), g.v(a.other, dt)])
+
+
+@register("ne")
+def _ne(g, a, out):
+    return g.node("Not", [_binary("Equal", True)(g, a, out)])
+
+
+def _logical(op_type):
+    def conv(g, a, out):
+        return g.node(op_type, [g.v(a.input, np.bool_), g.v(a.other, np.bool_)])
+    return conv
+
+
+for _name, _op in {"logical_and": "And", "logical_or": "Or", "logical_xor": "Xor"}.items():
+    register(_name)(_logical(_op))
+
+
+def _bitwise(op_type, bool_op):
+    def conv(g, a, out):
+        dt = _out_dtype(out)
+        if dt == np.bool_:
+            return g.node(bool_op, [g.v(a.input, dt), g.v(a.other, dt)])
+        return g.node(op_type, [g.v(a.input, dt), g.v(a.other, dt)])
+    return conv
+
+
+register("bitwise_and")(_bitwise("BitwiseAnd", "And"))
+register("bitwise_or")(_bitwise("BitwiseOr", "Or"))
+register("bitwise_xor")(_bitwise("BitwiseXor", "Xor"))
+
+
+@register("remainder")
+def _remainder(g, a, out):
+    dt = _out_dtype(out)
+    x, y = g.v(a.input, dt), g.v(a.other, dt)
+    if np.issubdtype(dt, np.integer):
+        return g.node("Mod", [x, y], fmod=0)
+    q = g.node("Floor", [g.node("Div", [x, y])])
+    return g.node("Sub", [x, g.node("Mul", [q, y])])
+
+
+@register("fmod")
+def _fmod(g, a, out):
+    dt = _out_dtype(out)
+    return g.node("Mod", [g.v(a.input, dt), g.v(a.other, dt)], fmod=1)
+
+
+@register("floor_divide")
+def _floor_divide(g, a, out):
+    dt = _out_dtype(out)
+    x, y = g.v(a.input, dt), g.v(a.other, dt)
+    if np.issubdtype(dt, np.integer):
+        return g.node("Div", [g.node("Sub", [x, g.node("Mod", [x, y], fmod=0)]), y])
+    return g.node("Floor", [g.node("Div", [x, y])])
+
+
+@register("hypot")
+def _hypot(g, a, out):
+    dt = _out_dtype(out)
+    x, y = g.v(a.input, dt), g.v(a.other, dt)
+    return g.node("Sqrt", [g.node("Add", [g.node("Mul", [x, x]), g.node("Mul", [y, y])])])
+
+
+@register("atan2")
+def _atan2(g, a, out):
+    dt = _out_dtype(out)
+    y, x = g.v(a.input, dt), g.v(a.other, dt)
+    zero, pi = g.const(0, dt), g.const(math.pi, dt)
+    base = g.node("Atan", [g.node("Div", [y, x])])
+    # x < 0: add pi with y's sign (y >= 0 -> +pi); x == 0: +-pi/2 (Atan of +-inf does it)
+    sign = g.node("Where", [g.node("Less", [y, zero]), g.const(-1, dt), g.const(1, dt)])
+    shift = g.node("Where", [g.node("Less", [x, zero]), g.node("Mul", [sign, pi]), zero])
+    return g.node("Add", [base, shift])
+
+
+@register("lerp")
+def _lerp(g, a, out):
+    dt = _out_dtype(out)
+    x, e, w = g.v(a.input, dt), g.v(a.end, dt), g.v(a.weight, dt)
+    return g.node("Add", [x, g.node("Mul", [w, g.node("Sub", [e, x])])])
+
+
+@register("isclose")
+def _isclose(g, a, out):
+    dt = et.result_type(a.input, a.other).np
+    x, y = g.v(a.input, dt), g.v(a.other, dt)
+    diff = g.node("Abs", [g.node("Sub", [x, y])])
+    tol = g.node("Add", [g.const(a.atol, dt),
+                         g.node("Mul", [g.const(a.rtol, dt), g.node("Abs", [y])])])
+    return g.node("Or", [g.node("LessOrEqual", [diff, tol]), g.node("Equal", [x, y])])
+
+
+@register("where")
+def _where(g, a, out):
+    dt = _out_dtype(out)
+    return g.node("Where", [g.v(a.condition, np.bool_), g.v(a.input, dt), g.v(a.other, dt)])
+
+
+@register("masked_fill")
+def _masked_fill(g, a, out):
+    dt = _out_dtype(out)
+    return g.node("Where", [g.v(a.mask, np.bool_), g.v(a.value, dt), g.v(a.input, dt)])
+
+
+@register("clamp")
+def _clamp(g, a, out):
+    dt = _out_dtype(out)
+    x = g.v(a.input, dt)
+    if is_tensor(a.min) or is_tensor(a.max):
+        if a.min is not None:
+            x = g.node("Max", [x, g.v(a.min, dt)])
+        if a.max is not None:
+            x = g.node("Min", [x, g.v(a.max, dt)])
+        return x
+    lo = None if a.min is None else g.v(a.min, dt)
+    hi = None if a.max is None else g.v(a.max, dt)
+    return g.node("Clip", [x, lo, hi])
+
+
+# ------------------------------------------------------------------ linear algebra
+@register("matmul")
+def _matmul(g, a, out):
+    dt = _out_dtype(out)
+    return g.node("MatMul", [g.v(a.input, dt), g.v(a.other, dt)])
+
+
+@register("linear")
+def _linear(g, a, out):
+    dt = _out_dtype(out)
+    x, w = g.v(a.input, dt), g.v(a.weight, dt)
+    b = None if a.bias is None else g.v(a.bias, dt)
+    if len(g.shape(a.input)) == 2 and len(g.shape(a.weight)) == 2 and \
+            (a.bias is None or len(g.shape(a.bias)) <= 1):
+        return g.node("Gemm", [x, w, b], transB=1)
+    y = g.node("MatMul", [x, g.node("Transpose", [w], perm=[1, 0])])
+    return y if b is None else g.node("Add", [y, b])
+
+
+@register("outer")
+def _outer(g, a, out):
+    dt = _out_dtype(out)
+    return g.node("Mul", [g.unsqueeze(g.v(a.input, dt), [1]),
+                          g.unsqueeze(g.v(a.vec2, dt), [0])])
+
+
+@register("einsum")
+def _einsum(g, a, out):
+    ops = a.operands
+    if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+        ops = ops[0]
+    dt = _out_dtype(out)
+    return g.node("Einsum", [g.v(t, dt) for t in ops], equation=a.equation.replace(" ", ""))
+
+
+# ------------------------------------------------------------------ reductions
+def _reduction(op_type):
+    def conv(g, a, out):
+        nd = len(g.shape(a.input))
+        dt = _out_dtype(out)
+        axes = _dims(a.dim, nd)
+        return g.reduce(op_type, g.v(a.input, dt), axes, a.keepdim)
+    return conv
+
+
+register("sum", "nansum")(_reduction("ReduceSum"))
+register("mean")(_reduction("ReduceMean"))
+register("prod")(_reduction("ReduceProd"))
+register("logsumexp")(_reduction("ReduceLogSumExp"))
+
+
+@register("amax", "amin")
+def _amax(g, a, out):
+    nd = len(g.shape(a.input))
+    op_type = "ReduceMax" if g.op.startswith("amax") else "ReduceMin"
+    return g.reduce(op_type, g.v(a.input), _dims(a.dim, nd), a.keepdim)
+
+
+@register("all", "any")
+def _all_any(g, a, out):
+    nd = len(g.shape(a.input))
+    x = g.cast(g.v(a.input, np.bool_), np.int32)
+    op_type = "ReduceMin" if g.op.startswith("all") else "ReduceMax"
+    return g.cast(g.reduce(op_type, x, _dims(a.dim, nd), a.keepdim), np.bool_)
+
+
+@register("count_nonzero")
+def _count_nonzero(g, a, out):
+    nd = len(g.shape(a.input))
+    nz = g.cast(g.v(a.input, np.bool_), np.int64)
+    return g.reduce("ReduceSum", nz, _dims(a.dim, nd), False)
+
+
+@register("var")
+def _var(g, a, out):
+    shape = g.shape(a.input)
+    dt = _out_dtype(out)
+    axes = _dims(a.dim, len(shape))
+    x = g.v(a.input, dt)
+    n = int(np.prod([shape[i] for i in (axes if axes is not None else range(len(shape)))]))
+    corr = a.correction if a.correction is not None else 1
+    d = g.node("Sub", [x, g.reduce("ReduceMean", x, axes, True)])
+    s = g.reduce("ReduceSum", g.node("Mul", [d, d]), axes, a.keepdim)
+    return g.node("Div", [s, g.const(max(n - corr, 0), dt)])
+
+
+@register("norm")
+def _norm(g, a, out):
+    nd = len(g.shape(a.input))
+    dt = _out_dtype(out)
+    x = g.v(a.input, dt)
+    axes = _dims(a.dim, nd)
+    p = a.p
+    if p in ("fro", 2, 2.0, None):
+        return g.reduce("ReduceL2", x, axes, a.keepdim)
+    if p in (1, 1.0):
+        return g.reduce("ReduceL1", x, axes, a.keepdim)
+    if p in (math.inf, "inf"):
+        return g.reduce("ReduceMax", g.node("Abs", [x]), axes, a.keepdim)
+    if p in (-math.inf, "-inf"):
+        return g.reduce("ReduceMin", g.node("Abs", [x]), axes, a.keepdim)
+    if isinstance(p, numbers.Number) and p != 0:
+        s = g.reduce("ReduceSum", g.node("Pow", [g.node("Abs", [x]), g.const(p, dt)]),
+                     axes, a.keepdim)
+        return g.node("Pow", [s, g.const(1.0 / p, dt)])
+    raise g.unsupported(f"norm with p={p!r}")
+
+
+def _arg(op_type, g, x, dim, keepdim, shape):
+    if dim is None:
+        flat = g.node("Reshape", [x, g.ints([-1])])
+        r = g.node(op_type, [flat], axis=0, keepdims=0)
+        if keepdim:
+            return g.node("Reshape", [r, g.ints([1] * len(shape))])
+        return r
+    return g.node(op_type, [x], axis=_wrap(int(dim), len(shape)), keepdims=int(keepdim))
+
+
+@register("argmax", "argmin")
+def _argmax(g, a, out):
+    op_type = "ArgMax" if g.op.startswith("argmax") else "ArgMin"
+    return _arg(op_type, g, g.v(a.input), a.dim, a.keepdim, g.shape(a.input))
+
+
+@register("max_dim", "min_dim")
+def _max_dim(g, a, out):
+    shape = g.shape(a.input)
+    x = g.v(a.input)
+    mx = g.op.startswith("max")
+    d = _wrap(int(a.dim), len(shape))
+    values = g.reduce("ReduceMax" if mx else "ReduceMin", x, [d], a.keepdim)
+    idx = _arg("ArgMax" if mx else "ArgMin", g, x, d, a.keepdim, shape)
+    return [values, idx]
+
+
+@register("cumsum")
+def _cumsum(g, a, out):
+    nd = len(g.shape(a.input))
+    return g.node("CumSum", [g.v(a.input, _out_dtype(out)), g.int_scalar(_wrap(a.dim, nd))])
+
+
+@register("topk")
+def _topk(g, a, out):
+    nd = len(g.shape(a.input))
+    return g.node("TopK", [g.v(a.input), g.ints([a.k])], n_out=2, axis=_wrap(a.dim, nd),
+                  largest=int(a.largest), sorted=1)
+
+
+@register("sort")
+def _sort(g, a, out):
+    shape = g.shape(a.input)
+    d = _wrap(a.dim, len(shape))
+    k = shape[d] if shape else 1
+    return g.node("TopK", [g.v(a.input), g.ints([k])], n_out=2, axis=d,
+                  largest=int(a.descending), sorted=1)
+
+
+@register("argsort")
+def _argsort(g, a, out):
+    shape = g.shape(a.input)
+    d = _wrap(a.dim, len(shape))
+    k = shape[d] if shape else 1
+    return g.node("TopK", [g.v(a.input), g.ints([k])], n_out=2, axis=d,
+                  largest=int(a.descending), sorted=1)[1]
+
+
+# ------------------------------------------------------------------ copies and casts
+@register("clone", "_ascontiguous", "contiguous")
+def _identity(g, a, out):
+    return g.node("Identity", [g.v(a.input)])
+
+
+@register("_to_copy")
+def _to_copy(g, a, out):
+    dt = _out_dtype(out)
+    x = g.v(a.input)
+    if np_dtype(a.input) == dt:
+        return g.node("Identity", [x])
+    return g.cast(x, dt)
+
+
+@register("copy_")
+def _copy(g, a, out):
+    dt = _out_dtype(out)
+    names = a._fields
+    src = getattr(a, "src", None) if "src" in names else a[1]
+    y = g.v(src, dt)
+    if g.shape(src) != g.shape(out):
+        y = g.node("Expand", [y, g.ints(g.shape(out))])
+    return g.node("Identity", [y])
+
+
+@register("fill_")
+def _fill(g, a, out):
+    dt = _out_dtype(out)
+    value = a[1]
+    v = g.v(value, dt)
+    shape = g.node("Shape", [g.v(a[0])])
+    return g.node("Expand", [v, shape])
+
+
+@register("zero_")
+def _zero(g, a, out):
+    dt = _out_dtype(out)
+    shape = g.node("Shape", [g.v(a[0])])
+    return g.node("Expand", [g.const(0, dt), shape])
+
+
+# ------------------------------------------------------------------ shapes and views
+def _reshape_spec(src: tuple, dst: tuple, dynamic_sizes=()) -> list:
+    """``dst`` written so that it keeps working when a dynamic dim of the input changes:
+    a leading run of dims equal to the input's is ``0`` (copy), and one later dim is ``-1``
+    (inferred): one whose traced size is that of a dynamic input axis, else the first."""
+    dst = list(dst)
+    if 0 in dst or 0 in src:
+        return dst
+    spec = list(dst)
+    i = 0
+    while i < min(len(src), len(dst)) and src[i] == dst[i]:
+        spec[i] = 0
+        i += 1
+    if i < len(dst) and -1 not in spec:
+        j = next((k for k in range(i, len(dst)) if dst[k] in dynamic_sizes), i)
+        spec[j] = -1
+    return spec
+
+
+@register("view", "reshape")
+def _view(g, a, out):
+    src, dst = g.shape(a.input), g.shape(out)
+    x = g.v(a.input)
+    if src == dst:
+        return g.node("Identity", [x])
+    return g.node("Reshape", [x, g.ints(_reshape_spec(src, dst, g.dynamic_sizes))])
+
+
+@register("permute")
+def _permute(g, a, out):
+    nd = len(g.shape(a.input))
+    return g.node("Transpose", [g.v(a.input)], perm=[_wrap(int(d), nd) for d in a.dims])
+
+
+@register("expand")
+def _expand(g, a, out):
+    src, dst = g.shape(a.input), g.shape(out)
+    x = g.v(a.input)
+    if src == dst:
+        return g.node("Identity", [x])
+    spec = list(dst)
+    off = len(dst) - len(src)
+    for i, s in enumerate(src):
+        if s == dst[off + i]:
+            spec[off + i] = 1  # Expand broadcasts both ways: 1 keeps the input's dim
+    return g.node("Expand", [x, g.ints(spec)])
+
+
+@register("squeeze")
+def _squeeze(g, a, out):
+    shape = g.shape(a.input)
+    dims = a.dims if isinstance(a.dims, (tuple, list)) else (a.dims,)
+    axes = sorted({_wrap(int(d), len(shape)) for d in dims if shape and
+                   shape[_wrap(int(d), len(shape))] == 1})
+    x = g.v(a.input)
+    if not axes:
+        return g.node("Identity", [x])
+    return g.squeeze(x, axes)
+
+
+@register("unsqueeze")
+def _unsqueeze(g, a, out):
+    nd = len(g.shape(out))
+    return g.unsqueeze(g.v(a.input), [_wrap(int(a.dim), nd)])
+
+
+def _slice_bounds(start, end, step, size):
+    start = 0 if start is None else int(start)
+    end = INT64_MAX if end is None else int(end)
+    if end >= size:
+        end = INT64_MAX  # "to the end", so the slice survives a larger dynamic dim
+    return start, end, int(step or 1)
+
+
+@register("slice_view")
+def _slice_view(g, a, out):
+    shape = g.shape(a.input)
+    d = _wrap(int(a.dim), len(shape))
+    start, end, step = _slice_bounds(a.start, a.end, a.step, shape[d])
+    return g.slice(g.v(a.input), [start], [end], [d], [step])
+
+
+@register("select")
+def _select(g, a, out):
+    shape = g.shape(a.input)
+    d = _wrap(int(a.dim), len(shape))
+    return g.node("Gather", [g.v(a.input), g.int_scalar(int(a.index))], axis=d)
+
+
+@register("cat")
+def _cat(g, a, out):
+    dt = _out_dtype(out)
+    nd = len(g.shape(out))
+    ts = [t for t in a.tensors if not (len(g.shape(t)) == 1 and g.shape(t)[0] == 0 and nd > 1)]
+    return g.node("Concat", [g.v(t, dt) for t in ts], axis=_wrap(int(a.dim), nd))
+
+
+@register("stack")
+def _stack(g, a, out):
+    dt = _out_dtype(out)
+    nd = len(g.shape(out))
+    d = _wrap(int(a.dim), nd)
+    return g.node("Concat", [g.unsqueeze(g.v(t, dt), [d]) for t in a.tensors], axis=d)
+
+
+@register("index_select")
+def _index_select(g, a, out):
+    nd = len(g.shape(a.input))
+    return g.node("Gather", [g.v(a.input), g.v(a.index, np.int64)], axis=_wrap(a.dim, max(nd, 1)))
+
+
+@register("gather")
+def _gather(g, a, out):
+    nd = len(g.shape(a.input))
+    return g.node("GatherElements", [g.v(a.input), g.v(a.index, np.int64)],
+                  axis=_wrap(a.dim, max(nd, 1)))
+
+
+@register("tril", "triu")
+def _trilu(g, a, out):
+    upper = int(g.op.startswith("triu"))
+    return g.node("Trilu", [g.v(a.input), g.int_scalar(a.diagonal)], upper=upper)
+
+
+def _flat_ints(x):
+    if isinstance(x, numbers.Integral):
+        return [int(x)]
+    outl = []
+    for e in x:
+        outl.extend(_flat_ints(e))
+    return outl
+
+
+@register("flip")
+def _flip(g, a, out):
+    shape = g.shape(a.input)
+    dims = _flat_ints(a.dims) if a.dims else _flat_ints(a.kwargs.get("dims", ()))
+    dims = [_wrap(d, len(shape)) for d in dims]
+    x = g.v(a.input)
+    if not dims:
+        return g.node("Identity", [x])
+    return g.slice(x, [-1] * len(dims), [INT64_MIN] * len(dims), dims, [-1] * len(dims))
+
+
+@register("repeat")
+def _repeat(g, a, out):
+    sizes = _flat_ints(a.sizes)
+    shape = g.shape(a.input)
+    x = g.v(a.input)
+    if len(sizes) > len(shape):
+        x = g.node("Reshape", [x, g.ints([1] * (len(sizes) - len(shape)) + list(shape))])
+    return g.node("Tile", [x, g.ints(sizes)])
+
+
+@register("roll")
+def _roll(g, a, out):
+    shape = g.shape(a.input)
+    shifts = _flat_ints(a.shifts)
+    x = g.v(a.input)
+    if a.dims is None:
+        x = g.node("Reshape", [x, g.ints([-1])])
+        n = int(np.prod(shape)) if shape else 1
+        pairs = [(0, shifts[0], n)]
+    else:
+        dims = [_wrap(d, len(shape)) for d in _flat_ints(a.dims)]
+        pairs = [(d, s, shape[d]) for d, s in zip(dims, shifts)]
+    for d, s, n in pairs:
+        s = s % n if n else 0
+        if s:
+            tail = g.slice(x, [n - s], [INT64_MAX], [d])
+            head = g.slice(x, [0], [n - s], [d])
+            x = g.node("Concat", [tail, head], axis=d)
+    if a.dims is None:
+        x = g.node("Reshape", [x, g.ints(list(shape))])
+    return x
+
+
+@register("nonzero")
+def _nonzero(g, a, out):
+    nz = g.node("NonZero", [g.v(a.input)])
+    if not a.as_tuple:
+        return g.node("Transpose", [nz], perm=[1, 0])
+    return [g.node("Gather", [nz, g.int_scalar(i)], axis=0)
+            for i in range(len(g.shape(a.input)))]
+
+
+@register("scatter_add")
+def _scatter_add(g, a, out):
+    nd = len(g.shape(a.input))
+    dt = _out_dtype(out)
+    return g.node("ScatterElements", [g.v(a.input, dt), g.v(a.index, np.int64),
+                                      g.v(a.src, dt)], axis=_wrap(a.dim, max(nd, 1)),
+                  reduction="add")
+
+
+@register("scatter")
+def _scatter(g, a, out):
+    nd = len(g.shape(a.input))
+    dt = _out_dtype(out)
+    if a.src is not None and is_tensor(a.src):
+        src = g.v(a.src, dt)
+        if g.shape(a.src) != g.shape(a.index):
+            src = g.slice(src, [0] * nd, list(g.shape(a.index)), list(range(nd)))
+    else:
+        value = a.value if a.value is not None else a.src
+        src = g.node("Expand", [g.v(value, dt), g.node("Shape", [g.v(a.index)])])
+    red = {None: None, "add": "add", "multiply": "mul"}.get(a.reduce, "?")
+    if red == "?":
+        raise g.unsupported(f"scatter reduce={a.reduce!r}")
+    return g.node("ScatterElements", [g.v(a.input, dt), g.v(a.index, np.int64), src],
+                  axis=_wrap(a.dim, max(nd, 1)), reduction=red)
+
+
+@register("index_put")
+def _index_put(g, a, out):
+    idx = a.indices
+    if isinstance(idx, (list, tuple)) and len(idx) == 1 and is_tensor(idx[0]) and \
+            np_dtype(idx[0]) != np.bool_:
+        dt = _out_dtype(out)
+        shape = g.shape(a.input)
+        i = g.unsqueeze(g.v(idx[0], np.int64), [-1])
+        vshape = list(g.shape(idx[0])) + list(shape[1:])
+        vals = g.node("Expand", [g.v(a.values, dt), g.ints(vshape)])
+        return g.node("ScatterND", [g.v(a.input, dt), i, vals],
+                      reduction="add" if a.accumulate else None)
+    raise g.unsupported("index_put with indices other than one integer tensor")
+
+
+# ------------------------------------------------------------------ indexing
+def _norm_index(index):
+    if not isinstance(index, tuple):
+        index = (index,)
+    return index
+
+
+@register("getitem")
+def _getitem(g, a, out):
+    shape = list(g.shape(a.input))
+    index = _norm_index(a.index)
+    # expand Ellipsis
+    consumed = 0
+    for e in index:
+        if e is None or e is Ellipsis:
+            continue
+        if is_tensor(e) and np_dtype(e) == np.bool_:
+            consumed += len(g.shape(e))
+        else:
+            consumed += 1
+    items = []
+    for e in index:
+        if e is Ellipsis:
+            items.extend([slice(None)] * (len(shape) - consumed))
+        else:
+            items.append(e)
+    adv = [i for i, e in enumerate(items)
+           if is_tensor(e) or isinstance(e, (list, np.ndarray))]
+    ints = [i for i, e in enumerate(items) if isinstance(e, numbers.Integral)
+            and not isinstance(e, bool)]
+    if len(adv) > 1:
+        raise g.unsupported("indexing with more than one tensor index")
+    if adv and ints:
+        block = sorted(adv + ints)
+        if block != list(range(block[0], block[-1] + 1)):
+            raise g.unsupported("a tensor index separated from an integer index")
+    x = g.v(a.input)
+    axis = 0
+    cur = list(shape)
+    for e in items:
+        if e is None:
+            x = g.unsqueeze(x, [axis])
+            cur.insert(axis, 1)
+            axis += 1
+        elif isinstance(e, slice):
+            if e.step is not None and e.step < 0:
+                raise g.unsupported("a negative slice step")
+            if not (e.start in (None, 0) and e.stop is None and e.step in (None, 1)):
+                size = cur[axis]
+                start = 0 if e.start is None else int(e.start)
+                start, end, step = _slice_bounds(start, e.stop, e.step, size)
+                if e.stop is not None and int(e.stop) < 0:
+                    end = int(e.stop)
+                x = g.slice(x, [start], [end], [axis], [step])
+                cur[axis] = len(range(*slice(start, min(end, size), step).indices(size)))
+            axis += 1
+        elif isinstance(e, bool):
+            raise g.unsupported("a Python bool index")
+        elif isinstance(e, numbers.Integral):
+            x = g.node("Gather", [x, g.int_scalar(int(e))], axis=axis)
+            cur.pop(axis)
+        else:
+            t = e
+            if not is_tensor(t):
+                arr = np.asarray(t)
+                name = g.const(arr.astype(np.bool_ if arr.dtype == np.bool_ else np.int64))
+                tdt, tshape = arr.dtype, arr.shape
+            else:
+                name, tdt, tshape = g.v(t), np_dtype(t), g.shape(t)
+            if tdt == np.bool_:
+                if len(tshape) == 1:
+                    x = g.node("Compress", [x, name], axis=axis)
+                    cur[axis] = -1
+                    axis += 1
+                elif len(tshape) == len(cur) - axis and axis == 0:
+                    flat = g.node("Reshape", [x, g.ints([-1])])
+                    x = g.node("Compress", [flat, g.node("Reshape", [name, g.ints([-1])])],
+                               axis=0)
+                    cur = [-1]
+                    axis = 1
+                else:
+                    raise g.unsupported("a multi-dimensional boolean mask not covering "
+                                        "the leading dims")
+            else:
+                if tdt != np.int64:
+                    name = g.cast(name, np.int64)
+                x = g.node("Gather", [x, name], axis=axis)
+                cur[axis:axis + 1] = list(tshape)
+                axis += len(tshape)
+    return g.node("Identity", [x])
+
+
+@register("setitem")
+def _setitem(g, a, out):
+    """Out-of-place (and, through ``setitem_``, in-place) ``x[index] = value`` for an index of
+    integers and slices, as ``ScatterND`` over the covered positions."""
+    shape = g.shape(a.input)
+    dt = _out_dtype(out)
+    index = _norm_index(a.index)
+    if any(not (isinstance(e, (slice, numbers.Integral)) or e is Ellipsis) or
+           isinstance(e, bool) for e in index):
+        raise g.unsupported("setitem with an index other than integers and slices")
+    pos = np.arange(int(np.prod(shape)) if shape else 1, dtype=np.int64).reshape(shape)
+    sub = pos[index]
+    coords = np.stack(np.unravel_index(sub.reshape(-1), shape), -1) if shape else \
+        np.zeros((1, 0), np.int64)
+    vals = g.node("Expand", [g.v(a.value, dt), g.ints(list(sub.shape))])
+    vals = g.node("Reshape", [vals, g.ints([-1])])
+    return g.node("ScatterND", [g.v(a.input, dt), g.const(coords.astype(np.int64)), vals])
+
+
+# ------------------------------------------------------------------ nn primitives
+def _tuple(v, n: int) -> list:
+    if isinstance(v, numbers.Integral):
+        return [int(v)] * n
+    v = [int(e) for e in v]
+    return v * n if len(v) == 1 else v
+
+
+def _batched(g, a_input, nd: int):
+    """The input's value, with a batch dim added for an unbatched (C, *spatial) input."""
+    x = g.v(a_input)
+    if len(g.shape(a_input)) == nd + 1:
+        return g.unsqueeze(x, [0]), True
+    return x, False
+
+
+@register("convolution")
+def _convolution(g, a, out):
+    nd = len(g.shape(a.weight)) - 2
+    x, unbatched = _batched(g, a.input, nd)
+    dt = _out_dtype(out)
+    ins = [x if np_dtype(a.input) == dt else g.cast(x, dt), g.v(a.weight, dt),
+           None if a.bias is None else g.v(a.bias, dt)]
+    if ins[2] is None:
+        ins.pop()
+    attrs = {"strides": _tuple(a.stride, nd), "dilations": _tuple(a.dilation, nd),
+             "group": int(a.groups)}
+    if isinstance(a.padding, str):
+        if a.padding == "same":
+            attrs["auto_pad"] = "SAME_UPPER"
+        elif a.padding != "valid":
+            raise g.unsupported(f"padding={a.padding!r}")
+    else:
+        p = _tuple(a.padding, nd)
+        attrs["pads"] = p + p
+    if a.transposed:
+        attrs["output_padding"] = _tuple(a.output_padding, nd)
+        y = g.node("ConvTranspose", ins, **attrs)
+    else:
+        y = g.node("Conv", ins, **attrs)
+    return g.squeeze(y, [0]) if unbatched else y
+
+
+@register("max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices")
+def _max_pool(g, a, out):
+    nd = int(g.op[len("max_pool")])
+    x, unbatched = _batched(g, a.input, nd)
+    k = _tuple(a.kernel_size, nd)
+    s = _tuple(a.stride, nd) if a.stride not in ((), None, []) else list(k)
+    p = _tuple(a.padding, nd)
+    y, idx = g.node("MaxPool", [x], n_out=2, kernel_shape=k, strides=s, pads=p + p,
+                    dilations=_tuple(a.dilation, nd), ceil_mode=int(bool(a.ceil_mode)))
+    # ONNX indexes the whole tensor; ember (like PyTorch) indexes each plane
+    plane = int(np.prod(g.shape(a.input)[-nd:]))
+    idx = g.node("Mod", [idx, g.const(np.asarray(plane, np.int64))], fmod=0)
+    if unbatched:
+        y, idx = g.squeeze(y, [0]), g.squeeze(idx, [0])
+    return [y, idx]
+
+
+@register("embedding")
+def _embedding(g, a, out):
+    return g.node("Gather", [g.v(a.weight), g.v(a.indices)], axis=0)
+
+
+@register("im2col")
+def _im2col(g, a, out):
+    """Sliding blocks as a grouped convolution with one-hot kernels: output channel
+    ``c*K + j`` copies input channel ``c`` at kernel offset ``j`` (exact: one product by 1)."""
+    shape = g.shape(a.input)
+    nd = len(shape) - 2
+    k = _tuple(a.kernel_size, nd)
+    C = shape[1]
+    K = int(np.prod(k))
+    dt = np_dtype(a.input)
+    w = np.zeros((C * K, 1, *k), dtype=dt)
+    for c in range(C):
+        for j in range(K):
+            w[(c * K + j, 0) + np.unravel_index(j, k)] = 1
+    p = _tuple(a.padding, nd)
+    y = g.node("Conv", [g.v(a.input), g.const(w)], kernel_shape=k, strides=_tuple(a.stride, nd),
+               pads=p + p, dilations=_tuple(a.dilation, nd), group=C)
+    return g.node("Reshape", [y, g.ints([0, C * K, -1])])
+
+
+@register("lstm_cell_fused")
+def _lstm_cell(g, a, out):
+    dt = _out_dtype(out)
+    z = g.node("Add", [g.v(a.input_gates, dt), g.v(a.hidden_gates, dt)])
+    i, f, c, o = g.node("Split", [z], n_out=4, axis=1, num_outputs=4) if g.opset >= 18 else \
+        g.node("Split", [z], n_out=4, axis=1)
+    cy = g.node("Add", [g.node("Mul", [g.node("Sigmoid", [f]), g.v(a.cx, dt)]),
+                        g.node("Mul", [g.node("Sigmoid", [i]), g.node("Tanh", [c])])])
+    hy = g.node("Mul", [g.node("Sigmoid", [o]), g.node("Tanh", [cy])])
+    return [hy, cy]
+
+
+@register("gru_cell_fused")
+def _gru_cell(g, a, out):
+    dt = _out_dtype(out)
+    H = g.shape(a.hx)[-1]
+    xi, hi = g.v(a.input_gates, dt), g.v(a.hidden_gates, dt)
+    rz = g.node("Sigmoid", [g.node("Add", [g.slice(xi, [0], [2 * H], [1]),
+                                           g.slice(hi, [0], [2 * H], [1])])])
+    r, z = g.slice(rz, [0], [H], [1]), g.slice(rz, [H], [2 * H], [1])
+    n = g.node("Tanh", [g.node("Add", [g.slice(xi, [2 * H], [3 * H], [1]),
+                                       g.node("Mul", [r, g.slice(hi, [2 * H], [3 * H], [1])])])])
+    hx = g.v(a.hx, dt)
+    return g.node("Add", [n, g.node("Mul", [z, g.node("Sub", [hx, n])])])
+
+
+@register("split_with_sizes")
+def _split_with_sizes(g, a, out):
+    nd = len(g.shape(a.input))
+    sizes = _flat_ints(a.split_sizes)
+    names = g.node("Split", [g.v(a.input), g.ints(sizes)], n_out=len(sizes),
+                   axis=_wrap(int(a.dim), nd))
+    return [names] if isinstance(names, str) else names

@@ -1,0 +1,1050 @@
+"""nn's primitives as registry ops: convolution and its im2col / col2im, max pooling, embedding,
+the fused recurrent cells and CTC, each with its backward as a registry op of its own.
+
+PyTorch has these at torch level too (``torch.conv2d``, ``torch.max_pool2d``,
+``torch.embedding``, ``torch.lstm_cell``, ``torch.ctc_loss``, ...): the same names and
+signatures are exported from ``ember.tensor``, and ``ember.nn.functional`` calls them. Each
+primitive is declared once with :func:`defop`; its derivative lives in ember-autograd's table
+(``derivatives_nn.py``) and calls the backward op named here (``convolution_backward``,
+``max_pool2d_with_indices_backward``, ``embedding_dense_backward``, ``lstm_cell_backward``,
+``gru_cell_backward``, ``_ctc_loss_backward``), whose CPU implementation is the fused kernel of
+``ember.tensor.kernels``; those backward ops have derivatives of their own in the same table,
+so double backward runs through them.
+
+    >>> import ember.tensor as et
+    >>> et.conv2d(et.ones(1, 1, 3, 3), et.ones(1, 1, 2, 2)).tolist()
+    [[[[4.0, 4.0], [4.0, 4.0]]]]
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._registry import array_module, defop
+from ._tensor import Tensor
+from .kernels import get as _kernel
+
+__all__ = [
+    "convolution", "convolution_backward", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "im2col", "col2im",
+    "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
+    "max_pool2d_with_indices", "max_pool3d_with_indices", "max_pool2d_with_indices_backward",
+    "max_pool3d_with_indices_backward",
+    "embedding", "embedding_dense_backward",
+    "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell_fused",
+    "lstm_cell_backward", "gru_cell_fused", "gru_cell_backward", "split_with_sizes",
+    "ctc_loss", "_ctc_loss", "_ctc_loss_backward",
+]
+
+_make = Tensor._make
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+# ----------------------------------------------------------------------------- helpers
+def _ntuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
+    """``value`` (an int or a sequence of n ints) as an n-tuple of ints."""
+    if isinstance(value, (int, np.integer)):
+        return (int(value),) * n
+    t = tuple(int(v) for v in value)
+    if len(t) == 1 and n > 1:
+        return t * n
+    if len(t) != n:
+        raise RuntimeError(f"{op}(): expected {name} to be a single int or a tuple of {n} "
+                           f"ints, got {value!r}")
+    return t
+
+
+def _three(t, fill):
+    return (fill,) * (3 - len(t)) + tuple(t)
+
+
+def _out_size(size: int, k: int, s: int, p: int, d: int) -> int:
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _work_dtype(a):
+    """float16 arrays are multiplied in float32 (NumPy's float16 matmul is slow and loses
+    precision); returns the array to compute on."""
+    return a.astype(np.float32) if a.dtype == np.float16 else a
+
+
+def _im2col_array(x, k, s, p, d, o):
+    """Columns (N, C*prod(k), prod(o)) of the (N, C, *spatial) array ``x``; ``p`` is the
+    padding before each spatial dim (zeros after it as far as ``o`` windows reach)."""
+    xp = array_module(x)
+    nd = len(k)
+    N, C = x.shape[:2]
+    sp = x.shape[2:]
+    L = math.prod(o)
+    K = math.prod(k)
+    if L == 0 or N * C == 0:
+        return xp.zeros((N, C * K, L), dtype=x.dtype)
+    if K == 1 and not any(p) and all(v == 1 for v in s) and tuple(o) == tuple(sp):
+        return x.reshape(N, C, L)  # 1x1 convolution: the input already is the columns
+    if xp is np and x.dtype in _KERNEL_DTYPES:
+        # the Numba kernel writes the columns in one pass (padding as zeros): several times
+        # faster than NumPy's copy of the strided window view, whose rows are short runs
+        out = _kernel("im2col", np)(x.reshape(N, C, *_three(sp, 1)), _three(k, 1),
+                                    _three(s, 1), _three(p, 0), _three(d, 1), _three(o, 1))
+        return out.reshape(N, C * K, L)
+    if xp is not np:
+        out = _kernel("im2col", xp)(xp.ascontiguousarray(x).reshape(N, C, *_three(sp, 1)),
+                                    _three(k, 1), _three(s, 1), _three(p, 0), _three(d, 1),
+                                    _three(o, 1))
+        return out.reshape(N, C * K, L)
+    need = [(o[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 for i in range(nd)]
+    if any(p) or any(need[i] > sp[i] for i in range(nd)):
+        full = [max(need[i], sp[i] + p[i]) for i in range(nd)]
+        padded = xp.zeros((N, C, *full), dtype=x.dtype)
+        padded[(slice(None), slice(None),
+                *(slice(p[i], p[i] + sp[i]) for i in range(nd)))] = x
+        x = padded
+    st = x.strides
+    shape = (N, C, *k, *o)
+    strides = (st[0], st[1], *(st[2 + i] * d[i] for i in range(nd)),
+               *(st[2 + i] * s[i] for i in range(nd)))
+    view = np.lib.stride_tricks.as_strided(x, shape, strides)
+    return view.reshape(N, C * K, L)
+
+
+def _col2im_array(cols, channels, size, k, s, p, d, o):
+    """Adjoint of :func:`_im2col_array`: sums columns back into (N, C, *size)."""
+    xp = array_module(cols)
+    dt = cols.dtype
+    if dt not in _KERNEL_DTYPES and xp is np:
+        cols = cols.astype(np.float32)
+    out = _kernel("col2im", xp)(xp.ascontiguousarray(cols), channels, _three(size, 1),
+                                _three(k, 1), _three(s, 1), _three(p, 0), _three(d, 1),
+                                _three(o, 1))
+    return out.reshape(cols.shape[0], channels, *size).astype(dt, copy=False)
+
+
+def _need_tensor(x, op: str, name: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+# ----------------------------------------------------------------------------- im2col / col2im
+def _fold_geometry(op, nd, kernel_size, dilation, padding, stride):
+    k = _ntuple(op, "kernel_size", kernel_size, nd)
+    d = _ntuple(op, "dilation", dilation, nd)
+    p = _ntuple(op, "padding", padding, nd)
+    s = _ntuple(op, "stride", stride, nd)
+    if min(k) < 1 or min(d) < 1 or min(s) < 1 or min(p) < 0:
+        raise RuntimeError(f"{op}(): kernel_size, dilation and stride must be positive and "
+                           f"padding non-negative, got {k}, {d}, {s}, {p}")
+    return k, d, p, s
+
+
+@defop("im2col")
+def im2col(input: Tensor, kernel_size, dilation, padding, stride) -> Tensor:
+    """Sliding blocks of a batched (N, C, *spatial) input as columns (N, C*prod(k), L), rows
+    ordered (c, k...) as in PyTorch; 1, 2 or 3 spatial dims (``len(kernel_size)``)."""
+    _need_tensor(input, "im2col", "input")
+    x = input._data
+    nd = len(kernel_size) if not isinstance(kernel_size, int) else x.ndim - 2
+    if x.ndim != nd + 2:
+        raise RuntimeError(f"im2col(): expected a batched {nd + 2}-D input, got input of size "
+                           f"{list(x.shape)}")
+    k, d, p, s = _fold_geometry("im2col", nd, kernel_size, dilation, padding, stride)
+    size = x.shape[2:]
+    o = tuple(_out_size(size[i], k[i], s[i], p[i], d[i]) for i in range(nd))
+    if min(o) < 1:
+        raise RuntimeError(f"im2col(): Given input with spatial size {list(size)}, "
+                           f"kernel_size={k}, dilation={d}, padding={p}, calculated shape of "
+                           f"the array of sliding blocks as {list(o)}, but its components must "
+                           f"be at least one.")
+    cols = _im2col_array(x, k, s, p, d, o)
+    if cols.base is not None or cols is x:  # a 1x1 window: a view, but a result owns memory
+        cols = cols.copy()
+    return _make(cols)
+
+
+@defop("col2im")
+def col2im(input: Tensor, output_size, kernel_size, dilation, padding, stride) -> Tensor:
+    """Sum columns (N, C*prod(k), L) back into (N, C, *output_size): the adjoint of
+    :func:`im2col`."""
+    _need_tensor(input, "col2im", "input")
+    x = input._data
+    nd = len(kernel_size) if not isinstance(kernel_size, int) else len(output_size)
+    size = _ntuple("col2im", "output_size", output_size, nd)
+    k, d, p, s = _fold_geometry("col2im", nd, kernel_size, dilation, padding, stride)
+    if x.ndim != 3:
+        raise RuntimeError(f"col2im(): expected a batched 3-D input, got input of size "
+                           f"{list(x.shape)}")
+    K = math.prod(k)
+    if x.shape[1] % K:
+        raise RuntimeError(f"col2im(): Expected size of input's dimension 1 to be divisible by "
+                           f"the product of kernel_size, but got input.size(1)={x.shape[1]} "
+                           f"and kernel_size={k}")
+    o = tuple(_out_size(size[i], k[i], s[i], p[i], d[i]) for i in range(nd))
+    if math.prod(o) != x.shape[2] or min(o) < 1:
+        raise RuntimeError(f"col2im(): Given output_size={size}, kernel_size={k}, "
+                           f"dilation={d}, padding={p}, stride={s}, expected size of input's "
+                           f"dimension 2 to match the calculated number of sliding blocks "
+                           f"{' * '.join(map(str, o))} = {math.prod(o)}, but got "
+                           f"input.size(2)={x.shape[2]}.")
+    return _make(_col2im_array(x, x.shape[1] // K, size, k, s, p, d, o))
+
+
+# ----------------------------------------------------------------------------- convolution
+def _conv_geom(x_shape, w_shape, out_spatial, stride, padding, dilation, transposed, groups):
+    """``(C, size, k, s, p, d, o)`` of the (plain) convolution involved: for a transposed
+    one, the convolution it is the adjoint of (whose input is the transposed one's output)."""
+    nd = len(w_shape) - 2
+    k = tuple(w_shape[2:])
+    s = _ntuple("convolution", "stride", stride, nd)
+    p = _ntuple("convolution", "padding", padding, nd)
+    d = _ntuple("convolution", "dilation", dilation, nd)
+    if transposed:
+        return (w_shape[1] * groups, tuple(out_spatial), k, s, p, d, tuple(x_shape[2:]))
+    return (x_shape[1], tuple(x_shape[2:]), k, s, p, d, tuple(out_spatial))
+
+
+def _check_convolution(x, w, b, stride, padding, dilation, transposed, output_padding,
+                       groups):
+    op = "convolution"
+    _need_tensor(x, op, "input")
+    _need_tensor(w, op, "weight")
+    nd = w.dim() - 2
+    if nd < 1 or nd > 3:
+        raise RuntimeError(f"{op}(): expected a 3-D, 4-D or 5-D weight, got weight of size "
+                           f"{list(w.shape)}")
+    if x.dim() != nd + 2:
+        raise RuntimeError(f"{op}(): expected a batched {nd + 2}-D input for a {nd + 2}-D "
+                           f"weight, got input of size {list(x.shape)}")
+    if not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise RuntimeError(f"{op}(): non-positive groups is not supported (got {groups})")
+    if x.dtype != w.dtype or (b is not None and b.dtype != x.dtype):
+        raise RuntimeError(
+            f"{op}(): expected input, weight and bias of one dtype, got {x.dtype}, "
+            f"{w.dtype}" + (f", {b.dtype}" if b is not None else ""))
+    if x.device != w.device or (b is not None and b.device != x.device):
+        raise RuntimeError(f"{op}(): input on {x.device} and weight on {w.device}")
+    if not x.is_floating_point():
+        raise RuntimeError(f"{op}(): expected a floating point input, got {x.dtype}")
+    s = _ntuple(op, "stride", stride, nd)
+    d = _ntuple(op, "dilation", dilation, nd)
+    p = _ntuple(op, "padding", padding, nd)
+    if min(s) < 1 or min(d) < 1 or min(p) < 0:
+        raise RuntimeError(f"{op}(): invalid stride {s}, dilation {d} or padding {p}")
+    C = x.shape[1]
+    if transposed:
+        if C != w.shape[0]:
+            raise RuntimeError(
+                f"{op}(): Given transposed=1, weight of size {list(w.shape)}, expected "
+                f"input{list(x.shape)} to have {w.shape[0]} channels, but got {C} channels "
+                f"instead")
+        if C % groups:
+            raise RuntimeError(f"{op}(): Given groups={groups}, expected weight to be "
+                               f"divisible by {groups} at dimension 0, but got weight of size "
+                               f"{list(w.shape)} instead")
+        O = w.shape[1] * groups
+        op_ = _ntuple(op, "output_padding", output_padding, nd)
+        if min(op_) < 0 or any(op_[i] >= s[i] and op_[i] >= d[i] for i in range(nd)):
+            raise RuntimeError(f"{op}(): output padding must be smaller than either stride or "
+                               f"dilation, but got output_padding={op_}, stride={s}, "
+                               f"dilation={d}")
+        insize = tuple(x.shape[2:])
+        k = tuple(w.shape[2:])
+        size = tuple((insize[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op_[i] + 1
+                     for i in range(nd))
+        if min(size) < 1:
+            raise RuntimeError(f"{op}(): Given input size per channel {list(insize)}, "
+                               f"calculated output size {list(size)} is too small")
+        out_spatial = size
+    else:
+        if C != w.shape[1] * groups:
+            raise RuntimeError(
+                f"{op}(): Given groups={groups}, weight of size {list(w.shape)}, expected "
+                f"input{list(x.shape)} to have {w.shape[1] * groups} channels, but got {C} "
+                f"channels instead")
+        O = w.shape[0]
+        if O % groups:
+            raise RuntimeError(f"{op}(): Given groups={groups}, expected weight to be "
+                               f"divisible by {groups} at dimension 0, but got weight of size "
+                               f"{list(w.shape)} instead")
+        size = tuple(x.shape[2:])
+        k = tuple(w.shape[2:])
+        out_spatial = tuple(_out_size(size[i], k[i], s[i], p[i], d[i]) for i in range(nd))
+        if min(out_spatial) < 1:
+            eff = [d[i] * (k[i] - 1) + 1 for i in range(nd)]
+            raise RuntimeError(
+                f"{op}(): Calculated padded input size per channel: "
+                f"({' x '.join(str(size[i] + 2 * p[i]) for i in range(nd))}). Kernel size: "
+                f"({' x '.join(str(v) for v in eff)}). Kernel size can't be greater than "
+                f"actual input size")
+    if b is not None and tuple(b.shape) != (O,):
+        raise RuntimeError(f"{op}(): Given weight of size {list(w.shape)}, expected bias to be "
+                           f"1-dimensional with {O} elements, but got bias of size "
+                           f"{list(b.shape)} instead")
+    return out_spatial
+
+
+@defop("convolution")
+def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride, padding, dilation,
+                transposed: bool, output_padding, groups: int) -> Tensor:
+    """N-d convolution (cross-correlation) or transposed convolution of a batched input."""
+    out_spatial = _check_convolution(input, weight, bias, stride, padding, dilation, transposed,
+                                     output_padding, groups)
+    xd, wd = input._data, weight._data
+    dt = xd.dtype
+    xd, wd = _work_dtype(xd), _work_dtype(wd)
+    C, size, k, s, p, d, o = _conv_geom(xd.shape, wd.shape, out_spatial, stride, padding,
+                                        dilation, transposed, groups)
+    N = xd.shape[0]
+    G = groups
+    if not transposed:
+        O = wd.shape[0]
+        cols = _im2col_array(xd, k, s, p, d, o)
+        K, L = cols.shape[1], cols.shape[2]
+        if G == 1:
+            out = wd.reshape(O, K) @ cols
+        else:
+            out = (wd.reshape(G, O // G, K // G) @ cols.reshape(N, G, K // G, L)).reshape(
+                N, O, L)
+        if bias is not None:
+            out += _work_dtype(bias._data).reshape(O, 1)
+        out = out.reshape(N, O, *o)
+    else:
+        Cin = xd.shape[1]
+        L = math.prod(o)
+        Kg = wd.size // Cin  # Cout/G * prod(k)
+        cols = (wd.reshape(G, Cin // G, Kg).transpose(0, 2, 1)
+                @ xd.reshape(N, G, Cin // G, L)).reshape(N, G * Kg, L)
+        out = _col2im_array(cols, C, size, k, s, p, d, o)
+        if bias is not None:
+            out += _work_dtype(bias._data).reshape((C,) + (1,) * len(size))
+    return _make(out.astype(dt, copy=False))
+
+
+def _batched_wgrad(a, b, N, G):
+    """``sum_n b[n] @ a[n].T`` per group, shape (G, Rb, Ra), of the arrays ``a`` (N, G*Ra, L)
+    and ``b`` (N, G*Rb, L): a weight gradient, transposed.
+
+    One small GEMM per sample (BLAS runs those faster here than one long skinny GEMM), with
+    the columns ``b`` as the left, row-major operand: faster than ``a @ b.T``."""
+    L = a.shape[-1]
+    at = a.reshape(N, G, a.shape[1] // G, L).transpose(0, 1, 3, 2)
+    if a.size * 8 <= b.size and at.__class__ is np.ndarray:
+        at = np.ascontiguousarray(at)  # a small operand: its transposed copy pays
+    return (b.reshape(N, G, b.shape[1] // G, L) @ at).sum(0)
+
+
+@defop("convolution_backward")
+def convolution_backward(grad_output: Tensor, input: Tensor, weight: Tensor, bias_sizes,
+                         stride, padding, dilation, transposed: bool, output_padding,
+                         groups: int, output_mask) -> tuple:
+    """Gradients ``(grad_input, grad_weight, grad_bias)`` of :func:`convolution` for the
+    output gradient ``grad_output``; an entry of ``output_mask`` that is False gives None."""
+    gd = _work_dtype(grad_output._data)
+    xd, wd = input._data, weight._data
+    dt = xd.dtype
+    wd = _work_dtype(wd)
+    geom = _conv_geom(xd.shape, wd.shape, gd.shape[2:], stride, padding, dilation, transposed,
+                      groups)
+    C, size, k, s, p, d, o = geom
+    N = gd.shape[0]
+    G = groups
+    L = math.prod(o)
+    gx = gw = gb = None
+    if not transposed:
+        O = gd.shape[1]
+        K = wd.size // O * G
+        g3 = gd.reshape(N, O, L)
+        if output_mask[0]:
+            if G == 1:
+                wt = wd.reshape(O, K).T
+                gcols = (wt.copy() if wt.__class__ is np.ndarray else wt) @ g3
+            else:
+                gcols = (wd.reshape(G, O // G, K // G).transpose(0, 2, 1)
+                         @ g3.reshape(N, G, O // G, L)).reshape(N, K, L)
+            gx = _col2im_array(gcols, *geom)
+        if output_mask[1]:
+            cols = _im2col_array(_work_dtype(xd), k, s, p, d, o)
+            gwt = _batched_wgrad(g3, cols, N, G)  # (G, K/G, O/G)
+            gw = gwt.transpose(0, 2, 1).reshape(wd.shape)
+        if output_mask[2]:
+            gb = g3.sum((0, 2))
+    else:
+        Cin = xd.shape[1]
+        Kg = wd.size // Cin
+        gc = _im2col_array(gd, k, s, p, d, o)
+        if output_mask[0]:
+            gx = (wd.reshape(G, Cin // G, Kg) @ gc.reshape(N, G, Kg, L)).reshape(xd.shape)
+        if output_mask[1]:
+            gwt = _batched_wgrad(gc, _work_dtype(xd).reshape(N, Cin, L), N, G)  # (G, Cin/G, Kg)
+            gw = gwt.reshape(wd.shape)
+        if output_mask[2]:
+            gb = gd.sum(tuple([0] + list(range(2, gd.ndim))))
+    return tuple(None if a is None else _make(a.astype(dt, copy=False)) for a in (gx, gw, gb))
+
+
+def _same_padding(op, k, s, d, nd):
+    """PyTorch's ``padding='same'``: total ``d*(k-1)``, the odd element on the right."""
+    if any(v != 1 for v in s):
+        raise ValueError(f"{op}(): padding='same' is not supported for strided convolutions")
+    left = [d[i] * (k[i] - 1) // 2 for i in range(nd)]
+    right = [d[i] * (k[i] - 1) - left[i] for i in range(nd)]
+    return left, right
+
+
+def _conv_input(op, nd, input, weight):
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError(f"{op}(): expected Tensor input and weight, got "
+                        f"{type(input).__name__} and {type(weight).__name__}")
+    if weight.dim() != nd + 2:
+        raise RuntimeError(f"{op}(): expected weight to be {nd + 2}-d, got weight of size "
+                           f"{list(weight.shape)}")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}(): Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) "
+                           f"input to {op}, but got input of size: {list(input.shape)}")
+    batched = input.dim() == nd + 2
+    return (input if batched else input.unsqueeze(0)), batched
+
+
+def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
+    x, batched = _conv_input(op, nd, input, weight)
+    s = _ntuple(op, "stride", stride, nd)
+    d = _ntuple(op, "dilation", dilation, nd)
+    if isinstance(padding, str):
+        if padding == "valid":
+            p = (0,) * nd
+        elif padding == "same":
+            k = tuple(weight.shape[2:])
+            left, right = _same_padding(op, k, s, d, nd)
+            if left != right:
+                from ._creation import zeros
+
+                # pad the odd element on the right by hand (constant zeros)
+                for i in range(nd):
+                    extra = right[i] - left[i]
+                    if extra:
+                        shape = list(x.shape)
+                        shape[2 + i] = extra
+                        from ._shape import cat
+
+                        x = cat([x, zeros(shape, dtype=x.dtype, device=x.device)], 2 + i)
+            p = tuple(left)
+        else:
+            raise ValueError(f"{op}(): Invalid padding string {padding!r}, should be one of "
+                             "'valid' or 'same'")
+    else:
+        p = _ntuple(op, "padding", padding, nd)
+    out = convolution(x, weight, bias, s, p, d, False, (0,) * nd, groups)
+    return out if batched else out.squeeze(0)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """1-d convolution (cross-correlation) of (N, C, L) ``input`` with (O, C/groups, k)
+    ``weight``; ``padding`` is an int, a tuple, ``'valid'`` or ``'same'``.
+
+    >>> import ember.tensor as et
+    >>> et.conv1d(et.ones(1, 1, 4), et.ones(1, 1, 2)).tolist()
+    [[[2.0, 2.0, 2.0]]]
+    """
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """2-d convolution of (N, C, H, W) ``input`` with (O, C/groups, kH, kW) ``weight``.
+
+    >>> import ember.tensor as et
+    >>> et.conv2d(et.ones(1, 1, 3, 3), et.ones(2, 1, 3, 3), padding="same").shape
+    ember.Size([1, 2, 3, 3])
+    """
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """3-d convolution of (N, C, D, H, W) ``input`` with (O, C/groups, kD, kH, kW) ``weight``.
+
+    >>> import ember.tensor as et
+    >>> et.conv3d(et.ones(1, 1, 2, 2, 2), et.ones(1, 1, 2, 2, 2)).tolist()
+    [[[[[8.0]]]]]
+    """
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding, groups,
+                    dilation):
+    x, batched = _conv_input(op, nd, input, weight)
+    out = convolution(x, weight, bias, _ntuple(op, "stride", stride, nd),
+                      _ntuple(op, "padding", padding, nd),
+                      _ntuple(op, "dilation", dilation, nd), True,
+                      _ntuple(op, "output_padding", output_padding, nd), groups)
+    return out if batched else out.squeeze(0)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """Transposed 1-d convolution; ``weight`` is (C_in, C_out/groups, k).
+
+    >>> import ember.tensor as et
+    >>> et.conv_transpose1d(et.ones(1, 1, 2), et.ones(1, 1, 2)).tolist()
+    [[[1.0, 2.0, 1.0]]]
+    """
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """Transposed 2-d convolution; ``weight`` is (C_in, C_out/groups, kH, kW)."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """Transposed 3-d convolution; ``weight`` is (C_in, C_out/groups, kD, kH, kW)."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+# ----------------------------------------------------------------------------- max pooling
+def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """PyTorch's pooling output size (a window may not start in the right padding)."""
+    eff = d * (k - 1) + 1
+    num = size + 2 * p - eff + ((s - 1) if ceil_mode else 0)
+    out = num // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def pool_geometry(op, shape, nd, kernel_size, stride, padding, dilation, ceil_mode, max_pad):
+    """``(k, s, p, d, size, o)`` of a pooling over the last ``nd`` dims of ``shape`` (checked
+    as PyTorch checks them; ``max_pad(k, d)``: the largest padding allowed)."""
+    k = _ntuple(op, "kernel_size", kernel_size, nd)
+    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
+        _ntuple(op, "stride", stride, nd)
+    p = _ntuple(op, "padding", padding, nd)
+    d = _ntuple(op, "dilation", dilation, nd)
+    if min(k) < 1 or min(s) < 1 or min(d) < 1 or min(p) < 0:
+        raise RuntimeError(f"{op}(): kernel_size, stride and dilation must be greater than zero "
+                           f"and padding non-negative, got kernel_size={k}, stride={s}, "
+                           f"padding={p}, dilation={d}")
+    for i in range(nd):
+        if p[i] > max_pad(k[i], d[i]):
+            raise RuntimeError(f"{op}(): pad should be at most half of effective kernel size, "
+                               f"but got pad={p[i]}, kernel_size={k[i]} and dilation={d[i]}")
+    size = tuple(shape[-nd:])
+    o = tuple(_pool_out(size[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(nd))
+    if min(o) < 1 or min(size) < 1:
+        raise RuntimeError(f"{op}(): Given input size {list(shape)}, calculated output size "
+                           f"{list(shape[:-nd]) + list(o)} is too small (kernel_size={k}, "
+                           f"stride={s}, padding={p}, dilation={d})")
+    return k, s, p, d, size, o
+
+
+def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode):
+    _need_tensor(input, op, "input")
+    xd = input._data
+    if xd.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D input, but got input of "
+                           f"size {list(xd.shape)}")
+    if xd.dtype.kind != "f":
+        raise RuntimeError(f"{op}(): expected a floating point input, got {input.dtype}")
+    k, s, p, d, size, o = pool_geometry(op, xd.shape, nd, kernel_size, stride, padding,
+                                        dilation, ceil_mode, lambda k, d: (d * (k - 1) + 1) // 2)
+    lead = xd.shape[:-nd]
+    B = math.prod(lead)
+    fn = _kernel("max_pool_forward", array_module(xd))
+    out, idx = fn(xd.reshape(B, *_three(size, 1)), _three(k, 1), _three(s, 1), _three(p, 0),
+                  _three(d, 1), _three(o, 1))
+    return _make(out.reshape(*lead, *o)), _make(idx.reshape(*lead, *o))
+
+
+@defop("max_pool2d_with_indices")
+def max_pool2d_with_indices(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
+                            ceil_mode: bool = False):
+    """2-d max pooling of (N, C, H, W) or (C, H, W): ``(output, indices)``, indices flat
+    offsets into H*W."""
+    return _max_pool("max_pool2d_with_indices", 2, input, kernel_size, stride, padding,
+                     dilation, ceil_mode)
+
+
+@defop("max_pool3d_with_indices")
+def max_pool3d_with_indices(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
+                            ceil_mode: bool = False):
+    """3-d max pooling of (N, C, D, H, W) or (C, D, H, W): ``(output, indices)``."""
+    return _max_pool("max_pool3d_with_indices", 3, input, kernel_size, stride, padding,
+                     dilation, ceil_mode)
+
+
+def _max_pool_backward(grad_output, input, indices, nd):
+    gd, xd, idx = grad_output._data, input._data, indices._data
+    B = math.prod(xd.shape[:-nd])
+    L = math.prod(gd.shape[-nd:])
+    P = math.prod(xd.shape[-nd:])
+    if tuple(gd.shape) != tuple(idx.shape) or tuple(gd.shape[:-nd]) != tuple(xd.shape[:-nd]):
+        raise RuntimeError(f"max_pool{nd}d_with_indices_backward(): grad_output of size "
+                           f"{list(gd.shape)}, indices of size {list(idx.shape)} and input of "
+                           f"size {list(xd.shape)} do not match")
+    xp = array_module(gd)
+    fn = _kernel("max_pool_backward", xp)
+    out = fn(xp.ascontiguousarray(gd).reshape(B, 1, 1, L),
+             xp.ascontiguousarray(idx).reshape(B, 1, 1, L), (1, 1, P))
+    return _make(out.reshape(xd.shape).astype(xd.dtype, copy=False))
+
+
+@defop("max_pool2d_with_indices_backward")
+def max_pool2d_with_indices_backward(grad_output: Tensor, input: Tensor, kernel_size, stride,
+                                     padding, dilation, ceil_mode: bool, indices: Tensor):
+    """Gradient of :func:`max_pool2d_with_indices`: ``grad_output`` scattered (added) to the
+    argmax positions ``indices`` of each plane of ``input``'s shape."""
+    return _max_pool_backward(grad_output, input, indices, 2)
+
+
+@defop("max_pool3d_with_indices_backward")
+def max_pool3d_with_indices_backward(grad_output: Tensor, input: Tensor, kernel_size, stride,
+                                     padding, dilation, ceil_mode: bool, indices: Tensor):
+    """Gradient of :func:`max_pool3d_with_indices`."""
+    return _max_pool_backward(grad_output, input, indices, 3)
+
+
+def max_pool1d_with_indices(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
+                            ceil_mode: bool = False):
+    """1-d max pooling of (N, C, L) or (C, L): ``(output, indices)`` (a 2-d pooling over a
+    height of one)."""
+    if not isinstance(input, Tensor) or input.dim() not in (2, 3):
+        _need_tensor(input, "max_pool1d", "input")
+        raise RuntimeError(f"max_pool1d(): Expected 2D or 3D input, but got input of size "
+                           f"{list(input.shape)}")
+    k = _ntuple("max_pool1d", "kernel_size", kernel_size, 1)
+    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
+        _ntuple("max_pool1d", "stride", stride, 1)
+    out, idx = max_pool2d_with_indices(
+        input.unsqueeze(-2), (1,) + k, (1,) + s,
+        (0,) + _ntuple("max_pool1d", "padding", padding, 1),
+        (1,) + _ntuple("max_pool1d", "dilation", dilation, 1), ceil_mode)
+    return out.squeeze(-2), idx.squeeze(-2)
+
+
+def max_pool1d(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
+               ceil_mode: bool = False) -> Tensor:
+    """1-d max pooling (values only)."""
+    return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)[0]
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
+               ceil_mode: bool = False) -> Tensor:
+    """2-d max pooling (values only).
+
+    >>> import ember.tensor as et
+    >>> et.max_pool2d(et.arange(16.).view(1, 1, 4, 4), 2).tolist()
+    [[[[5.0, 7.0], [13.0, 15.0]]]]
+    """
+    return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)[0]
+
+
+def max_pool3d(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
+               ceil_mode: bool = False) -> Tensor:
+    """3-d max pooling (values only)."""
+    return max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)[0]
+
+
+# ----------------------------------------------------------------------------- embedding
+@defop("embedding")
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of the 2-D ``weight`` at the integer ``indices`` (any shape): output
+    ``(*indices.shape, D)``. ``padding_idx`` rows get no gradient; ``scale_grad_by_freq``
+    divides each row's gradient by its count in ``indices``.
+
+    >>> import ember.tensor as et
+    >>> et.embedding(et.arange(6.).view(3, 2), et.tensor([2, 0])).tolist()
+    [[4.0, 5.0], [0.0, 1.0]]
+    """
+    _need_tensor(weight, "embedding", "weight")
+    _need_tensor(indices, "embedding", "indices")
+    if sparse:
+        raise RuntimeError("embedding(): sparse gradients are not supported by ember; use "
+                           "sparse=False")
+    w, idx = weight._data, indices._data
+    if w.ndim != 2:
+        raise RuntimeError(f"embedding(): 'weight' must be 2-D, got {list(w.shape)}")
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"embedding(): Expected tensor for argument 'indices' to have one of "
+                           f"the following scalar types: Long, Int; but got {indices.dtype} "
+                           f"instead")
+    n = w.shape[0]
+    if idx.size:
+        if idx.size <= 16:  # a handful of ids (one word, one sentence): Python is quicker
+            vals = idx.ravel().tolist()
+            lo, hi = min(vals), max(vals)
+        else:
+            lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= n:
+            raise IndexError(f"embedding(): index {lo if lo < 0 else hi} is out of range for a "
+                             f"table of {n} rows")
+    xp = array_module(w)
+    return _make(xp.take(w, idx.reshape(-1), axis=0).reshape(idx.shape + (w.shape[1],)))
+
+
+@defop("embedding_dense_backward")
+def embedding_dense_backward(grad_output: Tensor, indices: Tensor, num_weights: int,
+                             padding_idx: int, scale_grad_by_freq: bool) -> Tensor:
+    """Gradient of :func:`embedding` w.r.t. its weight: ``(num_weights, D)`` zeros plus the
+    rows of ``grad_output`` at ``indices`` (none for ``padding_idx``, divided by their count
+    with ``scale_grad_by_freq``)."""
+    gd, idx = grad_output._data, indices._data
+    D = gd.shape[-1]
+    g2 = gd.reshape(-1, D)
+    flat = idx.reshape(-1)
+    if flat.dtype != np.int64:
+        flat = flat.astype(np.int64)
+    xp = array_module(gd)
+    if xp is np and gd.dtype in _KERNEL_DTYPES:
+        return _make(_kernel("embedding_backward", np)(np.ascontiguousarray(g2), flat,
+                                                       num_weights, padding_idx,
+                                                       bool(scale_grad_by_freq)))
+    if xp is not np:
+        return _make(_kernel("embedding_backward", xp)(xp.ascontiguousarray(g2), flat,
+                                                       num_weights, padding_idx,
+                                                       bool(scale_grad_by_freq)))
+    w = g2.astype(np.float32)
+    if padding_idx >= 0:
+        w = w * (flat != padding_idx)[:, None]
+    if scale_grad_by_freq:
+        counts = np.bincount(flat, minlength=num_weights)
+        w = w / counts[flat][:, None]
+    out = np.zeros((num_weights, D), dtype=np.float32)
+    np.add.at(out, flat, w)
+    return _make(out.astype(gd.dtype))
+
+
+# ----------------------------------------------------------------------------- recurrent cells
+def _sigmoid_(a) -> None:
+    """In-place logistic sigmoid through tanh (no overflow for any input)."""
+    xp = array_module(a)
+    a *= 0.5
+    xp.tanh(a, out=a)
+    a *= 0.5
+    a += 0.5
+
+
+def _lstm_act(input_gates, hidden_gates, cx):
+    """Activated gates ``act`` (N, 4H: sigmoid i, f, tanh g, sigmoid o), ``c`` and
+    ``tanh(c)`` of an LSTM step, on arrays."""
+    act = input_gates + hidden_gates
+    if act.dtype == np.float16:
+        act = act.astype(np.float32)
+    H = cx.shape[1]
+    xp = array_module(act)
+    _sigmoid_(act[:, :2 * H])
+    _sigmoid_(act[:, 3 * H:])
+    xp.tanh(act[:, 2 * H:3 * H], out=act[:, 2 * H:3 * H])
+    c = act[:, H:2 * H] * cx
+    c += act[:, :H] * act[:, 2 * H:3 * H]
+    return act, c, xp.tanh(c)
+
+
+def _check_cell(op, gates, state, k):
+    if gates.ndim != 2 or state.ndim != 2 or gates.shape != (state.shape[0], k * state.shape[1]):
+        raise RuntimeError(f"{op}(): expected gates of shape (N, {k}H) and a state of shape "
+                           f"(N, H), got {list(gates.shape)} and {list(state.shape)}")
+
+
+@defop("lstm_cell_fused")
+def lstm_cell_fused(input_gates: Tensor, hidden_gates: Tensor, cx: Tensor) -> tuple:
+    """The pointwise part of an LSTM step: from gate pre-activations ``input_gates +
+    hidden_gates`` (N, 4H; gates i, f, g, o) and the cell state ``cx`` (N, H), returns
+    ``(hy, cy)``."""
+    a, b, c0 = input_gates._data, hidden_gates._data, cx._data
+    _check_cell("lstm_cell_fused", a, c0, 4)
+    act, c, tc = _lstm_act(a, b, c0)
+    H = c0.shape[1]
+    h = act[:, 3 * H:] * tc
+    dt = c0.dtype
+    return _make(h.astype(dt, copy=False)), _make(c.astype(dt, copy=False))
+
+
+@defop("lstm_cell_backward")
+def lstm_cell_backward(grad_hy: Tensor | None, grad_cy: Tensor | None, input_gates: Tensor,
+                       hidden_gates: Tensor, cx: Tensor) -> tuple:
+    """Gradient of :func:`lstm_cell_fused`: ``(grad_gates, grad_cx)`` (``grad_gates`` is the
+    gradient of both gate inputs); a None output gradient counts as zero."""
+    a, b, c0 = input_gates._data, hidden_gates._data, cx._data
+    act, _, tc = _lstm_act(a, b, c0)
+    dt = c0.dtype
+    xp = array_module(c0)
+    gh = None if grad_hy is None else grad_hy._data
+    gc = None if grad_cy is None else grad_cy._data
+    if act.dtype != dt:
+        c0 = c0.astype(act.dtype)
+        gh = None if gh is None else gh.astype(act.dtype)
+        gc = None if gc is None else gc.astype(act.dtype)
+    dgates, dcx = _kernel("lstm_cell_backward", xp)(gh, gc, act, c0, tc)
+    return _make(dgates.astype(dt, copy=False)), _make(dcx.astype(dt, copy=False))
+
+
+def _gru_parts(input_gates, hidden_gates, hx):
+    """``r, z, n`` (N, H each) of a GRU step, on arrays."""
+    x, gh = input_gates, hidden_gates
+    if x.dtype == np.float16:
+        x, gh, hx = x.astype(np.float32), gh.astype(np.float32), hx.astype(np.float32)
+    H = hx.shape[1]
+    xp = array_module(x)
+    rz = x[:, :2 * H] + gh[:, :2 * H]
+    _sigmoid_(rz)
+    r, z = rz[:, :H], rz[:, H:]
+    n = r * gh[:, 2 * H:]
+    n += x[:, 2 * H:]
+    xp.tanh(n, out=n)
+    return r, z, n, gh, hx
+
+
+@defop("gru_cell_fused")
+def gru_cell_fused(input_gates: Tensor, hidden_gates: Tensor, hx: Tensor) -> Tensor:
+    """The pointwise part of a GRU step from ``input_gates = x W_ih^T + b_ih`` and
+    ``hidden_gates = h W_hh^T + b_hh`` (N, 3H; gates r, z, n): ``(1 - z) * n + z * hx``."""
+    _check_cell("gru_cell_fused", input_gates._data, hx._data, 3)
+    r, z, n, _, h0 = _gru_parts(input_gates._data, hidden_gates._data, hx._data)
+    h = h0 - n
+    h *= z
+    h += n
+    return _make(h.astype(hx._data.dtype, copy=False))
+
+
+@defop("gru_cell_backward")
+def gru_cell_backward(grad_hy: Tensor, input_gates: Tensor, hidden_gates: Tensor,
+                      hx: Tensor) -> tuple:
+    """Gradient of :func:`gru_cell_fused`: ``(grad_input_gates, grad_hidden_gates,
+    grad_hx)``."""
+    r, z, n, gh, h0 = _gru_parts(input_gates._data, hidden_gates._data, hx._data)
+    H = h0.shape[1]
+    g = grad_hy._data.astype(h0.dtype, copy=False)
+    xp = array_module(h0)
+    dgi, dgh, dhx = _kernel("gru_cell_backward", xp)(g, xp.ascontiguousarray(r),
+                                                     xp.ascontiguousarray(z), n,
+                                                     xp.ascontiguousarray(gh[:, 2 * H:]), h0)
+    dt = hx._data.dtype
+    return tuple(_make(a.astype(dt, copy=False)) for a in (dgi, dgh, dhx))
+
+
+@defop("split_with_sizes")
+def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """Views of consecutive blocks of ``split_sizes`` along ``dim``; one node in a graph
+    (its backward is one ``cat``), so the per-step slices of a recurrent layer's input
+    projection do not each write a full-size gradient."""
+    d = input._data
+    from ._tensor import _wrap_dim
+
+    dim = _wrap_dim(dim, d.ndim, "split_with_sizes")
+    sizes = [int(s) for s in split_sizes]
+    if sum(sizes) != d.shape[dim] or min(sizes, default=0) < 0:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{d.shape[dim]} (input tensor's size at dimension {dim}), but got "
+                           f"split_sizes={sizes}")
+    out, start = [], 0
+    pre = (slice(None),) * dim
+    for n in sizes:
+        out.append(input._view_of(d[pre + (slice(start, start + n),)]))
+        start += n
+    return tuple(out)
+
+
+def _project(input: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
+    out = input.matmul(w.t())
+    return out if bias is None else out + bias
+
+
+def _cell_check(name: str, input: Tensor, hx: Tensor, w_ih: Tensor) -> bool:
+    if input.dim() not in (1, 2):
+        raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+    if input.shape[-1] != w_ih.shape[1]:
+        raise RuntimeError(f"{name}: input has inconsistent input_size: got "
+                           f"{input.shape[-1]} expected {w_ih.shape[1]}")
+    return input.dim() == 2
+
+
+def lstm_cell(input: Tensor, hx, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+              b_hh: Tensor | None = None) -> tuple:
+    """One LSTM step: ``(h, c)`` from ``hx = (h, c)``; gates in PyTorch's order (i, f, g, o).
+
+    >>> import ember.tensor as et
+    >>> h, c = et.lstm_cell(et.ones(1, 1), (et.zeros(1, 1), et.ones(1, 1)), et.zeros(4, 1),
+    ...                     et.zeros(4, 1))
+    >>> round(c.item(), 4)  # f * c + i * g = 0.5 * 1 + 0.5 * 0
+    0.5
+    """
+    h, c = hx
+    return lstm_cell_fused(_project(input, w_ih, b_ih), _project(h, w_hh, b_hh), c)
+
+
+def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
+             b_hh: Tensor | None = None) -> Tensor:
+    """One GRU step (gates r, z, n as in PyTorch).
+
+    >>> import ember.tensor as et
+    >>> et.gru_cell(et.ones(1, 1), et.ones(1, 1), et.zeros(3, 1), et.zeros(3, 1)).tolist()
+    [[0.5]]
+    """
+    return gru_cell_fused(_project(input, w_ih, b_ih), _project(hx, w_hh, b_hh), hx)
+
+
+def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
+                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    """One Elman step ``tanh(x w_ih^T + b_ih + h w_hh^T + b_hh)``."""
+    return (_project(input, w_ih, b_ih) + _project(hx, w_hh, b_hh)).tanh()
+
+
+def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
+                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    """One Elman step with ReLU."""
+    return (_project(input, w_ih, b_ih) + _project(hx, w_hh, b_hh)).relu()
+
+
+# ----------------------------------------------------------------------------- CTC
+def _logaddexp(a, b):
+    m = np.maximum(a, b)
+    with np.errstate(invalid="ignore"):
+        out = m + np.log(np.exp(a - m) + np.exp(b - m))
+    return np.where(np.isneginf(m), -np.inf, out)
+
+
+def _ctc_one(lp: np.ndarray, tgt: np.ndarray, blank: int, want_grad: bool):
+    """Negative log likelihood and d nll / d lp for one sequence (lp: (T, C))."""
+    T = lp.shape[0]
+    S = 2 * len(tgt) + 1
+    ext = np.full(S, blank, dtype=np.int64)
+    ext[1::2] = tgt
+    ninf = -np.inf
+    if T == 0:
+        return (0.0 if S == 1 else np.inf), np.zeros_like(lp)
+    alpha = np.full((T, S), ninf)
+    skip = np.zeros(S, dtype=bool)
+    skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
+    alpha[0, 0] = lp[0, ext[0]]
+    if S > 1:
+        alpha[0, 1] = lp[0, ext[1]]
+    for t in range(1, T):
+        prev = alpha[t - 1]
+        a = prev.copy()
+        a[1:] = _logaddexp(a[1:], prev[:-1])
+        a[2:] = np.where(skip[2:], _logaddexp(a[2:], prev[:-2]), a[2:])
+        alpha[t] = a + lp[t, ext]
+    ll = alpha[T - 1, S - 1] if S == 1 else _logaddexp(alpha[T - 1, S - 1], alpha[T - 1, S - 2])
+    nll = -float(ll)
+    grad = np.zeros_like(lp)
+    if not want_grad or not np.isfinite(ll):
+        return nll, grad
+    beta = np.full((T, S), ninf)
+    beta[T - 1, S - 1] = lp[T - 1, ext[S - 1]]
+    if S > 1:
+        beta[T - 1, S - 2] = lp[T - 1, ext[S - 2]]
+    skip_fwd = np.zeros(S, dtype=bool)
+    skip_fwd[:-2] = skip[2:]
+    for t in range(T - 2, -1, -1):
+        nxt = beta[t + 1]
+        b = nxt.copy()
+        b[:-1] = _logaddexp(b[:-1], nxt[1:])
+        b[:-2] = np.where(skip_fwd[:-2], _logaddexp(b[:-2], nxt[2:]), b[:-2])
+        beta[t] = b + lp[t, ext]
+    ab = alpha + beta  # log of sum over paths through (t, s), counting lp[t, ext[s]] twice
+    for s in range(S):
+        k = ext[s]
+        col = ab[:, s] - lp[:, k] - ll
+        grad[:, k] -= np.exp(np.where(np.isneginf(ab[:, s]), -np.inf, col))
+    return nll, grad
+
+
+def _ctc(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity, want_grad):
+    lp = log_probs._data
+    if not isinstance(lp, np.ndarray):
+        lp = lp.get()
+    lp = lp.astype(np.float64)
+    batched = lp.ndim == 3
+    if not batched:
+        lp = lp[:, None, :]
+    tg = targets._data
+    tg = (tg if isinstance(tg, np.ndarray) else tg.get()).astype(np.int64)
+    il = [int(v) for v in input_lengths]
+    tl = [int(v) for v in target_lengths]
+    n = lp.shape[1]
+    if len(il) != n or len(tl) != n:
+        raise RuntimeError(f"ctc_loss: expected {n} input_lengths and target_lengths (the batch "
+                           f"size of log_probs {list(log_probs.shape)}), got {len(il)} and "
+                           f"{len(tl)}")
+    if il and max(il) > lp.shape[0]:
+        raise RuntimeError(f"ctc_loss: input_lengths must be at most the input length "
+                           f"{lp.shape[0]}")
+    losses = np.zeros(n)
+    grad = np.zeros_like(lp) if want_grad else None
+    offset = 0
+    for b in range(n):
+        if tg.ndim == 2:
+            seq = tg[b, :tl[b]]
+        elif not batched:
+            seq = tg[:tl[b]]
+        else:
+            seq = tg[offset:offset + tl[b]]
+            offset += tl[b]
+        nll, g = _ctc_one(lp[:il[b], b, :], seq, blank, want_grad)
+        if zero_infinity and not np.isfinite(nll):
+            nll, g = 0.0, np.zeros_like(g)
+        losses[b] = nll
+        if want_grad:
+            grad[:il[b], b, :] = g
+    if not batched:
+        losses = losses.reshape(())
+        if want_grad:
+            grad = grad[:, 0, :]
+    return losses, grad
+
+
+def _to_device(arr, like: Tensor):
+    xp = array_module(like._data)
+    return xp.asarray(arr).astype(like._data.dtype)
+
+
+@defop("_ctc_loss")
+def _ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
+              blank: int = 0, zero_infinity: bool = False) -> Tensor:
+    """Per-sequence CTC negative log likelihoods of ``log_probs`` (T, N, C) or (T, C)."""
+    losses, _ = _ctc(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity,
+                     False)
+    return _make(_to_device(losses, log_probs))
+
+
+@defop("_ctc_loss_backward")
+def _ctc_loss_backward(grad: Tensor, log_probs: Tensor, targets: Tensor, input_lengths,
+                       target_lengths, blank: int, zero_infinity: bool) -> Tensor:
+    """Gradient of :func:`_ctc_loss` w.r.t. ``log_probs`` for the loss gradient ``grad``: the
+    exact partial derivative (PyTorch's kernel adds ``exp(log_probs)``, a term that cancels
+    through ``log_softmax``)."""
+    _, jac = _ctc(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity,
+                  True)
+    g = grad._data
+    g = g if isinstance(g, np.ndarray) else g.get()
+    jac = jac * (g.reshape(1, -1, 1) if jac.ndim == 3 else g)
+    return _make(_to_device(jac, log_probs))
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
+             reduction: int = 1, zero_infinity: bool = False) -> Tensor:
+    """CTC loss (``torch.ctc_loss``): ``reduction`` 0 none, 1 mean (each loss divided by
+    its target length), 2 sum."""
+    il = input_lengths.tolist() if isinstance(input_lengths, Tensor) else list(input_lengths)
+    tl = target_lengths.tolist() if isinstance(target_lengths, Tensor) else \
+        list(target_lengths)
+    il = [int(v) for v in np.asarray(il).reshape(-1)]
+    tl = [int(v) for v in np.asarray(tl).reshape(-1)]
+    losses = _ctc_loss(log_probs, targets, il, tl, blank, zero_infinity)
+    if reduction == 0:
+        return losses
+    if reduction == 2:
+        return losses.sum()
+    from ._creation import tensor
+
+    denom = tensor([max(v, 1) for v in tl], dtype=log_probs.dtype, device=log_probs.device)
+    if losses.dim() == 0:
+        return losses / denom.reshape(())
+    return (losses / denom).mean()

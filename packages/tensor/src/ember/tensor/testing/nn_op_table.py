@@ -1,0 +1,238 @@
+"""The op table's entries for nn's primitives (``ember.tensor._nn_ops``), with NumPy references
+written independently of the implementations (direct loops over windows, brute-force CTC).
+
+``op_table`` adds :data:`NN_ENTRIES` to its table and :data:`NN_NON_TABLE_OPS` (the backward
+ops, which the forward entries' gradgradchecks run and differentiate) to its exercised set.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+import ember.tensor as et
+
+from .op_table import FLOAT, OpEntry, Sample, _rand
+
+__all__ = ["NN_ENTRIES", "NN_NON_TABLE_OPS"]
+
+NN_NON_TABLE_OPS = {
+    "convolution_backward", "max_pool2d_with_indices_backward",
+    "max_pool3d_with_indices_backward", "embedding_dense_backward", "lstm_cell_backward",
+    "gru_cell_backward", "_ctc_loss_backward",
+}
+
+
+def _pairs(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+# --------------------------------------------------------------------------- references
+def _ref_im2col(x, kernel_size, dilation, padding, stride):
+    nd = x.ndim - 2
+    k, d, p, s = (_pairs(v, nd) for v in (kernel_size, dilation, padding, stride))
+    N, C = x.shape[:2]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(p[i], p[i]) for i in range(nd)])
+    o = [(x.shape[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(nd)]
+    rows = []
+    for c in range(C):
+        for off in itertools.product(*(range(n) for n in k)):
+            sl = tuple(slice(off[i] * d[i], off[i] * d[i] + (o[i] - 1) * s[i] + 1, s[i])
+                       for i in range(nd))
+            rows.append(xp[(slice(None), c) + sl].reshape(N, -1))
+    return np.stack(rows, 1)
+
+
+def _ref_col2im(cols, output_size, kernel_size, dilation, padding, stride):
+    nd = len(output_size)
+    k, d, p, s = (_pairs(v, nd) for v in (kernel_size, dilation, padding, stride))
+    N = cols.shape[0]
+    K = math.prod(k)
+    C = cols.shape[1] // K
+    full = [output_size[i] + 2 * p[i] for i in range(nd)]
+    o = [(full[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(nd)]
+    out = np.zeros((N, C, *full), dtype=np.float64)
+    r = 0
+    for c in range(C):
+        for off in itertools.product(*(range(n) for n in k)):
+            sl = tuple(slice(off[i] * d[i], off[i] * d[i] + (o[i] - 1) * s[i] + 1, s[i])
+                       for i in range(nd))
+            out[(slice(None), c) + sl] += cols[:, r].reshape(N, *o)
+            r += 1
+    crop = tuple(slice(p[i], p[i] + output_size[i]) for i in range(nd))
+    return out[(slice(None), slice(None)) + crop].astype(cols.dtype)
+
+
+def _ref_convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups):
+    nd = w.ndim - 2
+    G = groups
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    if not transposed:
+        cols = _ref_im2col(x64, w.shape[2:], dilation, padding, stride)  # (N, C*K, L)
+        N, CK, L = cols.shape
+        O = w.shape[0]
+        out = np.einsum("gok,ngkl->ngol", w64.reshape(G, O // G, CK // G),
+                        cols.reshape(N, G, CK // G, L)).reshape(N, O, L)
+        k = w.shape[2:]
+        o = [(x.shape[2 + i] + 2 * _pairs(padding, nd)[i] - _pairs(dilation, nd)[i] *
+              (k[i] - 1) - 1) // _pairs(stride, nd)[i] + 1 for i in range(nd)]
+        out = out.reshape(N, O, *o)
+    else:
+        N, Cin = x.shape[:2]
+        Cout = w.shape[1] * G
+        s, p, d, op = (_pairs(v, nd) for v in (stride, padding, dilation, output_padding))
+        k = w.shape[2:]
+        size = [(x.shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1
+                for i in range(nd)]
+        L = math.prod(x.shape[2:])
+        Kg = w.size // Cin
+        cols = np.einsum("gck,ngcl->ngkl", w64.reshape(G, Cin // G, Kg),
+                         x64.reshape(N, G, Cin // G, L)).reshape(N, G * Kg, L)
+        out = _ref_col2im(cols, size, k, d, p, s)
+        O = Cout
+    if b is not None:
+        out = out + b.astype(np.float64).reshape((O,) + (1,) * nd)
+    return out.astype(x.dtype)
+
+
+def _ref_max_pool(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, nd=2):
+    k = _pairs(kernel_size, nd)
+    s = k if not stride else _pairs(stride, nd)
+    p, d = _pairs(padding, nd), _pairs(dilation, nd)
+    size = x.shape[-nd:]
+    o = []
+    for i in range(nd):
+        num = size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1 + (s[i] - 1 if ceil_mode else 0)
+        n = num // s[i] + 1
+        if ceil_mode and (n - 1) * s[i] >= size[i] + p[i]:
+            n -= 1
+        o.append(n)
+    lead = x.shape[:-nd]
+    flat = x.reshape(-1, *size)
+    vals = np.empty((flat.shape[0], *o), dtype=x.dtype)
+    idx = np.empty((flat.shape[0], *o), dtype=np.int64)
+    for b in range(flat.shape[0]):
+        for pos in itertools.product(*(range(n) for n in o)):
+            best, arg = -np.inf, -1
+            for off in itertools.product(*(range(n) for n in k)):
+                q = [pos[i] * s[i] - p[i] + off[i] * d[i] for i in range(nd)]
+                if all(0 <= q[i] < size[i] for i in range(nd)):
+                    v = flat[(b, *q)]
+                    if v > best or arg < 0:
+                        best, arg = v, int(np.ravel_multi_index(q, size))
+            vals[(b, *pos)] = best
+            idx[(b, *pos)] = arg
+    return vals.reshape(*lead, *o), idx.reshape(*lead, *o)
+
+
+def _sig(a):
+    return 1 / (1 + np.exp(-a))
+
+
+def _ref_lstm(ig, hg, cx):
+    a = (ig + hg).astype(np.float64)
+    i, f, g, o = np.split(a, 4, axis=1)
+    c = _sig(f) * cx + _sig(i) * np.tanh(g)
+    return (_sig(o) * np.tanh(c)).astype(ig.dtype), c.astype(ig.dtype)
+
+
+def _ref_gru(ig, hg, hx):
+    xr, xz, xn = np.split(ig.astype(np.float64), 3, axis=1)
+    hr, hz, hn = np.split(hg.astype(np.float64), 3, axis=1)
+    r, z = _sig(xr + hr), _sig(xz + hz)
+    n = np.tanh(xn + r * hn)
+    return ((1 - z) * n + z * hx).astype(ig.dtype)
+
+
+def _ref_ctc(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
+    """Brute force: the log of the summed probability of every path that collapses to the
+    target."""
+    T, N, C = log_probs.shape
+    out = np.zeros(N)
+    for b in range(N):
+        tgt = list(targets[b, :target_lengths[b]])
+        total = -np.inf
+        for path in itertools.product(range(C), repeat=input_lengths[b]):
+            collapsed = [c for j, c in enumerate(path) if c != blank and
+                         (j == 0 or path[j - 1] != c)]
+            if collapsed == tgt:
+                lp = sum(log_probs[t, b, c] for t, c in enumerate(path))
+                total = np.logaddexp(total, lp)
+        out[b] = -total
+    return out.astype(log_probs.dtype)
+
+
+# --------------------------------------------------------------------------- samples
+def _conv_samples(dtype, rng):
+    r = lambda *s: _rand(s, dtype, rng)  # noqa: E731
+    return [
+        Sample((r(2, 4, 5, 5), r(6, 2, 3, 2), r(6), (2, 1), (1, 0), (1, 2), False, (0, 0), 2)),
+        Sample((r(1, 3, 6), r(2, 3, 2), None, (1,), (0,), (2,), False, (0,), 1)),
+        Sample((r(2, 4, 3, 3), r(4, 1, 3, 2), r(2), (2, 1), (1, 0), (1, 1), True, (1, 0), 2)),
+        Sample((r(1, 2, 2, 2, 3), r(3, 2, 2, 1, 2), r(3), (1, 1, 1), (1, 0, 0), (1, 1, 1),
+                False, (0, 0, 0), 1)),
+    ]
+
+
+def _pool_samples(nd):
+    def gen(dtype, rng):
+        if nd == 2:
+            return [Sample((_rand((2, 2, 5, 6), dtype, rng, distinct=True), (3, 2), (2, 2), 1)),
+                    Sample((_rand((2, 5, 5), dtype, rng, distinct=True), 2),
+                           dict(ceil_mode=True, dilation=1)),
+                    Sample((_rand((1, 2, 7, 7), dtype, rng, distinct=True), 2, 1, 0, 2))]
+        return [Sample((_rand((1, 2, 4, 5, 4), dtype, rng, distinct=True), 2, (1, 2, 2), 1)),
+                Sample((_rand((2, 3, 3, 3), dtype, rng, distinct=True), (2, 2, 1)),
+                       dict(ceil_mode=True))]
+    return gen
+
+
+def _ctc_samples(dtype, rng):
+    x = _rand((4, 2, 3), dtype, rng)
+    lp = (x - np.log(np.exp(x.astype(np.float64)).sum(2, keepdims=True))).astype(dtype)
+    tg = np.asarray([[1, 2], [2, 2]], dtype=np.int64)
+    return [Sample((lp, tg, [4, 4], [2, 1])), Sample((lp, tg, [3, 4], [1, 2], 0, True))]
+
+
+def _split_ref(x, sizes, dim=0):
+    return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=dim))
+
+
+NN_ENTRIES = (
+    OpEntry("convolution", et.convolution, _ref_convolution, _conv_samples, dtypes=FLOAT,
+            operands=(0, 1, 2), method=None, atol=1e-4, rtol=1e-4),
+    OpEntry("im2col", et.im2col, _ref_im2col,
+            lambda d, rng: [Sample((_rand((2, 3, 5, 4), d, rng), (2, 3), (1, 1), (1, 0),
+                                    (2, 1))),
+                            Sample((_rand((1, 2, 6), d, rng), (3,), (2,), (1,), (1,)))],
+            method=None),
+    OpEntry("col2im", et.col2im, _ref_col2im,
+            lambda d, rng: [Sample((_rand((2, 12, 6), d, rng), (4, 5), (2, 3), 1, 0, (2, 1))),
+                            Sample((_rand((1, 6, 3), d, rng), (5,), (3,), (1,), (1,), (2,)))],
+            method=None),
+    OpEntry("max_pool2d_with_indices", et.max_pool2d_with_indices,
+            lambda *a, **k: _ref_max_pool(*a, **k, nd=2), _pool_samples(2), method=None,
+            out_dtype=lambda s, d: (d, "int64")),
+    OpEntry("max_pool3d_with_indices", et.max_pool3d_with_indices,
+            lambda *a, **k: _ref_max_pool(*a, **k, nd=3), _pool_samples(3), method=None,
+            out_dtype=lambda s, d: (d, "int64")),
+    OpEntry("embedding", et.embedding, lambda w, i, *a: w[i],
+            lambda d, rng: [Sample((_rand((5, 3), d, rng), np.asarray([[0, 2, 2], [4, 1, 0]]))),
+                            Sample((_rand((4, 2), d, rng), np.asarray([3, 3, 1])))],
+            method=None),
+    OpEntry("lstm_cell_fused", et.lstm_cell_fused, _ref_lstm,
+            lambda d, rng: [Sample((_rand((3, 8), d, rng), _rand((3, 8), d, rng),
+                                    _rand((3, 2), d, rng)))],
+            operands=(0, 1, 2), method=None),
+    OpEntry("gru_cell_fused", et.gru_cell_fused, _ref_gru,
+            lambda d, rng: [Sample((_rand((3, 6), d, rng), _rand((3, 6), d, rng),
+                                    _rand((3, 2), d, rng)))],
+            operands=(0, 1, 2), method=None),
+    OpEntry("split_with_sizes", et.split_with_sizes, _split_ref,
+            lambda d, rng: [Sample((_rand((6, 4), d, rng), [1, 3, 2])),
+                            Sample((_rand((2, 5), d, rng), [2, 0, 3], 1))],
+            method=None),
+    OpEntry("_ctc_loss", et._ctc_loss, _ref_ctc, _ctc_samples, method=None, gradgrad=False,
+            atol=1e-5, rtol=1e-5),
+)
