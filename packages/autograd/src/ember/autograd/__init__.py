@@ -18,6 +18,7 @@ from ember.tensor import extension as _extension
 from . import functional, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .api import Variable, _engine_api, backward, grad
+from .autobatch import autobatch
 from .function import Function, FunctionCtx, InplaceFunction, NestedIOFunction, once_differentiable
 from .grad_mode import (
     enable_grad,
@@ -34,7 +35,7 @@ _extension.set_autograd(_engine_api)
 
 __all__ = [
     "Function", "FunctionCtx", "InplaceFunction", "NestedIOFunction", "Variable",
-    "backward", "detect_anomaly", "enable_grad", "functional", "grad", "gradcheck",
+    "autobatch", "backward", "detect_anomaly", "enable_grad", "functional", "grad", "gradcheck",
     "gradgradcheck", "graph", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
     "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled", "__version__",
 ]

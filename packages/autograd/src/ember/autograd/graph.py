@@ -706,7 +706,12 @@ def _check_nan(fn, in_grads):
 
 def install() -> None:
     global _TABLE, _inplace
-    from . import derivatives_nn  # noqa: F401  (nn's primitives: their entries in TABLE)
+    from . import (  # noqa: F401  (nn's primitives, linalg, special, fft, the added ops)
+        derivatives_extra,
+        derivatives_linalg,
+        derivatives_nn,
+        derivatives_special,
+    )
     from . import inplace as _inplace_mod
     from .derivatives import TABLE
 

@@ -13,17 +13,23 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import (
+from . import (  # noqa: E402
     _creation,
+    _extra_ops,
     _indexing,
     _linalg,
+    _linalg_ops,
     _nn_ops,
     _pointwise,
     _random,
     _reduction,
     _shape,
+    _special_ops,
     cuda,
+    fft,
+    linalg,
     serialization,
+    special,
 )
 from ._creation import *
 from ._device import device
@@ -52,8 +58,10 @@ from ._dtype import (
     uint8,
 )
 from ._dtype import can_cast as _can_cast
+from ._extra_ops import *
 from ._indexing import *
 from ._linalg import *
+from ._linalg_ops import *
 from ._methods import bind_methods as _bind_methods
 from ._nn_ops import *
 from ._pointwise import *
@@ -64,6 +72,7 @@ from ._reduction import return_types
 from ._registry import OPS
 from ._serialization import load, save
 from ._shape import *
+from ._special_ops import *
 from ._tensor import Size, Storage, Tensor, _legacy_class, is_storage, is_tensor
 
 FloatTensor = _legacy_class("FloatTensor", float32)
@@ -104,4 +113,6 @@ __all__ = sorted(
     | set(_creation.__all__) | set(_pointwise.__all__) | set(_shape.__all__)
     | set(_reduction.__all__) | set(_linalg.__all__) | set(_indexing.__all__)
     | set(_random.__all__) | set(_nn_ops.__all__)
+    | set(_linalg_ops.__all__) | set(_special_ops.__all__) | set(_extra_ops.__all__)
+    | {"linalg", "special", "fft"}
 )

@@ -6,3 +6,8 @@ checks every entry forward (positional and keyword calls, ``out=``, error inputs
 ember-autograd's runs gradcheck and gradgradcheck over the same entries. Importing this package
 imports only NumPy and ember.tensor.
 """
+from __future__ import annotations
+
+from . import op_table
+
+__all__ = ["op_table"]

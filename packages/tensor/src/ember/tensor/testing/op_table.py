@@ -1362,6 +1362,11 @@ from .nn_op_table import NN_ENTRIES, NN_NON_TABLE_OPS  # noqa: E402
 
 _add(*NN_ENTRIES)
 
+# linalg, special, fft and the other added torch.* names
+from .op_table_extra import EXTRA_ENTRIES, EXTRA_NON_TABLE_OPS  # noqa: E402
+
+_add(*EXTRA_ENTRIES)
+
 ENTRIES = {e.name: e for e in OP_TABLE}
 assert len(ENTRIES) == len(OP_TABLE), "duplicate entry names"
 
@@ -1373,7 +1378,7 @@ NON_TABLE_OPS = {
     "getitem_backward",
     "bernoulli", "bernoulli_", "cauchy_", "exponential_", "geometric_", "log_normal_",
     "multinomial", "normal_", "poisson", "random_", "uniform_",
-} | NN_NON_TABLE_OPS
+} | NN_NON_TABLE_OPS | EXTRA_NON_TABLE_OPS
 
 
 # view chains: (lib, x) -> view, with x = lib.arange(24.).reshape(2, 3, 4); expected

@@ -1,0 +1,389 @@
+"""Batching rules of :func:`ember.autograd.autobatch`: how one registry op runs once for a
+group of per-example calls that share a signature.
+
+A rule receives a :class:`Batch`: the op, the number of examples ``n``, the arguments of the
+batched call (``args``: per parameter, either the per-example tensors stacked along a new
+leading dimension, or the one value every example passed: a shared tensor such as a weight, or a
+non-tensor argument, which the signature makes equal), which of them are stacked (``stacked``),
+and the per-example shapes of the inputs (``shapes``) and outputs (``out_shapes``). It returns
+the batched result (a tensor, or a tuple of tensors, each with the examples along dimension 0)
+computed with ordinary, recorded ember ops, so backward is batched too; or None when this group
+is not one it can batch, and the group then runs one example at a time. The caller checks the
+shape of what a rule returns, so a rule can never hand an example a wrongly shaped value.
+
+The kinds of rule:
+
+* elementwise: the op itself on the stacked inputs (inputs of lower rank are given leading
+  ones after the batch dimension, so broadcasting lines up as it did per example);
+* row-wise with a shared operand (``linear``, ``matmul``, ``embedding``, the fused RNN cells):
+  the examples' rows concatenated into one matrix;
+* ops with dimension arguments (reductions, ``cat``, ``stack``, slicing, views, ``gather``,
+  ...): the op with every per-example dimension shifted past the batch dimension.
+"""
+from __future__ import annotations
+
+from ember.tensor import Tensor
+from ember.tensor.extension import OPS
+
+__all__ = ["Batch", "RULES", "EAGER", "RANDOM"]
+
+
+class Batch:
+    """One group's batched call, as a rule sees it."""
+
+    __slots__ = ("op", "n", "args", "stacked", "shapes", "out_shapes", "call")
+
+    def __init__(self, op, n, args, stacked, shapes, out_shapes, call):
+        self.op, self.n, self.args, self.stacked = op, n, args, stacked
+        self.shapes, self.out_shapes, self.call = shapes, out_shapes, call
+
+    def run(self, *args):
+        """The op itself on ``args`` (recorded as usual)."""
+        return self.call(self.op, args)
+
+    def do(self, name, *args):
+        """Another registry op on ``args`` (recorded as usual)."""
+        return self.call(OPS[name], args)
+
+    def reshape(self, t, shape):
+        """``t`` reshaped (a view when the layout allows it, else a copy)."""
+        shape = tuple(shape)
+        if tuple(t.shape) == shape:
+            return t
+        if not t.is_contiguous():
+            t = self.do("clone", t, None) if "clone" in OPS else t.contiguous()
+            if not t.is_contiguous():
+                t = self.do("_ascontiguous", t)
+        return self.do("view", t, shape)
+
+    def stack_of(self, j):
+        """Argument ``j`` with the examples along dimension 0 (a shared tensor expanded)."""
+        a = self.args[j]
+        if self.stacked[j]:
+            return a
+        return self.expand(a)
+
+    def expand(self, t):
+        s = tuple(t.shape)
+        return self.do("expand", self.do("unsqueeze", t, 0), (self.n,) + s)
+
+    def lift(self, j, rank):
+        """Stacked argument ``j`` with ones inserted after the batch dimension, so that its
+        per-example rank becomes ``rank`` (broadcasting then lines up per example)."""
+        a, s = self.args[j], self.shapes[j]
+        if len(s) >= rank:
+            return a
+        return self.reshape(a, (self.n,) + (1,) * (rank - len(s)) + tuple(s))
+
+
+def _wrap(d, nd):
+    d = int(d)
+    if nd == 0 and d in (0, -1):
+        return 0
+    if not -nd <= d < nd:
+        raise IndexError(f"dim {d} out of range for rank {nd}")
+    return d + nd if d < 0 else d
+
+
+# ---------------------------------------------------------------------------- elementwise
+def elementwise(b: Batch):
+    rank = max(len(s) for s in b.out_shapes)
+    args = list(b.args)
+    for j, st in enumerate(b.stacked):
+        if st is True:
+            args[j] = b.lift(j, rank)
+        elif st:  # a list argument: not elementwise
+            return None
+    return b.run(*args)
+
+
+# ---------------------------------------------------------------------------- row-wise
+def _rows(b: Batch, j):
+    """Stacked argument ``j`` as a matrix of rows (all leading dims flattened)."""
+    s = b.shapes[j]
+    return b.reshape(b.args[j], (-1, s[-1]) if len(s) != 1 else (b.n, s[-1])) \
+        if len(s) else None
+
+
+def linear(b: Batch):
+    if not b.stacked[0] or b.stacked[1] or b.stacked[2]:
+        return None
+    s = b.shapes[0]
+    if not s:
+        return None
+    x = b.args[0] if len(s) == 1 else b.reshape(b.args[0], (-1, s[-1]))
+    out = b.run(x, b.args[1], b.args[2])
+    return b.reshape(out, (b.n,) + tuple(b.out_shapes[0]))
+
+
+def matmul(b: Batch):
+    sa, sb = b.shapes[0], b.shapes[1]
+    if b.stacked[0] and not b.stacked[1] and len(sb) == 2 and len(sa) >= 1:
+        x = b.args[0] if len(sa) == 1 else b.reshape(b.args[0], (-1, sa[-1]))
+        return b.reshape(b.run(x, b.args[1]), (b.n,) + tuple(b.out_shapes[0]))
+    if b.stacked[0] and b.stacked[1] and len(sa) == len(sb) >= 2:
+        return b.run(b.args[0], b.args[1])
+    if not b.stacked[0] and b.stacked[1] and len(sa) == 2 and len(sb) >= 2:
+        return b.run(b.args[0], b.args[1])
+    return None
+
+
+def embedding(b: Batch):
+    # embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse)
+    if b.stacked[0] or not b.stacked[1] or b.args[3]:
+        return None  # per-table frequencies would differ from per-example ones
+    return b.run(*b.args)
+
+
+def fused_cell(b: Batch):
+    """``lstm_cell_fused`` / ``gru_cell_fused``: rows in, rows out."""
+    if any(len(s) != 2 for s in b.shapes if s is not None):
+        return None
+    args = [b.reshape(b.stack_of(j), (-1, b.shapes[j][-1])) for j in range(len(b.args))]
+    out = b.run(*args)
+    if isinstance(out, Tensor):
+        return b.reshape(out, (b.n,) + tuple(b.out_shapes[0]))
+    return tuple(b.reshape(o, (b.n,) + tuple(s)) for o, s in zip(out, b.out_shapes))
+
+
+# ---------------------------------------------------------------------------- dims
+def _shift_dims(dim, nd):
+    if isinstance(dim, (tuple, list)):
+        return tuple(_wrap(d, nd) + 1 for d in dim)
+    return _wrap(dim, nd) + 1
+
+
+def reduction(param="dim", none="all"):
+    """An op reducing (or scanning) over ``param`` of its first input; ``dim=None`` means all
+    dims (``none="all"``) or cannot be batched (``none=None``)."""
+
+    def rule(b: Batch):
+        if not b.stacked[0] or any(b.stacked[1:]):
+            return None
+        i = b.op.index(param)
+        nd = len(b.shapes[0])
+        args = list(b.args)
+        dim = args[i]
+        if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+            if none != "all" or not nd:
+                return None
+            args[i] = tuple(range(1, nd + 1))
+        else:
+            args[i] = _shift_dims(dim, nd)
+        return b.run(*args)
+
+    return rule
+
+
+def dim_op(params=("dim",), extra=0, stack_all=True):
+    """An op whose ``params`` are per-example dims of its first input (of rank + ``extra``);
+    every tensor argument is stacked (shared ones are expanded)."""
+
+    def rule(b: Batch):
+        nd = len(b.shapes[0]) + extra
+        args = list(b.args)
+        for p in params:
+            i = b.op.index(p)
+            if args[i] is None:
+                return None
+            args[i] = _shift_dims(args[i], nd)
+        for j, st in enumerate(b.stacked):
+            if st is True:
+                continue
+            if st:
+                return None
+            if isinstance(args[j], Tensor):
+                if not stack_all:
+                    continue
+                args[j] = b.expand(args[j])
+        return b.run(*args)
+
+    return rule
+
+
+def shared_index_dim_op(b: Batch):
+    """``index_select``: stacked input, shared index; or (dim 0) a shared table looked up at
+    stacked indices."""
+    dim = b.args[1]
+    if b.stacked[0] and not b.stacked[2]:
+        return b.run(b.args[0], _shift_dims(dim, len(b.shapes[0])), b.args[2])
+    if not b.stacked[0] and b.stacked[2] and _wrap(dim, len(b.shapes[0])) == 0:
+        flat = b.reshape(b.args[2], (-1,))
+        out = b.run(b.args[0], 0, flat)
+        return b.reshape(out, (b.n,) + tuple(b.out_shapes[0]))
+    return None
+
+
+def index_dim_op(b: Batch):
+    """``index_add`` / ``index_copy`` / ``index_fill`` (out of place): shared index."""
+    if not b.stacked[0] or b.stacked[2]:
+        return None
+    args = list(b.args)
+    args[1] = _shift_dims(args[1], len(b.shapes[0]))
+    if b.op.name == "index_fill":
+        if b.stacked[3]:
+            return None
+    elif not b.stacked[3]:
+        args[3] = b.expand(args[3])
+    return b.run(*args)
+
+
+def cat(b: Batch):
+    ts, dim = b.args[0], b.args[1]
+    shapes = b.shapes[0]
+    nds = [len(s) for s in shapes if not (len(s) == 1 and s[0] == 0)]
+    if not nds or any(d != nds[0] for d in nds):
+        return None
+    parts = [t if st else b.expand(t) for t, st in zip(ts, b.stacked[0])]
+    return b.run(parts, _wrap(dim, nds[0]) + 1)
+
+
+def stack(b: Batch):
+    ts, dim = b.args[0], b.args[1]
+    nd = len(b.shapes[0][0]) + 1
+    parts = [t if st else b.expand(t) for t, st in zip(ts, b.stacked[0])]
+    return b.run(parts, _wrap(dim, nd) + 1)
+
+
+def view(b: Batch):
+    return b.reshape(b.args[0], (b.n,) + tuple(b.out_shapes[0]))
+
+
+def permute(b: Batch):
+    nd = len(b.shapes[0])
+    return b.run(b.args[0], (0,) + tuple(_wrap(d, nd) + 1 for d in b.args[1]))
+
+
+def expand(b: Batch):
+    out = tuple(b.out_shapes[0])
+    x = b.lift(0, len(out))
+    return b.run(x, (b.n,) + out)
+
+
+def unsqueeze(b: Batch):
+    return b.run(b.args[0], _wrap(b.args[1], len(b.shapes[0]) + 1) + 1)
+
+
+def squeeze(b: Batch):
+    dims = b.args[1]
+    nd = len(b.shapes[0])
+    if dims is None or (isinstance(dims, (tuple, list)) and not dims):
+        dims = tuple(range(nd))
+    return b.run(b.args[0], _shift_dims(dims, nd))
+
+
+def last_dims(b: Batch):
+    """Ops over the trailing dims only (``tril``, ``triu``): the op as is."""
+    if any(b.stacked[1:]) or len(b.shapes[0]) < 2:
+        return None
+    return b.run(*b.args)
+
+
+def _plain_index(idx):
+    return idx is None or idx is Ellipsis or isinstance(idx, slice) or \
+        (isinstance(idx, int) and not isinstance(idx, bool))
+
+
+def getitem(b: Batch):
+    x, idx = b.args
+    items = idx if isinstance(idx, tuple) else (idx,)
+    if b.stacked[0] and not b.stacked[1] and not isinstance(b.stacked[1], list):
+        tens = [k for k, it in enumerate(items) if isinstance(it, Tensor)]
+        if any(isinstance(it, Tensor) and it.dtype.is_floating_point for it in items):
+            return None
+        if any(not (isinstance(it, Tensor) or _plain_index(it)) for it in items):
+            return None
+        if tens:  # shared integer index tensors: their dims must stay where they were
+            adv = [k for k, it in enumerate(items)
+                   if isinstance(it, Tensor) or (isinstance(it, int) and it is not None
+                                                 and it is not Ellipsis)]
+            if adv != list(range(adv[0], adv[-1] + 1)) or Ellipsis in items[:adv[0]]:
+                return None
+            if any(it is None for it in items[adv[0]:adv[-1] + 1]):
+                return None
+        return b.run(x, (slice(None),) + tuple(items))
+    if not b.stacked[0] and b.stacked[1] is True and isinstance(idx, Tensor):
+        return b.run(x, idx)  # a shared table at stacked indices
+    return None
+
+
+def split_with_sizes(b: Batch):
+    return b.run(b.args[0], b.args[1], _wrap(b.args[2], len(b.shapes[0])) + 1)
+
+
+def slice_view(b: Batch):
+    return b.run(b.args[0], _wrap(b.args[1], len(b.shapes[0])) + 1, *b.args[2:])
+
+
+def select(b: Batch):
+    return b.run(b.args[0], _wrap(b.args[1], len(b.shapes[0])) + 1, b.args[2])
+
+
+def diagonal(b: Batch):
+    nd = len(b.shapes[0])
+    return b.run(b.args[0], b.args[1], _wrap(b.args[2], nd) + 1, _wrap(b.args[3], nd) + 1)
+
+
+def cross_dim(b: Batch):
+    args = [b.stack_of(0), b.stack_of(1), b.args[2]]
+    if args[2] is None:
+        return None
+    args[2] = _wrap(args[2], len(b.shapes[0])) + 1
+    return b.run(*args)
+
+
+def roll(b: Batch):
+    if b.args[2] is None or (isinstance(b.args[2], (tuple, list)) and not b.args[2]):
+        return None
+    return b.run(b.args[0], b.args[1], _shift_dims(b.args[2], len(b.shapes[0])))
+
+
+def argreduce(b: Batch):
+    """``argmax`` / ``argmin``: ``dim=None`` is an index into the flattened example."""
+    x, dim, keepdim = b.args[0], b.args[1], b.args[2]
+    nd = len(b.shapes[0])
+    if dim is not None:
+        return b.run(x, _wrap(dim, nd) + 1, keepdim)
+    out = b.run(b.reshape(x, (b.n, -1)), 1, False)
+    return b.reshape(out, (b.n,) + tuple(b.out_shapes[0]))
+
+
+# ---------------------------------------------------------------------------- the table
+RULES: dict = {}
+
+_UNARY = """abs acos acosh asin asinh atan atanh ceil cos cosh erf erfc erfinv exp exp2 expm1
+floor frac isfinite isinf isnan log log10 log1p log2 logical_not bitwise_not neg reciprocal relu
+round rsqrt sigmoid sign sin sinh sqrt square tan tanh trunc clone _to_copy _ascontiguous
+_view_dtype""".split()
+_BINARY = """add sub mul div pow maximum minimum fmax fmin fmod remainder atan2 hypot floor_divide
+eq ne lt le gt ge logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor isclose
+where lerp clamp masked_fill sigmoid_backward tanh_backward threshold_backward""".split()
+for _n in _UNARY + _BINARY:
+    RULES[_n] = elementwise
+for _n in ("sum", "mean", "nansum", "amax", "amin", "all", "any", "count_nonzero", "norm",
+           "var", "prod"):
+    RULES[_n] = reduction("dim", "all")
+for _n in ("logsumexp", "cumsum", "cumprod", "max_dim", "min_dim", "median_dim", "mode",
+           "sort", "argsort", "topk", "kthvalue"):
+    RULES[_n] = reduction("dim", None)
+RULES.update({
+    "linear": linear, "matmul": matmul, "embedding": embedding,
+    "lstm_cell_fused": fused_cell, "gru_cell_fused": fused_cell,
+    "cat": cat, "stack": stack, "view": view, "permute": permute, "expand": expand,
+    "unsqueeze": unsqueeze, "squeeze": squeeze, "getitem": getitem,
+    "split_with_sizes": split_with_sizes, "slice_view": slice_view, "select": select,
+    "diagonal": diagonal, "tril": last_dims, "triu": last_dims,
+    "roll": roll, "cross": cross_dim, "gather": dim_op(("dim",)),
+    "scatter": dim_op(("dim",)), "scatter_add": dim_op(("dim",)),
+    "index_select": shared_index_dim_op, "index_add": index_dim_op,
+    "index_copy": index_dim_op, "index_fill": index_dim_op,
+    "argmax": argreduce, "argmin": argreduce, "bernoulli": elementwise,
+})
+
+# ops whose result's shape depends on the values (or that write their argument): never
+# deferred; they run at once, after the pending graph has been run
+EAGER = {"nonzero", "unique", "multinomial", "masked_select", "_ctc_loss",
+         "_ctc_loss_backward"}
+# out-of-place random ops: deferred, but their result's shape is found without running them
+# (running them to learn it would draw from the generator)
+RANDOM = {"bernoulli", "poisson"}

@@ -1,0 +1,409 @@
+"""ember.autograd.autobatch: per-example code run batched gives the unbatched run's losses and
+gradients (Tree-LSTM, LSTM acceptor over variable lengths, SPINN shift-reduce encoder), with
+value-dependent control flow, ops without a batching rule, no_grad, and per-example errors.
+
+The models are written with ember.tensor ops only (this distribution's tests run without
+ember-nn): parameters are leaf tensors that require grad."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import ember.tensor as et
+from ember.autograd import autobatch, no_grad
+from ember.autograd.autobatch import is_pending
+
+TOL = {"float64": dict(rtol=1e-10, atol=1e-12), "float32": dict(rtol=2e-4, atol=1e-5)}
+
+
+def param(rng, *shape, dtype="float64", scale=0.3):
+    return et.tensor(rng.standard_normal(shape) * scale, dtype=getattr(et, dtype),
+                     requires_grad=True)
+
+
+def run_both(params, loss_fn, dtype):
+    """Loss and gradients without and with autobatch (backward outside the context)."""
+    results = []
+    for batched in (False, True):
+        for p in params:
+            p.grad = None
+        if batched:
+            with autobatch() as ctx:
+                loss = loss_fn()
+            assert ctx.stats["calls"] > 0
+        else:
+            loss = loss_fn()
+        loss.backward()
+        results.append((loss.item(), [p.grad.numpy().copy() for p in params]))
+    (l0, g0), (l1, g1) = results
+    np.testing.assert_allclose(l1, l0, **TOL[dtype])
+    for a, b in zip(g0, g1):
+        np.testing.assert_allclose(b, a, **TOL[dtype])
+    return results
+
+
+def cross_entropy(logits, label):
+    logp = logits - logits.logsumexp(1, keepdim=True)
+    return -logp.gather(1, label.reshape(1, 1)).sum()
+
+
+# ------------------------------------------------------------------------------ Tree-LSTM
+def random_tree(rng, n):
+    if n == 1:
+        return rng.randrange(50)
+    k = rng.randint(1, n - 1)
+    return (random_tree(rng, k), random_tree(rng, n - k))
+
+
+def leaves(t):
+    return [t] if not isinstance(t, tuple) else leaves(t[0]) + leaves(t[1])
+
+
+class TreeLSTM:
+    """The binary Tree-LSTM of the W7 anchor, node by node."""
+
+    def __init__(self, rng, H, dtype):
+        self.H = H
+        self.emb = param(rng, 50, H, dtype=dtype)
+        self.leaf_w, self.leaf_b = param(rng, 3 * H, H, dtype=dtype), param(rng, 3 * H, dtype=dtype)
+        self.comp_w, self.comp_b = (param(rng, 5 * H, 2 * H, dtype=dtype),
+                                    param(rng, 5 * H, dtype=dtype))
+        self.out_w, self.out_b = param(rng, 5, H, dtype=dtype), param(rng, 5, dtype=dtype)
+
+    def params(self):
+        return [self.emb, self.leaf_w, self.leaf_b, self.comp_w, self.comp_b, self.out_w,
+                self.out_b]
+
+    def node(self, tree, xs, pos):
+        if not isinstance(tree, tuple):
+            x = xs[pos[0]:pos[0] + 1]
+            pos[0] += 1
+            i, o, u = et.linear(x, self.leaf_w, self.leaf_b).chunk(3, 1)
+            c = et.sigmoid(i) * et.tanh(u)
+            return et.sigmoid(o) * et.tanh(c), c
+        hl, cl = self.node(tree[0], xs, pos)
+        hr, cr = self.node(tree[1], xs, pos)
+        i, fl, fr, o, u = et.linear(et.cat([hl, hr], 1), self.comp_w, self.comp_b).chunk(5, 1)
+        c = et.sigmoid(i) * et.tanh(u) + et.sigmoid(fl) * cl + et.sigmoid(fr) * cr
+        return et.sigmoid(o) * et.tanh(c), c
+
+    def loss(self, tree, label):
+        ids = et.tensor(leaves(tree))
+        h, _ = self.node(tree, et.embedding(self.emb, ids), [0])
+        return cross_entropy(et.linear(h, self.out_w, self.out_b), et.tensor([label]))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_tree_lstm_losses_and_gradients(dtype):
+    rng = np.random.default_rng(0)
+    prng = random.Random(0)
+    model = TreeLSTM(rng, 8, dtype)
+    data = [(random_tree(prng, prng.randint(1, 12)), prng.randrange(5)) for _ in range(10)]
+
+    def loss_fn():
+        return et.stack([model.loss(t, y) for t, y in data]).mean()
+
+    run_both(model.params(), loss_fn, dtype)
+
+
+def test_tree_lstm_runs_batched():
+    """Trees of one shape batch into few groups: far fewer group runs than calls."""
+    rng = np.random.default_rng(1)
+    prng = random.Random(1)
+    model = TreeLSTM(rng, 4, "float64")
+    data = [(random_tree(prng, 8), prng.randrange(5)) for _ in range(16)]
+    with autobatch() as ctx:
+        loss = et.stack([model.loss(t, y) for t, y in data]).sum()
+    assert ctx.stats["groups"] * 8 < ctx.stats["calls"]
+    assert ctx.stats["unbatched"] == {}, ctx.stats["unbatched"]
+    loss.backward()
+    assert model.comp_w.grad is not None
+
+
+# ------------------------------------------------------------------------------ LSTM acceptor
+class Acceptor:
+    """A per-example LSTM over a variable-length sequence (no padding), then a classifier."""
+
+    def __init__(self, rng, V, E, H, dtype):
+        self.H = H
+        self.emb = param(rng, V, E, dtype=dtype)
+        self.w_ih, self.w_hh = param(rng, 4 * H, E, dtype=dtype), param(rng, 4 * H, H, dtype=dtype)
+        self.b = param(rng, 4 * H, dtype=dtype)
+        self.out_w, self.out_b = param(rng, 2, H, dtype=dtype), param(rng, 2, dtype=dtype)
+        self.dtype = getattr(et, dtype)
+
+    def params(self):
+        return [self.emb, self.w_ih, self.w_hh, self.b, self.out_w, self.out_b]
+
+    def loss(self, seq, label):
+        xs = et.embedding(self.emb, et.tensor(seq))
+        h = et.zeros(1, self.H, dtype=self.dtype)
+        c = et.zeros(1, self.H, dtype=self.dtype)
+        for t in range(len(seq)):
+            x = xs[t].unsqueeze(0)
+            h, c = et.lstm_cell_fused(et.linear(x, self.w_ih, self.b),
+                                      et.matmul(h, self.w_hh.t()), c)
+        return cross_entropy(et.linear(h, self.out_w, self.out_b), et.tensor([label]))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_lstm_acceptor_variable_lengths(dtype):
+    rng = np.random.default_rng(2)
+    model = Acceptor(rng, 30, 6, 5, dtype)
+    seqs = [list(rng.integers(0, 30, int(n))) for n in rng.integers(1, 12, 9)]
+    labels = [int(y) for y in rng.integers(0, 2, 9)]
+
+    def loss_fn():
+        return et.stack([model.loss(s, y) for s, y in zip(seqs, labels)]).mean()
+
+    run_both(model.params(), loss_fn, dtype)
+
+
+# ------------------------------------------------------------------------------ SPINN
+class SPINN:
+    """The shift-reduce encoder of examples/spinn_snli.py, one example at a time: a buffer of
+    word states, a stack, a TreeLSTM reduction of the top two entries."""
+
+    def __init__(self, rng, V, H, dtype):
+        self.H = H
+        self.emb = param(rng, V, H, dtype=dtype)
+        self.proj_w, self.proj_b = param(rng, 2 * H, H, dtype=dtype), param(rng, 2 * H, dtype=dtype)
+        self.comp_w, self.comp_b = (param(rng, 5 * H, 2 * H, dtype=dtype),
+                                    param(rng, 5 * H, dtype=dtype))
+        self.out_w, self.out_b = param(rng, 3, H, dtype=dtype), param(rng, 3, dtype=dtype)
+        self.zero = et.zeros(2 * H, dtype=getattr(et, dtype))
+
+    def params(self):
+        return [self.emb, self.proj_w, self.proj_b, self.comp_w, self.comp_b, self.out_w,
+                self.out_b]
+
+    def reduce(self, left, right):
+        h_l, c_l = left.chunk(2, 0)
+        h_r, c_r = right.chunk(2, 0)
+        a, i, f_l, f_r, o = et.linear(et.cat([h_l, h_r], 0), self.comp_w,
+                                      self.comp_b).chunk(5, 0)
+        c = a.tanh() * i.sigmoid() + f_l.sigmoid() * c_l + f_r.sigmoid() * c_r
+        return et.cat([o.sigmoid() * c.tanh(), c], 0)
+
+    def loss(self, words, transitions, label):
+        buf = et.linear(et.embedding(self.emb, et.tensor(words)), self.proj_w, self.proj_b)
+        buffer = [buf[i] for i in reversed(range(len(words)))]
+        stack = [self.zero, self.zero]
+        for op in transitions:
+            if op == "shift":
+                stack.append(buffer.pop())
+            else:
+                right, left = stack.pop(), stack.pop()
+                stack.append(self.reduce(left, right))
+        h = stack[-1][: self.H].unsqueeze(0)
+        return cross_entropy(et.linear(h, self.out_w, self.out_b), et.tensor([label]))
+
+
+def random_transitions(rng, n):
+    """Shift-reduce transitions of a random binary parse over ``n`` words."""
+    out, depth, left = [], 0, n
+    while left or depth > 1:
+        if left and (depth < 2 or rng.random() < 0.5):
+            out.append("shift")
+            left -= 1
+            depth += 1
+        else:
+            out.append("reduce")
+            depth -= 1
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_spinn_encoder(dtype):
+    rng = np.random.default_rng(3)
+    prng = random.Random(3)
+    model = SPINN(rng, 40, 6, dtype)
+    data = []
+    for _ in range(8):
+        n = prng.randint(1, 9)
+        data.append(([prng.randrange(40) for _ in range(n)], random_transitions(prng, n),
+                     prng.randrange(3)))
+
+    def loss_fn():
+        return et.stack([model.loss(*ex) for ex in data]).mean()
+
+    run_both(model.params(), loss_fn, dtype)
+
+
+# ------------------------------------------------------------------------------ semantics
+def test_pending_tensors_know_their_metadata():
+    w = et.ones(3, 4, requires_grad=True)
+    with autobatch():
+        y = et.ones(2, 3) @ w
+        assert is_pending(y)
+        assert y.shape == (2, 4) and y.dtype == et.float32 and y.requires_grad
+        assert not y.is_leaf and y.dim() == 2 and y.numel() == 8
+        assert is_pending(y)            # answering metadata ran nothing
+        z = y.sum(1)
+        assert z.tolist() == [12.0, 12.0]  # a value: the pending graph ran
+        assert not is_pending(z)
+    assert y.grad_fn is not None
+
+
+def test_value_dependent_control_flow():
+    rng = np.random.default_rng(4)
+    w = param(rng, 4, 4)
+    xs = [et.tensor(rng.standard_normal((1, 4))) for _ in range(6)]
+
+    def f(x):
+        steps = 0
+        while x.norm().item() > 0.5 and steps < 20:   # the value decides the graph
+            x = et.tanh(x @ w) * 0.7
+            steps += 1
+        if bool((x.sum() > 0).item()):
+            return x.sum() * 2
+        return -x.sum()
+
+    def loss_fn():
+        return et.stack([f(x) for x in xs]).sum()
+
+    run_both([w], loss_fn, "float64")
+
+
+def test_op_without_rule_runs_per_example():
+    from ember.autograd import _batching
+
+    assert "outer" not in _batching.RULES and "einsum" not in _batching.RULES
+    rng = np.random.default_rng(5)
+    w = param(rng, 3)
+    xs = [et.tensor(rng.standard_normal(3)) for _ in range(5)]
+
+    def loss_fn():
+        return et.stack([et.einsum("ij,j->i", et.outer(x, w), w).tanh().sum()
+                         for x in xs]).sum()
+
+    run_both([w], loss_fn, "float64")
+
+
+def test_no_grad_inside_the_context():
+    rng = np.random.default_rng(6)
+    w = param(rng, 3, 3)
+    xs = [et.tensor(rng.standard_normal((2, 3))) for _ in range(4)]
+    ref = [et.sigmoid(x @ w).sum().item() for x in xs]
+    with autobatch():
+        with no_grad():
+            ys = [et.sigmoid(x @ w).sum() for x in xs]
+        assert not any(y.requires_grad for y in ys)
+        k = (xs[0] @ w).sum()
+        assert k.requires_grad
+    np.testing.assert_allclose([y.item() for y in ys], ref, rtol=1e-12)
+    assert all(y.grad_fn is None for y in ys)
+
+
+def test_backward_inside_the_context():
+    rng = np.random.default_rng(7)
+    w = param(rng, 3, 3)
+    xs = [et.tensor(rng.standard_normal((1, 3))) for _ in range(4)]
+    expected = sum((x @ w).tanh().sum() for x in xs)
+    expected.backward()
+    g = w.grad.numpy().copy()
+    w.grad = None
+    with autobatch():
+        loss = et.stack([(x @ w).tanh().sum() for x in xs]).sum()
+        loss.backward()
+        np.testing.assert_allclose(w.grad.numpy(), g, rtol=1e-12)
+
+
+def test_inplace_op_runs_after_the_pending_graph():
+    x = et.ones(3)
+    with autobatch():
+        y = x * 2
+        x.add_(1)        # an in-place op runs at once, after what was deferred before it
+        z = x * 2
+    assert y.tolist() == [2.0, 2.0, 2.0] and z.tolist() == [4.0, 4.0, 4.0]
+
+
+def test_shape_error_names_per_example_op_and_shapes():
+    a, b = et.ones(1, 3), et.ones(1, 4)
+    with autobatch():
+        with pytest.raises(RuntimeError, match=r"\[1, 3\].*\[1, 4\]|\(1, 3\).*\(1, 4\)"):
+            a * b
+
+
+def test_value_error_at_run_time_names_per_example_call():
+    table = et.ones(5, 2, requires_grad=True)
+    with pytest.raises(IndexError) as info:
+        with autobatch():
+            ys = [et.embedding(table, et.tensor([i])) for i in (1, 2, 7)]
+            et.stack(ys).sum().item()
+    text = str(info.value) + "".join(getattr(info.value, "__notes__", []))
+    assert "embedding" in text and "[1]" in text and "[5, 2]" in text
+
+
+# ------------------------------------------------------------------------------ rules
+def _examples(rng, shapes, n=4, dtype=np.float64):
+    return [[et.tensor(rng.standard_normal(s).astype(dtype), requires_grad=True)
+             for s in shapes] for _ in range(n)]
+
+
+RULE_CASES = [
+    ("add_bcast", lambda a, b: a + b, [(2, 3), (3,)]),
+    ("mul_scalar", lambda a: a * 2.5 - 1, [(4,)]),
+    ("where", lambda a, b: et.where(a > 0, a, b), [(2, 3), (2, 3)]),
+    ("pow", lambda a: a.abs().pow(1.5), [(3,)]),
+    ("clamp", lambda a: a.clamp(-0.5, 0.5), [(2, 2)]),
+    ("sum_none", lambda a: a.sum(), [(2, 3)]),
+    ("sum_dim", lambda a: a.sum(-1, keepdim=True), [(2, 3)]),
+    ("mean_dims", lambda a: a.mean((0, 2)), [(2, 3, 4)]),
+    ("amax", lambda a: a.amax(1), [(3, 4)]),
+    ("max_dim", lambda a: a.max(0).values * 2, [(3, 4)]),
+    ("logsumexp", lambda a: a.logsumexp(0), [(3, 2)]),
+    ("cumsum", lambda a: a.cumsum(1), [(2, 3)]),
+    ("softmaxish", lambda a: (a - a.logsumexp(1, keepdim=True)).exp(), [(2, 5)]),
+    ("matmul_shared", None, [(2, 3)]),
+    ("matmul_both", lambda a, b: a @ b, [(2, 3), (3, 4)]),
+    ("cat_neg", lambda a, b: et.cat([a, b], -1), [(2, 3), (2, 1)]),
+    ("stack", lambda a, b: et.stack([a, b], 1), [(2, 3), (2, 3)]),
+    ("chunk", lambda a: a.chunk(3, 1)[1] * a.chunk(3, 1)[2], [(2, 6)]),
+    ("view", lambda a: a.view(6, 2).t().reshape(-1), [(3, 4)]),
+    ("permute", lambda a: a.permute(2, 0, 1) * 1, [(2, 3, 4)]),
+    ("unsqueeze_squeeze", lambda a: a.unsqueeze(-1).squeeze(0), [(1, 3)]),
+    ("expand", lambda a: a.expand(4, 3) * 1, [(1, 3)]),
+    ("select_index", lambda a: a[1] + a[:, 2] + a[..., 0] + a[None, 0, 1:].sum(), [(3, 3)]),
+    ("narrow", lambda a: a.narrow(1, 1, 2), [(2, 4)]),
+    ("gather", lambda a: a.gather(1, et.tensor([[0, 2], [1, 1]])), [(2, 3)]),
+    ("index_select", lambda a: a.index_select(1, et.tensor([2, 0])), [(2, 3)]),
+    ("transpose_matmul", lambda a, b: a.t() @ b, [(3, 2), (3, 4)]),
+    ("to_dtype", lambda a: a.to(et.float32).to(et.float64), [(2,)]),
+    ("relu_sig_tanh", lambda a: a.relu() + a.sigmoid() * a.tanh(), [(5,)]),
+    ("var_norm", lambda a: a.var(1) + a.norm(), [(2, 4)]),
+]
+
+
+@pytest.mark.parametrize("name,fn,shapes", RULE_CASES, ids=[c[0] for c in RULE_CASES])
+def test_rules_match_unbatched(name, fn, shapes):
+    rng = np.random.default_rng(abs(hash(name)) % 1000)
+    if fn is None:
+        w = et.tensor(rng.standard_normal((3, 5)), requires_grad=True)
+
+        def fn(a):
+            return et.linear(a, w.t()) + a @ w
+
+    exs = _examples(rng, shapes)
+    ref = [fn(*ex) for ex in exs]
+    grads_ref = []
+    for r, ex in zip(ref, exs):
+        (r * r).reshape(-1).sum().backward()
+        grads_ref.append([t.grad.numpy().copy() for t in ex])
+        for t in ex:
+            t.grad = None
+    with autobatch() as ctx:
+        outs = [fn(*ex) for ex in exs]
+        total = et.stack([(o * o).reshape(-1).sum() for o in outs]).sum()
+    assert ctx.stats["groups"] < ctx.stats["calls"]
+    assert ctx.stats["unbatched"] == {}, ctx.stats["unbatched"]
+    for o, r in zip(outs, ref):
+        assert tuple(o.shape) == tuple(r.shape)
+        np.testing.assert_allclose(o.detach().numpy(), r.detach().numpy(), rtol=1e-12,
+                                   atol=1e-12)
+    total.backward()
+    for ex, gr in zip(exs, grads_ref):
+        for t, g in zip(ex, gr):
+            np.testing.assert_allclose(t.grad.numpy(), g, rtol=1e-12, atol=1e-12)

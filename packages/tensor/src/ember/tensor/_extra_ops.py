@@ -1,0 +1,839 @@
+"""``torch.*`` names and Tensor methods that ember lacked: softmax / log_softmax, nan_to_num,
+diff, rot90, isin, bucketize, searchsorted, bincount, histc, cummax / cummin, logcumsumexp,
+scatter_reduce, tril_indices / triu_indices, the window functions, the in-place view and
+``add*`` forms (``t_``, ``transpose_``, ``squeeze_``, ``unsqueeze_``, ``clamp_min_``,
+``addmm_``, ...), thread-count and determinism switches.
+
+Composites of registry ops get their gradients from those ops; the new registry ops are
+``scatter_reduce`` (differentiable, derivative in ember-autograd's ``derivatives_extra.py``)
+and the non-differentiable ``isin``, ``bucketize``, ``searchsorted``, ``bincount``, ``histc``
+and ``cummax_indices`` / ``cummin_indices``.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from . import _dtype as D
+from ._reduction import _one_dim, _return_type
+from ._registry import array_module, defop, with_out
+from ._tensor import Tensor
+
+_make = Tensor._make
+
+__all__ = [
+    "softmax", "log_softmax", "nan_to_num", "nan_to_num_", "diff", "rot90", "isin",
+    "bucketize", "searchsorted", "bincount", "histc", "cummax", "cummin", "logcumsumexp",
+    "scatter_reduce", "tril_indices", "triu_indices", "hann_window", "hamming_window",
+    "blackman_window", "bartlett_window", "kaiser_window", "clamp_min_", "clamp_max_",
+    "addmm_", "addmv_", "set_num_threads", "get_num_threads", "set_num_interop_threads",
+    "get_num_interop_threads", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+    "set_deterministic_debug_mode", "get_deterministic_debug_mode", "isposinf", "isneginf",
+    "isreal", "signbit", "deg2rad", "rad2deg", "positive", "msort", "pi", "e", "inf", "nan",
+    "newaxis",
+]
+
+pi, e, inf, nan, newaxis = math.pi, math.e, math.inf, math.nan, None
+
+
+class extra_return_types:
+    cummax = _return_type("cummax", ["values", "indices"])
+    cummin = _return_type("cummin", ["values", "indices"])
+
+
+# ---------------------------------------------------------------------------- softmax
+def _softmax_in(input: Tensor, dim, dtype):
+    if dtype is not None:
+        input = input.to(dtype=dtype)
+    elif not input.is_floating_point():
+        raise RuntimeError(f"softmax(): expected a floating point tensor, got {input.dtype}")
+    return input
+
+
+def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """``exp(x - logsumexp(x, dim))`` along ``dim`` (``torch.softmax``).
+
+    >>> softmax(tensor([0., 0.]), 0)
+    tensor([0.5000, 0.5000])
+    """
+    from ._pointwise import exp
+
+    x = _softmax_in(input, dim, dtype)
+    if x.dim() == 0:
+        return exp(x - x)
+    return exp(x - x.logsumexp(dim, keepdim=True))
+
+
+def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """``x - logsumexp(x, dim)`` along ``dim`` (``torch.log_softmax``).
+
+    >>> log_softmax(tensor([0., 0.]), 0)
+    tensor([-0.6931, -0.6931])
+    """
+    x = _softmax_in(input, dim, dtype)
+    if x.dim() == 0:
+        return x - x
+    return x - x.logsumexp(dim, keepdim=True)
+
+
+# ---------------------------------------------------------------------------- elementwise
+@with_out
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the
+    dtype's largest and lowest finite values).
+
+    >>> nan_to_num(tensor([float('nan'), 1.]))
+    tensor([0., 1.])
+    """
+    from ._creation import full_like
+    from ._pointwise import isnan, where
+
+    if not input.is_floating_point():
+        return input.clone()
+    fi = np.finfo(input._data.dtype)
+    posinf = float(fi.max) if posinf is None else posinf
+    neginf = float(fi.min) if neginf is None else neginf
+    x = where(isnan(input), full_like(input, nan), input)
+    x = where(input == math.inf, full_like(input, posinf), x)
+    return where(input == -math.inf, full_like(input, neginf), x)
+
+
+def nan_to_num_(input: Tensor, nan: float = 0.0, posinf: float | None = None,
+                neginf: float | None = None) -> Tensor:
+    """In-place :func:`nan_to_num`."""
+    return input.copy_(nan_to_num(input, nan, posinf, neginf))
+
+
+@defop("isposinf", out=True, differentiable=False)
+def isposinf(input: Tensor) -> Tensor:
+    """True where ``input`` is +inf.
+
+    >>> isposinf(tensor([1., float('inf')]))
+    tensor([False,  True])
+    """
+    d = input._data
+    return _make(array_module(d).isposinf(d) if d.dtype.kind == "f" else
+                 array_module(d).zeros(d.shape, bool))
+
+
+@defop("isneginf", out=True, differentiable=False)
+def isneginf(input: Tensor) -> Tensor:
+    """True where ``input`` is -inf.
+
+    >>> isneginf(tensor([1., -float('inf')]))
+    tensor([False,  True])
+    """
+    d = input._data
+    return _make(array_module(d).isneginf(d) if d.dtype.kind == "f" else
+                 array_module(d).zeros(d.shape, bool))
+
+
+@defop("signbit", out=True, differentiable=False)
+def signbit(input: Tensor) -> Tensor:
+    """True where the sign bit is set (negative numbers and -0.0).
+
+    >>> signbit(tensor([-0.0, 1.0, -2.0]))
+    tensor([ True, False,  True])
+    """
+    d = input._data
+    return _make(array_module(d).signbit(d))
+
+
+def isreal(input: Tensor) -> Tensor:
+    """True everywhere for real tensors (``torch.isreal``).
+
+    >>> isreal(tensor([1., 2.]))
+    tensor([True, True])
+    """
+    from ._creation import ones_like
+
+    return ones_like(input, dtype=D.bool)
+
+
+@with_out
+def deg2rad(input: Tensor) -> Tensor:
+    """Degrees to radians.
+
+    >>> deg2rad(tensor([180.]))
+    tensor([3.1416])
+    """
+    x = input if input.is_floating_point() else input.to(dtype=D._default[0])
+    return x * (math.pi / 180)
+
+
+@with_out
+def rad2deg(input: Tensor) -> Tensor:
+    """Radians to degrees.
+
+    >>> rad2deg(tensor([3.14159265]))
+    tensor([180.])
+    """
+    x = input if input.is_floating_point() else input.to(dtype=D._default[0])
+    return x * (180 / math.pi)
+
+
+def positive(input: Tensor) -> Tensor:
+    """``input`` itself (``torch.positive``; refuses bool).
+
+    >>> positive(tensor([1, -2]))
+    tensor([ 1, -2])
+    """
+    if input.dtype == D.bool:
+        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+@with_out
+def msort(input: Tensor) -> Tensor:
+    """Sort along the first dim (``torch.msort``).
+
+    >>> msort(tensor([[3, 1], [1, 2]]))
+    tensor([[1, 1],
+            [3, 2]])
+    """
+    from ._reduction import sort
+
+    return sort(input, 0).values
+
+
+# ---------------------------------------------------------------------------- shape-ish
+@with_out
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
+    """``n``-th forward difference along ``dim`` (after concatenating ``prepend`` and
+    ``append``).
+
+    >>> diff(tensor([1, 3, 6, 10]))
+    tensor([2, 3, 4])
+    """
+    from ._shape import cat
+
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    d = _one_dim(dim, input.dim(), "diff")
+    parts = [t if t.dim() else t.expand(*[1 if i == d else s for i, s in
+                                          enumerate(input.shape)])
+             for t in (prepend, input, append) if t is not None]
+    x = cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        m = x.shape[d]
+        if m == 0:
+            break
+        a, b = x.narrow(d, 1, m - 1), x.narrow(d, 0, m - 1)
+        x = (a != b) if x.dtype == D.bool else a - b
+    return x
+
+
+def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims`` (first towards second).
+
+    >>> rot90(tensor([[1, 2], [3, 4]]))
+    tensor([[2, 4],
+            [1, 3]])
+    """
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = (_one_dim(x, input.dim(), "rot90") for x in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return input.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return input.flip(d0, d1)
+    if k == 3:
+        return input.flip(d0).transpose(d0, d1)
+    return input.clone()
+
+
+# ---------------------------------------------------------------------------- searching
+@defop("isin", out=True, differentiable=False)
+def isin(elements, test_elements, *, assume_unique: bool = False,
+         invert: bool = False) -> Tensor:
+    """True where an element of ``elements`` is in ``test_elements`` (either may be a
+    scalar).
+
+    >>> isin(tensor([1, 2, 3]), tensor([2, 5]))
+    tensor([False,  True, False])
+    """
+    ref = elements._data if isinstance(elements, Tensor) else test_elements._data
+    xp = array_module(ref)
+    a = elements._data if isinstance(elements, Tensor) else xp.asarray(elements)
+    b = test_elements._data if isinstance(test_elements, Tensor) else xp.asarray(test_elements)
+    return _make(xp.asarray(xp.isin(a, b, invert=invert)))
+
+
+def _search(op: str, seq, values, right: bool, out_int32: bool, side, sorter):
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"{op}(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError(f"{op}(): side and right can't be set to opposites, got side of "
+                               "left while right was True")
+        right = side == "right"
+    xp = array_module(seq)
+    v = values._data if isinstance(values, Tensor) else xp.asarray(values)
+    s = seq if sorter is None else xp.take_along_axis(seq, sorter._data, -1)
+    mode = "right" if right else "left"
+    if s.ndim <= 1:
+        r = xp.searchsorted(s, v, side=mode)
+    else:
+        if s.shape[:-1] != v.shape[:-1]:
+            raise RuntimeError(f"{op}(): boundaries tensor should be 1 dimension or the first "
+                               "N-1 dimensions of boundaries tensor and input value tensor must "
+                               f"match, but we got boundaries tensor {list(s.shape)} and input "
+                               f"value tensor {list(v.shape)}")
+        flat_s = s.reshape(-1, s.shape[-1])
+        flat_v = v.reshape(-1, v.shape[-1])
+        r = xp.stack([xp.searchsorted(a, b, side=mode) for a, b in zip(flat_s, flat_v)])
+        r = r.reshape(v.shape)
+    return _make(xp.asarray(r).astype(np.int32 if out_int32 else np.int64))
+
+
+@defop("searchsorted", out=True, differentiable=False)
+def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,
+                 right: bool = False, side: str | None = None, sorter=None) -> Tensor:
+    """Indices where ``input`` would be inserted into the innermost sorted rows of
+    ``sorted_sequence`` to keep them sorted.
+
+    >>> searchsorted(tensor([1, 3, 5]), tensor([3, 6]))
+    tensor([1, 3])
+    """
+    return _search("searchsorted", sorted_sequence._data, input, right, out_int32, side,
+                   sorter)
+
+
+@defop("bucketize", out=True, differentiable=False)
+def bucketize(input, boundaries: Tensor, *, out_int32: bool = False,
+              right: bool = False) -> Tensor:
+    """Index of the bucket of 1-d ``boundaries`` each element of ``input`` falls into.
+
+    >>> bucketize(tensor([1, 4, 9]), tensor([2, 4, 8]))
+    tensor([0, 1, 3])
+    """
+    if boundaries.dim() != 1:
+        raise RuntimeError(f"bucketize(): boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries.dim()})")
+    return _search("bucketize", boundaries._data, input, right, out_int32, None, None)
+
+
+@defop("bincount", differentiable=False)
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """Count of each value of a 1-d non-negative int tensor (weighted sums with ``weights``).
+
+    >>> bincount(tensor([0, 1, 1, 3]))
+    tensor([1, 2, 0, 1])
+    """
+    d = input._data
+    if d.ndim != 1:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if d.dtype.kind not in "iub":
+        raise RuntimeError(f"bincount(): \"bincount_cpu\" not implemented for "
+                           f"'{input.dtype.name.capitalize()}'")
+    if d.size and int(d.min()) < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    xp = array_module(d)
+    if weights is None:
+        return _make(xp.bincount(d, minlength=minlength).astype(np.int64))
+    w = weights._data
+    out = w.dtype if w.dtype.kind == "f" else np.float64
+    return _make(xp.bincount(d, weights=w, minlength=minlength).astype(out))
+
+
+@defop("histc", out=True, differentiable=False)
+def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:  # noqa: A002
+    """Histogram of ``input`` in ``bins`` equal bins over ``[min, max]`` (the data's range
+    when both are 0); values outside are ignored.
+
+    >>> histc(tensor([1., 2., 1.]), bins=4, min=0, max=3)
+    tensor([0., 2., 1., 0.])
+    """
+    d = input._data
+    if d.dtype.kind != "f":
+        raise RuntimeError(f"histc(): \"histogram_cpu\" not implemented for "
+                           f"'{input.dtype.name.capitalize()}'")
+    if bins <= 0:
+        raise RuntimeError("torch.histc(): bins must be > 0")
+    xp = array_module(d)
+    lo, hi = float(min), float(max)
+    if lo == hi and d.size:
+        lo, hi = float(d.min()), float(d.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError("torch.histc(): max must be larger than min")
+    r, _ = xp.histogram(d, bins=bins, range=(lo, hi))
+    return _make(r.astype(d.dtype))
+
+
+# ---------------------------------------------------------------------------- scans
+def _cum_indices(name: str, largest: bool):
+    def impl(input: Tensor, dim: int) -> Tensor:
+        d = input._data
+        xp = array_module(d)
+        if d.ndim == 0:
+            return _make(xp.zeros((), np.int64))
+        ax = _one_dim(dim, d.ndim, name)
+        a = xp.moveaxis(d, ax, -1)
+        n = a.shape[-1]
+        idx = xp.zeros(a.shape, np.int64)
+        if n:
+            best = a[..., 0].copy()
+            cur = xp.zeros(a.shape[:-1], np.int64)
+            for i in range(n):
+                v = a[..., i]
+                better = (v >= best) if largest else (v <= best)
+                if a.dtype.kind == "f":  # a NaN wins and stays (PyTorch's rule)
+                    better = xp.isnan(v) | (~xp.isnan(best) & better)
+                best = xp.where(better, v, best)
+                cur = xp.where(better, i, cur)
+                idx[..., i] = cur
+        return _make(xp.ascontiguousarray(xp.moveaxis(idx, -1, ax)))
+
+    impl.__name__ = name + "_indices"
+    return defop(name + "_indices", differentiable=False)(impl)
+
+
+_cummax_indices = _cum_indices("cummax", True)
+_cummin_indices = _cum_indices("cummin", False)
+
+
+def _cum(kind, fn_idx, name):
+    def public(input: Tensor, dim: int, *, out=None):
+        from ._indexing import gather
+
+        idx = fn_idx(input, dim)
+        vals = gather(input, dim, idx) if input.dim() else input.clone()
+        r = kind(vals, idx)
+        if out is not None:
+            from ._registry import write_out
+
+            return kind(*write_out(name, (vals, idx), out))
+        return r
+
+    public.__name__ = name
+    public.__doc__ = (f"Running {'maximum' if name == 'cummax' else 'minimum'} along ``dim``: "
+                      f"``(values, indices)``.\n\n    >>> {name}(tensor([1, 3, 2]), 0).values"
+                      f"\n    tensor([1, {3 if name == 'cummax' else 1}, "
+                      f"{3 if name == 'cummax' else 1}])\n")
+    return public
+
+
+cummax = _cum(extra_return_types.cummax, _cummax_indices, "cummax")
+cummin = _cum(extra_return_types.cummin, _cummin_indices, "cummin")
+
+
+@with_out
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """``log(cumsum(exp(input), dim))``, computed without overflow.
+
+    >>> logcumsumexp(tensor([0., 0.]), 0)
+    tensor([0.0000, 0.6931])
+    """
+    from ._pointwise import exp, isinf, log, where
+    from ._reduction import amax
+
+    if input.dim() == 0:
+        return input.clone()
+    d = _one_dim(dim, input.dim(), "logcumsumexp")
+    m = amax(input, d, keepdim=True).detach()
+    m = where(isinf(m), m * 0, m)
+    return log(exp(input - m).cumsum(d)) + m
+
+
+# ---------------------------------------------------------------------------- scatter_reduce
+@defop("scatter_reduce", out=True)
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """Reduce ``src`` into a copy of ``input`` at ``index`` along ``dim`` with ``reduce``
+    (``'sum'``, ``'prod'``, ``'mean'``, ``'amax'``, ``'amin'``).
+
+    >>> scatter_reduce(tensor([0., 0.]), 0, tensor([0, 0, 1]), tensor([1., 2., 3.]), 'amax')
+    tensor([2., 3.])
+    """
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    x, idx, s = input._data, index._data, src._data
+    if idx.dtype != np.int64:
+        raise RuntimeError("scatter_reduce(): Expected dtype int64 for index")
+    if x.dtype != s.dtype:
+        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, "
+                           f"got {x.dtype} and {s.dtype}")
+    xp = array_module(x)
+    ax = _one_dim(dim, max(x.ndim, 1), "scatter_reduce")
+    if idx.size and (int(idx.min()) < -x.shape[ax] or int(idx.max()) >= x.shape[ax]):
+        raise IndexError(f"scatter_reduce(): index out of bounds for dimension {ax} with size "
+                         f"{x.shape[ax]}")
+    # positions: the full coordinate tuple of every index element
+    grids = list(xp.indices(idx.shape, sparse=True))
+    target = list(grids)
+    target[ax] = idx % x.shape[ax]
+    tgt = tuple(xp.broadcast_to(t, idx.shape) for t in target)
+    vals = s[tuple(xp.broadcast_to(g, idx.shape) for g in grids)]
+    out = x.copy()
+    ufunc = {"sum": np.add, "prod": np.multiply, "mean": np.add, "amax": np.maximum,
+             "amin": np.minimum}[reduce]
+    hit = xp.zeros(x.shape, bool)
+    hit[tgt] = True
+    if not include_self:
+        fill = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+        if fill is None:
+            fill = -np.inf if reduce == "amax" else np.inf
+            if x.dtype.kind in "iu":
+                info = np.iinfo(x.dtype)
+                fill = info.min if reduce == "amax" else info.max
+        out[hit] = fill
+    if xp is np:
+        ufunc.at(out, tgt, vals)
+    else:  # pragma: no cover - CuPy
+        import cupyx
+
+        {"sum": cupyx.scatter_add, "mean": cupyx.scatter_add, "amax": cupyx.scatter_max,
+         "amin": cupyx.scatter_min}.get(reduce, cupyx.scatter_add)(out, tgt, vals)
+    if reduce == "mean":
+        cnt = xp.zeros(x.shape, np.int64)
+        np.add.at(cnt, tgt, 1) if xp is np else __import__("cupyx").scatter_add(cnt, tgt, 1)
+        cnt = cnt + (1 if include_self else 0)
+        cnt = xp.maximum(cnt, 1)
+        if x.dtype.kind in "iu":
+            out = xp.where(hit, out // cnt, out).astype(x.dtype)
+        else:
+            out = xp.where(hit, out / cnt, out).astype(x.dtype)
+    return _make(out)
+
+
+# ---------------------------------------------------------------------------- factories
+def _index_pairs(row: int, col: int, offset: int, lower: bool, dtype, device):
+    from ._creation import tensor
+
+    r, c = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
+    return tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or D.int64, device=device)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None,
+                 layout=None) -> Tensor:
+    """``(2, N)`` coordinates of the lower triangle (diagonal ``offset``) of a ``row`` x
+    ``col`` matrix.
+
+    >>> tril_indices(2, 2)
+    tensor([[0, 1, 1],
+            [0, 0, 1]])
+    """
+    return _index_pairs(row, col, offset, True, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None,
+                 layout=None) -> Tensor:
+    """``(2, N)`` coordinates of the upper triangle of a ``row`` x ``col`` matrix.
+
+    >>> triu_indices(2, 2)
+    tensor([[0, 0, 1],
+            [0, 1, 1]])
+    """
+    return _index_pairs(row, col, offset, False, dtype, device)
+
+
+def _window(name, values):
+    def fn(window_length: int, periodic: bool = True, *args, dtype=None, layout=None,
+           device=None, requires_grad: bool = False, **kw) -> Tensor:
+        from ._creation import tensor
+
+        if window_length < 0:
+            raise RuntimeError(f"{name} requires non-negative window_length, got "
+                               f"window_length={window_length}")
+        dt = dtype or D.get_default_dtype()
+        if window_length == 0:
+            arr = np.zeros(0)
+        elif window_length == 1:
+            arr = np.ones(1)
+        else:
+            n = window_length + 1 if periodic else window_length
+            arr = values(n, *args, **kw)[:window_length]
+        return tensor(arr, dtype=dt, device=device, requires_grad=requires_grad)
+
+    fn.__name__ = name
+    return fn
+
+
+def _hann(n):
+    return 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / (n - 1))
+
+
+def _hamming(n, alpha=0.54, beta=0.46):
+    return alpha - beta * np.cos(2 * np.pi * np.arange(n) / (n - 1))
+
+
+def _blackman(n):
+    k = np.arange(n) / (n - 1)
+    return 0.42 - 0.5 * np.cos(2 * np.pi * k) + 0.08 * np.cos(4 * np.pi * k)
+
+
+def _bartlett(n):
+    k = np.arange(n)
+    return 1 - np.abs(2 * k / (n - 1) - 1)
+
+
+def _kaiser(n, beta=12.0):
+    k = np.arange(n)
+    return np.i0(beta * np.sqrt(np.clip(1 - (2 * k / (n - 1) - 1) ** 2, 0, None))) / np.i0(beta)
+
+
+hann_window = _window("hann_window", _hann)
+hann_window.__doc__ = """Hann window (``periodic``: for spectral analysis, length N+1 cut to N).
+
+    >>> hann_window(4)
+    tensor([0.0000, 0.5000, 1.0000, 0.5000])
+    """
+hamming_window = _window("hamming_window", _hamming)
+hamming_window.__doc__ = """Hamming window ``alpha - beta cos(2 pi n / (N - 1))``.
+
+    >>> hamming_window(3, periodic=False)
+    tensor([0.0800, 1.0000, 0.0800])
+    """
+blackman_window = _window("blackman_window", _blackman)
+blackman_window.__doc__ = """Blackman window.
+
+    >>> blackman_window(3, periodic=False).shape
+    ember.Size([3])
+    """
+bartlett_window = _window("bartlett_window", _bartlett)
+bartlett_window.__doc__ = """Bartlett (triangular) window.
+
+    >>> bartlett_window(5, periodic=False)
+    tensor([0.0000, 0.5000, 1.0000, 0.5000, 0.0000])
+    """
+kaiser_window = _window("kaiser_window", _kaiser)
+kaiser_window.__doc__ = """Kaiser window with shape parameter ``beta``.
+
+    >>> kaiser_window(3, periodic=False, beta=0.0)
+    tensor([1., 1., 1.])
+    """
+
+
+# ---------------------------------------------------------------------------- in-place forms
+def _check_leaf(t: Tensor, op: str) -> None:
+    if t.requires_grad and t.grad_fn is None:
+        raise RuntimeError(f"{op}(): a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+
+
+def _become(self: Tensor, view: Tensor, op: str) -> Tensor:
+    """Make ``self`` the view ``view`` of itself (PyTorch's in-place view ops: ``t_``,
+    ``transpose_``, ``squeeze_``, ``unsqueeze_``): same storage, new shape and strides."""
+    _check_leaf(self, op)
+    self._data = view._data
+    if view.grad_fn is not None:
+        self.grad_fn = view.grad_fn
+        self.__dict__.pop("_output_nr", None)
+    self._bump()
+    return self
+
+
+def t_(input: Tensor) -> Tensor:
+    """In-place :meth:`t`.
+
+    >>> ones(2, 3).t_().shape
+    ember.Size([3, 2])
+    """
+    return _become(input, input.t(), "t_")
+
+
+def transpose_(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """In-place :meth:`transpose`."""
+    return _become(input, input.transpose(dim0, dim1), "transpose_")
+
+
+def swapaxes_(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """In-place :meth:`swapaxes`."""
+    return _become(input, input.transpose(axis0, axis1), "swapaxes_")
+
+
+def swapdims_(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """In-place :meth:`swapdims`."""
+    return _become(input, input.transpose(dim0, dim1), "swapdims_")
+
+
+def squeeze_(input: Tensor, dim=None) -> Tensor:
+    """In-place :meth:`squeeze`."""
+    return _become(input, input.squeeze() if dim is None else input.squeeze(dim), "squeeze_")
+
+
+def unsqueeze_(input: Tensor, dim: int) -> Tensor:
+    """In-place :meth:`unsqueeze`."""
+    return _become(input, input.unsqueeze(dim), "unsqueeze_")
+
+
+def clamp_min_(input: Tensor, min) -> Tensor:  # noqa: A002
+    """In-place ``clamp(min=min)``."""
+    return input.clamp_(min=min)
+
+
+def clamp_max_(input: Tensor, max) -> Tensor:  # noqa: A002
+    """In-place ``clamp(max=max)``."""
+    return input.clamp_(max=max)
+
+
+def _assign(op: str, fn):
+    def method(self: Tensor, *args, **kwargs) -> Tensor:
+        r = fn(self, *args, **kwargs)
+        if tuple(r.shape) != tuple(self.shape):
+            raise RuntimeError(f"{op}(): output with shape {list(self.shape)} doesn't match "
+                               f"the broadcast shape {list(r.shape)}")
+        from ._pointwise import _check_cast
+
+        _check_cast(op, r._data.dtype, self._data.dtype)
+        return self.copy_(r)
+
+    method.__name__ = op
+    method.__doc__ = f"In-place :func:`{op[:-1]}`."
+    return method
+
+
+def _inplace_forms():
+    from . import _linalg, _linalg_ops, _pointwise, _reduction, _special_ops  # noqa: F401
+
+    forms = {
+        "addmm_": _linalg.addmm, "addmv_": _linalg.addmv, "addbmm_": _linalg.addbmm,
+        "baddbmm_": _linalg.baddbmm, "addr_": _linalg_ops.addr,
+        "cumsum_": _reduction.cumsum, "cumprod_": _reduction.cumprod,
+        "tril_": None, "triu_": None, "deg2rad_": deg2rad, "rad2deg_": rad2deg,
+        "renorm_": None,
+    }
+    from ._creation import tril, triu
+
+    forms["tril_"], forms["triu_"] = tril, triu
+    forms.pop("renorm_")
+    return {k: _assign(k, v) for k, v in forms.items()}
+
+
+_INPLACE = _inplace_forms()
+addmm_ = _INPLACE["addmm_"]
+addmv_ = _INPLACE["addmv_"]
+
+
+# ---------------------------------------------------------------------------- global switches
+_state = {"threads": None, "interop": None, "deterministic": False, "warn_only": False}
+
+
+def set_num_threads(int: int) -> None:  # noqa: A002
+    """Set the number of threads ember's CPU kernels (Numba) use.
+
+    >>> set_num_threads(get_num_threads())
+    """
+    if int < 1:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    _state["threads"] = int
+    try:
+        import numba
+
+        numba.set_num_threads(_min_threads(int))
+    except (ImportError, ValueError):
+        pass
+
+
+def _min_threads(n: int) -> int:
+    try:
+        import numba
+
+        return min(n, numba.config.NUMBA_NUM_THREADS)
+    except ImportError:  # pragma: no cover
+        return n
+
+
+def get_num_threads() -> int:
+    """The number of threads used for intra-op parallelism on the CPU.
+
+    >>> get_num_threads() >= 1
+    True
+    """
+    if _state["threads"] is not None:
+        return _state["threads"]
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+
+
+def set_num_interop_threads(int: int) -> None:  # noqa: A002
+    """Set the number of inter-op threads (ember runs ops one at a time; recorded only)."""
+    if int < 1:
+        raise RuntimeError("Expected positive number of threads")
+    _state["interop"] = int
+
+
+def get_num_interop_threads() -> int:
+    """The number of inter-op threads.
+
+    >>> get_num_interop_threads() >= 1
+    True
+    """
+    return _state["interop"] or get_num_threads()
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Ask for deterministic algorithms. ember's CPU ops are deterministic already (ordered
+    reductions, a serial scatter-add); the flag is kept for code that checks it.
+
+    >>> use_deterministic_algorithms(False)
+    """
+    _state["deterministic"] = bool(mode)
+    _state["warn_only"] = bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    """Whether :func:`use_deterministic_algorithms` was switched on.
+
+    >>> are_deterministic_algorithms_enabled()
+    False
+    """
+    return _state["deterministic"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    """Whether deterministic mode only warns."""
+    return _state["warn_only"]
+
+
+def set_deterministic_debug_mode(debug_mode) -> None:
+    """``0``/``"default"``, ``1``/``"warn"``, ``2``/``"error"``."""
+    modes = {"default": 0, "warn": 1, "error": 2}
+    mode = modes.get(debug_mode, debug_mode)
+    if mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid debug mode {debug_mode}")
+    use_deterministic_algorithms(mode > 0, warn_only=mode == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    """0, 1 or 2 (see :func:`set_deterministic_debug_mode`)."""
+    if not _state["deterministic"]:
+        return 0
+    return 1 if _state["warn_only"] else 2
+
+
+# ---------------------------------------------------------------------------- Tensor methods
+_METHODS = ("softmax", "log_softmax", "nan_to_num", "nan_to_num_", "diff", "rot90", "isin",
+            "bincount", "histc", "cummax", "cummin", "logcumsumexp", "scatter_reduce",
+            "clamp_min_", "clamp_max_", "isposinf", "isneginf", "isreal", "signbit",
+            "deg2rad", "rad2deg", "positive", "msort", "t_", "transpose_", "swapaxes_",
+            "swapdims_", "squeeze_", "unsqueeze_")
+
+
+def _bind() -> None:
+    g = globals()
+    for name in _METHODS:
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, g[name])
+    for name, fn in _INPLACE.items():
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, fn)
+
+
+_bind()

@@ -1,0 +1,1487 @@
+"""``torch.linalg`` (and the ``torch.*`` linear-algebra names built on it): the registry ops.
+
+Primitives (one registry op each, with a derivative in ember-autograd's
+``derivatives_linalg.py``): ``linalg_det``, ``linalg_slogdet``, ``linalg_inv``,
+``linalg_solve``, ``linalg_solve_triangular``, ``linalg_cholesky``, ``linalg_qr``,
+``linalg_eigh``, ``linalg_svd``, ``linalg_pinv``, ``linalg_matrix_exp``,
+``linalg_vector_norm`` and ``linalg_lu_factor_ex``; ``linalg_ldl_factor_ex``,
+``linalg_ldl_solve``, ``linalg_matrix_rank`` and ``geqrf`` are not differentiable (as in
+PyTorch). Everything else (``matrix_norm``, ``cond``, ``lstsq``, ``lu_solve``, ``multi_dot``,
+``householder_product``, ...) is composed of these and of ember's other ops, so its gradient
+comes from theirs.
+
+Every op takes batches (``(*, m, n)``) and runs on NumPy's LAPACK (``numpy.linalg``, with
+SciPy's LAPACK wrappers, imported lazily, for the LDL factorization) or CuPy's cuSOLVER
+(``cupy.linalg``, ``cupyx.scipy.linalg``). Like PyTorch, float32 and float64 only.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+
+import numpy as np
+
+from ._reduction import _return_type
+from ._registry import array_module, defop, with_out
+from ._tensor import Tensor
+
+_make = Tensor._make
+_abs, _max, _min = builtins.abs, builtins.max, builtins.min
+
+__all__ = [
+    # torch.* names
+    "det", "logdet", "slogdet", "inverse", "cholesky", "cholesky_inverse", "cholesky_solve",
+    "qr", "svd", "pinverse", "matrix_power", "matrix_exp", "lu", "lu_solve", "lu_unpack",
+    "triangular_solve", "geqrf", "orgqr", "ormqr", "chain_matmul", "nuclear_norm",
+    "frobenius_norm", "vdot", "inner", "kron", "diag_embed", "diagflat", "cdist", "dist",
+    "cartesian_prod", "block_diag", "adjoint", "addr", "vander", "svd_lowrank", "pca_lowrank",
+]
+
+
+class LinAlgError(RuntimeError):
+    """Raised for numerically invalid input (a singular matrix, one not positive-definite):
+    ``torch.linalg.LinAlgError``."""
+
+
+class linalg_return_types:
+    """Named tuple types of ``ember.tensor.linalg``'s multi-output ops."""
+
+    slogdet = _return_type("linalg_slogdet", ["sign", "logabsdet"])
+    qr = _return_type("linalg_qr", ["Q", "R"])
+    eigh = _return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+    svd = _return_type("linalg_svd", ["U", "S", "Vh"])
+    lu_factor = _return_type("linalg_lu_factor", ["LU", "pivots"])
+    lu_factor_ex = _return_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+    lu = _return_type("linalg_lu", ["P", "L", "U"])
+    lstsq = _return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+    inv_ex = _return_type("linalg_inv_ex", ["inverse", "info"])
+    cholesky_ex = _return_type("linalg_cholesky_ex", ["L", "info"])
+    solve_ex = _return_type("linalg_solve_ex", ["result", "info"])
+    ldl_factor = _return_type("linalg_ldl_factor", ["LD", "pivots"])
+    ldl_factor_ex = _return_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+    # torch.* forms
+    torch_slogdet = _return_type("slogdet", ["sign", "logabsdet"])
+    torch_qr = _return_type("qr", ["Q", "R"])
+    torch_svd = _return_type("svd", ["U", "S", "V"])
+    lu_unpack = _return_type("lu_unpack", ["P", "L", "U"])
+    triangular_solve = _return_type("triangular_solve", ["solution", "cloned_coefficient"])
+    geqrf = _return_type("geqrf", ["a", "tau"])
+
+
+RT = linalg_return_types
+
+_NAMES = {np.dtype(k): v for k, v in {
+    np.bool_: "Bool", np.uint8: "Byte", np.int8: "Char", np.int16: "Short", np.int32: "Int",
+    np.int64: "Long", np.float16: "Half", np.float32: "Float", np.float64: "Double"}.items()}
+
+
+# ---------------------------------------------------------------------------- checks
+def _check_float(op: str, d, what: str = "input") -> None:
+    if d.dtype.kind != "f" or d.dtype == np.float16:
+        if d.dtype.kind == "f":
+            raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as {what}. "
+                           f"Got {_NAMES.get(d.dtype, d.dtype)}")
+
+
+def _check_matrix(op: str, d, name: str = "A") -> None:
+    if d.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
+
+
+def _check_square(op: str, d, name: str = "A") -> None:
+    _check_matrix(op, d, name)
+    if d.shape[-1] != d.shape[-2]:
+        raise RuntimeError(f"{op}: {name} must be batches of square matrices, but they are "
+                           f"{d.shape[-2]} by {d.shape[-1]} matrices")
+
+
+def _check_same(op: str, a, b) -> None:
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type "
+                           f"{_NAMES.get(a.dtype)} and B of type {_NAMES.get(b.dtype)} instead")
+    if type(a) is not type(b):
+        raise RuntimeError(f"{op}: Expected all tensors to be on the same device")
+
+
+def _xp(d):
+    return array_module(d)
+
+
+def _singular(op: str, what: str = "") -> LinAlgError:
+    return LinAlgError(f"{op}: The diagonal element is zero, the {what or 'inversion'} could "
+                       "not be completed because the input matrix is singular.")
+
+
+def _T(a):
+    return a.swapaxes(-1, -2)
+
+
+def _own(xp, r):
+    return xp.ascontiguousarray(r)
+
+
+# ---------------------------------------------------------------------------- det / inv / solve
+@defop("linalg_det", out=True)
+def linalg_det(A: Tensor) -> Tensor:
+    a = A._data
+    _check_square("linalg.det", a)
+    _check_float("linalg.det", a)
+    xp = _xp(a)
+    return _make(xp.asarray(xp.linalg.det(a)).astype(a.dtype, copy=False))
+
+
+@defop("linalg_slogdet", out=True)
+def linalg_slogdet(A: Tensor):
+    a = A._data
+    _check_square("linalg.slogdet", a)
+    _check_float("linalg.slogdet", a)
+    xp = _xp(a)
+    s, ld = xp.linalg.slogdet(a)
+    return (_make(xp.asarray(s).astype(a.dtype, copy=False)),
+            _make(xp.asarray(ld).astype(a.dtype, copy=False)))
+
+
+@defop("linalg_inv", out=True)
+def linalg_inv(A: Tensor) -> Tensor:
+    a = A._data
+    _check_square("linalg.inv", a)
+    _check_float("linalg.inv", a)
+    xp = _xp(a)
+    try:
+        r = xp.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        raise _singular("linalg.inv") from None
+    return _make(_own(xp, r).astype(a.dtype, copy=False))
+
+
+def _is_vector_rhs(a, b) -> bool:
+    """PyTorch's rule: ``B`` is a (batch of) vector(s) when it is 1-d or has the shape of
+    ``A`` without its last dim."""
+    return b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
+
+
+def _batch_shape(op: str, s1, s2):
+    try:
+        return tuple(np.broadcast_shapes(tuple(s1), tuple(s2)))
+    except ValueError:
+        raise RuntimeError(f"{op}: The size of tensor a must match the size of tensor b at a "
+                           f"batch dimension (batch shapes {list(s1)} and {list(s2)})") from None
+
+
+def _solve_arrays(op: str, a, b, left: bool = True):
+    """``A^{-1} B`` (``B A^{-1}`` when not ``left``) with PyTorch's vector rule and batch
+    broadcasting."""
+    _check_square(op, a)
+    _check_float(op, a)
+    _check_same(op, a, b)
+    xp = _xp(a)
+    vec = _is_vector_rhs(a, b)
+    if not left:
+        if vec:
+            raise RuntimeError(f"{op}: Vector broadcasting of the left hand side is not "
+                               "supported for left=False. In this case linalg.solve is "
+                               "equivalent to B / A.squeeze(-1)")
+        return _T(_solve_arrays(op, _T(a), _T(b), True))
+    bm = b[..., None] if vec else b
+    if bm.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    if bm.shape[-2] != a.shape[-1]:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
+                           f"({a.shape[-2]}x{a.shape[-1]} and {bm.shape[-2]}x{bm.shape[-1]})")
+    batch = _batch_shape(op, a.shape[:-2], bm.shape[:-2])
+    a2 = xp.broadcast_to(a, batch + a.shape[-2:])
+    b2 = xp.broadcast_to(bm, batch + bm.shape[-2:])
+    try:
+        r = xp.linalg.solve(a2, b2)
+    except np.linalg.LinAlgError:
+        raise _singular(op, "solve") from None
+    r = _own(xp, r).astype(a.dtype, copy=False)
+    return r[..., 0] if vec else r
+
+
+@defop("linalg_solve", out=True)
+def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    return _make(_solve_arrays("linalg.solve", A._data, B._data, left))
+
+
+def _tri_solve_arrays(xp, a, b, upper: bool, left: bool, unitriangular: bool):
+    if not left:
+        return _T(_tri_solve_arrays(xp, _T(a), _T(b), not upper, True, unitriangular))
+    t = xp.triu(a) if upper else xp.tril(a)
+    if unitriangular:
+        n = a.shape[-1]
+        idx = xp.arange(n)
+        t = t.copy()
+        t[..., idx, idx] = 1
+    batch = _batch_shape("linalg.solve_triangular", a.shape[:-2], b.shape[:-2])
+    t = xp.broadcast_to(t, batch + t.shape[-2:])
+    b = xp.broadcast_to(b, batch + b.shape[-2:])
+    if xp is np and t.size:
+        try:
+            from scipy.linalg import solve_triangular as st
+        except ImportError:  # pragma: no cover - SciPy missing: a general solve does it
+            st = None
+        if st is not None and t.ndim == 2:
+            return st(t, b, lower=not upper, check_finite=False)
+    with np.errstate(all="ignore"):
+        try:
+            return xp.linalg.solve(t, b)
+        except np.linalg.LinAlgError:
+            raise _singular("linalg.solve_triangular", "solve") from None
+
+
+@defop("linalg_solve_triangular", out=True)
+def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+                            unitriangular: bool = False) -> Tensor:
+    a, b = A._data, B._data
+    op = "linalg.solve_triangular"
+    _check_square(op, a)
+    _check_float(op, a)
+    _check_same(op, a, b)
+    _check_matrix(op, b, "B")
+    k = a.shape[-1]
+    if (b.shape[-2] if left else b.shape[-1]) != k:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({a.shape[-2]}x{a.shape[-1]} and "
+                           f"{b.shape[-2]}x{b.shape[-1]})")
+    xp = _xp(a)
+    r = _tri_solve_arrays(xp, a, b, upper, left, unitriangular)
+    return _make(_own(xp, r).astype(a.dtype, copy=False))
+
+
+# ---------------------------------------------------------------------------- factorizations
+@defop("linalg_cholesky", out=True)
+def linalg_cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    a = A._data
+    _check_square("linalg.cholesky", a)
+    _check_float("linalg.cholesky", a)
+    xp = _xp(a)
+    try:
+        r = xp.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        raise LinAlgError("linalg.cholesky: The factorization could not be completed because "
+                          "the input is not positive-definite.") from None
+    if xp is not np and bool(xp.isnan(r).any()):
+        raise LinAlgError("linalg.cholesky: The factorization could not be completed because "
+                          "the input is not positive-definite.")
+    r = _own(xp, r).astype(a.dtype, copy=False)
+    return _make(_own(xp, _T(r)) if upper else r)
+
+
+@defop("linalg_qr", out=True)
+def linalg_qr(A: Tensor, mode: str = "reduced"):
+    a = A._data
+    _check_matrix("linalg.qr", a)
+    _check_float("linalg.qr", a)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           "'reduced' (default), 'r', or 'complete'")
+    xp = _xp(a)
+    if mode == "r":
+        r = xp.linalg.qr(a, mode="r")
+        return _make(xp.zeros((0,), a.dtype)), _make(_own(xp, r).astype(a.dtype, copy=False))
+    q, r = xp.linalg.qr(a, mode=mode)
+    return (_make(_own(xp, q).astype(a.dtype, copy=False)),
+            _make(_own(xp, r).astype(a.dtype, copy=False)))
+
+
+@defop("linalg_eigh", out=True)
+def linalg_eigh(A: Tensor, UPLO: str = "L"):
+    a = A._data
+    _check_square("linalg.eigh", a)
+    _check_float("linalg.eigh", a)
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got "
+                           f"{UPLO}")
+    xp = _xp(a)
+    w, v = xp.linalg.eigh(a, UPLO=UPLO)
+    return (_make(_own(xp, w).astype(a.dtype, copy=False)),
+            _make(_own(xp, v).astype(a.dtype, copy=False)))
+
+
+@defop("linalg_svd", out=True)
+def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver=None):
+    a = A._data
+    _check_matrix("linalg.svd", a)
+    _check_float("linalg.svd", a)
+    if driver is not None and _xp(a) is np:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on "
+                           "CUDA inputs with cuSOLVER backend.")
+    xp = _xp(a)
+    m, n = a.shape[-2:]
+    if a.size == 0:
+        k = _min(m, n)
+        bs = a.shape[:-2]
+        um, vn = (m, n) if full_matrices else (k, k)
+        u = xp.broadcast_to(xp.eye(m, um, dtype=a.dtype), bs + (m, um)).copy()
+        vh = xp.broadcast_to(xp.eye(vn, n, dtype=a.dtype), bs + (vn, n)).copy()
+        return _make(u), _make(xp.zeros(bs + (k,), a.dtype)), _make(vh)
+    u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
+    return (_make(_own(xp, u).astype(a.dtype, copy=False)),
+            _make(_own(xp, s).astype(a.dtype, copy=False)),
+            _make(_own(xp, vh).astype(a.dtype, copy=False)))
+
+
+def _tols(xp, s, atol, rtol, shape):
+    """PyTorch's cut-off for pinv / matrix_rank: ``max(atol, rtol * sigma_max)``."""
+    eps = float(np.finfo(s.dtype).eps)
+
+    def arr(v):
+        if isinstance(v, Tensor):
+            return v._data
+        return v
+
+    atol, rtol = arr(atol), arr(rtol)
+    if rtol is None:
+        rtol = eps * _max(shape[-2], shape[-1]) if atol is None else 0.0
+    atol = 0.0 if atol is None else atol
+    smax = s.max(axis=-1, keepdims=True) if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,),
+                                                                       s.dtype)
+    atol = xp.asarray(atol, dtype=s.dtype)
+    rtol = xp.asarray(rtol, dtype=s.dtype)
+    if atol.ndim:
+        atol = atol[..., None]
+    if rtol.ndim:
+        rtol = rtol[..., None]
+    return xp.maximum(atol, rtol * smax)
+
+
+@defop("linalg_pinv", out=True)
+def linalg_pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    a = A._data
+    _check_matrix("linalg.pinv", a)
+    _check_float("linalg.pinv", a)
+    xp = _xp(a)
+    m, n = a.shape[-2:]
+    if a.size == 0:
+        return _make(xp.zeros(a.shape[:-2] + (n, m), a.dtype))
+    if hermitian:
+        w, v = xp.linalg.eigh(a)
+        tol = _tols(xp, xp.abs(w), atol, rtol, a.shape)
+        winv = xp.where(xp.abs(w) > tol, 1 / xp.where(w == 0, 1, w), 0)
+        r = (v * winv[..., None, :]) @ _T(v)
+    else:
+        u, s, vh = xp.linalg.svd(a, full_matrices=False)
+        tol = _tols(xp, s, atol, rtol, a.shape)
+        sinv = xp.where(s > tol, 1 / xp.where(s == 0, 1, s), 0)
+        r = (_T(vh) * sinv[..., None, :]) @ _T(u)
+    return _make(_own(xp, r).astype(a.dtype, copy=False))
+
+
+@defop("linalg_matrix_rank", out=True, differentiable=False)
+def linalg_matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    a = A._data
+    _check_matrix("linalg.matrix_rank", a)
+    _check_float("linalg.matrix_rank", a)
+    xp = _xp(a)
+    if a.size == 0:
+        return _make(xp.zeros(a.shape[:-2], np.int64))
+    s = xp.abs(xp.linalg.eigvalsh(a)) if hermitian else xp.linalg.svd(a, compute_uv=False)
+    tol = _tols(xp, s, atol, rtol, a.shape)
+    return _make(xp.asarray((s > tol).sum(-1)).astype(np.int64))
+
+
+def _expm(xp, a):
+    if xp is np:
+        try:
+            from scipy.linalg import expm
+        except ImportError:  # pragma: no cover
+            expm = None
+        if expm is not None:
+            return expm(a)
+    else:
+        from cupyx.scipy.linalg import expm
+
+        if a.ndim == 2:
+            return expm(a)
+    return _expm_pade(xp, a)
+
+
+def _expm_pade(xp, a):
+    """Scaling and squaring with a degree-13 Padé approximant (batched, any array module)."""
+    b = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
+         129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
+         40840800., 960960., 16380., 182., 1.)
+    norm = xp.abs(a).sum(-2).max(-1) if a.size else xp.zeros(a.shape[:-2])
+    nmax = float(norm.max()) if norm.size else 0.0
+    s = _max(0, int(math.ceil(math.log2(nmax / 5.371920351148152)))) if nmax > 0 else 0
+    a = a / (2.0 ** s)
+    n = a.shape[-1]
+    ident = xp.broadcast_to(xp.eye(n, dtype=a.dtype), a.shape)
+    a2 = a @ a
+    a4 = a2 @ a2
+    a6 = a4 @ a2
+    u = a @ (a6 @ (b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 + b[3] * a2
+             + b[1] * ident)
+    v = a6 @ (b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 + \
+        b[0] * ident
+    r = xp.linalg.solve(v - u, v + u)
+    for _ in range(s):
+        r = r @ r
+    return r
+
+
+@defop("linalg_matrix_exp", out=True)
+def linalg_matrix_exp(A: Tensor) -> Tensor:
+    a = A._data
+    _check_square("linalg.matrix_exp", a)
+    _check_float("linalg.matrix_exp", a)
+    xp = _xp(a)
+    if a.size == 0:
+        return _make(a.copy())
+    if xp is not np and a.ndim > 2:
+        r = xp.stack([_expm(xp, m) for m in a.reshape((-1,) + a.shape[-2:])])
+        r = r.reshape(a.shape)
+    else:
+        r = _expm(xp, a)
+    return _make(_own(xp, r).astype(a.dtype, copy=False))
+
+
+def _lu_batch(xp, a, pivot: bool):
+    """LAPACK ``getrf`` on each matrix of ``a``: (LU, 1-based int32 pivots, int32 info)."""
+    m, n = a.shape[-2:]
+    k = _min(m, n)
+    batch = a.shape[:-2]
+    flat = a.reshape((-1, m, n))
+    lus = xp.empty_like(flat)
+    pivs = np.empty((flat.shape[0], k), np.int32)
+    info = np.zeros(flat.shape[0], np.int32)
+    if not pivot:
+        if xp is not np:
+            raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on "
+                               "the CUDA backend of ember")
+        for i, mat in enumerate(flat):
+            lu = mat.astype(a.dtype, copy=True)
+            for j in range(k):
+                if lu[j, j] == 0:
+                    info[i] = j + 1 if info[i] == 0 else info[i]
+                    continue
+                lu[j + 1:, j] /= lu[j, j]
+                lu[j + 1:, j + 1:] -= np.outer(lu[j + 1:, j], lu[j, j + 1:])
+            lus[i] = lu
+            pivs[i] = np.arange(1, k + 1, dtype=np.int32)
+        return lus.reshape(a.shape), pivs.reshape(batch + (k,)), info.reshape(batch)
+    if xp is np:
+        from scipy.linalg import lapack
+
+        getrf = lapack.dgetrf if a.dtype == np.float64 else lapack.sgetrf
+        for i, mat in enumerate(flat):
+            lu, piv, inf = getrf(mat)
+            lus[i] = lu
+            pivs[i] = piv[:k] + 1
+            info[i] = inf
+    else:
+        import warnings
+
+        from cupyx.scipy.linalg import lu_factor
+
+        for i, mat in enumerate(flat):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lu, piv = lu_factor(mat)
+            lus[i] = lu
+            pivs[i] = xp.asnumpy(piv[:k]) + 1
+            d = xp.asnumpy(xp.diagonal(lu))[:k]
+            zero = np.nonzero(d == 0)[0]
+            info[i] = zero[0] + 1 if zero.size else 0
+    return lus.reshape(a.shape), pivs.reshape(batch + (k,)), info.reshape(batch)
+
+
+@defop("linalg_lu_factor_ex", out=True)
+def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False):
+    a = A._data
+    _check_matrix("linalg.lu_factor_ex", a)
+    _check_float("linalg.lu_factor_ex", a)
+    xp = _xp(a)
+    lu, piv, info = _lu_batch(xp, a, pivot)
+    if check_errors and info.size and (info > 0).any():
+        bad = int(info.reshape(-1)[np.nonzero(info.reshape(-1))[0][0]])
+        raise LinAlgError(f"linalg.lu_factor_ex: U[{bad},{bad}] is zero and using it on "
+                          "lu_solve would result in a division by zero. If you still want to "
+                          "perform the factorization, consider calling linalg.lu(A, "
+                          "pivot) or linalg.lu_factor_ex(A, pivot)")
+    to = (lambda v: v) if xp is np else xp.asarray
+    return _make(lu), _make(to(piv)), _make(to(info))
+
+
+@defop("linalg_vector_norm", out=True)
+def linalg_vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *,
+                       dtype=None) -> Tensor:
+    from ._reduction import _dims
+
+    d = x._data
+    if d.dtype.kind not in "f":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {_NAMES.get(d.dtype, d.dtype)}")
+    if isinstance(ord, Tensor) or not isinstance(ord, numbers.Real):
+        raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not "
+                        f"{type(ord).__name__}")
+    xp = _xp(d)
+    if dtype is not None:
+        d = d.astype(_dtype_np(dtype))
+    dims = _dims(dim, d.ndim, "linalg.vector_norm") if dim is not None else \
+        tuple(range(d.ndim))
+    axes = tuple(dims) if d.ndim else None
+    acc = np.float32 if d.dtype == np.float16 else d.dtype
+    a = xp.abs(d).astype(acc, copy=False)
+    if d.size == 0 and ord < 0 or (d.size == 0 and math.isinf(ord) and
+                                   any(d.shape[i] == 0 for i in dims)):
+        raise RuntimeError("linalg.vector_norm cannot compute the "
+                           f"{ord} norm on an empty tensor because the operation does not "
+                           "have an identity")
+    if ord == math.inf:
+        r = a.max(axis=axes, keepdims=keepdim)
+    elif ord == -math.inf:
+        r = a.min(axis=axes, keepdims=keepdim)
+    elif ord == 0:
+        r = (a != 0).sum(axis=axes, keepdims=keepdim).astype(acc)
+    elif ord == 1:
+        r = a.sum(axis=axes, keepdims=keepdim)
+    elif ord == 2:
+        r = xp.sqrt((a * a).sum(axis=axes, keepdims=keepdim))
+    else:
+        with np.errstate(divide="ignore"):
+            r = (a ** ord).sum(axis=axes, keepdims=keepdim) ** (1.0 / ord)
+    return _make(xp.asarray(r).astype(d.dtype, copy=False))
+
+
+def _dtype_np(dtype):
+    from . import _dtype as D
+
+    if isinstance(dtype, D.dtype):
+        return dtype.np
+    return np.dtype(dtype)
+
+
+@defop("linalg_ldl_factor_ex", out=True, differentiable=False)
+def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False):
+    a = A._data
+    _check_square("linalg.ldl_factor_ex", a)
+    _check_float("linalg.ldl_factor_ex", a)
+    xp = _xp(a)
+    if xp is not np:
+        raise NotImplementedError("linalg.ldl_factor: not implemented on ember's CUDA backend "
+                                  "(cuSOLVER has no sytrf); use .cpu()")
+    from scipy.linalg import lapack
+
+    sytrf = lapack.dsytrf if a.dtype == np.float64 else lapack.ssytrf
+    n = a.shape[-1]
+    flat = a.reshape((-1, n, n))
+    lds = np.empty_like(flat)
+    pivs = np.empty((flat.shape[0], n), np.int32)
+    info = np.zeros(flat.shape[0], np.int32)
+    for i, mat in enumerate(flat):
+        ld, piv, inf = sytrf(mat, lower=1)
+        lds[i] = np.tril(ld)
+        pivs[i] = piv
+        info[i] = inf
+    if check_errors and (info != 0).any():
+        raise LinAlgError("linalg.ldl_factor_ex: the factorization could not be completed")
+    return (_make(lds.reshape(a.shape)), _make(pivs.reshape(a.shape[:-1])),
+            _make(info.reshape(a.shape[:-2])))
+
+
+@defop("linalg_ldl_solve", out=True, differentiable=False)
+def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False):
+    ld, piv, b = LD._data, pivots._data, B._data
+    _check_square("linalg.ldl_solve", ld, "LD")
+    _check_float("linalg.ldl_solve", ld)
+    _check_same("linalg.ldl_solve", ld, b)
+    if _xp(ld) is not np:
+        raise NotImplementedError("linalg.ldl_solve: not implemented on ember's CUDA backend")
+    from scipy.linalg import lapack
+
+    sytrs = lapack.dsytrs if ld.dtype == np.float64 else lapack.ssytrs
+    n = ld.shape[-1]
+    batch = _batch_shape("linalg.ldl_solve", ld.shape[:-2], b.shape[:-2])
+    ldb = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape((-1, n, n))
+    pb = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape((-1, n))
+    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    out = np.empty(bb.shape, ld.dtype)
+    for i in range(bb.shape[0]):
+        x, _ = sytrs(ldb[i], pb[i], bb[i], lower=1)
+        out[i] = x
+    return _make(out.reshape(batch + b.shape[-2:]))
+
+
+@defop("geqrf", out=True, differentiable=False)
+def _geqrf(input: Tensor):
+    a = input._data
+    _check_matrix("geqrf", a, "input")
+    _check_float("geqrf", a)
+    xp = _xp(a)
+    if xp is not np:
+        a = xp.asnumpy(a)
+    h, tau = np.linalg.qr(a, mode="raw")
+    h, tau = np.ascontiguousarray(_T(h)), np.ascontiguousarray(tau)
+    if xp is not np:
+        h, tau = xp.asarray(h), xp.asarray(tau)
+    return _make(h.astype(a.dtype, copy=False)), _make(tau.astype(a.dtype, copy=False))
+
+
+def geqrf(input: Tensor, *, out=None):
+    """QR factorization in LAPACK's ``geqrf`` form ``(a, tau)``: R in the upper triangle, the
+    Householder reflectors below it (``torch.geqrf``; not differentiable).
+
+    >>> geqrf(eye(2)).tau.shape
+    ember.Size([2])
+    """
+    from ._registry import write_out
+
+    r = _geqrf(input)
+    if out is not None:
+        r = write_out("geqrf", r, out)
+    return RT.geqrf(*r)
+
+
+# ---------------------------------------------------------------------------- composites
+def _et():
+    from . import _creation, _indexing, _linalg, _pointwise, _reduction, _shape
+
+    return _creation, _indexing, _linalg, _pointwise, _reduction, _shape
+
+
+def _eye_like(A: Tensor, n: int | None = None) -> Tensor:
+    from ._creation import eye
+
+    n = A.shape[-1] if n is None else n
+    return eye(n, dtype=A.dtype, device=A.device)
+
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Batches of matrices with the last dim of ``input`` on their ``offset`` diagonal (the
+    two new dims are ``dim1`` and ``dim2``).
+
+    >>> diag_embed(tensor([[1., 2.]])).shape
+    ember.Size([1, 2, 2])
+    """
+    from ._creation import zeros
+    from ._shape import diagonal_scatter, movedim  # noqa: F401
+
+    n = input.shape[-1] + _abs(offset) if input.dim() else 1
+    out_dim = input.dim() + 1
+    from ._tensor import _wrap_dim
+
+    d1 = _wrap_dim(dim1, out_dim, "diag_embed")
+    d2 = _wrap_dim(dim2, out_dim, "diag_embed")
+    if d1 == d2:
+        raise RuntimeError(f"diag_embed(): diagonal dimensions cannot be identical {dim1}, "
+                           f"{dim2}")
+    shape = list(input.shape[:-1])
+    lo, hi = sorted((d1, d2))
+    shape.insert(lo, n)
+    shape.insert(hi, n)
+    base = zeros(*shape, dtype=input.dtype, device=input.device)
+    from ._shape import diagonal_scatter as ds
+
+    return ds(base, input, offset, d1, d2)
+
+
+def _diag(v: Tensor) -> Tensor:
+    """Batched diagonal matrices from the last dim of ``v`` (differentiable)."""
+    return v.unsqueeze(-1) * _eye_like(v, v.shape[-1])
+
+
+def _perm_from_pivots(piv: Tensor, m: int):
+    """int64 array ``(*, m)``: ``perm`` with ``P^T A = A[perm]``."""
+    xp = _xp(piv._data)
+    p = piv._data if xp is np else xp.asnumpy(piv._data)
+    k = p.shape[-1]
+    flat = p.reshape(-1, k).astype(np.int64) - 1
+    perms = np.broadcast_to(np.arange(m), (flat.shape[0], m)).copy()
+    for b in range(flat.shape[0]):
+        for i in range(k):
+            j = flat[b, i]
+            if j != i:
+                perms[b, [i, j]] = perms[b, [j, i]]
+    perms = perms.reshape(p.shape[:-1] + (m,))
+    return perms if xp is np else xp.asarray(perms)
+
+
+def _rows(Y: Tensor, perm) -> Tensor:
+    """``Y[..., perm, :]`` along dim -2 with a batched permutation (differentiable gather)."""
+    from ._indexing import gather
+
+    idx = Tensor._make(perm)
+    batch = tuple(np.broadcast_shapes(tuple(idx.shape[:-1]), tuple(Y.shape[:-2])))
+    Y = Y.expand(*batch, *Y.shape[-2:])
+    idx = idx.unsqueeze(-1).expand(*batch, idx.shape[-1], Y.shape[-1])
+    return gather(Y, -2, idx)
+
+
+def _inverse_perm(perm):
+    xp = _xp(perm)
+    return xp.argsort(perm, axis=-1)
+
+
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
+              unpack_pivots: bool = True, *, out=None):
+    """``(P, L, U)`` from ``lu_factor``'s packed ``LU`` and ``pivots``.
+
+    >>> lu_unpack(*linalg.lu_factor(eye(2))).P
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    from ._creation import eye, tril, triu, zeros
+    from ._pointwise import add
+    from ._shape import narrow
+
+    m, n = LU_data.shape[-2:]
+    k = _min(m, n)
+    if unpack_data:
+        L = add(tril(narrow(LU_data, -1, 0, k), -1), eye(m, k, dtype=LU_data.dtype,
+                                                          device=LU_data.device))
+        U = triu(narrow(LU_data, -2, 0, k))
+    else:
+        L = zeros(0, dtype=LU_data.dtype, device=LU_data.device)
+        U = zeros(0, dtype=LU_data.dtype, device=LU_data.device)
+    if unpack_pivots:
+        perm = _perm_from_pivots(LU_pivots, m)
+        xp = _xp(LU_data._data)
+        # P^T = I[perm] -> P[i, perm... ]: P[perm[j], j] = 1
+        pt = xp.eye(m, dtype=LU_data._data.dtype)[perm]
+        P = _make(xp.ascontiguousarray(_T(pt)))
+    else:
+        P = zeros(0, dtype=LU_data.dtype, device=LU_data.device)
+    r = RT.lu_unpack(P, L, U)
+    if out is not None:
+        from ._registry import write_out
+
+        return RT.lu_unpack(*write_out("lu_unpack", tuple(r), out))
+    return r
+
+
+def _ret(kind, values, out, name):
+    if out is not None:
+        from ._registry import write_out
+
+        values = write_out(name, tuple(values), out)
+    return kind(*values)
+
+
+def _solve_tri(A, B, *, upper, left=True, unitriangular=False):
+    return linalg_solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular)
+
+
+def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
+              adjoint: bool = False) -> Tensor:
+    op = "linalg.lu_solve"
+    _check_square(op, LU._data, "LU")
+    _check_float(op, LU._data)
+    _check_same(op, LU._data, B._data)
+    _check_matrix(op, B._data, "B")
+    n = LU.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+    perm = _perm_from_pivots(pivots, n)
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return _lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+    if not adjoint:  # A = P L U: X = U^-1 L^-1 P^T B
+        Y = _rows(B, perm)
+        Y = _solve_tri(LU, Y, upper=False, unitriangular=True)
+        return _solve_tri(LU, Y, upper=True)
+    # A^T X = B: U^T L^T P^T X = B -> X = P L^-T U^-T B
+    Y = _solve_tri(LU.mT, B, upper=False)
+    Y = _solve_tri(LU.mT, Y, upper=True, unitriangular=True)
+    return _rows(Y, _inverse_perm(perm))
+
+
+# ---------------------------------------------------------------------------- torch.* forms
+@with_out
+def det(input: Tensor) -> Tensor:
+    """Determinant of a (batch of) square matrices (``torch.det``).
+
+    >>> det(tensor([[2., 0.], [0., 3.]]))
+    tensor(6.)
+    """
+    return linalg_det(input)
+
+
+def logdet(input: Tensor) -> Tensor:
+    """``log(det(A))``: nan for a negative determinant, -inf for zero (``torch.logdet``).
+
+    >>> logdet(eye(2))
+    tensor(0.)
+    """
+    from ._creation import full_like
+    from ._pointwise import where
+
+    sign, ld = linalg_slogdet(input)
+    ld = where(sign == 0, full_like(ld, -math.inf), ld)
+    return where(sign < 0, full_like(ld, math.nan), ld)
+
+
+def slogdet(input: Tensor, *, out=None):
+    """``(sign, logabsdet)`` of the determinant (``torch.slogdet``).
+
+    >>> slogdet(tensor([[-2., 0.], [0., 1.]])).sign
+    tensor(-1.)
+    """
+    return _ret(RT.torch_slogdet, linalg_slogdet(input), out, "slogdet")
+
+
+@with_out
+def inverse(input: Tensor) -> Tensor:
+    """Inverse of a (batch of) square matrices (``torch.inverse``).
+
+    >>> inverse(tensor([[2., 0.], [0., 4.]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.2500]])
+    """
+    return linalg_inv(input)
+
+
+@with_out
+def cholesky(input: Tensor, upper: bool = False) -> Tensor:
+    """Cholesky factor of a symmetric positive-definite matrix (``torch.cholesky``).
+
+    >>> cholesky(tensor([[4., 0.], [0., 9.]]))
+    tensor([[2., 0.],
+            [0., 3.]])
+    """
+    return linalg_cholesky(input, upper=upper)
+
+
+@with_out
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
+    """Solve ``A X = B`` given ``B`` (``input``) and the Cholesky factor of ``A``
+    (``input2``).
+
+    >>> cholesky_solve(tensor([[2.], [4.]]), tensor([[1., 0.], [0., 2.]]))
+    tensor([[2.],
+            [1.]])
+    """
+    L = input2.mT if upper else input2
+    Y = _solve_tri(L, input, upper=False)
+    return _solve_tri(L.mT, Y, upper=True)
+
+
+@with_out
+def cholesky_inverse(input: Tensor, upper: bool = False) -> Tensor:
+    """Inverse of ``A`` from its Cholesky factor (``torch.cholesky_inverse``).
+
+    >>> cholesky_inverse(tensor([[2., 0.], [0., 1.]]))
+    tensor([[0.2500, 0.0000],
+            [0.0000, 1.0000]])
+    """
+    return cholesky_solve(_eye_like(input).expand(*input.shape), input, upper)
+
+
+def qr(input: Tensor, some: bool = True, *, out=None):
+    """``(Q, R)`` (``torch.qr``; ``some=False`` gives the complete factorization).
+
+    >>> qr(eye(2)).R
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    return _ret(RT.torch_qr, linalg_qr(input, "reduced" if some else "complete"), out, "qr")
+
+
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
+    """``(U, S, V)`` with ``input = U diag(S) V^T`` (``torch.svd``: V, not Vh).
+
+    >>> svd(eye(2)).S
+    tensor([1., 1.])
+    """
+    if not compute_uv:
+        from ._creation import zeros
+
+        S = linalg_svd(input, full_matrices=False)[1]
+        m, n = input.shape[-2:]
+        z = zeros(*input.shape[:-2], m, m if not some else _min(m, n), dtype=input.dtype,
+                  device=input.device)
+        zv = zeros(*input.shape[:-2], n, n if not some else _min(m, n), dtype=input.dtype,
+                   device=input.device)
+        return _ret(RT.torch_svd, (z, S, zv), out, "svd")
+    U, S, Vh = linalg_svd(input, full_matrices=not some)
+    return _ret(RT.torch_svd, (U, S, Vh.mT), out, "svd")
+
+
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
+    """Pseudo-inverse (``torch.pinverse``; ``rcond`` is ``linalg.pinv``'s ``rtol``).
+
+    >>> pinverse(tensor([[2., 0.], [0., 0.]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.0000]])
+    """
+    return linalg_pinv(input, rtol=rcond)
+
+
+def _matrix_power(A: Tensor, n: int) -> Tensor:
+    if not isinstance(n, numbers.Integral) or isinstance(n, bool):
+        raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    _check_square("linalg.matrix_power", A._data)
+    if n == 0:
+        return _eye_like(A).expand(*A.shape).clone()
+    if n < 0:
+        A = linalg_inv(A)
+        n = -n
+    result = None
+    base = A
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return result
+
+
+@with_out
+def matrix_power(input: Tensor, n: int) -> Tensor:
+    """``input`` multiplied by itself ``n`` times (the inverse's power for ``n < 0``).
+
+    >>> matrix_power(tensor([[1., 1.], [0., 1.]]), 3)
+    tensor([[1., 3.],
+            [0., 1.]])
+    """
+    return _matrix_power(input, n)
+
+
+@with_out
+def matrix_exp(input: Tensor) -> Tensor:
+    """Matrix exponential (``torch.matrix_exp``).
+
+    >>> matrix_exp(zeros(2, 2))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    return linalg_matrix_exp(input)
+
+
+def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None):
+    """``(LU, pivots)`` (and ``infos`` when ``get_infos``): ``torch.lu``.
+
+    >>> lu(eye(2))[1]
+    tensor([1, 2], dtype=ember.int32)
+    """
+    LU, piv, info = linalg_lu_factor_ex(A, pivot=pivot)
+    r = (LU, piv, info) if get_infos else (LU, piv)
+    if out is not None:
+        from ._registry import write_out
+
+        return write_out("lu", r, out)
+    return r
+
+
+@with_out
+def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
+    """Solve ``A x = b`` from ``A``'s ``lu`` factorization (``torch.lu_solve``).
+
+    >>> lu_solve(tensor([[2.], [3.]]), *lu(eye(2)))
+    tensor([[2.],
+            [3.]])
+    """
+    return _lu_solve(LU_data, LU_pivots, b)
+
+
+def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False, *, out=None):
+    """``(X, A.clone())`` solving ``op(A) X = b`` for triangular ``A`` (deprecated
+    ``torch.triangular_solve``).
+
+    >>> triangular_solve(tensor([[2.], [2.]]), tensor([[1., 1.], [0., 2.]])).solution
+    tensor([[1.],
+            [1.]])
+    """
+    from ._tensor import Tensor as _T2  # noqa: F401
+
+    M = A.mT if transpose else A
+    X = _solve_tri(M, b, upper=(upper != transpose), unitriangular=unitriangular)
+    return _ret(RT.triangular_solve, (X, A.clone()), out, "triangular_solve")
+
+
+def householder_product(A: Tensor, tau: Tensor) -> Tensor:
+    """The first ``n`` columns of the product of Householder reflectors ``I - tau_i v_i
+    v_i^T`` stored below the diagonal of ``A`` (``torch.linalg.householder_product``).
+
+    >>> householder_product(zeros(2, 2), zeros(2))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    from ._creation import zeros
+    from ._shape import cat, narrow
+
+    op = "torch.linalg.householder_product"
+    _check_matrix(op, A._data)
+    _check_float(op, A._data)
+    m, n = A.shape[-2:]
+    k = tau.shape[-1]
+    if m < n:
+        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if k > n:
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    eye_m = _eye_like(A, m)
+    Q = eye_m.expand(*A.shape[:-2], m, m)
+    for i in range(k):
+        col = narrow(narrow(A, -1, i, 1), -2, i + 1, m - i - 1)
+        one = zeros(*A.shape[:-2], 1, 1, dtype=A.dtype, device=A.device) + 1
+        parts = ([zeros(*A.shape[:-2], i, 1, dtype=A.dtype, device=A.device)] if i else []) + \
+            [one] + ([col] if m - i - 1 else [])
+        v = cat(parts, -2)  # (*, m, 1)
+        t = narrow(tau, -1, i, 1).unsqueeze(-1)
+        Q = Q - (Q @ v) @ (v.mT * t)
+    return narrow(Q, -1, 0, n)
+
+
+@with_out
+def orgqr(input: Tensor, tau: Tensor) -> Tensor:
+    """Alias of :func:`householder_product` (``torch.orgqr``).
+
+    >>> orgqr(*geqrf(eye(2))).abs()
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    return householder_product(input, tau)
+
+
+@with_out
+def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
+          transpose: bool = False) -> Tensor:
+    """Multiply ``input3`` by the full ``Q`` of a ``geqrf`` factorization (``torch.ormqr``).
+
+    >>> ormqr(*geqrf(eye(2)), eye(2)).abs()
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    from ._creation import zeros
+    from ._shape import cat
+
+    m = input.shape[-2]
+    A = input
+    if A.shape[-1] < m:  # the full m x m Q: pad with zero reflectors
+        pad = zeros(*A.shape[:-1], m - A.shape[-1], dtype=A.dtype, device=A.device)
+        A = cat([A, pad], -1)
+    Q = householder_product(A, input2)
+    if transpose:
+        Q = Q.mT
+    return Q @ input3 if left else input3 @ Q
+
+
+def chain_matmul(*matrices, out=None) -> Tensor:
+    """Product of the matrices (deprecated ``torch.chain_matmul``; see ``linalg.multi_dot``).
+
+    >>> chain_matmul(eye(2), eye(2)).shape
+    ember.Size([2, 2])
+    """
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if len(matrices) == 1:
+        r = matrices[0].clone()
+    else:
+        r = multi_dot(list(matrices))
+    if out is not None:
+        from ._registry import write_out
+
+        return write_out("chain_matmul", r, out)
+    return r
+
+
+def _multi_dot(tensors) -> Tensor:
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    first_vec = ts[0].dim() == 1
+    last_vec = ts[-1].dim() == 1
+    if first_vec:
+        ts[0] = ts[0].unsqueeze(0)
+    if last_vec:
+        ts[-1] = ts[-1].unsqueeze(-1)
+    for i, t in enumerate(ts):
+        if t.dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
+    # optimal order by dynamic programming over the chain's dimensions
+    dims = [ts[0].shape[0]] + [t.shape[1] for t in ts]
+    n = len(ts)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+
+    def prod(i, j):
+        if i == j:
+            return ts[i]
+        k = split[i][j]
+        return prod(i, k) @ prod(k + 1, j)
+
+    r = prod(0, n - 1)
+    if first_vec:
+        r = r.squeeze(0)
+    if last_vec:
+        r = r.squeeze(-1)
+    return r
+
+
+multi_dot = with_out(_multi_dot)
+multi_dot.__name__ = "multi_dot"
+
+
+def _matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
+                 dtype=None) -> Tensor:
+    from ._reduction import amax, amin
+    from ._reduction import sum as _sum
+
+    op = "linalg.matrix_norm"
+    if A.dim() < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    _check_float(op, A._data)
+    if dtype is not None:
+        A = A.to(dtype=dtype)
+    d0, d1 = (int(d) % A.dim() for d in dim)
+    if ord == "fro":
+        return linalg_vector_norm(A, 2, (d0, d1), keepdim)
+    if ord == "nuc" or ord in (2, -2):
+        perm = [i for i in range(A.dim()) if i not in (d0, d1)] + [d0, d1]
+        s = linalg_svd(A.permute(*perm), False)[1]
+        if ord == "nuc":
+            r = _sum(s, -1)
+        elif ord == 2:
+            r = amax(s, -1)
+        else:
+            r = amin(s, -1)
+        if keepdim:
+            for d in sorted((d0, d1)):
+                r = r.unsqueeze(d)
+        return r
+    if ord in (1, -1, math.inf, -math.inf):
+        red, keep = (d0, d1) if ord in (1, -1) else (d1, d0)
+        s = _sum(A.abs(), red, keepdim=True)
+        r = amax(s, keep, keepdim=True) if ord > 0 else amin(s, keep, keepdim=True)
+        if not keepdim:
+            r = r.squeeze(_max(d0, d1)).squeeze(_min(d0, d1))
+        return r
+    raise RuntimeError(f"{op}: Order {ord} not supported.")
+
+
+matrix_norm = with_out(_matrix_norm)
+matrix_norm.__name__ = "matrix_norm"
+
+
+def _norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    if dim is not None and not isinstance(dim, (int, np.integer)):
+        dim = tuple(dim)
+    if isinstance(dim, tuple) and len(dim) == 2:
+        return _matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
+    if dim is None and ord is not None:
+        if A.dim() == 2:
+            return _matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+        if A.dim() != 1:
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input "
+                               f"must be 1D or 2D. Got {A.dim()}D.")
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.norm: Order {ord} not supported for vector norms.")
+    return linalg_vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+linalg_norm = with_out(_norm)
+linalg_norm.__name__ = "norm"
+
+
+def nuclear_norm(input: Tensor, dim=None, keepdim: bool = False, *, out=None) -> Tensor:
+    """Sum of the singular values (``torch.nuclear_norm``).
+
+    >>> nuclear_norm(eye(3))
+    tensor(3.)
+    """
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    r = _matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
+    if out is not None:
+        from ._registry import write_out
+
+        return write_out("nuclear_norm", r, out)
+    return r
+
+
+@with_out
+def frobenius_norm(input: Tensor, dim=(-2, -1), keepdim: bool = False) -> Tensor:
+    """Frobenius norm over ``dim`` (deprecated ``torch.frobenius_norm``).
+
+    >>> frobenius_norm(ones(2, 2))
+    tensor(2.)
+    """
+    return linalg_vector_norm(input, 2, dim, keepdim)
+
+
+@with_out
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """Dot product of two 1-d tensors (``torch.vdot``; real tensors: :func:`dot`).
+
+    >>> vdot(tensor([1., 2.]), tensor([3., 4.]))
+    tensor(11.)
+    """
+    from ._linalg import dot
+
+    return dot(input, other)
+
+
+@with_out
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product over the last dims (``torch.inner``; scalars multiply).
+
+    >>> inner(tensor([1., 2.]), tensor([[1., 0.], [0., 1.]]))
+    tensor([1., 2.])
+    """
+    from ._linalg import tensordot
+
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, dims=([-1], [-1]))
+
+
+@with_out
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    """Kronecker product (``torch.kron``).
+
+    >>> kron(eye(2), ones(1, 2))
+    tensor([[1., 1., 0., 0.],
+            [0., 0., 1., 1.]])
+    """
+    n = _max(input.dim(), other.dim())
+    a = input.reshape(*([1] * (n - input.dim())), *input.shape)
+    b = other.reshape(*([1] * (n - other.dim())), *other.shape)
+    ai = [s for d in a.shape for s in (d, 1)]
+    bi = [s for d in b.shape for s in (1, d)]
+    r = a.reshape(*ai) * b.reshape(*bi)
+    return r.reshape(*[x * y for x, y in zip(a.shape, b.shape)])
+
+
+@with_out
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """A 2-d matrix with the flattened ``input`` on diagonal ``offset`` (``torch.diagflat``).
+
+    >>> diagflat(tensor([[1, 2]]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
+    from ._linalg import diag
+
+    return diag(input.reshape(-1), offset)
+
+
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims (a view; real tensors: ``mT``).
+
+    >>> adjoint(ones(2, 3)).shape
+    ember.Size([3, 2])
+    """
+    if input.dim() < 2:
+        raise RuntimeError("adjoint() is only supported on matrices or batches of matrices. "
+                           f"Got {input.dim()}-D tensor.")
+    return input.transpose(-2, -1)
+
+
+@with_out
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * input + alpha * outer(vec1, vec2)`` (``torch.addr``).
+
+    >>> addr(zeros(2, 2), tensor([1., 2.]), tensor([1., 1.]))
+    tensor([[1., 1.],
+            [2., 2.]])
+    """
+    from ._linalg import _add_scaled, outer
+
+    return _add_scaled("addr", input, outer(vec1, vec2), beta, alpha)
+
+
+def _vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    from ._shape import stack
+
+    n = x.shape[-1] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    cols = [x ** k if k else x * 0 + 1 for k in range(n)]
+    if not cols:
+        from ._creation import zeros
+
+        return zeros(*x.shape, 0, dtype=x.dtype, device=x.device)
+    if not increasing:
+        cols = cols[::-1]
+    return stack(cols, -1)
+
+
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    """Vandermonde matrix of a 1-d ``x`` (``torch.vander``: decreasing powers by default).
+
+    >>> vander(tensor([1, 2, 3]), N=3)
+    tensor([[1, 1, 1],
+            [4, 2, 1],
+            [9, 3, 1]])
+    """
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    return _vander(x, N, increasing)
+
+
+def linalg_vander(x: Tensor, *, N: int | None = None) -> Tensor:
+    """``linalg.vander``: increasing powers ``x^0 .. x^(N-1)`` along a new last dim.
+
+    >>> linalg_vander(tensor([2., 3.]))
+    tensor([[1., 2.],
+            [1., 3.]])
+    """
+    if x.dim() < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    if N is not None and N <= 1:
+        raise RuntimeError("linalg.vander: N must be greater than 1.")
+    return _vander(x, N, True)
+
+
+def _pdist_p(diff: Tensor, p: float, dim: int = -1) -> Tensor:
+    return linalg_vector_norm(diff, p, dim)
+
+
+@with_out
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
+    """p-norm of ``input - other`` (``torch.dist``).
+
+    >>> dist(tensor([0., 0.]), tensor([3., 4.]))
+    tensor(5.)
+    """
+    return linalg_vector_norm(input - other, p)
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
+    """p-norm distances between each row of ``x1`` (``(*, P, M)``) and each row of ``x2``
+    (``(*, R, M)``): a ``(*, P, R)`` tensor (``torch.cdist``).
+
+    >>> cdist(tensor([[0., 0.]]), tensor([[3., 4.], [0., 1.]]))
+    tensor([[5., 1.]])
+    """
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    if x1.dtype != x2.dtype:
+        raise RuntimeError(f"cdist: X1 and X2 must have the same dtype, got {x1.dtype} and "
+                           f"{x2.dtype}")
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return linalg_vector_norm(diff, p, -1)
+
+
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """Cartesian product of 1-d tensors, one row per combination (``torch.cartesian_prod``).
+
+    >>> cartesian_prod(tensor([1, 2]), tensor([3, 4]))
+    tensor([[1, 3],
+            [1, 4],
+            [2, 3],
+            [2, 4]])
+    """
+    from ._shape import meshgrid, stack
+
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], 1)
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    """A block-diagonal matrix of the given matrices (0-d and 1-d inputs count as one row)
+    (``torch.block_diag``).
+
+    >>> block_diag(tensor([[1]]), tensor([[2, 3]]))
+    tensor([[1, 0, 0],
+            [0, 2, 3]])
+    """
+    from . import _dtype as D
+    from ._creation import zeros
+    from ._shape import cat
+
+    mats = []
+    for i, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {i} has {t.dim()} dimensions")
+        mats.append(t.reshape(1, -1) if t.dim() < 2 else t)
+    if not mats:
+        return zeros(1, 0)
+    dt = mats[0].dtype
+    for m in mats[1:]:
+        dt = D.promote_types(dt, m.dtype)
+    cols = builtins.sum(m.shape[1] for m in mats)
+    rows = []
+    at = 0
+    for m in mats:
+        parts = []
+        if at:
+            parts.append(zeros(m.shape[0], at, dtype=dt, device=m.device))
+        parts.append(m.to(dtype=dt))
+        rest = cols - at - m.shape[1]
+        if rest:
+            parts.append(zeros(m.shape[0], rest, dtype=dt, device=m.device))
+        rows.append(cat(parts, 1) if len(parts) > 1 else parts[0])
+        at += m.shape[1]
+    return cat(rows, 0)
+
+
+def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None = None):
+    """``(U, S, V)`` of a rank-``q`` approximation (``torch.svd_lowrank``; here an exact
+    truncated SVD, which a randomized method approximates).
+
+    >>> svd_lowrank(eye(3), q=2)[1]
+    tensor([1., 1.])
+    """
+    X = A if M is None else A - M
+    q = _min(6 if q is None else q, *X.shape[-2:])
+    U, S, Vh = linalg_svd(X, False)
+    from ._shape import narrow
+
+    return narrow(U, -1, 0, q), narrow(S, -1, 0, q), narrow(Vh, -2, 0, q).mT
+
+
+def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2):
+    """``(U, S, V)`` of the (centered) data matrix's top-``q`` principal directions
+    (``torch.pca_lowrank``).
+
+    >>> pca_lowrank(eye(3), q=1)[1].shape
+    ember.Size([1])
+    """
+    X = A - A.mean(-2, keepdim=True) if center else A
+    return svd_lowrank(X, 6 if q is None else q, niter)
+
+
+# ---------------------------------------------------------------------------- Tensor methods
+_METHODS = ("det", "logdet", "slogdet", "inverse", "cholesky", "cholesky_inverse",
+            "cholesky_solve", "qr", "svd", "pinverse", "matrix_power", "matrix_exp", "lu",
+            "lu_solve", "triangular_solve", "geqrf", "orgqr", "ormqr", "vdot", "inner", "kron",
+            "diag_embed", "diagflat", "dist", "adjoint", "addr")
+
+
+def _bind_methods() -> None:
+    g = globals()
+    for name in _METHODS:
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, g[name])
+    if "mH" not in Tensor.__dict__:
+        Tensor.mH = property(adjoint, doc="The conjugate transpose of the last two dims.")
+    if "H" not in Tensor.__dict__:
+        Tensor.H = property(lambda self: adjoint(self) if self.dim() == 2 else _bad_H(self),
+                            doc="The conjugate transpose of a matrix.")
+
+
+def _bad_H(t):
+    raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                       f"{t.dim()}-D tensor.")
+
+
+_bind_methods()

@@ -1,0 +1,425 @@
+"""``torch.special`` and the special functions of ``torch.*`` (``lgamma``, ``digamma``,
+``polygamma``, ``mvlgamma``, ``i0``, ``sinc``, ``logit``, ``xlogy``, ``igamma``,
+``igammac``): registry ops over SciPy's ``scipy.special`` (CPU) and CuPy's
+``cupyx.scipy.special`` (CUDA).
+
+SciPy is imported on the first call of such an op, never when ember.tensor is imported.
+Integer and bool inputs compute in the default float dtype, float16 in float32 (the result is
+cast back), like PyTorch. Derivatives are in ember-autograd's ``derivatives_special.py``; the
+orthogonal polynomials are not differentiable (as in PyTorch).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _dtype as D
+from ._registry import array_module, defop
+from ._tensor import Tensor
+
+_make = Tensor._make
+
+__all__ = ["lgamma", "lgamma_", "digamma", "digamma_", "polygamma", "polygamma_", "mvlgamma",
+           "mvlgamma_", "i0", "i0_", "sinc", "sinc_", "logit", "logit_", "xlogy", "xlogy_",
+           "igamma", "igamma_", "igammac", "igammac_"]
+
+
+def _sp(xp):
+    """``scipy.special`` or ``cupyx.scipy.special`` (imported on first use)."""
+    if xp is np:
+        try:
+            import scipy.special as sp
+        except ImportError:
+            raise ImportError("ember.tensor's special functions need SciPy: pip install "
+                              "scipy") from None
+        return sp
+    import cupyx.scipy.special as sp
+
+    return sp
+
+
+def _float_in(d):
+    """``(array to compute on, result dtype)``: ints/bools in the default float dtype,
+    float16 computed in float32."""
+    if d.dtype.kind != "f":
+        dt = D._default[0].np
+        return d.astype(dt), dt
+    if d.dtype == np.float16:
+        return d.astype(np.float32), d.dtype
+    return d, d.dtype
+
+
+def _run(d, compute):
+    xp = array_module(d)
+    a, dt = _float_in(d)
+    with np.errstate(all="ignore"):
+        r = compute(xp, a)
+    return _make(xp.asarray(r).astype(dt, copy=False))
+
+
+def _unary(name: str, compute, doc: str, differentiable: bool = True):
+    def impl(input: Tensor) -> Tensor:
+        return _run(input._data, compute)
+
+    impl.__name__ = name.replace("special_", "")
+    impl.__qualname__ = impl.__name__
+    impl.__doc__ = doc
+    return defop(name, out=True, differentiable=differentiable)(impl)
+
+
+def _write_inplace(input: Tensor, result: Tensor, name: str) -> Tensor:
+    from ._pointwise import _check_cast, _check_inplace
+
+    d = input._data
+    if result._data.dtype != d.dtype:
+        _check_cast(name, result._data.dtype, d.dtype)
+    _check_inplace(input, name)
+    if tuple(result._data.shape) != tuple(d.shape):
+        raise RuntimeError(f"{name}(): output with shape {list(d.shape)} doesn't match the "
+                           f"broadcast shape {list(result._data.shape)}")
+    d[...] = result._data
+    input._bump()
+    return input
+
+
+# --------------------------------------------------------------------------- gamma family
+lgamma = _unary("lgamma", lambda xp, a: _sp(xp).gammaln(a),
+                "Natural log of the absolute value of the gamma function.\n\n"
+                "    >>> lgamma(tensor([1., 3.]))\n    tensor([0.0000, 0.6931])\n")
+digamma = _unary("digamma", lambda xp, a: _digamma(xp, a),
+                 "The logarithmic derivative of the gamma function (``psi``); ``-inf`` at 0 "
+                 "like PyTorch.\n\n    >>> digamma(tensor([1.]))\n    tensor([-0.5772])\n")
+
+
+def _digamma(xp, a):
+    r = _sp(xp).psi(a)
+    return xp.where(a == 0, -xp.inf, r)
+
+
+@defop("lgamma_", inplace=True)
+def lgamma_(input: Tensor) -> Tensor:
+    """In-place :func:`lgamma`."""
+    return _write_inplace(input, lgamma.op.impl(input), "lgamma_")
+
+
+@defop("digamma_", inplace=True)
+def digamma_(input: Tensor) -> Tensor:
+    """In-place :func:`digamma`."""
+    return _write_inplace(input, digamma.op.impl(input), "digamma_")
+
+
+@defop("polygamma", out=True)
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """The ``n``-th derivative of :func:`digamma`.
+
+    >>> polygamma(1, tensor([1.]))
+    tensor([1.6449])
+    """
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if n == 0:
+        return digamma.op.impl(input)
+    return _run(input._data, lambda xp, a: _sp(xp).polygamma(n, a))
+
+
+@defop("polygamma_", inplace=True)
+def polygamma_(input: Tensor, n: int) -> Tensor:
+    """In-place ``polygamma(n, input)`` (``Tensor.polygamma_(n)``)."""
+    return _write_inplace(input, polygamma.op.impl(n, input), "polygamma_")
+
+
+def _mvlgamma(input: Tensor, p: int) -> Tensor:
+    from ._creation import arange
+    from ._reduction import sum as _sum
+
+    if p < 1:
+        raise RuntimeError(f"p has to be greater than or equal to 1, got {p}")
+    d = input._data
+    x = input if d.dtype.kind == "f" else input.to(dtype=D._default[0])
+    if bool(((x._data <= (p - 1) / 2)).any()):
+        raise RuntimeError(f"All elements must be greater than (p-1)/2, got p={p}")
+    offs = arange(p, dtype=x.dtype, device=x.device) * -0.5
+    return _sum(lgamma(x.unsqueeze(-1) + offs), -1) + p * (p - 1) / 4 * math.log(math.pi)
+
+
+def mvlgamma(input: Tensor, p: int, *, out=None) -> Tensor:
+    """Log of the multivariate gamma function of dimension ``p``.
+
+    >>> mvlgamma(tensor([2.5]), 2)
+    tensor([1.2463])
+    """
+    r = _mvlgamma(input, p)
+    if out is not None:
+        from ._registry import write_out
+
+        return write_out("mvlgamma", r, out)
+    return r
+
+
+def mvlgamma_(input: Tensor, p: int) -> Tensor:
+    """In-place :func:`mvlgamma`."""
+    return input.copy_(_mvlgamma(input, p))
+
+
+# --------------------------------------------------------------------------- Bessel & co
+i0 = _unary("i0", lambda xp, a: _sp(xp).i0(a),
+            "Modified Bessel function of the first kind, order 0.\n\n"
+            "    >>> i0(tensor([0.]))\n    tensor([1.])\n")
+
+
+@defop("i0_", inplace=True)
+def i0_(input: Tensor) -> Tensor:
+    """In-place :func:`i0`."""
+    return _write_inplace(input, i0.op.impl(input), "i0_")
+
+
+sinc = _unary("sinc", lambda xp, a: xp.sinc(a),
+              "Normalized sinc ``sin(pi x) / (pi x)`` (1 at 0).\n\n"
+              "    >>> sinc(tensor([0., 0.5]))\n    tensor([1.0000, 0.6366])\n")
+
+
+@defop("sinc_", inplace=True)
+def sinc_(input: Tensor) -> Tensor:
+    """In-place :func:`sinc`."""
+    return _write_inplace(input, sinc.op.impl(input), "sinc_")
+
+
+def _k(name):
+    return lambda xp, a: getattr(_sp(xp), name)(a)
+
+
+def _spherical_j0(xp, a):
+    safe = xp.where(a == 0, 1, a)
+    return xp.where(a == 0, 1, xp.sin(safe) / safe)
+
+
+def _airy_ai(xp, a):
+    sp = _sp(xp)
+    if hasattr(sp, "airy"):
+        return sp.airy(a)[0]
+    return sp.ai(a) if hasattr(sp, "ai") else xp.asarray(  # pragma: no cover
+        _sp(np).airy(xp.asnumpy(a))[0])
+
+
+_SPECIAL_UNARY = {
+    "erfcx": (_k("erfcx"), "Scaled complementary error function ``exp(x^2) erfc(x)``."),
+    "i0e": (_k("i0e"), "Exponentially scaled ``i0``: ``exp(-|x|) i0(x)``."),
+    "i1": (_k("i1"), "Modified Bessel function of the first kind, order 1."),
+    "i1e": (_k("i1e"), "Exponentially scaled ``i1``: ``exp(-|x|) i1(x)``."),
+    "ndtr": (_k("ndtr"), "Standard normal CDF."),
+    "ndtri": (_k("ndtri"), "Inverse of the standard normal CDF."),
+    "log_ndtr": (_k("log_ndtr"), "Log of the standard normal CDF."),
+    "entr": (lambda xp, a: xp.where(a > 0, -a * xp.log(xp.where(a > 0, a, 1)),
+                                    xp.where(a == 0, 0.0, -xp.inf) + a * 0),
+             "Elementwise entropy ``-x log x`` (0 at 0, -inf below)."),
+    "bessel_j0": (_k("j0"), "Bessel function of the first kind, order 0."),
+    "bessel_j1": (_k("j1"), "Bessel function of the first kind, order 1."),
+    "bessel_y0": (_k("y0"), "Bessel function of the second kind, order 0."),
+    "bessel_y1": (_k("y1"), "Bessel function of the second kind, order 1."),
+    "modified_bessel_i0": (_k("i0"), "Modified Bessel function of the first kind, order 0."),
+    "modified_bessel_i1": (_k("i1"), "Modified Bessel function of the first kind, order 1."),
+    "modified_bessel_k0": (_k("k0"), "Modified Bessel function of the second kind, order 0."),
+    "modified_bessel_k1": (_k("k1"), "Modified Bessel function of the second kind, order 1."),
+    "scaled_modified_bessel_k0": (_k("k0e"), "Exponentially scaled ``k0``: ``exp(x) k0(x)``."),
+    "scaled_modified_bessel_k1": (_k("k1e"), "Exponentially scaled ``k1``: ``exp(x) k1(x)``."),
+    "spherical_bessel_j0": (_spherical_j0, "Spherical Bessel function of the first kind, "
+                                           "order 0: ``sin(x) / x``."),
+    "airy_ai": (_airy_ai, "Airy function Ai."),
+}
+# airy_ai's derivative (Ai') is no ember op: not differentiable, as in PyTorch
+_NONDIFF = {"airy_ai"}
+
+SPECIAL = {}
+for _name, (_fn, _doc) in _SPECIAL_UNARY.items():
+    SPECIAL[_name] = _unary("special_" + _name, _fn,
+                            f"{_doc}\n\n    >>> {_name}(tensor([0.5])).shape\n"
+                            "    ember.Size([1])\n", _name not in _NONDIFF)
+
+
+# --------------------------------------------------------------------------- binary
+def _binary_arrays(op: str, a, b):
+    """Arrays of two operands (tensors or Python numbers) in their promoted float dtype."""
+    ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    if not ta and not tb:
+        raise TypeError(f"{op}(): expected at least one Tensor argument")
+    if ta and tb and type(a._data) is not type(b._data):
+        raise RuntimeError(f"{op}(): Expected all tensors to be on the same device, but found "
+                           f"at least two devices, {a.device} and {b.device}!")
+    dt = D.result_type(a, b)
+    if not dt.is_floating_point:
+        dt = D._default[0]
+    ref = a._data if ta else b._data
+    xp = array_module(ref)
+    calc = np.float32 if dt.np == np.float16 else dt.np
+    x = a._data.astype(calc, copy=False) if ta else xp.asarray(a, dtype=calc)
+    y = b._data.astype(calc, copy=False) if tb else xp.asarray(b, dtype=calc)
+    return xp, x, y, dt.np
+
+
+def _binary(name: str, compute, doc: str, first="input", second="other"):
+    ns = {}
+
+    def impl(a, b):
+        xp, x, y, dt = _binary_arrays(name.replace("special_", ""), a, b)
+        with np.errstate(all="ignore"):
+            r = compute(xp, x, y)
+        return _make(xp.asarray(r).astype(dt, copy=False))
+
+    src = (f"def {name.replace('special_', '')}({first}, {second}):\n"
+           f"    return impl({first}, {second})\n")
+    exec(src, {"impl": impl}, ns)
+    fn = ns[name.replace("special_", "")]
+    fn.__doc__ = doc
+    fn.__module__ = __name__
+    return defop(name, out=True)(fn)
+
+
+def _xlogy(xp, x, y):
+    r = x * xp.log(xp.where(xp.isnan(y) | (x != 0), y, 1))
+    return xp.where(xp.isnan(y), xp.nan, xp.where(x == 0, 0, r))
+
+
+def _xlog1py(xp, x, y):
+    r = x * xp.log1p(xp.where(xp.isnan(y) | (x != 0), y, 0))
+    return xp.where(xp.isnan(y), xp.nan, xp.where(x == 0, 0, r))
+
+
+xlogy = _binary("xlogy", _xlogy, "``input * log(other)``, 0 where ``input`` is 0 (unless "
+                "``other`` is NaN).\n\n    >>> xlogy(tensor([0., 2.]), tensor([0., 1.]))\n"
+                "    tensor([0., 0.])\n")
+special_xlog1py = _binary("special_xlog1py", _xlog1py,
+                          "``input * log1p(other)``, 0 where ``input`` is 0.\n\n"
+                          "    >>> xlog1py(tensor([0., 2.]), tensor([-1., 0.]))\n"
+                          "    tensor([0., 0.])\n")
+special_zeta = _binary("special_zeta", lambda xp, x, q: _sp(xp).zeta(x, q),
+                       "Hurwitz zeta function ``sum_k (k + other)^-input``.\n\n"
+                       "    >>> zeta(tensor([2.]), tensor([1.]))\n    tensor([1.6449])\n")
+igamma = _binary("igamma", lambda xp, a, x: _sp(xp).gammainc(a, x),
+                 "Regularized lower incomplete gamma function ``P(input, other)``.\n\n"
+                 "    >>> igamma(tensor([1.]), tensor([0.]))\n    tensor([0.])\n")
+igammac = _binary("igammac", lambda xp, a, x: _sp(xp).gammaincc(a, x),
+                  "Regularized upper incomplete gamma function ``Q(input, other)``.\n\n"
+                  "    >>> igammac(tensor([1.]), tensor([0.]))\n    tensor([1.])\n")
+
+
+def _inplace_binary(name, fn):
+    def impl_(input: Tensor, other) -> Tensor:
+        return _write_inplace(input, fn.op.impl(input, other), name + "_")
+
+    impl_.__name__ = name + "_"
+    impl_.__doc__ = f"In-place :func:`{name}`."
+    return defop(name + "_", inplace=True)(impl_)
+
+
+xlogy_ = _inplace_binary("xlogy", xlogy)
+igamma_ = _inplace_binary("igamma", igamma)
+igammac_ = _inplace_binary("igammac", igammac)
+
+
+@defop("logit", out=True)
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given.
+
+    >>> logit(tensor([0.5, 0.75]))
+    tensor([0.0000, 1.0986])
+    """
+    def compute(xp, a):
+        if eps is not None:
+            a = xp.clip(a, eps, 1 - eps)
+        return xp.log(a / (1 - a))
+
+    return _run(input._data, compute)
+
+
+@defop("logit_", inplace=True)
+def logit_(input: Tensor, eps: float | None = None) -> Tensor:
+    """In-place :func:`logit`."""
+    return _write_inplace(input, logit.op.impl(input, eps), "logit_")
+
+
+# --------------------------------------------------------------------------- polynomials
+def _poly_eval(kind: str, xp, x, n):
+    """Orthogonal polynomial ``kind`` of integer degree ``n`` (broadcast array) at ``x``."""
+    n = xp.broadcast_to(n, np.broadcast_shapes(x.shape, n.shape)) if hasattr(n, "shape") \
+        else n
+    x, n = xp.broadcast_arrays(x, xp.asarray(n))
+    n = n.astype(np.int64)
+    if kind.startswith("shifted_"):
+        kind = kind[len("shifted_"):]
+        x = 2 * x - 1
+    nmax = int(n.max()) if n.size else 0
+    one = xp.ones_like(x)
+    first = {"chebyshev_polynomial_t": x, "chebyshev_polynomial_u": 2 * x,
+             "chebyshev_polynomial_v": 2 * x - 1, "chebyshev_polynomial_w": 2 * x + 1,
+             "hermite_polynomial_h": 2 * x, "hermite_polynomial_he": x,
+             "laguerre_polynomial_l": 1 - x, "legendre_polynomial_p": x}[kind]
+    out = xp.where(n == 0, one, xp.zeros_like(x))
+    out = xp.where(n == 1, first, out)
+    p0, p1 = one, first
+    for k in range(1, nmax):
+        if kind.startswith("chebyshev"):
+            p2 = 2 * x * p1 - p0
+        elif kind == "hermite_polynomial_h":
+            p2 = 2 * x * p1 - 2 * k * p0
+        elif kind == "hermite_polynomial_he":
+            p2 = x * p1 - k * p0
+        elif kind == "laguerre_polynomial_l":
+            p2 = ((2 * k + 1 - x) * p1 - k * p0) / (k + 1)
+        else:
+            p2 = ((2 * k + 1) * x * p1 - k * p0) / (k + 1)
+        out = xp.where(n == k + 1, p2, out)
+        p0, p1 = p1, p2
+    return xp.where(n < 0, 0, out)
+
+
+_POLYS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+          "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+          "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+          "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+          "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+def _poly(kind: str):
+    def compute(xp, x, n):
+        return _poly_eval(kind, xp, x, n)
+
+    def impl(input, n):
+        xp, x, nn, dt = _binary_arrays(kind, input, n)
+        if isinstance(n, Tensor) and n._data.dtype.kind == "f":
+            nn = n._data
+        with np.errstate(all="ignore"):
+            r = compute(xp, x, xp.asarray(nn))
+        return _make(xp.asarray(r).astype(dt, copy=False))
+
+    impl.__name__ = kind
+    impl.__doc__ = (f"The {kind.replace('_', ' ')} of degree ``n`` at ``input`` (not "
+                    f"differentiable).\n\n    >>> {kind}(tensor([0.5]), 2).shape\n"
+                    "    ember.Size([1])\n")
+    return defop("special_" + kind, out=True, differentiable=False)(impl)
+
+
+for _k_ in _POLYS:
+    SPECIAL[_k_] = _poly(_k_)
+
+_METHODS = ("lgamma", "lgamma_", "digamma", "digamma_", "mvlgamma", "mvlgamma_", "i0", "i0_",
+            "sinc", "sinc_", "logit", "logit_", "xlogy", "xlogy_", "igamma", "igamma_",
+            "igammac", "igammac_", "polygamma_")
+
+
+def _polygamma_method(self, n):
+    return polygamma(n, self)
+
+
+def _bind() -> None:
+    g = globals()
+    for name in _METHODS:
+        if name not in Tensor.__dict__:
+            setattr(Tensor, name, g[name])
+    if "polygamma" not in Tensor.__dict__:
+        Tensor.polygamma = _polygamma_method
+
+
+_bind()
