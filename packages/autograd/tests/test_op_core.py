@@ -118,7 +118,7 @@ def test_post_accumulate_grad_hook_sees_the_accumulated_grad():
 
 
 def test_queued_callbacks_run_once_after_backward():
-    from ember.autograd.graph import queue_callback
+    from ember.autograd.engine import queue_callback
 
     w = _x(2)
     order = []

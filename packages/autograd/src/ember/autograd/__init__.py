@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 
 from ember.tensor import extension as _extension
 
-from . import functional, graph
+from . import engine, functional, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .api import Variable, _engine_api, backward, grad
 from .autobatch import autobatch
@@ -36,6 +36,7 @@ _extension.set_autograd(_engine_api)
 __all__ = [
     "Function", "FunctionCtx", "InplaceFunction", "NestedIOFunction", "Variable",
     "autobatch", "backward", "detect_anomaly", "enable_grad", "functional", "grad", "gradcheck",
-    "gradgradcheck", "graph", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
+    "gradgradcheck", "engine", "graph", "inference_mode", "is_grad_enabled",
+    "is_inference_mode_enabled",
     "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled", "__version__",
 ]

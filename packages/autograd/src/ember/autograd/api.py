@@ -7,7 +7,7 @@ import ember.tensor as et
 from ember.tensor import Tensor
 from ember.tensor.extension import unwrap, wrap
 
-from . import graph
+from . import engine
 
 __all__ = ["backward", "grad", "Variable"]
 
@@ -56,7 +56,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     if grad_tensors is None and grad_variables is None and inputs is None and \
             tensors.__class__ is Tensor and tensors._requires_grad:
         if unwrap(tensors).size == 1:  # the common call: loss.backward() on a scalar
-            graph.run_backward([tensors], [wrap(_ones(tensors))],
+            engine.run_backward([tensors], [wrap(_ones(tensors))],
                                create_graph if retain_graph is None else retain_graph,
                                create_graph)
             return
@@ -70,7 +70,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     if retain_graph is None:
         retain_graph = create_graph
     inp = _as_list(inputs) or None
-    graph.run_backward(outputs, grads, retain_graph, create_graph, inputs=inp,
+    engine.run_backward(outputs, grads, retain_graph, create_graph, inputs=inp,
                        accumulate=True)
 
 
@@ -93,7 +93,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
                                "grad_fn")
     if retain_graph is None:
         retain_graph = create_graph
-    res = graph.run_backward(outs, grads, retain_graph, create_graph, inputs=ins,
+    res = engine.run_backward(outs, grads, retain_graph, create_graph, inputs=ins,
                              accumulate=False)
     if allow_unused is None:
         allow_unused = materialize_grads

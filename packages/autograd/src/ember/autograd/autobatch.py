@@ -35,7 +35,7 @@ from ember.tensor.extension import OPS, get_recorder, set_recorder
 from ember.tensor.extension import unwrap as _unwrap
 from ember.tensor.extension import wrap as _wrap
 
-from . import _batching, graph
+from . import _batching, engine
 from .grad_mode import state as _grad
 
 __all__ = ["autobatch", "is_pending", "flush"]
@@ -837,7 +837,7 @@ class _outside:
         return False
 
 
-_engine = graph.run_backward
+_engine = engine.run_backward
 
 
 def _run_backward(*args, **kwargs):
@@ -877,8 +877,8 @@ class autobatch:
         inner = get_recorder()
         st = self.state = _State(inner)
         _local.state = st
-        self._prev_engine = graph.run_backward
-        graph.run_backward = _run_backward
+        self._prev_engine = engine.run_backward
+        engine.run_backward = _run_backward
         # the pending graph is thousands of small acyclic objects: a cyclic collection every
         # 700 allocations would walk them over and over (it doubles the cost of a tree)
         self._gc = gc.isenabled()
@@ -895,7 +895,7 @@ class autobatch:
                 st.flush()
         finally:
             set_recorder(st.inner)
-            graph.run_backward = self._prev_engine
+            engine.run_backward = self._prev_engine
             if self._gc:
                 gc.enable()
             st.active = False

@@ -9,7 +9,7 @@ gradient per parameter in declared order (trailing ones may be left out; None wh
 none; a list for a list argument). Formulas are written
 with ember ops, so with ``create_graph=True`` they are recorded too and second derivatives come
 from the same table. Gradients come back in the broadcast shape and result dtype; the engine
-reduces them to each input's shape and dtype in one place (``graph._reduce_to``).
+reduces them to each input's shape and dtype in one place (``engine._reduce_to``).
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import math
 import ember.tensor as et
 from ember.tensor import extension as _ext
 
+from .engine import _Rows
 from .grad_mode import state
-from .graph import _Rows
 
 __all__ = ["TABLE", "vjp"]
 

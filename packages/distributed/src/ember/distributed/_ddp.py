@@ -14,7 +14,7 @@ The reducer works as PyTorch's does, driven by two autograd facilities:
   non-blocking all-reduce (average), in the fixed bucket order, the same on every process,
   while backward goes on;
 * the first hook of a backward pass queues an end-of-backward callback
-  (``ember.autograd.graph.queue_callback``) that waits for every bucket and writes the averaged
+  (``ember.autograd.engine.queue_callback``) that waits for every bucket and writes the averaged
   gradients into ``.grad``.
 
 A synchronizing forward (grad mode on, outside ``no_sync()``) arms the reducer for one
@@ -33,7 +33,7 @@ import weakref
 
 import ember.tensor as et
 from ember.autograd import is_grad_enabled
-from ember.autograd.graph import queue_callback
+from ember.autograd.engine import queue_callback
 from ember.nn import Module
 from ember.tensor import Tensor
 
