@@ -69,3 +69,25 @@ def test_saved_base_modified_through_view_raises_at_backward():
     y[1:].sub_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_in_place_view_ops_refuse_a_leaf_that_requires_grad():
+    leaf = et.ones(2, 2, requires_grad=True)
+    for op in ("t_", "unsqueeze_", "squeeze_"):
+        args = (0,) if op == "unsqueeze_" else ()
+        with pytest.raises(RuntimeError, match="leaf"):
+            getattr(leaf, op)(*args)
+    with pytest.raises(RuntimeError, match="leaf"):
+        leaf.transpose_(0, 1)
+
+
+class _Holder:
+    def __init__(self, x):
+        self.x = x
+
+
+def test_a_tensor_that_requires_grad_inside_a_pickled_object_loads_as_a_leaf(tmp_path):
+    t = et.ones(2).requires_grad_()
+    et.save(_Holder(t), tmp_path / "h")
+    back = et.load(tmp_path / "h", weights_only=False)
+    assert back.x.requires_grad and back.x.is_leaf and back.x.tolist() == [1.0, 1.0]
