@@ -113,7 +113,9 @@ def _np_cross_entropy(x, t):
     return lse - x[np.arange(x.shape[0]), t], lse
 
 
-def _np_cross_entropy_backward(x, lse, t, go):
+def _np_cross_entropy_backward(x, t, go):
+    m = x.max(axis=1, keepdims=True)
+    lse = (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))[:, 0]
     g = np.exp(x - lse[:, None])
     g[np.arange(x.shape[0]), t] -= 1.0
     return g * go[:, None]
@@ -276,16 +278,51 @@ def _workloads(rng):
         lambda: _np_cross_entropy(logits, tgt),
         (lambda: F.cross_entropy(t_logits, t_tgt, reduction="none")) if have else None,
     )
-    _, lse = cpu.cross_entropy_forward(logits, tgt, None, -100, 0.0)
     go = np.ones(4096, f32)
     yield (
         "cross_entropy bwd 4096x1000, f32",
-        lambda: cpu.cross_entropy_backward(logits, lse, tgt, None, -100, 0.0, go),
-        lambda: _np_cross_entropy_backward(logits, lse, tgt, go),
+        lambda: cpu.cross_entropy_backward(logits, tgt, None, -100, 0.0, go),
+        lambda: _np_cross_entropy_backward(logits, tgt, go),
         None,
     )
+    # the shapes the ops meet in small models (where the choice kernel vs NumPy is made)
+    for rows, cols in ((4, 64), (32, 128), (256, 1024)):
+        xs = (rng.standard_normal((rows, cols)) * 3).astype(f32)
+        ts = rng.integers(0, cols, rows)
+        gs_ = rng.standard_normal((rows, cols)).astype(f32)
+        ys = cpu.softmax_forward(xs)
+        gos = np.ones(rows, f32)
+        t_xs, t_ts = (_t(xs), _t(ts)) if have else (None, None)
+        yield (f"softmax {rows}x{cols}, f32", lambda xs=xs: cpu.softmax_forward(xs),
+               lambda xs=xs: _np_softmax(xs),
+               (lambda t_xs=t_xs: torch.softmax(t_xs, 1)) if have else None)
+        yield (f"log_softmax {rows}x{cols}, f32", lambda xs=xs: cpu.log_softmax_forward(xs),
+               lambda xs=xs: _np_log_softmax(xs),
+               (lambda t_xs=t_xs: torch.log_softmax(t_xs, 1)) if have else None)
+        yield (f"softmax_backward {rows}x{cols}, f32",
+               lambda ys=ys, gs_=gs_: cpu.softmax_backward(ys, gs_),
+               lambda ys=ys, gs_=gs_: ys * (gs_ - (gs_ * ys).sum(axis=1, keepdims=True)), None)
+        yield (f"cross_entropy fwd {rows}x{cols}, f32",
+               lambda xs=xs, ts=ts: cpu.cross_entropy_forward(xs, ts, None, -100, 0.0),
+               lambda xs=xs, ts=ts: _np_cross_entropy(xs, ts),
+               (lambda t_xs=t_xs, t_ts=t_ts: F.cross_entropy(t_xs, t_ts, reduction="none"))
+               if have else None)
+        yield (f"cross_entropy bwd {rows}x{cols}, f32",
+               lambda xs=xs, ts=ts, gos=gos: cpu.cross_entropy_backward(xs, ts, None, -100,
+                                                                        0.0, gos),
+               lambda xs=xs, ts=ts, gos=gos: _np_cross_entropy_backward(xs, ts, gos), None)
 
-    # RNN cells
+    # RNN cells (the small shapes are the LSTM language model's and the tree-LSTM's)
+    for n_, h_ in ((4, 64), (20, 200)):
+        gs_, cs_ = (rng.standard_normal((n_, 4 * h_)).astype(f32),
+                    rng.standard_normal((n_, h_)).astype(f32))
+        gi_, gh2_ = (rng.standard_normal((n_, 3 * h_)).astype(f32) for _ in range(2))
+        yield (f"lstm_cell fwd pointwise N={n_} H={h_}, f32",
+               lambda gs_=gs_, cs_=cs_: cpu.lstm_cell_forward(gs_, cs_),
+               lambda gs_=gs_, cs_=cs_: _np_lstm(gs_, cs_), None)
+        yield (f"gru_cell fwd pointwise N={n_} H={h_}, f32",
+               lambda gi_=gi_, gh2_=gh2_, cs_=cs_: cpu.gru_cell_forward(gi_, gh2_, cs_),
+               lambda gi_=gi_, gh2_=gh2_, cs_=cs_: _np_gru(gi_, gh2_, cs_), None)
     N, H = 256, 512
     gates = rng.standard_normal((N, 4 * H)).astype(f32)
     c_prev = rng.standard_normal((N, H)).astype(f32)

@@ -15,6 +15,7 @@ BELOW = {
     "nn": ["tensor", "autograd"],
     "optim": ["tensor", "autograd"],
     "data": ["tensor"],
+    "distributions": ["tensor", "autograd"],
     "distributed": ["tensor", "autograd", "nn"],
     "onnx": ["tensor", "autograd", "nn"],
 }

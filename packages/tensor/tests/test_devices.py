@@ -408,7 +408,9 @@ def _as_if_saved_on_cuda(src: Path, dst: Path) -> None:
                 walk(v)
 
     walk(meta)
-    header["__metadata__"]["ember"] = json.dumps(meta)
+    text = json.dumps(meta)
+    header["__metadata__"]["ember"] = text
+    header["__metadata__"]["ember_crc32"] = str(zlib.crc32(text.encode("utf-8")))  # as written
     head = json.dumps(header).encode()
     head += b" " * (-len(head) % 8)
     dst.write_bytes(struct.pack("<Q", len(head)) + head + raw[8 + n:])

@@ -51,7 +51,8 @@ def _as_list(x):
 
 
 def _np(t: Tensor) -> np.ndarray:
-    return np.asarray(t.detach().numpy() if t.requires_grad else t.numpy())
+    a = np.asarray(t.detach().numpy() if t.requires_grad else t.numpy())
+    return a.astype(np.float32) if a.dtype == T.np_dtype("bfloat16") else a  # exact
 
 
 def _check_value(got: Tensor, ref, exp_dtype: str, ctx: str) -> None:
@@ -69,7 +70,8 @@ def _check_value(got: Tensor, ref, exp_dtype: str, ctx: str) -> None:
 
 
 def _check(entry, sample, out, dtype, ctx):
-    ref = entry.ref(*sample.args, **sample.kwargs)
+    args, kwargs = T.ref_args(sample, dtype)
+    ref = entry.ref(*args, **kwargs)
     exp = entry.expected_dtype(sample, dtype)
     refs = _as_list(ref)
     outs = _as_list(out)

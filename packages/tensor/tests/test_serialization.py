@@ -9,6 +9,7 @@ import os
 import pathlib
 import pickle
 import re
+import zlib
 
 import numpy as np
 import pytest
@@ -146,8 +147,9 @@ def test_file_is_plain_safetensors_with_flattened_keys(tmp_path):
     assert sorted(arrays) == ["state.0.exp_avg", "w.0", "w.1.b"]
     with safe_open(str(tmp_path / "f"), framework="numpy") as f:
         meta = f.metadata()
-    assert list(meta) == ["ember"]
+    assert sorted(meta) == ["ember", "ember_crc32"]
     assert json.loads(meta["ember"])["format"] == "ember.checkpoint"
+    assert int(meta["ember_crc32"]) == zlib.crc32(meta["ember"].encode("utf-8"))
 
 
 def test_colliding_flat_keys_stay_distinct(tmp_path):

@@ -364,7 +364,7 @@ for _n in ("sum", "mean", "nansum", "amax", "amin", "all", "any", "count_nonzero
            "var", "prod"):
     RULES[_n] = reduction("dim", "all")
 for _n in ("logsumexp", "cumsum", "cumprod", "max_dim", "min_dim", "median_dim", "mode",
-           "sort", "argsort", "topk", "kthvalue"):
+           "sort", "argsort", "topk", "kthvalue", "_softmax", "_log_softmax"):
     RULES[_n] = reduction("dim", None)
 RULES.update({
     "linear": linear, "matmul": matmul, "embedding": embedding,

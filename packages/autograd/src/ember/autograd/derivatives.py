@@ -133,7 +133,10 @@ def _fmod(c, g):
 def _atan2(c, g):
     a, b = c.args
     denom = a * a + b * b
-    return (g * b / denom if c.needs[0] else None), (-g * a / denom if c.needs[1] else None)
+    # at the origin atan2 has no derivative: PyTorch's gradient there is 0 (never 0 / 0 = NaN)
+    zero = denom == 0
+    recip = et.where(zero, 0.0, 1 / et.where(zero, 1.0, denom))
+    return (g * b * recip if c.needs[0] else None), (-g * a * recip if c.needs[1] else None)
 
 
 @vjp("hypot", save=(0, 1), out=True)
@@ -619,7 +622,9 @@ def _var(c, g):
     for d in dims:
         n *= x.shape[d]
     centered = x - x.mean(dims, keepdim=True)
-    return (_unreduce(g, x.shape, dims, keep) * centered * (2.0 / max(n - corr, 0)),)
+    dof = n - corr  # no degrees of freedom left: 2 / 0 is inf (NaN or inf, as PyTorch's)
+    scale = 2.0 / dof if dof > 0 else math.inf
+    return (_unreduce(g, x.shape, dims, keep) * centered * scale,)
 
 
 @vjp("norm", save=(0,), out=True)
@@ -732,7 +737,32 @@ def _cumprod(c, g):
     d = _scan_dim(c)
     if x.dim() == 0:
         return (g,)
-    return ((g * c.out).flip(d).cumsum(d).flip(d) / x,)
+    rev = (g * c.out).flip(d).cumsum(d).flip(d)
+    zero = x == 0
+    if not bool(zero.any()):
+        return (rev / x,)
+    n = x.shape[d]
+    if x.numel() * n <= 1 << 22:
+        # with zeros, dividing by x is 0 / 0: build every product with one factor left out,
+        # prod_{j <= k, j != i} x_j, as the scan of x with x_i set to 1 (an (n, n) table per
+        # row): exact, and differentiable again (double backward through the zeros is right)
+        xd = x.movedim(d, -1)
+        eye = et.eye(n, dtype=et.bool, device=x.device)
+        left_out = et.where(eye, 1.0, xd.unsqueeze(-2)).cumprod(-1)  # [..., i, k]
+        later = et.ones(n, n, dtype=et.bool, device=x.device).triu()  # k >= i
+        gd = g.movedim(d, -1).unsqueeze(-2)
+        grad = et.where(later, left_out * gd, 0.0).sum(-1)
+        return (grad.movedim(-1, d),)
+    # too long for the table: exact first derivative. Before the first zero along d the
+    # quotient is still exact; at the first zero the gradient is the scan of the product with
+    # that factor left out; after it every product holds the zero, so the gradient is 0
+    seen = zero.cumsum(d)
+    before = seen == 0
+    first = zero & (seen == 1)
+    left_out = et.where(first, 1.0, x).cumprod(d)
+    at_first = (g * left_out).flip(d).cumsum(d).flip(d)
+    grad = et.where(before, rev / et.where(before, x, 1.0), et.where(first, at_first, 0.0))
+    return (grad,)
 
 
 # --------------------------------------------------------------------------- linear algebra

@@ -11,7 +11,7 @@ second derivatives come from the same table.
 from __future__ import annotations
 
 import ember.tensor as et
-from ember.tensor.extension import OPS
+from ember.tensor.extension import OPS, dtype_of
 
 from .derivatives import vjp
 
@@ -263,3 +263,132 @@ def _ctc_loss_backward(c, g):
                                 a.target_lengths, a.blank, a.zero_infinity)
     prod = g * jac
     return (prod.sum((0, 2)) if prod.dim() == 3 else prod.sum(),)
+
+
+# --------------------------------------------------------------------------- softmax family
+_softmax_bw = OPS["_softmax_backward_data"].public
+_log_softmax_bw = OPS["_log_softmax_backward_data"].public
+_ce_bw = OPS["_cross_entropy_loss_backward"].public
+
+
+def _np_to_dtype(npdt):
+    return dtype_of(npdt)
+
+
+@vjp("_softmax", out=True)
+def _softmax(c, g):
+    return (_softmax_bw(g, c.out, c.args.dim, _np_to_dtype(c.meta[0][1])),)
+
+
+@vjp("_log_softmax", out=True)
+def _log_softmax(c, g):
+    return (_log_softmax_bw(g, c.out, c.args.dim, _np_to_dtype(c.meta[0][1])),)
+
+
+def _sdim(a):
+    return a.dim if a.output.dim() else 0
+
+
+@vjp("_softmax_backward_data", save=(0, 1))
+def _softmax_backward_data(c, g):
+    """``dx = y (go - sum(go y))`` is bilinear in ``(go, y)``: for the upstream ``u``,
+    ``d go = y (u - sum(u y))`` (the same map) and ``d y = u (go - sum(go y)) - go sum(u y)``."""
+    a = c.args
+    y, go = a.output, a.grad_output
+    dim = _sdim(a)
+    d_go = d_y = None
+    if c.needs[0]:
+        d_go = _softmax_bw(g, y, a.dim, y.dtype)
+    if c.needs[1]:
+        d_y = g * (go - (go * y).sum(dim, keepdim=True)) - go * (g * y).sum(dim, keepdim=True)
+    return d_go, d_y
+
+
+@vjp("_log_softmax_backward_data", save=(0, 1))
+def _log_softmax_backward_data(c, g):
+    """``dx = go - exp(y) sum(go)``: ``d go = u - sum(u exp(y))``, ``d y = -u exp(y) sum(go)``."""
+    a = c.args
+    y, go = a.output, a.grad_output
+    dim = _sdim(a)
+    ey = y.exp()
+    d_go = g - (g * ey).sum(dim, keepdim=True) if c.needs[0] else None
+    d_y = -g * ey * go.sum(dim, keepdim=True) if c.needs[1] else None
+    return d_go, d_y
+
+
+# --------------------------------------------------------------------------- cross entropy
+@vjp("cross_entropy_loss", save=(0, 1, 2))
+def _cross_entropy_loss(c, g):
+    a = c.args
+    if c.needs[2]:
+        raise RuntimeError("the derivative for 'weight' is not implemented (cross_entropy_loss)")
+    return (_ce_bw(g, a.input, a.target, a.weight, a.reduction, a.ignore_index,
+                   a.label_smoothing),)
+
+
+@vjp("_cross_entropy_loss_backward", save=(0, 1, 2, 3))
+def _cross_entropy_loss_backward(c, g):
+    """The gradient ``dx = k (s p - h)`` per row, with ``p = softmax(x)``, the loss gradient
+    ``k`` per row, ``s = (1 - eps) w[t] + eps/C sum(w)`` and ``h`` the (smoothed, weighted)
+    one-hot target: linear in ``k``, so ``d grad_output`` is ``<u, dx>`` at unit ``k`` (the op
+    itself at reduction none, reduced as the loss was), and ``d input`` is softmax's backward
+    of ``u`` scaled by ``k s``."""
+    a = c.args
+    if c.needs[3]:
+        raise RuntimeError("the derivative for 'weight' is not implemented "
+                           "(_cross_entropy_loss_backward)")
+    x, go = a.input, a.grad_output
+    cdim = 0 if x.dim() == 1 else 1
+    unit_rows = et.ones(tuple(a.target.shape), dtype=x.dtype, device=x.device)
+    unit = _ce_bw(unit_rows, x, a.target, a.weight, 0, a.ignore_index, a.label_smoothing)
+    d_go = d_x = None
+    r = {"none": 0, "mean": 1, "sum": 2}.get(a.reduction, a.reduction)
+    if c.needs[0]:
+        per_row = (g * unit).sum(cdim)
+        if r == 0:
+            d_go = per_row
+        else:
+            total = per_row.sum()
+            if r == 1:
+                total = total / _ce_mean_denominator(a, x)
+            d_go = total.reshape(go.shape)
+    if c.needs[1]:
+        ks = _ce_row_scale(a, x, go, r)
+        p = OPS["_softmax"].public(x, cdim, False)
+        d_x = _softmax_bw(g * ks, p, cdim, x.dtype)
+    return d_go, d_x
+
+
+def _ce_valid_weights(a, x):
+    """``w[t]`` on counted targets, 0 on ignored ones (the target's shape), and ``sum(w)``."""
+    t = a.target
+    valid = t != a.ignore_index
+    safe = et.where(valid, t, et.zeros_like(t))
+    if a.weight is None:
+        wt = valid.to(x.dtype)
+        C = x.shape[0 if x.dim() == 1 else 1]
+        return wt, float(C), valid
+    w = a.weight.detach().to(x.dtype)
+    wt = w.index_select(0, safe.reshape(-1)).reshape(tuple(t.shape)) * valid.to(x.dtype)
+    return wt, w.sum(), valid
+
+
+def _ce_mean_denominator(a, x):
+    wt, _, _ = _ce_valid_weights(a, x)
+    return wt.sum()
+
+
+def _ce_row_scale(a, x, go, r):
+    """``k s`` per row, broadcastable against the input (class dim kept as size 1)."""
+    eps = float(a.label_smoothing)
+    wt, wsum, valid = _ce_valid_weights(a, x)
+    C = x.shape[0 if x.dim() == 1 else 1]
+    s = (1 - eps) * wt + (eps / C) * wsum * valid.to(x.dtype)
+    if r == 0:
+        k = go
+    elif r == 2:
+        k = go.reshape(())
+    else:
+        k = go.reshape(()) / wt.sum()
+    ks = k * s
+    return ks.unsqueeze(0 if x.dim() == 1 else 1)

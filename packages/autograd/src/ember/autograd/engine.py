@@ -12,6 +12,7 @@ import sys
 
 from ember.tensor import Tensor
 from ember.tensor import extension as _ext
+from ember.tensor.sparse import SparseTensor as _Sparse
 
 from .grad_mode import state
 from .graph import AccumulateGrad, _edge
@@ -71,6 +72,8 @@ def _densify(grads: list) -> list:
     for k, g in enumerate(grads):
         if g.__class__ is _Rows:
             grads[k] = g.dense()
+        elif g.__class__ is _Sparse:
+            grads[k] = g.to_dense()
     return grads
 
 
@@ -167,6 +170,8 @@ def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=N
             out_grads = buffers.pop(fn, None) or [None] * fn._n_out
             if out_grads[0].__class__ is _Rows or fn._n_out > 1:
                 out_grads = _densify(out_grads)
+            elif out_grads[0].__class__ is _Sparse and fn.__class__ is not AccumulateGrad:
+                out_grads = [_sparse_grads().densify(out_grads[0])]  # formulas take dense
             if capture is not None:
                 for nr, g in enumerate(out_grads):
                     for i in capture.get((id(fn), nr), ()):
@@ -241,7 +246,7 @@ def _deliver(edge, g, meta, buffers, deps, ready, owned, create_graph) -> None:
     (``owned``), into which later ones are added in place."""
     nxt, nr = edge
     if g is not None:
-        if g.__class__ is not _Rows:
+        if g.__class__ is not _Rows and g.__class__ is not _Sparse:
             d = _unwrap(g)
             if d.shape != meta[0] or d.dtype != meta[1]:
                 g = _reduce_to(g, meta)
@@ -251,6 +256,8 @@ def _deliver(edge, g, meta, buffers, deps, ready, owned, create_graph) -> None:
         old = buf[nr]
         if old is None:
             buf[nr] = g
+        elif old.__class__ is _Sparse or g.__class__ is _Sparse:  # sparse gradients
+            buf[nr] = _sparse_grads().sum_grads(old, g)
         elif create_graph:
             buf[nr] = old + g
         elif g.__class__ is not _Rows and (nxt, nr) in owned:
@@ -282,7 +289,9 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
             r = h(g)
             if r is not None:
                 g = r
-    if t.grad is None:
+    if g.__class__ is _Sparse or t.grad.__class__ is _Sparse:  # sparse gradients
+        t.grad = _sparse_grads().accumulate(t, g, create_graph)
+    elif t.grad is None:
         # the incoming gradient may be shared with another input (add) or be a view: own it,
         # laid out like the parameter (row-major for a contiguous one), as PyTorch does
         if create_graph:
@@ -307,6 +316,12 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
     if post:
         for h in list(post.values()):
             h(t)
+
+
+def _sparse_grads():
+    from . import derivatives_sparse
+
+    return derivatives_sparse
 
 
 def _exclusive(g: Tensor) -> bool:

@@ -329,7 +329,7 @@ def attach(op, entry, args, out):
     else:
         node._out_data = None
     for i, o in enumerate(outs):
-        if isinstance(o, _TensorType) and _unwrap(o).dtype.kind == "f":
+        if isinstance(o, _TensorType) and _unwrap(o).dtype.kind in _FLOAT_KINDS:
             o.grad_fn = node
             o._requires_grad = True
             if i:
@@ -337,6 +337,10 @@ def attach(op, entry, args, out):
             if o._base is not None:
                 _mark_view(o, args)
     return out
+
+
+#: NumPy kinds of floating outputs: "f", and "V" for ml_dtypes' bfloat16 (ember's only "V" dtype)
+_FLOAT_KINDS = ("f", "V")
 
 
 def _mark_view(out: Tensor, args) -> None:
@@ -383,6 +387,7 @@ def install() -> None:
         derivatives_extra,
         derivatives_linalg,
         derivatives_nn,
+        derivatives_sparse,
         derivatives_special,
     )
     from . import inplace as _inplace_mod

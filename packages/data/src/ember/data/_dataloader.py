@@ -1,13 +1,19 @@
 """DataLoader: batches from a dataset, in the main process or in worker processes.
 
-Worker processes start with the ``forkserver`` method (``spawn`` where forkserver is not
-available), never ``fork`` by default: Numba's threading layers (workqueue, and OpenMP with
-GNU libgomp) are not fork-safe once a parallel kernel has run, and a forked child of a
-process whose thread pool is live can deadlock. The forkserver is itself forked early from a
-clean state (it preloads ``ember.data``, which imports ember.tensor and NumPy but starts no
-threads and compiles nothing), so workers start fast and safely. Pass
-``multiprocessing_context="fork"`` to opt in when you know no parallel kernel has run.
-Datasets, collate functions and ``worker_init_fn`` must therefore pickle.
+Worker processes start the way PyTorch starts them: with the platform's default start method
+(``fork`` on Linux with Python < 3.14, ``spawn`` on macOS and Windows), so a script without an
+``if __name__ == "__main__":`` guard works on Linux exactly as it does with PyTorch. Forking is
+safe with ember's Numba kernels for two reasons, both needed:
+
+* the kernels select Numba's ``forksafe`` threading layer (``tbb`` where installed, otherwise the
+  built-in ``workqueue`` pool, which a forked child re-creates), never GNU OpenMP, whose thread
+  pool deadlocks or aborts in a child forked after a parallel region ran in the parent;
+* like PyTorch (``torch.set_num_threads(1)`` in each worker), every worker limits ember's CPU
+  kernels to one thread before it fetches anything, so no parallel kernel (and no thread pool)
+  runs in a forked worker at all: the workers are the parallelism.
+
+Pass ``multiprocessing_context="spawn"`` or ``"forkserver"`` to avoid fork; those need the
+``__main__`` guard and a picklable dataset, collate function and ``worker_init_fn``.
 """
 
 from __future__ import annotations
@@ -52,11 +58,8 @@ class _IterableBatchSizer(Sampler):
 
 
 def _default_context() -> Any:
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload(["__main__", "ember.data"])
-    return ctx
+    """The platform's default start method, as PyTorch uses (see the module docstring)."""
+    return multiprocessing.get_context()
 
 
 class DataLoader:

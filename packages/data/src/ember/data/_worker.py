@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
 import queue
 import random
@@ -145,6 +146,16 @@ def _seed_worker(seed: int) -> None:
     np.random.seed(np.random.SeedSequence(seed).generate_state(4))
 
 
+def _limit_threads() -> None:
+    """One CPU-kernel thread per worker, as PyTorch's workers run ``torch.set_num_threads(1)``:
+    the workers are the parallelism, and no Numba thread pool runs in a forked child. Where
+    Numba is not imported yet, the environment tells it at import (no import cost here)."""
+    if "numba" in sys.modules:
+        et.set_num_threads(1)
+    else:
+        os.environ["NUMBA_NUM_THREADS"] = "1"
+
+
 def _parent_alive() -> bool:
     parent = multiprocessing.parent_process()
     return parent is None or parent.is_alive()
@@ -169,6 +180,7 @@ def worker_loop(
     global _worker_info
     where = f"in DataLoader worker process {worker_id}"
     try:
+        _limit_threads()
         seed = base_seed + worker_id
         _seed_worker(seed)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)

@@ -969,3 +969,22 @@ def _split_with_sizes(g, a, out):
     names = g.node("Split", [g.v(a.input), g.ints(sizes)], n_out=len(sizes),
                    axis=_wrap(int(a.dim), nd))
     return [names] if isinstance(names, str) else names
+
+
+# ------------------------------------------------------------------ softmax family (ember's
+# fused registry ops _softmax / _log_softmax)
+def _softmax_conv(op_type):
+    def conv(g, a, out):
+        dt = _out_dtype(out)
+        nd = len(g.shape(a.input))
+        x = g.v(a.input, dt)
+        if nd == 0:
+            x = g.node("Reshape", [x, g.ints([1])])
+            y = g.node(op_type, [x], axis=0)
+            return g.node("Reshape", [y, g.ints([])])
+        return g.node(op_type, [x], axis=_wrap(int(a.dim), nd))
+    return conv
+
+
+register("_softmax")(_softmax_conv("Softmax"))
+register("_log_softmax")(_softmax_conv("LogSoftmax"))

@@ -23,6 +23,7 @@ from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __version__ = "0.1.0"
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "RAdam",
     "RMSprop",
     "SGD",
+    "SparseAdam",
     "__version__",
     "lr_scheduler",
 ]

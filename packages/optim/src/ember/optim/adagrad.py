@@ -27,6 +27,7 @@ class Adagrad(Optimizer):
 
     _checks_impl_flags = True
     _fused_kernel = None  # only the per-parameter loop: foreach/fused=True raise
+    _sparse_grads = True  # sparse COO gradients update only their rows (_adagrad_sparse)
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0,
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
@@ -73,6 +74,11 @@ def _adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor]
     (``torch.optim.adagrad._single_tensor_adagrad``, dense gradients)."""
     lr = float(lr)
     for i, param in enumerate(params):
+        if grads[i].is_sparse:
+            _adagrad_sparse(param, grads[i], state_sums[i], state_steps[i], lr=lr,
+                            weight_decay=weight_decay, lr_decay=lr_decay, eps=eps,
+                            maximize=maximize)
+            continue
         p, g = unwrap(param), unwrap(grads[i])
         s = unwrap(state_sums[i])
         xp = _xp(p)
@@ -88,3 +94,33 @@ def _adagrad(params: list[Tensor], grads: list[Tensor], state_sums: list[Tensor]
         std += eps
         p += -clr * g / std
         bump_version(param)
+
+
+def _adagrad_sparse(param: Tensor, grad: Tensor, state_sum: Tensor, state_step: Tensor, *,
+                    lr: float, weight_decay: float, lr_decay: float, eps: float,
+                    maximize: bool) -> None:
+    """PyTorch's sparse Adagrad step: the gradient is coalesced and only its rows of the
+    accumulator and the parameter change; weight decay is refused."""
+    step = _step_value(state_step)
+    if weight_decay != 0:
+        raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+    g = (-grad if maximize else grad).coalesce()
+    sd = g.sparse_dim()
+    p, s = unwrap(param), unwrap(state_sum)
+    xp = _xp(p)
+    lead = p.shape[:sd]
+    p2 = p.reshape((-1,) + p.shape[sd:])
+    s2 = s.reshape((-1,) + s.shape[sd:])
+    idx = unwrap(g._indices())
+    rows = xp.ravel_multi_index(tuple(idx), lead) if sd > 1 else idx[0]
+    vals = unwrap(g._values()).astype(p.dtype, copy=False)
+    clr = lr / (1 + (step - 1) * lr_decay)
+    s2[rows] += vals * vals  # coalesced: every row once
+    std = xp.sqrt(s2[rows]) + eps
+    p2[rows] += -clr * (vals / std)
+    if not p.flags.c_contiguous:  # reshape copied: write the rows back
+        p[...] = p2.reshape(p.shape)
+    if not s.flags.c_contiguous:
+        s[...] = s2.reshape(s.shape)
+    bump_version(state_sum)
+    bump_version(param)

@@ -164,6 +164,17 @@ class Optimizer:
     #: Whether ``add_param_group`` validates ``foreach`` / ``fused`` / ``capturable`` /
     #: ``differentiable`` (ember's optimizers; a user's subclass keeps its own meaning).
     _checks_impl_flags = False
+    #: Whether ``step`` accepts sparse COO gradients (SGD, Adagrad, SparseAdam), and the
+    #: error raised otherwise (PyTorch's).
+    _sparse_grads = False
+
+    @property
+    def _sparse_grad_error(self) -> str:
+        name = type(self).__name__
+        if name in ("Adam", "AdamW"):
+            return "Adam does not support sparse gradients, please consider SparseAdam instead"
+        return f"{name} does not support sparse gradients"
+
     #: The name of this optimizer's fused kernel (``get_kernel``), None where it has none.
     _fused_kernel: str | None = None
 
@@ -358,6 +369,8 @@ class Optimizer:
         for p in group["params"]:
             if p.grad is None:
                 continue
+            if p.grad.is_sparse and not self._sparse_grads:
+                raise RuntimeError(self._sparse_grad_error)
             params.append(p)
             grads.append(p.grad)
             if not keys:

@@ -39,6 +39,7 @@ class SGD(Optimizer):
 
     _checks_impl_flags = True
     _fused_kernel = "sgd_step"
+    _sparse_grads = True  # sparse COO gradients (embedding(sparse=True)): see _sgd_sparse
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0,
                  dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
@@ -85,6 +86,11 @@ def _sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[T
     lr = float(lr)
     kernel = _kernel("sgd_step", params[0]) if _use_fused(fused, params) else None
     for i, param in enumerate(params):
+        if grads[i].is_sparse:
+            _sgd_sparse(i, param, grads[i], momentum_buffer_list, weight_decay=weight_decay,
+                        momentum=momentum, lr=lr, dampening=dampening, nesterov=nesterov,
+                        maximize=maximize)
+            continue
         p, g = unwrap(param), unwrap(grads[i])
         buf = momentum_buffer_list[i]
         if kernel is not None and g.dtype == p.dtype \
@@ -127,3 +133,38 @@ def _sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[T
             g = g + momentum * b if nesterov else b
         p += -lr * g
         bump_version(param)
+
+
+def _sgd_sparse(i: int, param: Tensor, grad: Tensor, momentum_buffer_list: list, *,
+                weight_decay: float, momentum: float, lr: float, dampening: float,
+                nesterov: bool, maximize: bool) -> None:
+    """One parameter with a sparse COO gradient, PyTorch's arithmetic: weight decay is refused
+    (a sparse gradient plus a dense parameter); the momentum buffer is sparse (the gradient,
+    then ``buf * momentum + (1 - dampening) * grad``, merged, never coalesced)."""
+    g = -grad if maximize else grad
+    if weight_decay != 0:
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                           "instead.")
+    if momentum != 0:
+        buf = momentum_buffer_list[i]
+        if buf is None or not buf.is_sparse:
+            buf = momentum_buffer_list[i] = g.clone().detach() if buf is None else \
+                buf.mul(momentum).add(g.to_dense(), alpha=1 - dampening)
+        else:
+            buf = momentum_buffer_list[i] = buf.mul(momentum).add(g, alpha=1 - dampening)
+        g = g.add(buf, alpha=momentum) if nesterov else buf
+    _add_sparse_(param, g, -lr)
+
+
+def _add_sparse_(param: Tensor, g, alpha: float) -> None:
+    """``param += alpha * g`` in place for a sparse (or dense) ``g``."""
+    if not g.is_sparse:
+        param.add_(g, alpha=alpha)
+        return
+    vals = g._values()
+    if vals.dtype != param.dtype:
+        vals = vals.to(dtype=param.dtype)
+    if g.sparse_dim() == 1:
+        param.index_add_(0, g._indices()[0], vals, alpha=alpha)
+    else:
+        param.add_(g.to_dense().to(dtype=param.dtype), alpha=alpha)

@@ -25,15 +25,20 @@ from . import (  # noqa: E402
     _reduction,
     _shape,
     _special_ops,
+    amp,
     cuda,
     fft,
     linalg,
     serialization,
+    sparse,
     special,
 )
+from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
+from ._bfloat16 import install as _install_bfloat16_opmath
 from ._creation import *
 from ._device import device
 from ._dtype import (
+    bfloat16,
     bool,
     double,
     dtype,
@@ -84,6 +89,7 @@ ShortTensor = _legacy_class("ShortTensor", int16)
 CharTensor = _legacy_class("CharTensor", int8)
 ByteTensor = _legacy_class("ByteTensor", uint8)
 BoolTensor = _legacy_class("BoolTensor", bool)
+BFloat16Tensor = _legacy_class("BFloat16Tensor", bfloat16)
 
 
 def can_cast(from_: dtype, to: dtype) -> bool:
@@ -101,18 +107,26 @@ def numel(input: Tensor) -> int:
 
 _bind_methods()
 
+from ._sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
+
+_install_bfloat16_opmath()
+
 __all__ = sorted(
     {"Tensor", "Storage", "Size", "device", "dtype", "OPS", "save", "load", "cuda",
-     "return_types", "set_printoptions", "get_printoptions", "printoptions", "is_tensor",
+     "return_types", "amp", "autocast", "is_autocast_enabled", "get_autocast_dtype",
+     "set_printoptions", "get_printoptions", "printoptions", "is_tensor",
      "is_storage", "can_cast", "is_floating_point", "numel",
-     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+     "float64",
      "half", "float", "double", "short", "int", "long", "finfo", "iinfo", "get_default_dtype",
      "set_default_dtype", "promote_types", "result_type", "FloatTensor", "DoubleTensor",
-     "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
+     "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
+     "ByteTensor",
      "BoolTensor", "__version__"}
     | set(_creation.__all__) | set(_pointwise.__all__) | set(_shape.__all__)
     | set(_reduction.__all__) | set(_linalg.__all__) | set(_indexing.__all__)
     | set(_random.__all__) | set(_nn_ops.__all__)
     | set(_linalg_ops.__all__) | set(_special_ops.__all__) | set(_extra_ops.__all__)
-    | {"linalg", "special", "fft"}
+    | {"linalg", "special", "fft", "sparse", "layout", "strided", "sparse_coo",
+       "sparse_coo_tensor", "spmm"}
 )

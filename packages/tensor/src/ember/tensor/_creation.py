@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 
 from . import _dtype as D
+from ._checks import check_int
 from ._device import CPU, device, to_device
 from ._registry import array_module, defop, with_out
 from ._tensor import Size, Tensor, _device_of
@@ -16,7 +18,19 @@ __all__ = [
     "tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "empty", "zeros", "ones",
     "full", "empty_like", "zeros_like", "ones_like", "full_like", "arange", "range", "linspace",
     "logspace", "eye", "tril", "triu", "empty_strided", "scalar_tensor", "clone", "complex",
+    "OutOfMemoryError", "compile",
 ]
+
+
+class OutOfMemoryError(RuntimeError, MemoryError):
+    """An allocation failed: a RuntimeError, as PyTorch's (``except RuntimeError`` catches it),
+    and a MemoryError, as NumPy's."""
+
+
+def _out_of_memory(op: str, shape, dt) -> OutOfMemoryError:
+    n = math.prod(int(s) for s in shape) * dt.itemsize
+    return OutOfMemoryError(f"{op}(): can't allocate memory: you tried to allocate {n} bytes "
+                            f"(shape {list(shape)}, dtype {dt})")
 
 _make = Tensor._make
 
@@ -63,12 +77,38 @@ def _size(size, op: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _size_kw(sizes: tuple, size, op: str) -> tuple:
+    """The sizes of a ``*size`` factory called as ``f(2, 3)``, ``f((2, 3))`` or, as PyTorch
+    allows, ``f(size=(2, 3))``."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{op}() got multiple values for argument 'size'")
+    if not isinstance(size, (tuple, list, Size)):
+        raise TypeError(f"{op}(): argument 'size' must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    return (tuple(size),)
+
+
+def _other_sequence(x) -> bool:
+    """A sequence that is not a list, a tuple, a string or an array (a deque, a range, ...):
+    ``tensor()`` reads it as PyTorch does, as a list of its items."""
+    return (isinstance(x, Sequence) and not isinstance(x, (list, tuple, str, bytes, bytearray))
+            and not isinstance(x, Tensor))
+
+
+def _as_lists(x):
+    if isinstance(x, (list, tuple)) or _other_sequence(x):
+        return [_as_lists(v) for v in x]
+    return x
+
+
 def _infer_dtype(data) -> D.dtype:
     """The dtype ``tensor(data)`` picks: bools -> bool, ints -> int64, floats -> default."""
     kinds = set()
 
     def walk(x):
-        if isinstance(x, (list, tuple)):
+        if isinstance(x, (list, tuple)) or _other_sequence(x):
             for v in x:
                 walk(v)
         elif isinstance(x, Tensor):
@@ -110,6 +150,9 @@ def _to_array(data, dtype: D.dtype | None, op: str):
         return arr if dtype is None else arr.astype(dtype.np)
     if isinstance(data, str) or data is None:
         raise TypeError(f"{op}(): new(): invalid data type '{type(data).__name__}'")
+    if _other_sequence(data) or (isinstance(data, (list, tuple)) and
+                                 any(_other_sequence(x) for x in data)):
+        data = _as_lists(data)
     if dtype is None:
         dtype = _infer_dtype(data)
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
@@ -191,18 +234,46 @@ def _factory(op: str, size, dtype, device, fill):
     dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, op)
     dev = to_device(device)
     xp = _xp(dev)
-    if xp is not np and dev.index is not None:
-        with xp.cuda.Device(dev.index):  # allocate there without changing the current device
-            return _fill(xp, shape, dt, fill)
-    return _fill(xp, shape, dt, fill)
+    try:
+        if xp is not np and dev.index is not None:
+            with xp.cuda.Device(dev.index):  # allocate there without changing the device
+                return _fill(xp, shape, dt, fill, op)
+        return _fill(xp, shape, dt, fill, op)
+    except MemoryError:
+        raise _out_of_memory(op, shape, dt) from None
 
 
-def _fill(xp, shape, dt, fill):
+def _fill(xp, shape, dt, fill, op="full"):
     if fill is None:
         return xp.empty(shape, dtype=dt.np)
     if fill == 0:
         return xp.zeros(shape, dtype=dt.np)
+    if dt.np.kind in "iu":
+        _check_int_fill(op, fill, dt)
     return xp.full(shape, fill, dtype=dt.np)
+
+
+def _check_int_fill(op: str, fill, dt) -> None:
+    """An integer fill value must fit the dtype (NaN, inf, 1e30 into int64 raise as in
+    PyTorch, not wrap to INT64_MIN)."""
+    if isinstance(fill, (bool, np.bool_)):
+        return
+    if isinstance(fill, numbers.Complex) and not isinstance(fill, numbers.Real):
+        fill = complex(fill)
+        if fill.imag:
+            raise RuntimeError(f"{op}(): value cannot be converted to type {dt} without "
+                               "overflow")
+        fill = fill.real
+    if isinstance(fill, numbers.Real) and not isinstance(fill, numbers.Integral):
+        f = float(fill)
+        if not math.isfinite(f):
+            raise RuntimeError(f"{op}(): value cannot be converted to type {dt} without "
+                               f"overflow: {f}")
+        fill = int(f)
+    info = np.iinfo(dt.np)
+    if isinstance(fill, numbers.Integral) and not info.min <= int(fill) <= info.max:
+        raise RuntimeError(f"{op}(): value cannot be converted to type {dt} without overflow: "
+                           f"{fill}")
 
 
 def _finish(arr, requires_grad: bool) -> Tensor:
@@ -213,28 +284,34 @@ def _finish(arr, requires_grad: bool) -> Tensor:
 
 
 @with_out(factory=True)
-def empty(*size, dtype=None, device=None, requires_grad: bool = False,
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
           memory_format=None, pin_memory: bool = False, layout=None) -> Tensor:
-    """An uninitialized tensor of the given shape."""
-    return _finish(_factory("empty", size, dtype, device, None), requires_grad)
+    """An uninitialized tensor of the given shape (``empty(2, 3)``, ``empty((2, 3))`` or
+    ``empty(size=(2, 3))``)."""
+    sizes = _size_kw(sizes, size, "empty")
+    return _finish(_factory("empty", sizes, dtype, device, None), requires_grad)
 
 
 @with_out(factory=True)
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False,
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
           layout=None) -> Tensor:
     """A tensor of zeros.
 
     >>> zeros(2, 3).shape
     ember.Size([2, 3])
+    >>> zeros(size=(2, 3)).shape
+    ember.Size([2, 3])
     """
-    return _finish(_factory("zeros", size, dtype, device, 0), requires_grad)
+    sizes = _size_kw(sizes, size, "zeros")
+    return _finish(_factory("zeros", sizes, dtype, device, 0), requires_grad)
 
 
 @with_out(factory=True)
-def ones(*size, dtype=None, device=None, requires_grad: bool = False,
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
          layout=None) -> Tensor:
-    """A tensor of ones."""
-    return _finish(_factory("ones", size, dtype, device, 1), requires_grad)
+    """A tensor of ones (``size=`` as for :func:`zeros`)."""
+    sizes = _size_kw(sizes, size, "ones")
+    return _finish(_factory("ones", sizes, dtype, device, 1), requires_grad)
 
 
 @with_out(factory=True)
@@ -380,6 +457,7 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=
 @defop("tril", out=True)
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle of the last two dims; the rest is zero."""
+    check_int("tril", "diagonal", 2, diagonal)
     if input.dim() < 2:
         raise RuntimeError(f"tril: input tensor must have at least 2 dimensions, got {input.dim()}")
     return _make(array_module(input._data).tril(input._data, diagonal))
@@ -388,6 +466,7 @@ def tril(input: Tensor, diagonal: int = 0) -> Tensor:
 @defop("triu", out=True)
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle of the last two dims; the rest is zero."""
+    check_int("triu", "diagonal", 2, diagonal)
     if input.dim() < 2:
         raise RuntimeError(f"triu: input tensor must have at least 2 dimensions, got {input.dim()}")
     return _make(array_module(input._data).triu(input._data, diagonal))
@@ -425,3 +504,51 @@ def complex(real, imag):  # noqa: A001
 
 
 _CPU = CPU
+
+
+# ----------------------------------------------------------------------------- Tensor.new, compile
+def _tensor_new(self, *args, device=None) -> Tensor:
+    """PyTorch's legacy ``Tensor.new``: a tensor of ``self``'s dtype (and device unless
+    ``device`` is given): ``new()`` is empty, ``new(2, 3)`` or ``new(Size)`` uninitialized of
+    that shape, ``new(sequence)`` holds the data, ``new(tensor)`` shares its storage."""
+    dev = self.device if device is None else to_device(device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        if args[0].dtype != self.dtype:
+            raise TypeError(f"new(): expected a tensor of dtype {self.dtype}, got "
+                            f"{args[0].dtype}")
+        return args[0].detach()
+    if len(args) == 1 and isinstance(args[0], Size):
+        return empty(tuple(args[0]), dtype=self.dtype, device=dev)
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        data = args[0]
+        if isinstance(data, (numbers.Number, str)) or data is None:
+            raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+        return tensor(data, dtype=self.dtype, device=dev)
+    if not args:
+        return empty(0, dtype=self.dtype, device=dev)
+    return empty(args, dtype=self.dtype, device=dev)
+
+
+Tensor.new = _tensor_new
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",  # noqa: A001
+            mode=None, options=None, disable: bool = False):
+    """PyTorch's ``torch.compile``: ember runs eagerly and compiles no graph, so this returns
+    ``model`` itself (a Module or a function), unchanged; called without a model it returns a
+    decorator that does the same. The options are accepted and ignored.
+
+    >>> f = compile(lambda x: x + 1)
+    >>> f(1)
+    2
+    """
+    if model is None:
+        return lambda fn: fn
+    if not callable(model):
+        raise RuntimeError("compile(): the model to compile must be callable")
+    return model
+
+
+from ._device import bind_device_predicates as _bind_device_predicates  # noqa: E402
+
+_bind_device_predicates(Tensor)

@@ -3,6 +3,12 @@ from __future__ import annotations
 
 __all__ = ["device"]
 
+#: PyTorch's device-type and layout predicates that are always False for ember's tensors:
+#: ember has CPU (NumPy) and CUDA (CuPy) storage only, strided, unquantized, not nested.
+#: ``is_cpu`` and ``is_cuda`` are answered by the Tensor itself.
+FALSE_PREDICATES = ("is_xpu", "is_mps", "is_meta", "is_ipu", "is_mtia", "is_maia",
+                    "is_xla", "is_vulkan", "is_mkldnn", "is_quantized", "is_nested")
+
 
 class device:
     """A device, as in ``device("cuda:0")``, ``device("cpu")`` or ``device("cuda", 1)``."""
@@ -59,3 +65,15 @@ def to_device(d) -> device:
     if d is None:
         return CPU
     return d if isinstance(d, device) else device(d)
+
+
+def _false(self) -> bool:
+    return False
+
+
+def bind_device_predicates(cls) -> None:
+    """Give the Tensor class the predicates of :data:`FALSE_PREDICATES` as read-only
+    properties (any the class already defines are left alone)."""
+    for name in FALSE_PREDICATES:
+        if name not in cls.__dict__:
+            setattr(cls, name, property(_false, doc=f"``{name}``: always False in ember."))

@@ -4,14 +4,20 @@ A dtype wraps a NumPy dtype. Promotion follows PyTorch, not NumPy: categories bo
 floating; a higher category always wins (``int64 + float16 -> float16``); within a category the
 wider type wins; zero-dim tensors and Python scalars only promote across categories, so a Python
 float never widens a float32 tensor and ``int_tensor / int_tensor`` is float32.
+
+``bfloat16`` is ml_dtypes' NumPy bfloat16 (NumPy kind ``"V"``, not ``"f"``: test floatness with
+:func:`is_float_np`, never ``dtype.kind == "f"``). As in PyTorch it promotes with float16 to
+float32, and is promoted to float32 / float64 by those. Ops compute it in float32 and round
+(``opmath``, see :func:`compute_np`).
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 __all__ = [
-    "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
-    "float64", "half", "float", "double", "short", "int", "long",
+    "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+    "float32", "float64", "half", "float", "double", "short", "int", "long",
     "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "can_cast",
     "finfo", "iinfo",
 ]
@@ -30,7 +36,7 @@ class dtype:
         self.np = np.dtype(np_dtype)
         self.itemsize = self.np.itemsize
         self.is_floating_point = category == 2
-        self.is_signed = self.np.kind in "if"
+        self.is_signed = self.np.kind in "if" or category == 2
         self._category = category
 
     @property
@@ -54,13 +60,29 @@ int16 = dtype("int16", np.int16, 1)
 int32 = dtype("int32", np.int32, 1)
 int64 = dtype("int64", np.int64, 1)
 float16 = dtype("float16", np.float16, 2)
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2)
 float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 
-ALL = (bool, uint8, int8, int16, int32, int64, float16, float32, float64)
+ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 _FROM_NP = {d.np: d for d in ALL}
+BF16_NP = bfloat16.np
+_F32_NP = float32.np
+#: the NumPy dtypes of ember's floating dtypes (bfloat16's NumPy kind is "V", not "f")
+FLOAT_NP = frozenset(d.np for d in ALL if d.is_floating_point)
+
+
+def is_float_np(np_dtype) -> _builtin_bool:
+    """Whether a NumPy dtype is one of ember's floating dtypes (bfloat16 included)."""
+    return np_dtype.kind == "f" or np_dtype == BF16_NP
+
+
+def compute_np(np_dtype):
+    """The dtype an op computes a ``np_dtype`` array in: float32 for bfloat16 (PyTorch's
+    ``opmath``: NumPy has no bfloat16 reductions or BLAS), else ``np_dtype`` itself."""
+    return _F32_NP if np_dtype == BF16_NP else np_dtype
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32,
                 long=int64)
@@ -77,7 +99,8 @@ def from_numpy_dtype(np_dtype, op: str = "tensor") -> dtype:
     except (KeyError, TypeError):
         raise TypeError(
             f"{op}(): can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported "
-            "types are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+            "types are: float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, "
+            "and bool."
         ) from None
 
 
@@ -120,6 +143,9 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         return a
     if a._category != b._category:
         return a if a._category > b._category else b
+    if a is bfloat16 or b is bfloat16:
+        o = b if a is bfloat16 else a  # float16 and bfloat16 meet in float32
+        return float32 if o is float16 else o
     return _FROM_NP[np.promote_types(a.np, b.np)]
 
 
@@ -180,11 +206,13 @@ class finfo:
         d = to_dtype(type if type is not None else get_default_dtype(), "finfo")
         if not d.is_floating_point:
             raise TypeError(f"finfo(): {d} is not a floating point dtype")
-        info = np.finfo(d.np)
+        info = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
         self.bits, self.eps = info.bits, _builtin_float(info.eps)
         self.max = _builtin_float(info.max)
         self.min, self.tiny = _builtin_float(info.min), _builtin_float(info.tiny)
         self.smallest_normal, self.resolution = self.tiny, _builtin_float(info.resolution)
+        if d is bfloat16:  # 10 ** -precision, as NumPy's own dtypes and PyTorch define it
+            self.resolution = 10.0 ** -_builtin_int(info.precision)
         self.dtype = d.name
 
 

@@ -12,11 +12,13 @@ and ``cummax_indices`` / ``cummin_indices``.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 
 import numpy as np
 
 from . import _dtype as D
+from ._checks import arg_type_error, check_dtype, check_int
 from ._reduction import _one_dim, _return_type
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
@@ -54,29 +56,27 @@ def _softmax_in(input: Tensor, dim, dtype):
 
 
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
-    """``exp(x - logsumexp(x, dim))`` along ``dim`` (``torch.softmax``).
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim`` (``torch.softmax``): the registry
+    op ``_softmax``.
 
     >>> softmax(tensor([0., 0.]), 0)
     tensor([0.5000, 0.5000])
     """
-    from ._pointwise import exp
+    from ._nn_ops import _softmax
 
-    x = _softmax_in(input, dim, dtype)
-    if x.dim() == 0:
-        return exp(x - x)
-    return exp(x - x.logsumexp(dim, keepdim=True))
+    return _softmax(_softmax_in(input, dim, dtype), dim, False)
 
 
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
-    """``x - logsumexp(x, dim)`` along ``dim`` (``torch.log_softmax``).
+    """``(x - max) - log(sum(exp(x - max)))`` along ``dim`` (``torch.log_softmax``): the
+    registry op ``_log_softmax``.
 
     >>> log_softmax(tensor([0., 0.]), 0)
     tensor([-0.6931, -0.6931])
     """
-    x = _softmax_in(input, dim, dtype)
-    if x.dim() == 0:
-        return x - x
-    return x - x.logsumexp(dim, keepdim=True)
+    from ._nn_ops import _log_softmax
+
+    return _log_softmax(_softmax_in(input, dim, dtype), dim, False)
 
 
 # ---------------------------------------------------------------------------- elementwise
@@ -235,6 +235,7 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     tensor([[2, 4],
             [1, 3]])
     """
+    check_int("rot90", "k", 2, k)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
     if input.dim() < 2:
@@ -263,6 +264,15 @@ def isin(elements, test_elements, *, assume_unique: bool = False,
     >>> isin(tensor([1, 2, 3]), tensor([2, 5]))
     tensor([False,  True, False])
     """
+    # PyTorch takes a tensor or a Python number for either (not both numbers), no lists
+    for name, v in (("elements", elements), ("test_elements", test_elements)):
+        if isinstance(v, Tensor):
+            if v._data.dtype.kind == "b":
+                raise RuntimeError("isin(): Unsupported input type encountered for isin(): Bool")
+        elif not isinstance(v, (numbers.Number, np.generic)) or isinstance(v, bool):
+            raise arg_type_error("isin", name, None, v, "Tensor or Number")
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin(): expected at least one Tensor argument")
     ref = elements._data if isinstance(elements, Tensor) else test_elements._data
     xp = array_module(ref)
     a = elements._data if isinstance(elements, Tensor) else xp.asarray(elements)
@@ -279,6 +289,9 @@ def _search(op: str, seq, values, right: bool, out_int32: bool, side, sorter):
                                "left while right was True")
         right = side == "right"
     xp = array_module(seq)
+    if not isinstance(values, Tensor) and (not isinstance(values, (numbers.Number, np.generic))
+                                           or isinstance(values, bool)):
+        raise arg_type_error(op, "input", None, values, "Tensor or Number")
     v = values._data if isinstance(values, Tensor) else xp.asarray(values)
     s = seq if sorter is None else xp.take_along_axis(seq, sorter._data, -1)
     mode = "right" if right else "left"
@@ -334,9 +347,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     d = input._data
     if d.ndim != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    if d.dtype.kind not in "iub":
-        raise RuntimeError(f"bincount(): \"bincount_cpu\" not implemented for "
-                           f"'{input.dtype.name.capitalize()}'")
+    check_dtype("bincount", d.dtype, bool_ok=False, half_ok=False, float_ok=False)
     if d.size and int(d.min()) < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
@@ -381,6 +392,7 @@ def _cum_indices(name: str, largest: bool):
         d = input._data
         xp = array_module(d)
         if d.ndim == 0:
+            _one_dim(dim, 1, name)  # a 0-d tensor takes dim 0 or -1 only
             return _make(xp.zeros((), np.int64))
         ax = _one_dim(dim, d.ndim, name)
         a = xp.moveaxis(d, ax, -1)
@@ -442,6 +454,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     from ._pointwise import exp, isinf, log, where
     from ._reduction import amax
 
+    check_dtype("logcumsumexp", input._data.dtype, bool_ok=False, int_ok=False)
     if input.dim() == 0:
         return input.clone()
     d = _one_dim(dim, input.dim(), "logcumsumexp")

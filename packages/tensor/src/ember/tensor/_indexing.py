@@ -266,7 +266,7 @@ def _classify(item, xp, zero_d_as_int: bool = True):
         return _array_item(item._data, xp, zero_d_as_int)
     if isinstance(item, _ndarray) or hasattr(item, "__cuda_array_interface__"):
         return _array_item(item, xp, zero_d_as_int)
-    if isinstance(item, (list, tuple)):
+    if isinstance(item, (list, tuple, range)):  # a range indexes as the list of its items
         try:
             arr = np.asarray(item)
         except (ValueError, TypeError):

@@ -225,6 +225,10 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     >>> mm(tensor([[1, 2]]), tensor([[3], [4]]))
     tensor([[11]])
     """
+    if input.is_sparse or mat2.is_sparse:  # sparse COO operands (torch.mm accepts them)
+        from ._sparse import sparse_mm
+
+        return sparse_mm(input, mat2)
     a, b = input._data, mat2._data
     if a.ndim != 2:
         raise RuntimeError(f"mm(): self must be a matrix, got a {a.ndim}-D tensor")
@@ -432,6 +436,11 @@ def _check_expand(op: str, s, target) -> None:
 def _add_scaled(op: str, input: Tensor, product: Tensor, beta, alpha) -> Tensor:
     from ._pointwise import add, mul
 
+    if input.dtype != product.dtype and isinstance(input, Tensor):
+        from ._autocast import autocast_input_dtype
+
+        if autocast_input_dtype(input) is product.dtype:  # autocast casts addmm's input too
+            input = input.to(product.dtype)
     if input.dtype != product.dtype:
         raise RuntimeError(f"{op}(): self and mat2 must have the same dtype, but got "
                            f"{_SCALAR_NAMES[input._data.dtype]} and "

@@ -22,6 +22,7 @@ import numbers
 
 import numpy as np
 
+from ._checks import scalar_type_name
 from ._reduction import _return_type
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
@@ -595,6 +596,20 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
 
     sytrs = lapack.dsytrs if ld.dtype == np.float64 else lapack.ssytrs
     n = ld.shape[-1]
+    # LAPACK indexes rows with the pivots unchecked: out-of-range ones read and write out of
+    # bounds, so they raise here, as PyTorch's
+    if piv.dtype.kind not in "iu":
+        raise RuntimeError(f"linalg.ldl_solve: Expected pivots to be integers, got {piv.dtype}")
+    if piv.ndim < 1 or piv.shape[-1] != n:
+        raise RuntimeError(f"linalg.ldl_solve: Expected pivots of shape (*, {n}) for LD of "
+                           f"shape {list(ld.shape)}, got {list(piv.shape)}")
+    if piv.size and int(np.abs(piv.astype(np.int64)).max()) > n:
+        raise RuntimeError(f"linalg.ldl_solve: Pivots given to ldl_solve must all satisfy "
+                           f"|pivot| <= LD.size(-2) = {n}. Did you properly pass the result of "
+                           f"ldl_factor?")
+    if piv.size and int(np.abs(piv.astype(np.int64)).min()) < 1:
+        raise RuntimeError("linalg.ldl_solve: Pivots given to ldl_solve must all satisfy "
+                           "|pivot| >= 1. Did you properly pass the result of ldl_factor?")
     batch = _batch_shape("linalg.ldl_solve", ld.shape[:-2], b.shape[:-2])
     ldb = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape((-1, n, n))
     pb = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape((-1, n))
@@ -1009,6 +1024,9 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     op = "torch.linalg.householder_product"
     _check_matrix(op, A._data)
     _check_float(op, A._data)
+    if tau._data.dtype != A._data.dtype:
+        raise RuntimeError(f"{op}: tau dtype {scalar_type_name(tau._data.dtype)} does not "
+                           f"match input dtype {scalar_type_name(A._data.dtype)}")
     m, n = A.shape[-2:]
     k = tau.shape[-1]
     if m < n:

@@ -35,6 +35,8 @@ __all__ = [
     "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell_fused",
     "lstm_cell_backward", "gru_cell_fused", "gru_cell_backward", "split_with_sizes",
     "ctc_loss", "_ctc_loss", "_ctc_loss_backward",
+    "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
+    "cross_entropy_loss", "_cross_entropy_loss_backward",
 ]
 
 _make = Tensor._make
@@ -664,9 +666,6 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     """
     _need_tensor(weight, "embedding", "weight")
     _need_tensor(indices, "embedding", "indices")
-    if sparse:
-        raise RuntimeError("embedding(): sparse gradients are not supported by ember; use "
-                           "sparse=False")
     w, idx = weight._data, indices._data
     if w.ndim != 2:
         raise RuntimeError(f"embedding(): 'weight' must be 2-D, got {list(w.shape)}")
@@ -721,29 +720,22 @@ def embedding_dense_backward(grad_output: Tensor, indices: Tensor, num_weights: 
 
 
 # ----------------------------------------------------------------------------- recurrent cells
-def _sigmoid_(a) -> None:
-    """In-place logistic sigmoid through tanh (no overflow for any input)."""
-    xp = array_module(a)
-    a *= 0.5
-    xp.tanh(a, out=a)
-    a *= 0.5
-    a += 0.5
+# The pointwise math of a cell step runs as one fused kernel per direction (lstm_cell_forward /
+# lstm_cell_backward, gru_cell_forward / gru_cell_backward of ember.tensor.kernels): measured
+# in benchmarks/bench_kernels.py at 1.2-2.4x faster than the NumPy expression from N=4, H=64
+# to N=256, H=512. The backward ops recompute the activations with the forward kernel.
+def _cell_arrays(*arrays):
+    """The arrays in one floating dtype (their promotion), C-contiguous."""
+    dt = np.result_type(*arrays)
+    xp = array_module(arrays[0])
+    return [xp.ascontiguousarray(a, dtype=dt) for a in arrays]
 
 
-def _lstm_act(input_gates, hidden_gates, cx):
-    """Activated gates ``act`` (N, 4H: sigmoid i, f, tanh g, sigmoid o), ``c`` and
-    ``tanh(c)`` of an LSTM step, on arrays."""
-    act = input_gates + hidden_gates
-    if act.dtype == np.float16:
-        act = act.astype(np.float32)
-    H = cx.shape[1]
-    xp = array_module(act)
-    _sigmoid_(act[:, :2 * H])
-    _sigmoid_(act[:, 3 * H:])
-    xp.tanh(act[:, 2 * H:3 * H], out=act[:, 2 * H:3 * H])
-    c = act[:, H:2 * H] * cx
-    c += act[:, :H] * act[:, 2 * H:3 * H]
-    return act, c, xp.tanh(c)
+def _lstm_forward(input_gates, hidden_gates, cx):
+    """``(h, c, act, tanh(c))`` of an LSTM step, ``act`` the activated gates (i, f, g, o)."""
+    gates = input_gates + hidden_gates
+    gates, c0 = _cell_arrays(gates, cx)
+    return _kernel("lstm_cell_forward", array_module(c0))(gates, c0)
 
 
 def _check_cell(op, gates, state, k):
@@ -759,9 +751,7 @@ def lstm_cell_fused(input_gates: Tensor, hidden_gates: Tensor, cx: Tensor) -> tu
     ``(hy, cy)``."""
     a, b, c0 = input_gates._data, hidden_gates._data, cx._data
     _check_cell("lstm_cell_fused", a, c0, 4)
-    act, c, tc = _lstm_act(a, b, c0)
-    H = c0.shape[1]
-    h = act[:, 3 * H:] * tc
+    h, c, _, _ = _lstm_forward(a, b, c0)
     dt = c0.dtype
     return _make(h.astype(dt, copy=False)), _make(c.astype(dt, copy=False))
 
@@ -772,33 +762,21 @@ def lstm_cell_backward(grad_hy: Tensor | None, grad_cy: Tensor | None, input_gat
     """Gradient of :func:`lstm_cell_fused`: ``(grad_gates, grad_cx)`` (``grad_gates`` is the
     gradient of both gate inputs); a None output gradient counts as zero."""
     a, b, c0 = input_gates._data, hidden_gates._data, cx._data
-    act, _, tc = _lstm_act(a, b, c0)
+    _, _, act, tc = _lstm_forward(a, b, c0)
     dt = c0.dtype
     xp = array_module(c0)
-    gh = None if grad_hy is None else grad_hy._data
-    gc = None if grad_cy is None else grad_cy._data
-    if act.dtype != dt:
-        c0 = c0.astype(act.dtype)
-        gh = None if gh is None else gh.astype(act.dtype)
-        gc = None if gc is None else gc.astype(act.dtype)
-    dgates, dcx = _kernel("lstm_cell_backward", xp)(gh, gc, act, c0, tc)
+    wd = act.dtype
+    gh = None if grad_hy is None else xp.ascontiguousarray(grad_hy._data, dtype=wd)
+    gc = None if grad_cy is None else xp.ascontiguousarray(grad_cy._data, dtype=wd)
+    dgates, dcx = _kernel("lstm_cell_backward", xp)(gh, gc, act, c0.astype(wd, copy=False), tc)
     return _make(dgates.astype(dt, copy=False)), _make(dcx.astype(dt, copy=False))
 
 
-def _gru_parts(input_gates, hidden_gates, hx):
-    """``r, z, n`` (N, H each) of a GRU step, on arrays."""
-    x, gh = input_gates, hidden_gates
-    if x.dtype == np.float16:
-        x, gh, hx = x.astype(np.float32), gh.astype(np.float32), hx.astype(np.float32)
-    H = hx.shape[1]
-    xp = array_module(x)
-    rz = x[:, :2 * H] + gh[:, :2 * H]
-    _sigmoid_(rz)
-    r, z = rz[:, :H], rz[:, H:]
-    n = r * gh[:, 2 * H:]
-    n += x[:, 2 * H:]
-    xp.tanh(n, out=n)
-    return r, z, n, gh, hx
+def _gru_forward(input_gates, hidden_gates, hx):
+    """``(h, r, z, n, gh, hx)`` of a GRU step on arrays of one dtype."""
+    gi, gh, h0 = _cell_arrays(input_gates, hidden_gates, hx)
+    h, r, z, n = _kernel("gru_cell_forward", array_module(h0))(gi, gh, h0)
+    return h, r, z, n, gh, h0
 
 
 @defop("gru_cell_fused")
@@ -806,10 +784,7 @@ def gru_cell_fused(input_gates: Tensor, hidden_gates: Tensor, hx: Tensor) -> Ten
     """The pointwise part of a GRU step from ``input_gates = x W_ih^T + b_ih`` and
     ``hidden_gates = h W_hh^T + b_hh`` (N, 3H; gates r, z, n): ``(1 - z) * n + z * hx``."""
     _check_cell("gru_cell_fused", input_gates._data, hx._data, 3)
-    r, z, n, _, h0 = _gru_parts(input_gates._data, hidden_gates._data, hx._data)
-    h = h0 - n
-    h *= z
-    h += n
+    h = _gru_forward(input_gates._data, hidden_gates._data, hx._data)[0]
     return _make(h.astype(hx._data.dtype, copy=False))
 
 
@@ -818,12 +793,11 @@ def gru_cell_backward(grad_hy: Tensor, input_gates: Tensor, hidden_gates: Tensor
                       hx: Tensor) -> tuple:
     """Gradient of :func:`gru_cell_fused`: ``(grad_input_gates, grad_hidden_gates,
     grad_hx)``."""
-    r, z, n, gh, h0 = _gru_parts(input_gates._data, hidden_gates._data, hx._data)
+    _, r, z, n, gh, h0 = _gru_forward(input_gates._data, hidden_gates._data, hx._data)
     H = h0.shape[1]
-    g = grad_hy._data.astype(h0.dtype, copy=False)
     xp = array_module(h0)
-    dgi, dgh, dhx = _kernel("gru_cell_backward", xp)(g, xp.ascontiguousarray(r),
-                                                     xp.ascontiguousarray(z), n,
+    g = xp.ascontiguousarray(grad_hy._data, dtype=h0.dtype)
+    dgi, dgh, dhx = _kernel("gru_cell_backward", xp)(g, r, z, n,
                                                      xp.ascontiguousarray(gh[:, 2 * H:]), h0)
     dt = hx._data.dtype
     return tuple(_make(a.astype(dt, copy=False)) for a in (dgi, dgh, dhx))
@@ -1048,3 +1022,352 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     if losses.dim() == 0:
         return losses / denom.reshape(())
     return (losses / denom).mean()
+
+
+# ----------------------------------------------------------------------------- softmax family
+# softmax and log_softmax over one dim, with their backward ops (PyTorch's aten names). Rows
+# over the last dim of a float32 / float64 array run the fused row kernels (one pass for the
+# max, one for the sum of exponentials, one for the output: measured in
+# benchmarks/bench_kernels.py at 1.1-5x NumPy's expression from 4x64 to 700x10000); other dims
+# and dtypes run the same math as one NumPy expression. Both subtract the row max before
+# exponentiating and keep ``(x - max) - log(sum)`` apart, so they are shift-invariant: logits
+# near 1e6 in float32 give the probabilities of logits near 0.
+def _float_input(op: str, x, half_to_float: bool = False):
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"{op}(): expected a floating point tensor, got "
+                           f"{_dtype_str(x.dtype)}")
+    if half_to_float and x.dtype != np.float16:
+        raise RuntimeError(f"{op}(): conversion from {_dtype_str(x.dtype)} to float is only "
+                           f"supported for half (float16) inputs")
+
+
+def _dtype_str(dt) -> str:
+    from ._dtype import from_numpy_dtype
+
+    return str(from_numpy_dtype(dt))
+
+
+def _rows_of(x, xp):
+    """``x`` as a C-contiguous (rows, cols) array over its last dim (a view when it can be)."""
+    cols = x.shape[-1]
+    return xp.ascontiguousarray(x).reshape(-1, cols)
+
+
+def _softmax_array(x, dim: int, log: bool):
+    """softmax / log_softmax of array ``x`` along ``dim`` (non-negative), in ``x``'s dtype."""
+    xp = array_module(x)
+    if x.size == 0:
+        return xp.empty(x.shape, dtype=x.dtype)
+    if dim == x.ndim - 1 and x.dtype in _KERNEL_DTYPES + (np.dtype(np.float16),):
+        # float16 runs in float32 inside the kernels
+        y = _kernel("log_softmax_forward" if log else "softmax_forward", xp)(_rows_of(x, xp))
+        return y.reshape(x.shape)
+    w = x.astype(np.float32) if x.dtype == np.float16 else x
+    s = w - w.max(axis=dim, keepdims=True)
+    if log:
+        e = xp.exp(s)
+        s -= xp.log(e.sum(axis=dim, keepdims=True))
+        return s.astype(x.dtype, copy=False)
+    xp.exp(s, out=s)
+    s /= s.sum(axis=dim, keepdims=True)
+    return s.astype(x.dtype, copy=False)
+
+
+def _softmax_impl(op: str, input: Tensor, dim: int, half_to_float: bool, log: bool) -> Tensor:
+    from ._tensor import _wrap_dim
+
+    _need_tensor(input, op, "self")
+    x = input._data
+    _float_input(op, x, half_to_float)
+    if half_to_float:
+        x = x.astype(np.float32)
+    if x.ndim == 0:
+        d = _wrap_dim(dim, 0, op)
+        return _make(_softmax_array(x.reshape(1), d, log).reshape(()))
+    d = _wrap_dim(dim, x.ndim, op)
+    return _make(_softmax_array(x, d, log))
+
+
+@defop("_softmax", out=True)
+def _softmax(input: Tensor, dim: int, half_to_float: bool = False) -> Tensor:
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim`` (``torch._softmax``).
+
+    >>> import ember.tensor as et
+    >>> et._softmax(et.tensor([1e6, 1e6 + 1.0]), 0, False).tolist()
+    [0.2689414322376251, 0.7310585975646973]
+    """
+    return _softmax_impl("_softmax", input, dim, half_to_float, False)
+
+
+@defop("_log_softmax", out=True)
+def _log_softmax(input: Tensor, dim: int, half_to_float: bool = False) -> Tensor:
+    """``(x - max) - log(sum(exp(x - max)))`` along ``dim`` (``torch._log_softmax``)."""
+    return _softmax_impl("_log_softmax", input, dim, half_to_float, True)
+
+
+def _softmax_bw_impl(op: str, grad_output: Tensor, output: Tensor, dim: int, input_dtype,
+                     log: bool) -> Tensor:
+    from ._dtype import to_dtype
+    from ._tensor import _wrap_dim
+
+    g, y = grad_output._data, output._data
+    if g.shape != y.shape:
+        raise RuntimeError(f"{op}(): grad_output of shape {list(g.shape)} does not match "
+                           f"output of shape {list(y.shape)}")
+    _float_input(op, y)
+    out_dt = to_dtype(input_dtype, op).np if input_dtype is not None else y.dtype
+    if g.dtype != y.dtype:
+        g = g.astype(y.dtype)
+    xp = array_module(y)
+    shape = y.shape
+    if y.ndim == 0:
+        y, g = y.reshape(1), g.reshape(1)
+    d = _wrap_dim(dim, y.ndim, op)
+    if y.size == 0:
+        dx = xp.empty(y.shape, dtype=y.dtype)
+    elif d == y.ndim - 1 and y.dtype in _KERNEL_DTYPES + (np.dtype(np.float16),):
+        k = _kernel("log_softmax_backward" if log else "softmax_backward", xp)
+        dx = k(_rows_of(y, xp), _rows_of(g, xp)).reshape(y.shape)
+    else:
+        wy = y.astype(np.float32) if y.dtype == np.float16 else y
+        wg = g.astype(wy.dtype, copy=False)
+        if log:
+            dx = wg - xp.exp(wy) * wg.sum(axis=d, keepdims=True)
+        else:
+            dx = wg * wy
+            dx -= wy * dx.sum(axis=d, keepdims=True)
+    return _make(dx.reshape(shape).astype(out_dt, copy=False))
+
+
+@defop("_softmax_backward_data", out=True)
+def _softmax_backward_data(grad_output: Tensor, output: Tensor, dim: int,
+                           input_dtype) -> Tensor:
+    """Gradient of :func:`_softmax` from its output ``y``: ``y * (g - sum(g * y, dim))``,
+    in ``input_dtype``."""
+    return _softmax_bw_impl("_softmax_backward_data", grad_output, output, dim, input_dtype,
+                            False)
+
+
+@defop("_log_softmax_backward_data", out=True)
+def _log_softmax_backward_data(grad_output: Tensor, output: Tensor, dim: int,
+                               input_dtype) -> Tensor:
+    """Gradient of :func:`_log_softmax` from its output ``y``: ``g - exp(y) * sum(g, dim)``,
+    in ``input_dtype``."""
+    return _softmax_bw_impl("_log_softmax_backward_data", grad_output, output, dim,
+                            input_dtype, True)
+
+
+# ----------------------------------------------------------------------------- cross entropy
+# cross_entropy_loss with class-index targets as one op per direction: the fused row kernels
+# of kernels/cpu/softmax.py and kernels/cuda/softmax.cu compute each row's max, log-sum-exp,
+# loss (weight, ignore_index, label smoothing) and gradient without any intermediate (N, C)
+# array. Reductions: 0 none, 1 mean (divided by the summed weights of the counted targets,
+# as PyTorch), 2 sum.
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _reduction_enum(op: str, reduction) -> int:
+    if isinstance(reduction, str):
+        if reduction not in _REDUCTIONS:
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+        return _REDUCTIONS[reduction]
+    r = int(reduction)
+    if r not in (0, 1, 2):
+        raise ValueError(f"{op}(): reduction must be 0 (none), 1 (mean) or 2 (sum), got {r}")
+    return r
+
+
+def _ce_layout(op: str, input: Tensor, target: Tensor, weight: Tensor | None):
+    """``(rows (M, C), flat int64 targets (M,), weight array or None, restore)`` of a class-dim
+    layout: (C,) with a 0-d target, (N, C) with (N,), or (N, C, d1, ...) with (N, d1, ...);
+    ``restore(dx_rows)`` puts a rows-shaped gradient back in the input's layout."""
+    _need_tensor(input, op, "self")
+    _need_tensor(target, op, "target")
+    x, t = input._data, target._data
+    xp = array_module(x)
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"{op}(): expected a floating point input, got "
+                           f"{_dtype_str(x.dtype)}")
+    if t.dtype.kind not in "iu" or t.dtype == np.bool_:
+        raise RuntimeError(f"{op}(): expected a target of an integer dtype (class indices), "
+                           f"got {_dtype_str(t.dtype)}")
+    if type(t) is not type(x):
+        raise RuntimeError(f"{op}(): target on {target.device} but input on {input.device}")
+    if x.ndim == 0:
+        raise ValueError(f"{op}(): input must have at least 1 dim, got a 0-d tensor")
+    if x.ndim == 1:
+        if t.ndim != 0:
+            raise ValueError(f"{op}(): for 1-D input of shape {list(x.shape)} the target must "
+                             f"be 0-D, got {list(t.shape)}")
+        C = x.shape[0]
+        rows = x.reshape(1, C)
+
+        def restore(dx):
+            return dx.reshape(C)
+    else:
+        n, C = x.shape[0], x.shape[1]
+        if t.ndim != x.ndim - 1 or t.shape[0] != n or t.shape[1:] != x.shape[2:]:
+            if t.ndim and t.shape[0] != n:
+                raise ValueError(f"Expected input batch_size ({n}) to match target batch_size "
+                                 f"({t.shape[0]}).")
+            raise RuntimeError(f"{op}(): expected target of shape {[n] + list(x.shape[2:])} "
+                               f"for input of shape {list(x.shape)}, got {list(t.shape)}")
+        if x.ndim == 2:
+            rows = x
+
+            def restore(dx):
+                return dx
+        else:
+            moved = xp.moveaxis(x, 1, -1)
+            mshape = moved.shape
+            rows = xp.ascontiguousarray(moved).reshape(-1, C)
+
+            def restore(dx):
+                return xp.ascontiguousarray(xp.moveaxis(dx.reshape(mshape), -1, 1))
+    flat = t.reshape(-1)
+    if flat.dtype != np.int64:
+        flat = flat.astype(np.int64)
+    w = None
+    if weight is not None:
+        _need_tensor(weight, op, "weight")
+        w = weight._data
+        if w.ndim != 1 or w.shape[0] != C:
+            raise RuntimeError(f"weight tensor should be defined either for all {C} classes or "
+                               f"no classes but got weight tensor of shape: {list(w.shape)}")
+        if type(w) is not type(x):
+            raise RuntimeError(f"{op}(): weight on {weight.device} but input on "
+                               f"{input.device}")
+        w = w.astype(x.dtype, copy=False)
+    return rows, flat, w, restore
+
+
+def _ce_check_targets(rows, flat, ignore_index: int) -> None:
+    C = rows.shape[1]
+    if flat.size:
+        bad = (flat != ignore_index) & ((flat < 0) | (flat >= C))
+        if bool(bad.any()):
+            raise IndexError(f"Target {int(flat[bad][0])} is out of bounds.")
+
+
+def _ce_denominator(flat, w, ignore_index: int, dtype):
+    """The mean's divisor: the summed weights of the counted targets (their count without a
+    weight)."""
+    xp = array_module(flat)
+    valid = flat != ignore_index
+    if w is None:
+        return float(valid.sum())
+    return float(w[xp.where(valid, flat, 0)][valid].sum(dtype=np.float64))
+
+
+def _ce_kernel_ok(rows) -> bool:
+    return rows.dtype in _KERNEL_DTYPES + (np.dtype(np.float16),) and rows.shape[1] > 0
+
+
+def _ce_rows_numpy(rows, flat, w, ignore_index, eps):
+    """Per-row losses with NumPy (float16, or no class): the kernels' math."""
+    xp = array_module(rows)
+    x = rows.astype(np.float32) if rows.dtype == np.float16 else rows
+    N, C = x.shape
+    valid = flat != ignore_index
+    safe = xp.where(valid, flat, 0)
+    m = x.max(axis=1, keepdims=True)
+    s = m - x  # >= 0
+    ls = xp.log(xp.exp(-s).sum(axis=1, keepdims=True))
+    nll = s[xp.arange(N), safe] + ls[:, 0]
+    ww = xp.ones(C, dtype=x.dtype) if w is None else w.astype(x.dtype)
+    loss = (1.0 - eps) * ww[safe] * nll
+    if eps > 0:
+        loss = loss + eps / C * ((s * ww).sum(axis=1) + ls[:, 0] * ww.sum())
+    return xp.where(valid, loss, 0).astype(x.dtype)
+
+
+@defop("cross_entropy_loss")
+def cross_entropy_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                       reduction: int = 1, ignore_index: int = -100,
+                       label_smoothing: float = 0.0) -> Tensor:
+    """Cross entropy of logits ``input`` (C,), (N, C) or (N, C, d1, ...) against class indices
+    ``target``, with class ``weight``, ``ignore_index`` and ``label_smoothing``; ``reduction``
+    0 none, 1 mean, 2 sum (``torch._C._nn.cross_entropy_loss`` for class-index targets).
+
+    >>> import ember.tensor as et
+    >>> round(et.cross_entropy_loss(et.tensor([[1e6, 1e6]]), et.tensor([0])).item(), 4)
+    0.6931
+    """
+    op = "cross_entropy_loss"
+    r = _reduction_enum(op, reduction)
+    eps = float(label_smoothing)
+    if not 0.0 <= eps <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {eps}")
+    rows, flat, w, _ = _ce_layout(op, input, target, weight)
+    ignore_index = int(ignore_index)
+    _ce_check_targets(rows, flat, ignore_index)
+    xp = array_module(rows)
+    dt = rows.dtype
+    if rows.shape[0] == 0:
+        loss = xp.zeros(0, dtype=dt)
+    elif _ce_kernel_ok(rows):
+        loss, _ = _kernel("cross_entropy_forward", xp)(rows, flat, w, ignore_index, eps)
+    else:
+        loss = _ce_rows_numpy(rows, flat, w, ignore_index, eps)
+    if r == 0:
+        return _make(loss.reshape(target.shape).astype(dt, copy=False))
+    total = loss.sum(dtype=np.float64 if dt == np.float16 else dt)
+    if r == 2:
+        return _make(xp.asarray(total, dtype=dt))
+    denom = _ce_denominator(flat, w, ignore_index, dt)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        val = total / denom if denom else total * np.nan
+    return _make(xp.asarray(val, dtype=dt))
+
+
+@defop("_cross_entropy_loss_backward")
+def _cross_entropy_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor,
+                                 weight: Tensor | None, reduction: int, ignore_index: int,
+                                 label_smoothing: float) -> Tensor:
+    """Gradient of :func:`cross_entropy_loss` w.r.t. its input for the loss gradient
+    ``grad_output`` (a scalar, or the target's shape with reduction 0): per row,
+    ``g ((1 - eps) w[t] + eps/C sum(w)) softmax(x) - g ((1 - eps) w[t] onehot(t) + eps/C w)``,
+    zero on ignored rows."""
+    op = "_cross_entropy_loss_backward"
+    r = _reduction_enum(op, reduction)
+    eps = float(label_smoothing)
+    rows, flat, w, restore = _ce_layout(op, input, target, weight)
+    ignore_index = int(ignore_index)
+    xp = array_module(rows)
+    dt = rows.dtype
+    N = rows.shape[0]
+    g = grad_output._data
+    if r == 0:
+        go = g.reshape(-1).astype(dt, copy=False)
+        if go.shape[0] != N:
+            raise RuntimeError(f"{op}(): grad_output of shape {list(g.shape)} does not match "
+                               f"target of shape {list(target.shape)}")
+    else:
+        scale = g.reshape(()).astype(np.float64)
+        if r == 1:
+            denom = _ce_denominator(flat, w, ignore_index, dt)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                scale = scale / denom if denom else scale * np.nan
+        go = xp.full(N, scale, dtype=dt) if xp is np else xp.broadcast_to(
+            xp.asarray(scale, dtype=dt), (N,))
+    if rows.size == 0:
+        dx = xp.zeros(rows.shape, dtype=dt)
+    elif _ce_kernel_ok(rows):
+        dx = _kernel("cross_entropy_backward", xp)(rows, flat, w, ignore_index, eps,
+                                                   xp.ascontiguousarray(go))
+    else:
+        x = rows.astype(np.float32) if dt == np.float16 else rows
+        C = x.shape[1]
+        valid = flat != ignore_index
+        safe = xp.where(valid, flat, 0)
+        ww = xp.ones(C, dtype=x.dtype) if w is None else w.astype(x.dtype)
+        gv = xp.where(valid, go.astype(x.dtype), 0)
+        p = xp.exp(x - x.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        hot = (1.0 - eps) * ww[safe] * gv
+        p *= (hot + eps / C * ww.sum() * gv)[:, None]
+        p[xp.arange(N), safe] -= hot
+        if eps > 0:
+            p -= (eps / C * gv)[:, None] * ww
+        dx = p.astype(dt)
+    return _make(restore(dx))

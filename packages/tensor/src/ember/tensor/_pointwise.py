@@ -12,7 +12,14 @@ import numbers
 import numpy as np
 
 from . import _dtype as D
-from ._checks import check_inplace, check_same_device, device_error
+from ._checks import (
+    check_dtype,
+    check_inplace,
+    check_same_device,
+    device_error,
+    not_implemented,
+    scalar_type_name,
+)
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
 
@@ -26,6 +33,7 @@ _check_same_device = check_same_device
 
 
 _INT64 = np.dtype(np.int64)
+_BF16, _F32 = D.BF16_NP, np.dtype(np.float32)
 # concrete scalar types checked first: isinstance against numbers' ABCs is slow
 _SCALARS = (float, int, bool, np.generic)
 
@@ -34,14 +42,15 @@ def _scalar_dtype(t_dtype: np.dtype, s) -> np.dtype:
     """Result dtype of (tensor of ``t_dtype``) op (Python scalar ``s``)."""
     kind = t_dtype.kind
     cls = type(s)
-    if cls is float or isinstance(s, np.floating):
-        return t_dtype if kind == "f" else D._default[0].np
+    if cls is float or isinstance(s, np.floating) or (isinstance(s, np.generic) and
+                                                       s.dtype == _BF16):
+        return t_dtype if kind == "f" or t_dtype == _BF16 else D._default[0].np
     if cls is bool or isinstance(s, np.bool_):
         return t_dtype
     if cls is int or isinstance(s, (numbers.Integral, np.integer)):
         return _INT64 if kind == "b" else t_dtype
     if isinstance(s, numbers.Real):
-        return t_dtype if kind == "f" else D._default[0].np
+        return t_dtype if kind == "f" or t_dtype == _BF16 else D._default[0].np
     raise TypeError(f"unsupported operand type {type(s).__name__}")
 
 
@@ -72,7 +81,7 @@ def _operands(a, b, op: str, float_result: bool = False):
         da = a
     else:
         raise TypeError(f"{op}(): expected at least one Tensor argument")
-    if float_result and dt.kind != "f":
+    if float_result and dt.kind != "f" and dt != _BF16:
         dt = D.get_default_dtype().np
     cls = type(da)
     if cls is not float and cls is not int and cls is not bool:
@@ -145,11 +154,42 @@ def _write(self: Tensor, value, op: str) -> Tensor:
 
 
 # ---------------------------------------------------------------------------------- binary
-def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
-            quiet: bool = False):
-    npf = getattr(np, ufunc_name)
+# the ops whose Python scalar operand stays float32 with a bfloat16 tensor (others round it)
+_BF16_SCALAR_OPMATH = frozenset(("mul", "div", "floor_divide"))
 
-    def impl(input, other):
+
+def _bf16_binary(name: str, f, da, db) -> Tensor:
+    """A bfloat16 result computed in float32 and rounded once, as PyTorch's CPU kernels do
+    (NumPy would hold a Python scalar operand in bfloat16 or widen the result)."""
+    if name not in _BF16_SCALAR_OPMATH:  # PyTorch holds a scalar operand in bfloat16
+        da = da if hasattr(da, "shape") else float(_BF16.type(da))
+        db = db if hasattr(db, "shape") else float(_BF16.type(db))
+    elif name == "div" and not hasattr(da, "shape"):  # scalar / t is reciprocal(t) * scalar
+        db, f = np.reciprocal(db.astype(_F32)).astype(_BF16), np.multiply
+    da = da.astype(_F32) if hasattr(da, "shape") else da
+    db = db.astype(_F32) if hasattr(db, "shape") else db
+    try:
+        with np.errstate(**_quiet):
+            return _make(np.asarray(f(da, db)).astype(_BF16))
+    except ValueError:
+        raise _broadcast_error(name, da, db) from None
+
+
+def _check_int_divisor(op: str, db, dt: np.dtype) -> None:
+    """Integer division and modulus by zero raise, as PyTorch's (NumPy silently gives 0)."""
+    if dt.kind == "b":
+        raise NotImplementedError(f"{op}(): not implemented for 'Bool'")
+    if dt.kind in "iu" and bool((db == 0).any() if hasattr(db, "shape") else db == 0):
+        raise RuntimeError(f"ZeroDivisionError: {op}() of an integer tensor by zero")
+
+
+def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
+            quiet: bool = False, int_divisor: bool = False):
+    npf = getattr(np, ufunc_name)
+    bitwise = name.startswith("bitwise_")  # integer and bool kernels only, as in PyTorch
+    is_sub = name == "sub"  # PyTorch refuses a bool operand
+
+    def impl(input: Tensor, other):
         if input.__class__ is Tensor and other.__class__ is Tensor and not quiet:
             da, db = input._data, other._data  # the common case: two CPU arrays, one dtype
             if da.__class__ is _ndarray and db.__class__ is _ndarray and da.dtype == db.dtype \
@@ -158,6 +198,10 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
                     r = npf(da, db)
                 except ValueError:
                     raise _broadcast_error(name, da, db) from None
+                except TypeError:  # NumPy has no such loop (bitwise on floats, bool - bool)
+                    if is_sub:
+                        _check_sub_bool(name, input, other)
+                    raise not_implemented(name, da.dtype) from None
                 t = object.__new__(Tensor)
                 t._data = r if r.__class__ is _ndarray else np.asarray(r)
                 return t
@@ -168,7 +212,15 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
                 t = object.__new__(Tensor)
                 t._data = r if r.__class__ is _ndarray else np.asarray(r)
                 return t
-        da, db, _ = _operands(input, other, name, float_result)
+        da, db, dt = _operands(input, other, name, float_result)
+        if int_divisor:
+            _check_int_divisor(name, db, dt)
+        if bitwise and dt.kind not in "biu":
+            raise not_implemented(name, dt)
+        if is_sub:
+            _check_sub_bool(name, input, other)
+        if dt == _BF16:
+            return _bf16_binary(name, npf, da, db)
         xp = _xp2(da, db)
         f = npf if xp is np else getattr(xp, ufunc_name)
         try:
@@ -184,6 +236,16 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
         _check_cast(name + "_", dt, input._data.dtype)
         _check_out_shape(name + "_", db, input._data.shape)
         _check_inplace(input, name + "_")
+        if int_divisor:
+            _check_int_divisor(name + "_", db, dt)
+        if bitwise and dt.kind not in "biu":
+            raise not_implemented(name + "_", dt)
+        if is_sub:
+            _check_sub_bool(name + "_", input, other)
+        if dt == _BF16:
+            input._data[...] = _bf16_binary(name, npf, da, db)._data
+            input._bump()
+            return input
         xp = _xp2(da, db)
         f = npf if xp is np else getattr(xp, ufunc_name)
         with np.errstate(**_quiet):
@@ -213,6 +275,15 @@ sub, sub_ = _binary("sub", "subtract", """``input - other`` elementwise.
     tensor([2., 1.])
     """)
 _add_plain, _sub_plain = add, sub
+
+
+def _check_sub_bool(op: str, input, other) -> None:
+    """PyTorch refuses subtraction with a bool tensor."""
+    for t in (input, other):
+        if t.__class__ is Tensor and t._data.dtype.kind == "b":
+            raise RuntimeError(f"{op}(): Subtraction, the `-` operator, with a bool tensor is "
+                               "not supported. If you are trying to invert a mask, use the `~` "
+                               "or `logical_not()` operator instead.")
 
 
 @with_out
@@ -261,10 +332,12 @@ true_divide, true_divide_ = _binary("div", "true_divide", """True division; inte
     tensor([0.5000, 1.0000])
     """, float_result=True, quiet=True)
 _floor_divide, _floor_divide_ = _binary("floor_divide", "floor_divide",
-                                        """Division rounded down (``//``).""", quiet=True)
+                                        """Division rounded down (``//``).""", quiet=True,
+                                        int_divisor=True)
 remainder, remainder_ = _binary("remainder", "remainder", """Python-style modulus (sign of
-    the divisor), ``%``.""", quiet=True)
-fmod, fmod_ = _binary("fmod", "fmod", """C-style modulus (sign of the dividend).""", quiet=True)
+    the divisor), ``%``.""", quiet=True, int_divisor=True)
+fmod, fmod_ = _binary("fmod", "fmod", """C-style modulus (sign of the dividend).""", quiet=True,
+                      int_divisor=True)
 atan2, atan2_ = _binary("atan2", "arctan2", """Elementwise ``atan2(input, other)``.""",
                         float_result=True, quiet=True)
 maximum, _ = _binary("maximum", "maximum", """Elementwise maximum (NaN propagates).""")
@@ -310,6 +383,10 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode == "floor":
         return _floor_divide(input, other)
     if rounding_mode == "trunc":
+        rd = D.result_type(input, other)
+        if not rd.is_floating_point:
+            _check_int_divisor("div", other._data if isinstance(other, Tensor) else other,
+                               rd.np)
         q = true_divide(input, other)
         q = trunc(q)  # noqa: F821  (defined by the unary table below)
         rd = D.result_type(input, other)
@@ -414,7 +491,7 @@ def logical_not(input: Tensor) -> Tensor:
 def bitwise_not(input: Tensor) -> Tensor:
     """Elementwise bitwise NOT (``~``); logical NOT for bools."""
     if input.dtype.is_floating_point:
-        raise TypeError(f"bitwise_not(): not implemented for '{input.dtype}'")
+        raise not_implemented("bitwise_not", input._data.dtype)
     return _make(array_module(input._data).invert(input._data))
 
 
@@ -440,6 +517,10 @@ def isfinite(input: Tensor) -> Tensor:
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Tensor:
     """Elementwise ``|a - b| <= atol + rtol * |b|``."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and \
+            input._data.dtype != other._data.dtype:
+        raise RuntimeError(f"isclose(): {scalar_type_name(input._data.dtype)} did not match "
+                           f"{scalar_type_name(other._data.dtype)}")
     da, db, _ = _operands(input, other, "isclose")
     return _make(_xp2(da, db).isclose(da, db, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
@@ -486,7 +567,7 @@ def _rsqrt(xp, d):
 
 
 def _frac(xp, d):
-    _no_bool("frac", d)
+    check_dtype("frac", d.dtype, bool_ok=False, int_ok=False)  # PyTorch: floats only
     return d - xp.trunc(d)
 
 
@@ -578,9 +659,12 @@ def _unary(name: str, fn, desc: str, float_out: bool):
     default = D._default
     quiet = name not in _NEVER_WARN
 
-    def impl(input):
+    def impl(input: Tensor):
         d = input._data
         if float_out and d.dtype.kind != "f":
+            if d.dtype == _BF16:  # computed in float32, rounded once
+                with np.errstate(**_quiet):
+                    return _make(np.asarray(compute(np, d.astype(_F32))).astype(_BF16))
             d = d.astype(default[0].np)
         xp = np if isinstance(d, _ndarray) else array_module(d)
         if not quiet:
@@ -588,14 +672,14 @@ def _unary(name: str, fn, desc: str, float_out: bool):
         with np.errstate(**_quiet):
             return _make(compute(xp, d))
 
-    def impl_(input):
+    def impl_(input: Tensor):
         d = input._data
         if float_out and d.dtype.kind != "f":
             _check_cast(name + "_", default[0].np, d.dtype)
         _check_inplace(input, name + "_")
         xp = np if isinstance(d, _ndarray) else array_module(d)
         with np.errstate(**_quiet):
-            d[...] = compute(xp, d)
+            d[...] = compute(xp, d.astype(_F32) if d.dtype == _BF16 else d)
         input._bump()
         return input
 
@@ -628,6 +712,8 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
     d = input._data
     _no_bool("round", d)
     if d.dtype.kind in "iu":
+        if decimals:  # PyTorch rounds integers to decimal places for no integer type
+            raise not_implemented("round", d.dtype)
         return _make(d.copy())
     return _make(array_module(d).round(d, decimals))
 
@@ -745,9 +831,11 @@ def _where(condition: Tensor, input, other) -> Tensor:
     if c.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {condition.dtype}")
-    da, db, _ = _operands(input, other, "where")
+    da, db, dt = _operands(input, other, "where")
     if hasattr(da, "shape") and type(c) is not type(da):
         _check_same_device("where", c, da)
+    if dt == _BF16:  # NumPy would widen bfloat16 with a Python scalar
+        return _make(np.where(c, da, db).astype(_BF16, copy=False))
     return _make(_xp2(da, db).where(c, da, db))
 
 
@@ -772,8 +860,34 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     >>> lerp(tensor([0., 10.]), tensor([10., 20.]), 0.5)
     tensor([ 5., 15.])
     """
+    if not isinstance(input, Tensor) or not isinstance(end, Tensor):
+        raise TypeError(f"lerp(): input and end must be Tensors, got "
+                        f"{type(input).__name__} and {type(end).__name__}")
+    if isinstance(weight, Tensor):
+        w = weight._data
+        if w.dtype != input._data.dtype:
+            raise RuntimeError(f"lerp(): expected dtype {input.dtype} for `weight` but got "
+                               f"dtype {weight.dtype}")
+    elif isinstance(weight, numbers.Number) and not isinstance(weight, bool):
+        w = weight
+    else:
+        raise TypeError(f"lerp(): weight must be a Tensor or a number, got "
+                        f"{type(weight).__name__}")
     a, b = input._data, end._data
-    w = weight._data if isinstance(weight, Tensor) else weight
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"lerp(): expected dtype {input.dtype} for `end` but got dtype "
+                           f"{end.dtype}")
+    if a.dtype.kind not in "fc" and a.dtype != _BF16:
+        raise NotImplementedError(f"lerp(): not implemented for {input.dtype}")
+    try:
+        ab = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise _broadcast_error("lerp", a, b) from None
+    if hasattr(w, "shape"):
+        try:
+            np.broadcast_shapes(ab, w.shape)
+        except ValueError:
+            raise _broadcast_error("lerp", np.broadcast_to(np.zeros(()), ab), w) from None
     return _make((a + w * (b - a)).astype(D.result_type(input, end).np, copy=False))
 
 
@@ -799,8 +913,20 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
     >>> addcdiv(tensor([1.]), tensor([2.]), tensor([4.]), value=2)
     tensor([2.])
     """
+    _check_addcdiv(tensor1, tensor2)
     q = true_divide(tensor1, tensor2)
     return add(input, q if value == 1 else mul(q, value))
+
+
+def _check_addcdiv(tensor1, tensor2) -> None:
+    if not isinstance(tensor1, Tensor) or not isinstance(tensor2, Tensor):
+        raise TypeError(f"addcdiv(): tensor1 and tensor2 must be Tensors, got "
+                        f"{type(tensor1).__name__} and {type(tensor2).__name__}")
+    if not tensor1.is_floating_point() and not tensor1.is_complex() and \
+            not tensor2.is_floating_point() and not tensor2.is_complex():
+        raise RuntimeError("addcdiv(): Integer division with addcdiv is no longer supported: "
+                           "use addcdiv(input, tensor1.float(), tensor2) for true division or "
+                           "input + value * (tensor1 // tensor2) for floor division")
 
 
 def addcmul_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
@@ -812,6 +938,7 @@ def addcmul_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Ten
 
 def addcdiv_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
     """In-place :func:`addcdiv`."""
+    _check_addcdiv(tensor1, tensor2)
     q = true_divide(tensor1, tensor2)
     _check_out_shape("addcdiv_", q._data, input._data.shape)
     return add_(input, q if value == 1 else mul(q, value))

@@ -210,8 +210,8 @@ def _tensor_str(data, indent: int) -> str:
         return "[]"
     summarize = data.size > PRINT_OPTS.threshold
     vals = _host(_summarized(data, summarize))
-    if vals.dtype == np.float16:
-        vals = vals.astype(np.float32)  # format the exact half values without float16 math
+    if vals.dtype == np.float16 or vals.dtype == D.BF16_NP:
+        vals = vals.astype(np.float32)  # format the exact values without half-precision math
     fmt = _Formatter(vals)
     return _tensor_str_fmt(vals, tuple(data.shape), indent, summarize, fmt)
 

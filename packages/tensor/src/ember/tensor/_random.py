@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from . import _dtype as D
-from ._creation import _finish, _size, _xp
+from ._creation import _finish, _size, _size_kw, _xp
 from ._device import device, to_device
 from ._registry import array_module, defop
 from ._tensor import Tensor, _device_of
@@ -272,8 +272,9 @@ def _float_dtype(dtype, op: str) -> D.dtype:
 
 
 def _draw_dtype(np_dtype: np.dtype) -> np.dtype:
-    """The dtype NumPy can draw in directly: float32 for float16, else as is."""
-    return np.dtype(np.float32) if np_dtype == np.float16 else np_dtype
+    """The dtype NumPy can draw in directly: float32 for float16 and bfloat16, else as is."""
+    return np.dtype(np.float32) if np_dtype == np.float16 or np_dtype == D.BF16_NP \
+        else np_dtype
 
 
 def _to_dev(arr, dev: device):
@@ -297,6 +298,10 @@ def _uniform(g: Generator, dev: device, shape, np_dtype, low=0.0, high=1.0):
         arr *= 2048.0
         array_module(arr).floor(arr, out=arr)
         arr *= 1.0 / 2048.0
+    elif np_dtype == D.BF16_NP:
+        arr *= 256.0  # 8 random bits: bfloat16's mantissa, never rounding up to 1.0
+        array_module(arr).floor(arr, out=arr)
+        arr *= 1.0 / 256.0
     if low != 0.0 or high != 1.0:
         arr *= high - low
         arr += low
@@ -352,28 +357,29 @@ def _scalar(v, op: str, name: str) -> float:
 
 
 # --------------------------------------------------------------------------- factories
-def rand(*size, generator: Generator | None = None, dtype=None, device=None,
+def rand(*sizes, size=None, generator: Generator | None = None, dtype=None, device=None,
          requires_grad: bool = False) -> Tensor:
-    """Uniform samples from ``[0, 1)``.
+    """Uniform samples from ``[0, 1)``; ``rand(2, 3)``, ``rand((2, 3))`` or
+    ``rand(size=(2, 3))``.
 
     >>> rand(2, 3).shape
     ember.Size([2, 3])
     """
-    shape = _size(size, "rand")
+    shape = _size(_size_kw(sizes, size, "rand"), "rand")
     dt = _float_dtype(dtype, "rand")
     dev = to_device(device)
     g = _resolve(generator, dev, "rand")
     return _finish(_uniform(g, dev, shape, dt.np), requires_grad)
 
 
-def randn(*size, generator: Generator | None = None, dtype=None, device=None,
+def randn(*sizes, size=None, generator: Generator | None = None, dtype=None, device=None,
           requires_grad: bool = False) -> Tensor:
-    """Standard normal samples.
+    """Standard normal samples (``size=`` as for :func:`rand`).
 
     >>> randn(4, dtype=D.float64).dtype
     ember.float64
     """
-    shape = _size(size, "randn")
+    shape = _size(_size_kw(sizes, size, "randn"), "randn")
     dt = _float_dtype(dtype, "randn")
     dev = to_device(device)
     g = _resolve(generator, dev, "randn")
@@ -446,6 +452,8 @@ def randint(low=0, high=None, size=None, *, generator: Generator | None = None, 
     """
     if size is None and isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
+    elif high is None and size is not None:
+        low, high = 0, low  # randint(high, size=...)
     if high is None or size is None:
         raise TypeError("randint(): expected randint(high, size) or randint(low, high, size)")
     low, high = _as_int(low, "randint", "low"), _as_int(high, "randint", "high")

@@ -27,7 +27,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["OpDef", "OPS", "defop", "set_recorder", "array_module", "write_out", "with_out"]
+__all__ = ["OpDef", "OPS", "defop", "replace_impl", "set_recorder", "array_module", "write_out",
+           "with_out"]
 
 _P = inspect.Parameter
 
@@ -40,7 +41,7 @@ class OpDef:
     function users call; ``out``: the op takes ``out=``."""
 
     __slots__ = ("name", "impl", "differentiable", "inplace", "out", "public", "signature",
-                 "names", "Args", "run")
+                 "names", "Args", "run", "_env")
 
     def __init__(self, name: str, impl: Callable, differentiable: bool, inplace: bool,
                  out: bool) -> None:
@@ -125,6 +126,7 @@ def _compile(op: OpDef):
            f"        return _impl({', '.join(call)})\n"
            f"    return rec(_op, {bound})\n")
     exec(compile(src, f"<ember op {op.name}>", "exec"), env)
+    op._env = env
     plain = all(p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD) for p in params)
     op.run = op.impl if plain else env["run"]
     public = env[fname]
@@ -153,6 +155,17 @@ def defop(name: str, *, differentiable: bool = True, inplace: bool = False, out:
 _SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
                  "int32": "Int", "int64": "Long", "float16": "Half", "float32": "Float",
                  "float64": "Double"}
+
+
+def replace_impl(op: OpDef, impl: Callable) -> None:
+    """Swap the implementation of a declared op for ``impl``, which takes the same arguments
+    (a wrapper around ``op.impl``, e.g. bfloat16 computed through float32): the public
+    function, ``op.run`` and the recorder all call the new one."""
+    plain = op.run is op.impl
+    op._env["_impl"] = impl
+    op.impl = impl
+    if plain:
+        op.run = impl
 
 
 def _dtype_name(dt) -> str:

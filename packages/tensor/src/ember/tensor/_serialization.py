@@ -65,8 +65,10 @@ __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_g
            "safe_globals", "get_unsafe_globals_in_checkpoint"]
 
 _FORMAT = "ember.checkpoint"
-_VERSION = 2  # 2: NumPy arrays and scalars, Size, pickled section
+_VERSION = 3  # 2: NumPy arrays and scalars, Size, pickled section; 3: metadata CRC, shapes
 _META_KEY = "ember"
+_META_CRC_KEY = "ember_crc32"  # CRC-32 of the "ember" JSON (keys, scalars, shapes, dtypes)
+_HEADER_KEY = "__metadata__"  # safetensors' own metadata entry: no array may take this name
 _MAX_HEADER = 100_000_000  # safetensors' own limit on the header size
 DEFAULT_PROTOCOL = 4
 
@@ -104,7 +106,7 @@ class _Encoder:
     def key_for(self, path: list[str]) -> str:
         base = ".".join(path) if path else "tensor"
         key, n = base, 1
-        while key in self.arrays:
+        while key in self.arrays or key == _HEADER_KEY:
             key, n = f"{base}~{n}", n + 1
         return key
 
@@ -125,16 +127,19 @@ class _Encoder:
     def tensor(self, t: Tensor, path: list[str]) -> dict:
         data = t._data
         host = data if isinstance(data, np.ndarray) else data.get()
+        if host.dtype == D.BF16_NP:  # safetensors' NumPy side has no bfloat16: store the bits
+            host = host.view(np.uint16)
         key = self._store(t, host, path)
         node = {"t": "tensor", "key": key, "dtype": t.dtype.name, "device": str(t.device),
-                "crc32": self._crc(key)}
+                "shape": list(host.shape), "crc32": self._crc(key)}
         if t.requires_grad:
             node["requires_grad"] = True
         return node
 
     def ndarray(self, arr: np.ndarray, path: list[str]) -> dict:
         key = self._store(arr, arr, path)
-        return {"t": "ndarray", "key": key, "dtype": arr.dtype.name, "crc32": self._crc(key)}
+        return {"t": "ndarray", "key": key, "dtype": arr.dtype.name, "shape": list(arr.shape),
+                "crc32": self._crc(key)}
 
     def pickle_ref(self, obj) -> dict:
         i = self.pickled_ids.get(id(obj))
@@ -254,7 +259,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL,
         enc.arrays[key] = np.frombuffer(data, dtype=np.uint8)
         doc["pickle"] = {"key": key, "n": len(enc.pickled), "crc32": zlib.crc32(data)}
     meta = json.dumps(doc, separators=(",", ":"), allow_nan=False)
-    metadata = {_META_KEY: meta}
+    metadata = {_META_KEY: meta, _META_CRC_KEY: str(zlib.crc32(meta.encode("utf-8")))}
     from safetensors import numpy as st_numpy
 
     if isinstance(f, (str, os.PathLike)):
@@ -309,21 +314,29 @@ def _atomic_save(path: str, arrays: dict, metadata: dict, st_numpy) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
     _clean_stale_temps(folder, base)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{base}.{os.getpid()}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{base}.{os.getpid()}.", suffix=".tmp")
+    except OSError as exc:
+        raise _write_error(path, exc) from exc
     os.close(fd)
     try:
-        st_numpy.save_file(arrays, tmp, metadata=metadata)
-        fd = os.open(tmp, os.O_RDONLY)
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            mode = os.stat(path).st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o666 & ~_umask()
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+            st_numpy.save_file(arrays, tmp, metadata=metadata)
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                mode = os.stat(path).st_mode & 0o777
+            except FileNotFoundError:
+                mode = 0o666 & ~_umask()
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except Exception as exc:
+            if isinstance(exc, OSError) or type(exc).__name__ == "SafetensorError":
+                raise _write_error(path, exc) from exc
+            raise
     except BaseException:
         try:
             os.unlink(tmp)
@@ -340,6 +353,23 @@ def _atomic_save(path: str, arrays: dict, metadata: dict, st_numpy) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+_OS_ERRNO = re.compile(r"os error (\d+)")
+
+
+def _write_error(path: str, exc: Exception) -> OSError:
+    """An OSError naming the checkpoint (disk full, no permission, ...), whatever layer failed;
+    the previous checkpoint at ``path`` is untouched."""
+    code = getattr(exc, "errno", None)
+    if code is None:
+        m = _OS_ERRNO.search(str(exc))
+        code = int(m.group(1)) if m else None
+    reason = os.strerror(code) if code else str(exc)
+    err = OSError(code, f"save(): could not write the checkpoint '{path}': {reason} (the "
+                        f"previous file, if any, is unchanged)")
+    err.filename = path
+    return err
 
 
 # --------------------------------------------------------------------------- safe globals
@@ -502,7 +532,7 @@ def _parse_header(raw: bytes, total: int) -> tuple[dict, int]:
                        "length field (truncated)")
     try:
         header = json.loads(raw[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise _Corrupt(f"the safetensors header is not valid JSON ({exc}); the file is "
                        "corrupted or not a checkpoint") from None
     if not isinstance(header, dict):
@@ -515,6 +545,8 @@ def _parse_header(raw: bytes, total: int) -> tuple[dict, int]:
             begin, end = info["data_offsets"]
         except (TypeError, KeyError, ValueError):
             raise _Corrupt(f"tensor {name!r} has no valid data_offsets (corrupted)") from None
+        if type(begin) is not int or type(end) is not int or not 0 <= begin <= end:
+            raise _Corrupt(f"tensor {name!r} has no valid data_offsets (corrupted)")
         if end > data_len:
             raise _Corrupt(f"tensor {name!r} ends at byte {end} of the data section, which "
                            f"has only {data_len} bytes (truncated)")
@@ -522,20 +554,34 @@ def _parse_header(raw: bytes, total: int) -> tuple[dict, int]:
 
 
 def _parse_meta(header: dict) -> dict:
-    meta = header.get("__metadata__")
+    meta = header.get(_HEADER_KEY)
     if not isinstance(meta, dict) or _META_KEY not in meta:
         raise _Corrupt("it is a safetensors file but not an ember checkpoint (no 'ember' entry "
                        "in its metadata); read it with safetensors.safe_open, or load a "
                        "state dict with safetensors.numpy.load_file")
+    text = meta[_META_KEY]
+    if not isinstance(text, str):
+        raise _Corrupt("the ember metadata is not a string (corrupted)")
+    crc = meta.get(_META_CRC_KEY)
+    if crc is not None and (not isinstance(crc, str) or not crc.isdigit()
+                            or int(crc) != zlib.crc32(text.encode("utf-8"))):
+        raise _Corrupt("the ember metadata (keys, scalars, shapes) fails its CRC-32 check "
+                       "(corrupted)")
     try:
-        doc = json.loads(meta[_META_KEY])
-    except json.JSONDecodeError as exc:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise _Corrupt(f"the ember metadata is not valid JSON ({exc}) (corrupted)") from None
     if not isinstance(doc, dict) or doc.get("format") != _FORMAT or "root" not in doc:
         raise _Corrupt("the ember metadata does not describe a checkpoint (corrupted)")
-    if doc.get("version", 0) > _VERSION:
+    version = doc.get("version", 0)
+    if type(version) is not int:
+        raise _Corrupt(f"the checkpoint format version {version!r} is not a number "
+                       "(corrupted)")
+    if version > _VERSION:
         raise _Corrupt(f"it was written by a newer ember (checkpoint format version "
-                       f"{doc.get('version')}; this ember reads up to {_VERSION})")
+                       f"{version}; this ember reads up to {_VERSION})")
+    if crc is None and version >= 3:  # only files older than the metadata checksum lack it
+        raise _Corrupt("the ember metadata has lost its CRC-32 entry (corrupted)")
     return doc
 
 
@@ -578,10 +624,17 @@ class _Decoder:
     def array(self, node) -> np.ndarray:
         key = node["key"]
         arr = self.arrays(key)
+        if node.get("dtype") == "bfloat16" and arr.dtype == np.uint16:  # its bits, see save
+            arr = arr.view(D.BF16_NP)
         if node.get("dtype") and arr.dtype != self._np_dtype(node):
             raise _Corrupt(f"array {key!r} is stored as {arr.dtype}, the metadata says "
                            f"{node['dtype']} (corrupted)")
-        if arr.size and zlib.crc32(_c_contig(arr).data) != node.get("crc32"):
+        shape = node.get("shape")
+        if shape is not None and list(arr.shape) != shape:
+            raise _Corrupt(f"array {key!r} is stored with shape {list(arr.shape)}, the "
+                           f"metadata says {shape} (corrupted)")
+        bits = arr.view(np.uint16) if arr.dtype == D.BF16_NP else arr
+        if arr.size and zlib.crc32(_c_contig(bits).data) != node.get("crc32"):
             raise _Corrupt(f"the bytes of tensor {key!r} fail their CRC-32 check (corrupted)")
         return arr
 
@@ -844,7 +897,7 @@ def _decode_root(doc: dict, get, opts):
         dec.unpickle(data, n, weights_only, pickle_module, load_args)
     try:
         return dec.node(doc["root"])
-    except (KeyError, IndexError, AttributeError, ValueError, TypeError) as exc:
+    except (KeyError, IndexError, AttributeError, ValueError, TypeError, RecursionError) as exc:
         raise _Corrupt(f"malformed metadata ({type(exc).__name__}: {exc}) (corrupted)") \
             from None
 

@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from . import _dtype as D
+from ._checks import arg_type_error, check_int
 from ._registry import array_module, defop
 from ._tensor import Size, Tensor, _ptr, _root, _wrap_dim
 
@@ -387,6 +388,8 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     nd = input._data.ndim
     if dim is None:
         dims = tuple(range(nd))
+    elif isinstance(dim, float):
+        raise arg_type_error("squeeze", "dim", 2, dim, "int, tuple of ints or None")
     elif isinstance(dim, (tuple, list)):
         dims = tuple(_wrap_dim(x, nd, "squeeze") for x in dim)
     else:
@@ -455,6 +458,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     dim = _wrap_dim(dim, nd, "select")
     size = input._data.shape[dim]
+    check_int("select", "index", 3, index)
     index = int(index)
     if not -size <= index < size:
         raise IndexError(f"select(): index {index} out of range for tensor of size "
@@ -752,17 +756,33 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start=None, end=None
                   step: int = 1) -> Tensor:
     """A copy of ``input`` with ``src`` written into ``input[..., start:end:step, ...]``."""
     dim = _wrap_dim(dim, input._data.ndim, "slice_scatter")
+    if step is not None and step <= 0:
+        raise RuntimeError("slice_scatter(): slice step must be positive")
     out = input._data.copy()
-    out[(slice(None),) * dim + (slice(start, end, step),)] = src._data
+    _scatter_into("slice_scatter", out[(slice(None),) * dim + (slice(start, end, step),)], src)
     return _make(out)
+
+
+def _scatter_into(op: str, view, src: Tensor) -> None:
+    """The ``*_scatter`` ops write ``src`` into a view of the copy, whose shape it must have
+    exactly (PyTorch does not broadcast it)."""
+    if tuple(src._data.shape) != tuple(view.shape):
+        raise RuntimeError(f"{op}(): expected src to have a size equal to the slice of self. "
+                           f"src size = {list(src._data.shape)}, slice size = "
+                           f"{list(view.shape)}")
+    view[...] = src._data
 
 
 @defop("select_scatter")
 def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     """A copy of ``input`` with ``src`` written at ``index`` along ``dim``."""
     dim = _wrap_dim(dim, input._data.ndim, "select_scatter")
+    size = input._data.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(f"select_scatter(): index {index} out of range for tensor of size "
+                         f"{list(input._data.shape)} at dimension {dim}")
     out = input._data.copy()
-    out[(slice(None),) * dim + (index,)] = src._data
+    _scatter_into("select_scatter", out[(slice(None),) * dim + (index, ...)], src)
     return _make(out)
 
 
@@ -771,7 +791,7 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
                      dim2: int = 1) -> Tensor:
     """A copy of ``input`` with ``src`` written on its (offset, dim1, dim2) diagonal."""
     out = _make(input._data.copy())
-    diagonal.op.impl(out, offset, dim1, dim2)._data[...] = src._data
+    _scatter_into("diagonal_scatter", diagonal.op.impl(out, offset, dim1, dim2)._data, src)
     return out
 
 

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from . import _dtype as D
+from ._checks import check_dtype
 from ._registry import array_module, defop
 from ._tensor import Tensor
 
@@ -58,8 +59,10 @@ def _run(d, compute):
     return _make(xp.asarray(r).astype(dt, copy=False))
 
 
-def _unary(name: str, compute, doc: str, differentiable: bool = True):
+def _unary(name: str, compute, doc: str, differentiable: bool = True, half_ok: bool = True):
     def impl(input: Tensor) -> Tensor:
+        if not half_ok:
+            check_dtype(name, input._data.dtype, half_ok=False)
         return _run(input._data, compute)
 
     impl.__name__ = name.replace("special_", "")
@@ -232,11 +235,15 @@ _SPECIAL_UNARY = {
 # airy_ai's derivative (Ai') is no ember op: not differentiable, as in PyTorch
 _NONDIFF = {"airy_ai"}
 
+# PyTorch has float16/bfloat16 kernels for these only; the others raise NotImplementedError
+_HALF_OK = {"i0e", "i1", "i1e", "ndtr", "entr"}
+
 SPECIAL = {}
 for _name, (_fn, _doc) in _SPECIAL_UNARY.items():
     SPECIAL[_name] = _unary("special_" + _name, _fn,
                             f"{_doc}\n\n    >>> {_name}(tensor([0.5])).shape\n"
-                            "    ember.Size([1])\n", _name not in _NONDIFF)
+                            "    ember.Size([1])\n", _name not in _NONDIFF,
+                            half_ok=_name in _HALF_OK)
 
 
 # --------------------------------------------------------------------------- binary
@@ -387,6 +394,8 @@ def _poly(kind: str):
         return _poly_eval(kind, xp, x, n)
 
     def impl(input, n):
+        if isinstance(input, Tensor):  # no float16/bfloat16 kernels, as in PyTorch
+            check_dtype("special_" + kind, input._data.dtype, half_ok=False)
         xp, x, nn, dt = _binary_arrays(kind, input, n)
         if isinstance(n, Tensor) and n._data.dtype.kind == "f":
             nn = n._data

@@ -163,7 +163,7 @@ class Tensor:
     """
 
     # class-level defaults keep construction of results cheap
-    grad = None
+    _grad = None
     grad_fn = None
     _base = None
     _vc = None
@@ -270,7 +270,7 @@ class Tensor:
         return self.grad_fn is None
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return self._data.dtype.kind == "f" or self._data.dtype == D.BF16_NP
 
     def is_complex(self) -> bool:
         return False
@@ -326,6 +326,42 @@ class Tensor:
         return 0 if vc is None else vc[0]
 
     # ----------------------------------------------------------------- autograd attributes
+    @property
+    def grad(self):
+        """The gradient accumulated by backward (None until one arrives)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        # as PyTorch: a gradient of another shape, dtype or device is refused on assignment,
+        # not broadcast later by an optimizer step
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad "
+                                f"of type {type(value).__name__}")
+            # a sparse COO gradient (embedding(sparse=True)) is checked through its values
+            vd, sd = (value._data if not value.is_sparse else value._meta()), self._data
+            if vd.shape != sd.shape:
+                raise RuntimeError(f"attempting to assign a gradient of size "
+                                   f"'{list(vd.shape)}' to a tensor of size '{list(sd.shape)}'."
+                                   f" Please ensure that the gradient and the tensor are the "
+                                   f"same size")
+            if vd.dtype != sd.dtype:
+                raise RuntimeError(f"attempting to assign a gradient with dtype "
+                                   f"'{value.dtype}' to a tensor with dtype '{self.dtype}'. "
+                                   f"Please ensure that the gradient and the tensor have the "
+                                   f"same dtype")
+            if vd.__class__ is not sd.__class__ and value.device != self.device:
+                raise RuntimeError(f"attempting to assign a gradient located on device "
+                                   f"'{value.device}' to a tensor located on device "
+                                   f"'{self.device}'. Please ensure that the gradient and the "
+                                   f"tensor are on the same device")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
     @property
     def requires_grad(self) -> bool:
         return self._requires_grad
@@ -522,6 +558,9 @@ class Tensor:
     def half(self) -> Tensor:
         return self.to(dtype=D.float16)
 
+    def bfloat16(self) -> Tensor:
+        return self.to(dtype=D.bfloat16)
+
     def long(self) -> Tensor:
         return self.to(dtype=D.int64)
 
@@ -598,6 +637,7 @@ def _wrap_dim(dim: int, ndim: int, op: str) -> int:
 
 
 _LEGACY = {D.float32: "FloatTensor", D.float64: "DoubleTensor", D.float16: "HalfTensor",
+           D.bfloat16: "BFloat16Tensor",
            D.int64: "LongTensor", D.int32: "IntTensor", D.int16: "ShortTensor",
            D.int8: "CharTensor", D.uint8: "ByteTensor", D.bool: "BoolTensor"}
 _LEGACY_BY_NAME = {v: k for k, v in _LEGACY.items()}

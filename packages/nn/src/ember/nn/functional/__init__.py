@@ -13,6 +13,7 @@ from . import (
     _norm,
     _padding,
     _pool,
+    _resample,
     _rnn,
     _sparse,
 )
@@ -26,9 +27,10 @@ from ._loss import *
 from ._norm import *
 from ._padding import *
 from ._pool import *
+from ._resample import *
 from ._rnn import *
 from ._sparse import *
 
 __all__ = [name for mod in (_activation, _attention, _conv, _distance, _dropout, _linear,
-                            _loss, _norm, _padding, _pool, _rnn, _sparse)
+                            _loss, _norm, _padding, _pool, _resample, _rnn, _sparse)
            for name in mod.__all__]

@@ -15,6 +15,11 @@ import warnings
 import ember.tensor as et
 from ember.autograd import is_grad_enabled, no_grad
 from ember.tensor import Tensor
+from ember.tensor.extension import OPS
+
+# the fused registry ops (PyTorch's aten names)
+_softmax = OPS["_softmax"].public
+_log_softmax = OPS["_log_softmax"].public
 
 __all__ = [
     "threshold", "threshold_", "relu", "relu_", "relu6", "elu", "elu_", "selu", "selu_", "celu",
@@ -253,33 +258,28 @@ def _prep(input: Tensor, dim, dtype, name: str, stacklevel: int):
         dim = _softmax_dim(name, input.dim(), stacklevel + 1)
     if dtype is not None:
         input = input.to(dtype=dtype)
-    if input.dim() == 0:
-        input = input.reshape(1)
-        return input, 0, True
-    return input, dim, False
+    return input, dim
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
                 dtype=None) -> Tensor:
-    """``x - logsumexp(x, dim)``: finite for logits of any size.
+    """``(x - max) - log(sum(exp(x - max)))`` along ``dim`` (the registry op
+    ``_log_softmax``): shift-invariant, finite for logits of any size.
 
     >>> log_softmax(et.tensor([1000., 0.]), dim=0).tolist()
     [0.0, -1000.0]
     """
-    x, dim, scalar = _prep(input, dim, dtype, "log_softmax", _stacklevel)
-    out = x - x.logsumexp(dim, keepdim=True)
-    return out.reshape(()) if scalar else out
+    x, dim = _prep(input, dim, dtype, "log_softmax", _stacklevel)
+    return _log_softmax(x, dim, False)
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
-    """``exp(x - logsumexp(x, dim))``."""
-    x, dim, scalar = _prep(input, dim, dtype, "softmax", _stacklevel)
-    out = et.exp(x - x.logsumexp(dim, keepdim=True))
-    return out.reshape(()) if scalar else out
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim`` (the registry op ``_softmax``)."""
+    x, dim = _prep(input, dim, dtype, "softmax", _stacklevel)
+    return _softmax(x, dim, False)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """``softmax(-x, dim)``."""
-    x, dim, scalar = _prep(input, dim, dtype, "softmin", _stacklevel)
-    out = softmax(-x, dim)
-    return out.reshape(()) if scalar else out
+    x, dim = _prep(input, dim, dtype, "softmin", _stacklevel)
+    return _softmax(-x, dim, False)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import ember.tensor as et
 from ember.autograd import no_grad
@@ -75,13 +76,35 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Zero whole channels of (N, C, H, W) or (C, H, W) input."""
+    """Zero whole channels of (N, C, H, W) input, as PyTorch does: the mask has shape
+    ``input.shape[:2] + (1,) * (dim - 2)`` whatever the dimension, so (N, C, L) input is dropped
+    per channel (with PyTorch's warning about 3-D input) and other dimensions warn that they are
+    deprecated (2-D input is then dropped element-wise, the mask being (N, C))."""
     _check_p(p)
-    if input.dim() == 3:
-        # PyTorch treats 3-D input to dropout2d as unbatched (C, H, W)... with a warning; we
-        # follow the channel semantics of its docs.
-        pass
-    return _feature_dropout(input, p, training, inplace, 4, "dropout2d")
+    nd = input.dim()
+    if nd not in (3, 4):
+        warnings.warn(
+            f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated and will "
+            "result in an error in a future release. To retain the behavior and silence this "
+            "warning, please use dropout instead. Note that dropout2d exists to provide "
+            "channel-wise dropout on inputs with 2 spatial dimensions, a channel dimension, and "
+            "an optional batch dimension (i.e. 3D or 4D inputs).", stacklevel=2)
+    if nd == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+            "the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if p == 1.0:
+        return _write(input, input * 0.0, inplace)
+    if nd < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    mask = _keep_mask(tuple(input.shape[:2]) + (1,) * (nd - 2), p, input)
+    return _write(input, input * (mask * (1.0 / (1.0 - p))), inplace)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,

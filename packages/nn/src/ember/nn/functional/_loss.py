@@ -79,6 +79,14 @@ def _check_same_size(input: Tensor, target: Tensor, op: str) -> None:
                       stacklevel=3)
 
 
+def _clamped_log(x: Tensor) -> Tensor:
+    """``max(log(x), -100)`` whose gradient is 0 (never ``0 * inf = NaN``) where the clamp
+    holds, at ``x == 0`` included: a saturated sigmoid feeding ``binary_cross_entropy`` must
+    not poison the weights."""
+    pos = x > 0
+    return et.where(pos, et.log(et.where(pos, x, 1.0)), -100.0).clamp(min=-100)
+
+
 def _relu(x: Tensor) -> Tensor:
     return et.where(x > 0, x, 0.0)
 
@@ -203,7 +211,14 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
             value = int(tgt[bad][0])
             raise IndexError(f"nll_loss: Target {value} is out of bounds (classes: {c}).")
     safe = tgt if all_valid else xp.where(valid, tgt, 0)
-    picked = et.gather(rows, 1, wrap(safe.reshape(-1, 1)))
+    if safe is unwrap(flat):
+        # the gather index is the target itself (a view of it, sharing its version counter):
+        # an in-place change of the target before backward raises PyTorch's error instead of
+        # silently changing the gradient
+        index = flat.reshape(-1, 1)
+    else:
+        index = wrap(safe.reshape(-1, 1))
+    picked = et.gather(rows, 1, index)
     dt = unwrap(rows).dtype
     if weight is None:
         w = None if all_valid else valid.astype(dt).reshape(-1, 1)
@@ -219,61 +234,49 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     if reduction == "sum":
         return -total
     denom = float(tgt.size) if w is None else float(w.sum())
-    return total / -denom if denom else total * float("nan")
+    # nothing to average (every target ignored): the loss is NaN, as PyTorch's 0 / 0, but the
+    # gradient is zero, never NaN
+    return total / -denom if denom else total * 0.0 + float("nan")
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of logits ``input`` (N, C, d...) or (C,) against class indices or class
-    probabilities ``target``, with ``weight``, ``ignore_index`` and ``label_smoothing``."""
+    probabilities ``target``, with ``weight``, ``ignore_index`` and ``label_smoothing``.
+
+    Class-index targets run the fused registry op ``cross_entropy_loss`` (one node; its
+    backward ``_cross_entropy_loss_backward``), probabilities go through ``log_softmax``."""
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if not target.is_floating_point():
+        return et.cross_entropy_loss(input, target, weight, _REDUCTION_ENUM[reduction],
+                                     ignore_index, label_smoothing)
     class_dim = 0 if input.dim() == 1 else 1
     c = input.shape[class_dim]
     logp = log_softmax(input, class_dim)
     wshape = [1] * input.dim()
     wshape[class_dim] = c
-    if target.is_floating_point():
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(f"cross_entropy: probability target of shape "
-                               f"{list(target.shape)} must match input {list(input.shape)}")
-        t = target
-        if label_smoothing > 0:
-            t = t * (1 - label_smoothing) + label_smoothing / c
-        prod = logp * t
-        if weight is not None:
-            prod = prod * weight.reshape(wshape)
-        loss = -prod.sum(class_dim)
-        if reduction == "none":
-            return loss
-        if reduction == "sum":
-            return loss.sum()
-        return loss.sum() / (input.numel() // c if input.numel() else float("nan"))
-    nll = nll_loss(logp, target, weight, None, ignore_index, None, reduction)
-    if label_smoothing == 0:
-        return nll
-    ignore = target == ignore_index
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"cross_entropy: probability target of shape "
+                           f"{list(target.shape)} must match input {list(input.shape)}")
+    t = target
+    if label_smoothing > 0:
+        t = t * (1 - label_smoothing) + label_smoothing / c
+    prod = logp * t
     if weight is not None:
-        smooth = -(logp * weight.reshape(wshape)).sum(class_dim)
-    else:
-        smooth = -logp.sum(class_dim)
-    smooth = et.where(ignore, 0.0, smooth)
-    if reduction == "mean":
-        if weight is not None:
-            keep = ~ignore
-            t = et.where(keep, target, 0).reshape(-1)
-            denom = (et.index_select(weight.detach(), 0, t) * keep.reshape(-1)).sum()
-            ret = smooth.sum() / denom
-        else:
-            ret = smooth.sum() / (~ignore).sum()
-    elif reduction == "sum":
-        ret = smooth.sum()
-    else:
-        ret = smooth
-    return (1 - label_smoothing) * nll + ret * (label_smoothing / c)
+        prod = prod * weight.reshape(wshape)
+    loss = -prod.sum(class_dim)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / (input.numel() // c if input.numel() else float("nan"))
+
+
+_REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}
 
 
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
@@ -348,10 +351,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
                          f"size ({input.shape}) is deprecated. Please ensure they have the same "
                          "size.")
-    if input.numel() and bool(((input < 0) | (input > 1)).any()):
+    if input.numel() and not bool(((input >= 0) & (input <= 1)).all()):  # NaN fails too
         raise RuntimeError("all elements of input should be between 0 and 1")
-    log_x = et.log(input).clamp(min=-100)
-    log_1mx = et.log(1 - input).clamp(min=-100)
+    log_x = _clamped_log(input)
+    log_1mx = _clamped_log(1 - input)
     loss = -(target * log_x + (1 - target) * log_1mx)
     if weight is not None:
         loss = loss * weight
@@ -559,6 +562,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
         raise RuntimeError(f"ctc_loss: expected {n} input_lengths and target_lengths (the batch "
                            f"size of log_probs {list(log_probs.shape)}), got {len(il)} and "
                            f"{len(tl)}")
+    _check_ctc_targets(log_probs, targets, il, tl, blank)
     losses = _ctc_loss(log_probs, targets, il, tl, blank, zero_infinity)
     if reduction == "none":
         return losses
@@ -568,3 +572,29 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
     if losses.dim() == 0:
         return losses / denom.reshape(())
     return (losses / denom).mean()
+
+
+def _check_ctc_targets(log_probs: Tensor, targets: Tensor, il: list, tl: list,
+                       blank: int) -> None:
+    """Lengths and targets that disagree raise (as PyTorch's), never read past the targets."""
+    c = log_probs.shape[-1]
+    if not 0 <= blank < c:
+        raise RuntimeError(f"ctc_loss: blank must be in label range [0, {c}), got {blank}")
+    for name, lengths in (("input_lengths", il), ("target_lengths", tl)):
+        for v in lengths:
+            if v < 0:
+                raise RuntimeError(f"ctc_loss: Expected {name} to have value at least 0, but "
+                                   f"got value {v}")
+    if targets.dim() == 2:
+        width = targets.shape[1]
+        for v in tl:
+            if v > width:
+                raise RuntimeError(f"ctc_loss: Expected targets {list(targets.shape)} to have "
+                                   f"size at least {v} at dimension 1 (target_lengths "
+                                   f"{tl})")
+    elif targets.dim() == 1:
+        total = sum(tl)
+        if targets.shape[0] != total:
+            raise RuntimeError(f"ctc_loss: Expected concatenated targets to have size {total} "
+                               f"(the sum of target_lengths {tl}) at dimension 0, but got "
+                               f"size {targets.shape[0]}")

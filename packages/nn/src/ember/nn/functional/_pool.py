@@ -186,9 +186,10 @@ def _max_unpool(op, nd, input, indices, kernel_size, stride, padding, output_siz
     if flat.numel():
         lo, hi = int(flat.min()), int(flat.max())
         if lo < 0 or hi >= P:
-            raise IndexError(f"{op}(): Found an invalid max index: {lo if lo < 0 else hi} "
+            raise RuntimeError(f"{op}(): Found an invalid max index: {lo if lo < 0 else hi} "
                              f"(output volumes are of size {'x'.join(map(str, size))})")
-    out = et.zeros(N, C, P, dtype=x.dtype, device=x.device).scatter_add(
+    # overlapping pool windows repeat an index: PyTorch writes it once (scatter, not add)
+    out = et.zeros(N, C, P, dtype=x.dtype, device=x.device).scatter(
         2, flat, x.reshape(N, C, -1)).reshape(N, C, *size)
     return out if batched else out.squeeze(0)
 

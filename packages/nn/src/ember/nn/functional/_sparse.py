@@ -18,7 +18,7 @@ def _check_index(input: Tensor, n: int, op: str) -> Tensor:
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'indices' must be a Tensor, got "
                         f"{type(input).__name__}")
-    if input.dtype not in (et.int64, et.int32, et.int16, et.int8, et.uint8):
+    if input.dtype not in (et.int64, et.int32):
         raise RuntimeError(f"{op}(): Expected tensor for argument 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {input.dtype} instead")
     d = _ext.unwrap(input)
@@ -54,9 +54,6 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     >>> embedding(et.tensor([2, 0]), w).tolist()
     [[4.0, 5.0], [0.0, 1.0]]
     """
-    if sparse:
-        raise RuntimeError("embedding(): sparse gradients are not supported by ember; use "
-                           "sparse=False")
     if weight.dim() != 2:
         raise RuntimeError(f"embedding(): weight must be 2-D, got {list(weight.shape)}")
     n = weight.shape[0]
@@ -75,6 +72,20 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     if max_norm is not None:
         _renorm_(weight, _check_index(input, n, "embedding"), max_norm, norm_type)
     return et.embedding(weight, input, padding_idx, bool(scale_grad_by_freq), sparse)
+
+
+def _check_offsets(offsets: list, length: int) -> None:
+    """Bag starts must lie in ``[0, len(input)]`` and never decrease: an offset past the end
+    would silently give an empty bag."""
+    for i, o in enumerate(offsets):
+        if o < 0:
+            raise IndexError(f"embedding_bag(): offsets[{i}] = {o} is out of range (negative)")
+        if i and o < offsets[i - 1]:
+            raise RuntimeError(f"embedding_bag(): offsets must be non-decreasing, but "
+                               f"offsets[{i}] = {o} < offsets[{i - 1}] = {offsets[i - 1]}")
+    if offsets and offsets[-1] > length:
+        raise RuntimeError(f"embedding_bag(): offsets[-1] can not be greater than input's "
+                           f"length {length} but got offsets[-1] of {offsets[-1]}")
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
@@ -111,8 +122,13 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.dim() != 1:
             raise ValueError("offsets has to be a 1D Tensor")
+        if offsets.dtype not in (et.int64, et.int32):
+            raise RuntimeError(f"embedding_bag(): Expected tensor for argument 'offsets' to "
+                               f"have one of the following scalar types: Long, Int; but got "
+                               f"{offsets.dtype} instead")
         flat = input
         offsets_list = [int(o) for o in offsets.tolist()]
+        _check_offsets(offsets_list, input.shape[0])
         if include_last_offset:
             end = offsets_list[-1] if offsets_list else 0
             offsets_list = offsets_list[:-1]
@@ -120,9 +136,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
             if per_sample_weights is not None:
                 per_sample_weights = per_sample_weights[:end]
         if offsets_list and offsets_list[0] != 0:
-            raise ValueError("offsets[0] has to be 0, i.e., the first sequence in the "
-                             "mini-batch has to start from position 0. However, got "
-                             f"{offsets_list[0]}")
+            raise RuntimeError("embedding_bag(): offsets[0] has to be 0, i.e., the first "
+                               "sequence in the mini-batch has to start from position 0. "
+                               f"However, got {offsets_list[0]}")
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.dim()}")
@@ -175,11 +191,24 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     >>> one_hot(et.tensor([0, 2])).tolist()
     [[1, 0, 0], [0, 0, 1]]
     """
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"one_hot(): argument 'input' must be a Tensor, got "
+                        f"{type(tensor).__name__}")
     if tensor.dtype != et.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
-        num_classes = int(tensor.max()) + 1 if tensor.numel() else 0
-    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
-        raise RuntimeError("Class values must be smaller than num_classes.")
-    classes = et.arange(num_classes, device=tensor.device)
-    return (tensor.unsqueeze(-1) == classes).to(et.int64)
+        if not tensor.numel():
+            raise RuntimeError("one_hot(): Can not infer total number of classes from empty "
+                               "tensor.")
+        num_classes = int(tensor.max()) + 1
+    elif num_classes < -1:
+        raise RuntimeError(f"one_hot(): num_classes should be positive, got {num_classes}")
+    if tensor.numel() and int(tensor.min()) < 0:
+        raise RuntimeError("one_hot(): Class values must be non-negative.")
+    if tensor.numel() and int(tensor.max()) >= num_classes:
+        raise RuntimeError("one_hot(): Class values must be smaller than num_classes.")
+    try:
+        out = et.zeros(*tensor.shape, num_classes, dtype=et.int64, device=tensor.device)
+    except MemoryError as e:  # ember's OutOfMemoryError is a RuntimeError as well
+        raise et.OutOfMemoryError(f"one_hot(): {e}") from None
+    return out.scatter_(-1, tensor.unsqueeze(-1), 1)

@@ -21,6 +21,7 @@ from . import (
     rnn,
     sparse,
     transformer,
+    upsampling,
     utils,
 )
 from .activation import *
@@ -40,10 +41,12 @@ from .pooling import *
 from .rnn import *
 from .sparse import *
 from .transformer import *
+from .upsampling import *
 
 __all__ = [name for mod in (module, container, linear, flatten, activation, conv, fold,
                             padding, pooling, normalization, dropout, distance, sparse,
-                            transformer, loss, rnn, pixelshuffle) for name in mod.__all__]
+                            transformer, loss, rnn, pixelshuffle, upsampling)
+           for name in mod.__all__]
 
 # PyTorch keeps MultiheadAttention in torch.nn.modules.activation; programs import it there
 activation.MultiheadAttention = transformer.MultiheadAttention

@@ -438,6 +438,9 @@ class Module:
     def half(self) -> Module:
         return self._apply(_Convert(None, et.float16))
 
+    def bfloat16(self) -> Module:
+        return self._apply(_Convert(None, et.bfloat16))
+
     def share_memory(self) -> Module:
         return self
 

@@ -195,6 +195,9 @@ class RNNBase(Module):
             if self.batch_first:
                 x = x.transpose(0, 1)
             T, B = x.shape[0], x.shape[1]
+            if T == 0:
+                raise RuntimeError(f"{name}: Expected sequence length to be larger than 0 in "
+                                   f"RNN (input of shape {list(input.shape)})")
             sizes = [B] * T
             x2d = x.reshape(T * B, x.shape[2])
             sorted_indices = unsorted_indices = None

@@ -20,7 +20,8 @@ __all__ = ["NN_ENTRIES", "NN_NON_TABLE_OPS"]
 NN_NON_TABLE_OPS = {
     "convolution_backward", "max_pool2d_with_indices_backward",
     "max_pool3d_with_indices_backward", "embedding_dense_backward", "lstm_cell_backward",
-    "gru_cell_backward", "_ctc_loss_backward",
+    "gru_cell_backward", "_ctc_loss_backward", "_softmax_backward_data",
+    "_log_softmax_backward_data", "_cross_entropy_loss_backward",
 }
 
 
@@ -195,6 +196,56 @@ def _ctc_samples(dtype, rng):
     return [Sample((lp, tg, [4, 4], [2, 1])), Sample((lp, tg, [3, 4], [1, 2], 0, True))]
 
 
+def _ref_softmax(x, dim, half_to_float=False, log=False):
+    x64 = x.astype(np.float64)
+    s = x64 - x64.max(axis=dim, keepdims=True)
+    ls = np.log(np.exp(s).sum(axis=dim, keepdims=True))
+    out = s - ls if log else np.exp(s - ls)
+    return out.astype(np.float32 if half_to_float else x.dtype)
+
+
+def _softmax_samples(dtype, rng):
+    return [Sample((_rand((3, 5), dtype, rng), 1, False)),
+            Sample((_rand((2, 3, 4), dtype, rng), 1, False)),
+            Sample((_rand((4,), dtype, rng), -1, False)),
+            Sample((_rand((), dtype, rng), 0, False))]
+
+
+def _ref_cross_entropy(x, t, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+    x64 = x.astype(np.float64)
+    cdim = 0 if x.ndim == 1 else 1
+    logp = _ref_softmax(x64, cdim, log=True)
+    C = x.shape[cdim]
+    rows = np.moveaxis(logp, cdim, -1).reshape(-1, C)
+    tt = np.asarray(t).reshape(-1)
+    w = np.ones(C) if weight is None else weight.astype(np.float64)
+    loss = np.zeros(len(tt))
+    denom = 0.0
+    for i, ti in enumerate(tt):
+        if ti == ignore_index:
+            continue
+        loss[i] = -(1 - label_smoothing) * w[ti] * rows[i, ti] - \
+            label_smoothing / C * (w * rows[i]).sum()
+        denom += w[ti]
+    if reduction == 0:
+        return loss.reshape(np.shape(t)).astype(x.dtype)
+    total = loss.sum()
+    return np.asarray(total if reduction == 2 else total / denom, dtype=x.dtype)
+
+
+def _ce_samples(dtype, rng):
+    x = _rand((4, 5), dtype, rng)
+    w = _rand((5,), dtype, rng, 0.5, 2.0)
+    t = np.asarray([0, 4, 2, 2])
+    return [Sample((x, t)),
+            Sample((x, t, w, 2, 2, 0.2)),
+            Sample((x, t), dict(reduction=0, ignore_index=4)),
+            Sample((_rand((2, 3, 2, 2), dtype, rng), np.asarray([[[0, 1], [2, 1]],
+                                                                 [[1, 1], [0, 2]]]), w[:3],
+                    1, 1, 0.1)),
+            Sample((_rand((3,), dtype, rng), np.asarray(1)))]
+
+
 def _split_ref(x, sizes, dim=0):
     return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=dim))
 
@@ -232,6 +283,11 @@ NN_ENTRIES = (
     OpEntry("split_with_sizes", et.split_with_sizes, _split_ref,
             lambda d, rng: [Sample((_rand((6, 4), d, rng), [1, 3, 2])),
                             Sample((_rand((2, 5), d, rng), [2, 0, 3], 1))],
+            method=None),
+    OpEntry("_softmax", et._softmax, _ref_softmax, _softmax_samples, method=None),
+    OpEntry("_log_softmax", et._log_softmax, lambda *a: _ref_softmax(*a, log=True),
+            _softmax_samples, method=None),
+    OpEntry("cross_entropy_loss", et.cross_entropy_loss, _ref_cross_entropy, _ce_samples,
             method=None),
     OpEntry("_ctc_loss", et._ctc_loss, _ref_ctc, _ctc_samples, method=None, gradgrad=False,
             atol=1e-5, rtol=1e-5),

@@ -27,7 +27,8 @@ import ember.tensor as et
 
 __all__ = [
     "Sample", "OpEntry", "OP_TABLE", "ENTRIES", "torch_result_type", "to_ember", "noncontig",
-    "np_dtype", "tolerance", "as_keywords", "COVERED_OPS", "NON_TABLE_OPS", "VIEW_CHAINS",
+    "np_dtype", "tolerance", "ref_args", "BF16_ENTRIES",
+    "as_keywords", "COVERED_OPS", "NON_TABLE_OPS", "VIEW_CHAINS",
 ]
 
 FLOAT = ("float32", "float64")
@@ -36,7 +37,7 @@ INT = ("int32", "int64")
 NUMERIC = ("uint8", "int32", "int64", "float32", "float64")
 ALL = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 
-_CAT = {"bool": 0, "uint8": 1, "int8": 1, "int16": 1, "int32": 1, "int64": 1,
+_CAT = {"bool": 0, "uint8": 1, "int8": 1, "int16": 1, "int32": 1, "int64": 1, "bfloat16": 2,
         "float16": 2, "float32": 2, "float64": 2}
 
 
@@ -64,7 +65,10 @@ def _promote2(a: str | None, b: str | None) -> str | None:
     if ca != cb:
         return a if ca > cb else b
     if ca == 2:
+        if {a, b} == {"float16", "bfloat16"}:
+            return "float32"
         order = ["float16", "float32", "float64"]
+        a, b = ("float16" if x == "bfloat16" else x for x in (a, b))
         return order[max(order.index(a), order.index(b))]
     if ca == 1:
         if {a, b} == {"uint8", "int8"}:
@@ -97,7 +101,8 @@ def torch_result_type(*operands, default_float: str = "float32") -> str:
             wrapped = _promote2(wrapped, "bool")
         elif isinstance(o, (int, np.integer)) and not isinstance(o, np.ndarray):
             wrapped = _promote2(wrapped, "int64")
-        elif isinstance(o, (float, np.floating)) and not isinstance(o, np.ndarray):
+        elif (isinstance(o, (float, np.floating)) or (isinstance(o, np.generic) and _name(
+                o.dtype) == "bfloat16")) and not isinstance(o, np.ndarray):
             wrapped = _promote2(wrapped, default_float)
         else:
             nd = o.ndim if isinstance(o, np.ndarray) else o.dim()
@@ -114,7 +119,24 @@ def _to_float(name: str) -> str:
 
 
 def tolerance(dtype: str) -> tuple[float, float]:
-    return {"float16": (1e-2, 1e-2), "float32": (1e-5, 1e-5)}.get(dtype, (1e-10, 1e-10))
+    return {"float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2),
+            "float32": (1e-5, 1e-5)}.get(dtype, (1e-10, 1e-10))
+
+
+def ref_args(sample: Sample, dtype: str) -> tuple[tuple, dict]:
+    """The arguments a NumPy reference runs on: bfloat16 arrays as float32 (NumPy would
+    accumulate sums and products in bfloat16; PyTorch, like ember, computes in float32)."""
+    if dtype != "bfloat16":
+        return sample.args, sample.kwargs
+
+    def up(a):
+        if isinstance(a, np.ndarray) and a.dtype == np_dtype("bfloat16"):
+            return a.astype(np.float32)
+        if isinstance(a, (list, tuple)) and a and all(isinstance(x, np.ndarray) for x in a):
+            return type(a)(up(x) for x in a)
+        return a
+
+    return tuple(up(a) for a in sample.args), {k: up(v) for k, v in sample.kwargs.items()}
 
 
 # --------------------------------------------------------------------------- samples
@@ -1366,6 +1388,20 @@ _add(*NN_ENTRIES)
 from .op_table_extra import EXTRA_ENTRIES, EXTRA_NON_TABLE_OPS  # noqa: E402
 
 _add(*EXTRA_ENTRIES)
+
+# bfloat16 (ml_dtypes' NumPy dtype; computed in float32 and rounded, as PyTorch's CPU kernels):
+# a representative set of elementwise ops, reductions, products and views
+BF16_ENTRIES = (
+    "add", "sub", "mul", "div", "neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid",
+    "sin", "erf", "reciprocal", "square", "floor", "pow", "maximum", "minimum", "clamp", "where",
+    "eq", "lt", "sum", "mean", "amax", "max", "max_dim", "argmax", "cumsum",
+    "logsumexp", "var", "std", "norm", "matmul", "mm", "bmm", "linear", "addmm", "view",
+    "reshape", "t", "transpose", "permute", "narrow", "select", "expand", "unsqueeze", "cat",
+    "softmax", "log_softmax",
+)
+for _e in OP_TABLE:
+    if _e.name in BF16_ENTRIES and "bfloat16" not in _e.dtypes:
+        _e.dtypes = tuple(_e.dtypes) + ("bfloat16",)
 
 ENTRIES = {e.name: e for e in OP_TABLE}
 assert len(ENTRIES) == len(OP_TABLE), "duplicate entry names"

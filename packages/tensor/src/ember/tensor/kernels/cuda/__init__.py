@@ -546,18 +546,18 @@ def cross_entropy_forward(logits: Any, target: Any, weight: Any, ignore_index: i
 
 
 @_half_as_float()
-def cross_entropy_backward(logits: Any, lse: Any, target: Any, weight: Any, ignore_index: int,
+def cross_entropy_backward(logits: Any, target: Any, weight: Any, ignore_index: int,
                            label_smoothing: float, grad_loss: Any) -> Any:
-    """Gradient of :func:`cross_entropy_forward` w.r.t. logits, given grad_loss (N,) or a scalar."""
+    """Gradient of :func:`cross_entropy_forward` w.r.t. logits, given grad_loss (N,) or a scalar;
+    rows whose target is ``ignore_index`` get zeros. Each row's max and log-sum-exp are
+    recomputed (one block per row), so large logits keep full precision."""
     op = "cross_entropy_backward"
     cp = _cupy.require(op)
-    dev = _device_of(op, cp, logits=logits, lse=lse, target=target, weight=weight,
-                     grad_loss=grad_loss)
+    dev = _device_of(op, cp, logits=logits, target=target, weight=weight, grad_loss=grad_loss)
     with cp.cuda.Device(dev):
         dtype, N, C, tgt, w = _cross_entropy_inputs(op, cp, logits, target, weight,
                                                     ignore_index, label_smoothing)
-        _float_dtype(op, logits=logits, lse=lse, grad_loss=grad_loss)
-        _check_shape(op, "lse", lse, (N,))
+        _float_dtype(op, logits=logits, grad_loss=grad_loss)
         if grad_loss.size == 1 and grad_loss.ndim <= 1:
             grad_loss = cp.broadcast_to(grad_loss.reshape(()), (N,))
         _check_shape(op, "grad_loss", grad_loss, (N,))
@@ -565,10 +565,10 @@ def cross_entropy_backward(logits: Any, lse: Any, target: Any, weight: Any, igno
         if dx.size == 0:
             return dx
         wsum = float(w.sum())
-        _launch("cross_entropy_backward", dtype, _blocks(N * C),
-                (cp.ascontiguousarray(logits), cp.ascontiguousarray(lse), tgt, w,
-                 cp.ascontiguousarray(grad_loss), dx, _i64(N), _i64(C), _i64(ignore_index),
-                 dtype.type(label_smoothing), dtype.type(wsum)))
+        _rows_kernel("cross_entropy_backward", dtype, N,
+                     (cp.ascontiguousarray(logits), tgt, w, cp.ascontiguousarray(grad_loss), dx,
+                      _i64(N), _i64(C), _i64(ignore_index), dtype.type(label_smoothing),
+                      dtype.type(wsum)))
         return dx
 
 

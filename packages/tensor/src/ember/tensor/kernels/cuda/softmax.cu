@@ -133,8 +133,10 @@ __device__ void softmax_backward_impl(const T* __restrict__ y, const T* __restri
 }
 
 // loss_i = (1-eps) * w[t] * (lse_i - x[i,t]) + (eps/C) * sum_c w[c] * (lse_i - x[i,c]),
-// 0 where t == ignore_index (lse is still written). An out-of-range target (rejected on the
-// host before launch) gives NaN instead of an out-of-bounds read.
+// 0 where t == ignore_index (lse is still written). lse_i - x[i,c] is evaluated as
+// (m - x[i,c]) + log(s): rounding lse = m + log(s) to the input dtype first would lose the
+// low digits at large logits (about 0.03 at 1e6 in float32). An out-of-range target (rejected
+// on the host before launch) gives NaN instead of an out-of-bounds read.
 template <typename T>
 __device__ void cross_entropy_forward_impl(const T* __restrict__ x,
                                            const long long* __restrict__ target,
@@ -147,24 +149,30 @@ __device__ void cross_entropy_forward_impl(const T* __restrict__ x,
         const T* xr = x + row * C;
         T m, s;
         row_max_sumexp(xr, C, buf, m, s);
-        const T lse = m + ember_log(s);
+        const T log_s = ember_log(s);
         const long long t = target[row];
         T smooth = (T)0;
+        T wsum = (T)0;
         if (eps != (T)0 && t != ignore_index) {
             T ls = (T)0;
-            for (long long j = threadIdx.x; j < C; j += blockDim.x) ls += w[j] * (lse - xr[j]);
+            T lw = (T)0;
+            for (long long j = threadIdx.x; j < C; j += blockDim.x) {
+                ls += w[j] * (m - xr[j]);
+                lw += w[j];
+            }
             smooth = block_sum(ls, buf);
+            wsum = block_sum(lw, buf);
         }
         if (threadIdx.x == 0) {
-            lse_out[row] = lse;
+            lse_out[row] = m + log_s;
             T l;
             if (t == ignore_index) {
                 l = (T)0;
             } else if (t < 0 || t >= C) {
                 l = ember_nan<T>();
             } else {
-                l = ((T)1 - eps) * w[t] * (lse - xr[t]);
-                if (eps != (T)0) l += eps / (T)C * smooth;
+                l = ((T)1 - eps) * w[t] * ((m - xr[t]) + log_s);
+                if (eps != (T)0) l += eps / (T)C * (smooth + log_s * wsum);
             }
             loss[row] = l;
         }
@@ -172,27 +180,37 @@ __device__ void cross_entropy_forward_impl(const T* __restrict__ x,
 }
 
 // d loss_i / d x[i,c] = (1-eps) * w[t] * (p_c - [c == t]) + (eps/C) * (wsum * p_c - w[c]),
-// p_c = exp(x[i,c] - lse_i), times grad_loss[i]; rows with t == ignore_index get 0.
+// p_c = exp((x[i,c] - m) - log(s)) with the row's max m and sum s recomputed here (reading the
+// forward's rounded lse would shift every probability at large logits), times grad_loss[i];
+// rows with t == ignore_index get 0 whatever their grad_loss.
 template <typename T>
-__device__ void cross_entropy_backward_impl(const T* __restrict__ x, const T* __restrict__ lse,
+__device__ void cross_entropy_backward_impl(const T* __restrict__ x,
                                             const long long* __restrict__ target,
                                             const T* __restrict__ w,
                                             const T* __restrict__ grad_loss, T* __restrict__ dx,
                                             long long rows, long long C, long long ignore_index,
                                             T eps, T wsum) {
-    const long long total = rows * C;
-    EMBER_GRID_STRIDE(i, total) {
-        const long long row = i / C;
-        const long long c = i % C;
+    __shared__ T buf[EMBER_THREADS];
+    if (blockDim.x > EMBER_THREADS) return;
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const T* xr = x + row * C;
+        T* dr = dx + row * C;
         const long long t = target[row];
         if (t == ignore_index || t < 0 || t >= C) {
-            dx[i] = (T)0;
-            continue;
+            for (long long j = threadIdx.x; j < C; j += blockDim.x) dr[j] = (T)0;
+            continue;  // uniform across the block: every thread skips the reductions
         }
-        const T p = ember_exp(x[i] - lse[row]);
-        T gval = ((T)1 - eps) * w[t] * (c == t ? p - (T)1 : p);
-        if (eps != (T)0) gval += eps / (T)C * (wsum * p - w[c]);
-        dx[i] = grad_loss[row] * gval;
+        T m, s;
+        row_max_sumexp(xr, C, buf, m, s);
+        const T log_s = ember_log(s);
+        const T gl = grad_loss[row];
+        const T hot = ((T)1 - eps) * w[t];
+        for (long long j = threadIdx.x; j < C; j += blockDim.x) {
+            const T p = ember_exp((xr[j] - m) - log_s);
+            T gval = hot * (j == t ? p - (T)1 : p);
+            if (eps != (T)0) gval += eps / (T)C * (wsum * p - w[j]);
+            dr[j] = gl * gval;
+        }
     }
 }
 
@@ -224,21 +242,19 @@ extern "C" __global__ void cross_entropy_forward_f64(const double* x, const long
                                                      long long ignore_index, double eps) {
     cross_entropy_forward_impl<double>(x, target, w, loss, lse, rows, C, ignore_index, eps);
 }
-extern "C" __global__ void cross_entropy_backward_f32(const float* x, const float* lse,
-                                                      const long long* target, const float* w,
-                                                      const float* grad_loss, float* dx,
-                                                      long long rows, long long C,
+extern "C" __global__ void cross_entropy_backward_f32(const float* x, const long long* target,
+                                                      const float* w, const float* grad_loss,
+                                                      float* dx, long long rows, long long C,
                                                       long long ignore_index, float eps,
                                                       float wsum) {
-    cross_entropy_backward_impl<float>(x, lse, target, w, grad_loss, dx, rows, C, ignore_index,
-                                       eps, wsum);
+    cross_entropy_backward_impl<float>(x, target, w, grad_loss, dx, rows, C, ignore_index, eps,
+                                       wsum);
 }
-extern "C" __global__ void cross_entropy_backward_f64(const double* x, const double* lse,
-                                                      const long long* target, const double* w,
-                                                      const double* grad_loss, double* dx,
-                                                      long long rows, long long C,
+extern "C" __global__ void cross_entropy_backward_f64(const double* x, const long long* target,
+                                                      const double* w, const double* grad_loss,
+                                                      double* dx, long long rows, long long C,
                                                       long long ignore_index, double eps,
                                                       double wsum) {
-    cross_entropy_backward_impl<double>(x, lse, target, w, grad_loss, dx, rows, C,
-                                        ignore_index, eps, wsum);
+    cross_entropy_backward_impl<double>(x, target, w, grad_loss, dx, rows, C, ignore_index,
+                                        eps, wsum);
 }

@@ -1,0 +1,81 @@
+"""Gradients that must stay finite at the edges of their domain (issue 21, items 3-5, 8):
+a NaN here poisons the weights at the next optimizer step."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ember.autograd as ag
+import ember.tensor as et
+
+
+def _grad(f, *xs):
+    xs = [et.tensor(x, dtype=et.float64, requires_grad=True) for x in xs]
+    f(*xs).backward()
+    return [x.grad.numpy() for x in xs]
+
+
+def test_std_of_a_constant_has_zero_gradient():
+    (g,) = _grad(lambda x: x.std(), [3.0, 3.0, 3.0, 3.0])
+    np.testing.assert_array_equal(g, np.zeros(4))
+    (g,) = _grad(lambda x: x.std(1).sum(), [[1.0, 1.0], [1.0, 3.0]])
+    assert np.isfinite(g).all() and (g[0] == 0).all()
+    (g,) = _grad(lambda x: et.std_mean(x)[0], [2.0, 2.0])
+    np.testing.assert_array_equal(g, [0.0, 0.0])
+
+
+def test_std_gradient_elsewhere_is_unchanged():
+    x = et.tensor([[1.0, 2.0, 4.0], [0.5, 0.5, 0.5]], dtype=et.float64, requires_grad=True)
+    assert ag.gradcheck(lambda t: t[0:1].std(1), (x,))
+    assert ag.gradgradcheck(lambda t: t[0:1].std(1), (x,))
+
+
+def test_var_of_one_element_backward_is_nan_not_an_exception():
+    with pytest.warns(UserWarning, match="degrees of freedom"), np.errstate(invalid="ignore"):
+        (g,) = _grad(lambda x: x.var(), [1.0])
+    assert math.isnan(g[0])
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        (g,) = _grad(lambda x: x.var(correction=3), [1.0, 2.0])
+    assert np.isinf(g).all()
+
+
+def test_cumprod_gradient_with_zeros():
+    (g,) = _grad(lambda x: x.cumprod(0).sum(), [2.0, 0.0, 3.0])
+    np.testing.assert_array_equal(g, [1.0, 8.0, 0.0])
+    (g,) = _grad(lambda x: (x.cumprod(1) * et.arange(8.0, dtype=et.float64).reshape(2, 4)).sum(),
+                 [[2.0, 0.0, 3.0, 0.0], [0.0, 0.0, 1.0, 2.0]])
+    np.testing.assert_array_equal(g, [[0.0, 14.0, 0.0, 0.0], [4.0, 0.0, 0.0, 0.0]])
+
+
+@pytest.mark.parametrize("values", [[2.0, 0.0, 3.0, 1.5], [0.0, 1.5, 2.0, 0.7],
+                                    [1.2, 0.8, 0.0, 0.0]])
+def test_cumprod_with_zeros_passes_gradcheck_and_gradgradcheck(values):
+    x = et.tensor(values, dtype=et.float64, requires_grad=True)
+    assert ag.gradcheck(lambda t: t.cumprod(0), (x,))
+    assert ag.gradgradcheck(lambda t: t.cumprod(0), (x,))
+
+
+def test_atan2_at_the_origin_has_zero_gradient():
+    ga, gb = _grad(lambda a, b: et.atan2(a, b).sum(), [0.0, 1.0], [0.0, 1.0])
+    assert ga[0] == 0 and gb[0] == 0 and np.isfinite(ga).all() and np.isfinite(gb).all()
+    np.testing.assert_allclose([ga[1], gb[1]], [0.5, -0.5])
+
+
+def test_clamp_tensor_bound_modified_in_place_raises():
+    x = et.randn(3, dtype=et.float64, requires_grad=True)
+    low = et.zeros(3, dtype=et.float64)
+    y = et.clamp(x, min=low).sum()
+    low.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_gather_index_modified_in_place_raises():
+    x = et.randn(3, 4, requires_grad=True)
+    idx = et.tensor([[0], [1], [2]])
+    y = x.gather(1, idx).sum()
+    idx[0, 0] = 3
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

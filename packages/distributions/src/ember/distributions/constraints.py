@@ -1,0 +1,398 @@
+"""Constraints: the sets a distribution's parameters and values live in
+(``torch.distributions.constraints``). ``constraint.check(value)`` returns a boolean tensor
+of ``value``'s batch shape (its shape less ``event_dim`` rightmost dims)."""
+from __future__ import annotations
+
+import ember.tensor as et
+
+__all__ = [
+    "Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
+    "greater_than", "greater_than_eq", "independent", "integer_interval", "interval",
+    "half_open_interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
+    "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_semidefinite",
+    "positive_definite", "positive_integer", "real", "real_vector", "simplex", "square",
+    "stack", "symmetric", "unit_interval",
+]
+
+
+class Constraint:
+    """A region over which a variable is valid. ``is_discrete``: whether the space is
+    discrete; ``event_dim``: how many rightmost dims together form one event."""
+
+    is_discrete = False
+    event_dim = 0
+
+    def check(self, value):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return self.__class__.__name__[1:] + "()"
+
+
+class _Dependent(Constraint):
+    """A placeholder whose support depends on other variables; it has no check."""
+
+    def __init__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        if self._is_discrete is NotImplemented:
+            raise NotImplementedError(".is_discrete cannot be determined statically")
+        return self._is_discrete
+
+    @property
+    def event_dim(self):
+        if self._event_dim is NotImplemented:
+            raise NotImplementedError(".event_dim cannot be determined statically")
+        return self._event_dim
+
+    def __call__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        if is_discrete is NotImplemented:
+            is_discrete = self._is_discrete
+        if event_dim is NotImplemented:
+            event_dim = self._event_dim
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
+    def check(self, x):
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def is_dependent(constraint) -> bool:
+    """Whether ``constraint`` is a dependent (placeholder) constraint."""
+    return isinstance(constraint, _Dependent)
+
+
+class _DependentProperty(property, _Dependent):
+    """A property that is also a dependent constraint, for ``support`` and the like that
+    depend on a distribution's parameters."""
+
+    def __init__(self, fn=None, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        property.__init__(self, fn)
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    def __call__(self, fn):
+        return _DependentProperty(fn, is_discrete=self._is_discrete,
+                                  event_dim=self._event_dim)
+
+
+class _IndependentConstraint(Constraint):
+    """Reinterpret ``reinterpreted_batch_ndims`` batch dims of a constraint as event dims."""
+
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        assert isinstance(base_constraint, Constraint)
+        assert isinstance(reinterpreted_batch_ndims, int) and reinterpreted_batch_ndims >= 0
+        self.base_constraint = base_constraint
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+
+    def check(self, value):
+        result = self.base_constraint.check(value)
+        if result.dim() < self.reinterpreted_batch_ndims:
+            expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+            raise ValueError(f"Expected value.dim() >= {expected} but got {value.dim()}")
+        n = self.reinterpreted_batch_ndims
+        if n:
+            result = result.reshape(tuple(result.shape[:result.dim() - n]) + (-1,)).all(-1)
+        return result
+
+    def __repr__(self):
+        return (f"IndependentConstraint({self.base_constraint!r}, "
+                f"{self.reinterpreted_batch_ndims})")
+
+
+class _Boolean(Constraint):
+    is_discrete = True
+
+    def check(self, value):
+        return (value == 0) | (value == 1)
+
+
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        is_boolean = (value == 0) | (value == 1)
+        is_normalized = value.sum(-1) == 1
+        return is_boolean.all(-1) & is_normalized
+
+
+class _IntegerInterval(Constraint):
+    is_discrete = True
+
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+        super().__init__()
+
+    def check(self, value):
+        return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self):
+        return (f"IntegerInterval(lower_bound={_b(self.lower_bound)}, "
+                f"upper_bound={_b(self.upper_bound)})")
+
+
+class _IntegerLessThan(Constraint):
+    is_discrete = True
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+        super().__init__()
+
+    def check(self, value):
+        return (value % 1 == 0) & (value <= self.upper_bound)
+
+    def __repr__(self):
+        return f"IntegerLessThan(upper_bound={_b(self.upper_bound)})"
+
+
+class _IntegerGreaterThan(Constraint):
+    is_discrete = True
+
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+        super().__init__()
+
+    def check(self, value):
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+    def __repr__(self):
+        return f"IntegerGreaterThan(lower_bound={_b(self.lower_bound)})"
+
+
+class _Real(Constraint):
+    def check(self, value):
+        return value == value  # False only for NaN
+
+
+class _GreaterThan(Constraint):
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+        super().__init__()
+
+    def check(self, value):
+        return self.lower_bound < value
+
+    def __repr__(self):
+        return f"GreaterThan(lower_bound={_b(self.lower_bound)})"
+
+
+class _GreaterThanEq(Constraint):
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+        super().__init__()
+
+    def check(self, value):
+        return self.lower_bound <= value
+
+    def __repr__(self):
+        return f"GreaterThanEq(lower_bound={_b(self.lower_bound)})"
+
+
+class _LessThan(Constraint):
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+        super().__init__()
+
+    def check(self, value):
+        return value < self.upper_bound
+
+    def __repr__(self):
+        return f"LessThan(upper_bound={_b(self.upper_bound)})"
+
+
+class _Interval(Constraint):
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+        super().__init__()
+
+    def check(self, value):
+        return (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self):
+        return (f"Interval(lower_bound={_b(self.lower_bound)}, "
+                f"upper_bound={_b(self.upper_bound)})")
+
+
+class _HalfOpenInterval(Constraint):
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+        super().__init__()
+
+    def check(self, value):
+        return (self.lower_bound <= value) & (value < self.upper_bound)
+
+    def __repr__(self):
+        return (f"HalfOpenInterval(lower_bound={_b(self.lower_bound)}, "
+                f"upper_bound={_b(self.upper_bound)})")
+
+
+class _Simplex(Constraint):
+    event_dim = 1
+
+    def check(self, value):
+        return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+class _LowerTriangular(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return _flat_all(value.tril() == value)
+
+
+class _LowerCholesky(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        lower = _flat_all(value.tril() == value)
+        positive_diagonal = (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+        return lower & positive_diagonal
+
+
+class _CorrCholesky(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        tol = et.finfo(value.dtype).eps * value.shape[-1] * 10
+        row_norm = et.linalg.norm(value.detach(), dim=-1)
+        unit_row_norm = ((row_norm - 1.0).abs() <= tol).all(-1)
+        return _LowerCholesky().check(value) & unit_row_norm
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return et.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1],
+                       dtype=et.bool, device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square = _Square().check(value)
+        if not bool(square.all()):
+            return square
+        return _flat_all(et.isclose(value, value.mT, atol=1e-6))
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value):
+        sym = super().check(value)
+        if not bool(sym.all()):
+            return sym
+        return (et.linalg.eigvalsh(value) >= 0).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    def check(self, value):
+        sym = super().check(value)
+        if not bool(sym.all()):
+            return sym
+        return et.linalg.cholesky_ex(value).info == 0
+
+
+class _Cat(Constraint):
+    """Apply constraints ``cseq`` to consecutive pieces (``lengths``) of ``dim``."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq = list(cseq)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        checks, start = [], 0
+        for constr, length in zip(self.cseq, self.lengths):
+            v = value.narrow(self.dim, start, length)
+            checks.append(constr.check(v))
+            start += length
+        return et.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """Apply constraints ``cseq`` to the slices of ``dim``."""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq = list(cseq)
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def check(self, value):
+        vs = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return et.stack([c.check(v) for v, c in zip(vs, self.cseq)], self.dim)
+
+
+def _b(bound):
+    """A bound as PyTorch's reprs show it."""
+    if isinstance(bound, et.Tensor):
+        return repr(bound.item()) if bound.numel() == 1 else str(bound)
+    return repr(bound)
+
+
+def _flat_all(value):
+    return value.reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+
+
+dependent = _Dependent()
+dependent_property = _DependentProperty
+independent = _IndependentConstraint
+boolean = _Boolean()
+one_hot = _OneHot()
+nonnegative_integer = _IntegerGreaterThan(0)
+positive_integer = _IntegerGreaterThan(1)
+integer_interval = _IntegerInterval
+real = _Real()
+real_vector = independent(real, 1)
+positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
+greater_than = _GreaterThan
+greater_than_eq = _GreaterThanEq
+less_than = _LessThan
+unit_interval = _Interval(0.0, 1.0)
+interval = _Interval
+half_open_interval = _HalfOpenInterval
+simplex = _Simplex()
+lower_triangular = _LowerTriangular()
+lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
+square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
+positive_definite = _PositiveDefinite()
+cat = _Cat
+stack = _Stack

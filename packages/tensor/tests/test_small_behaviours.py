@@ -1,0 +1,114 @@
+"""Issue 16, item 9: the small behaviours PyTorch programs rely on (``size=`` keyword forms,
+``randint(high, size=...)``, ``tensor()`` of any sequence, indexing with a ``range``,
+``Tensor.new``, the device predicates, ``compile``). PyTorch parity for each is in
+``tests/parity/test_parity_small_behaviours.py``."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+import ember.tensor as et
+
+
+@pytest.mark.parametrize("name", ["empty", "zeros", "ones", "rand", "randn"])
+def test_size_keyword(name):
+    f = getattr(et, name)
+    assert f(size=(2, 3)).shape == (2, 3)
+    assert f(size=[4]).shape == (4,)
+    assert f(size=et.Size([1, 2])).shape == (1, 2)
+    assert f(size=(2,), dtype=et.float64).dtype == et.float64
+    assert f(size=()).shape == ()
+    with pytest.raises(TypeError, match="multiple values for argument 'size'"):
+        f(2, size=(3,))
+    with pytest.raises(TypeError, match="must be tuple of ints"):
+        f(size=3)
+
+
+def test_size_keyword_values():
+    assert et.zeros(size=(2, 2)).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert et.ones(size=(3,), dtype=et.int64).tolist() == [1, 1, 1]
+    et.manual_seed(3)
+    a = et.rand(size=(5,))
+    et.manual_seed(3)
+    assert et.rand(5).tolist() == a.tolist()
+
+
+def test_randint_high_size_keyword():
+    et.manual_seed(0)
+    x = et.randint(5, size=(200,))
+    assert x.shape == (200,) and x.dtype == et.int64
+    assert int(x.min()) == 0 and int(x.max()) == 4
+    assert et.randint(high=3, size=(4,)).shape == (4,)
+    assert et.randint(2, 4, size=(50,)).min().item() >= 2
+    et.manual_seed(1)
+    a = et.randint(7, size=(6,))
+    et.manual_seed(1)
+    assert et.randint(0, 7, (6,)).tolist() == a.tolist()
+
+
+def test_tensor_of_any_sequence():
+    assert et.tensor(collections.deque([1, 2, 3])).tolist() == [1, 2, 3]
+    assert et.tensor(collections.deque([1, 2, 3])).dtype == et.int64
+    assert et.tensor(range(4)).tolist() == [0, 1, 2, 3]
+    d = et.tensor([collections.deque([1.0, 2.0]), (3.0, 4.0)])
+    assert d.dtype == et.float32 and d.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert et.tensor(collections.deque([True, False])).dtype == et.bool
+    assert et.tensor(collections.deque()).shape == (0,)
+    assert et.as_tensor(collections.deque([1.5])).tolist() == [1.5]
+    with pytest.raises(TypeError):
+        et.tensor(collections.deque(["a"]))
+
+
+def test_index_with_range():
+    x = et.arange(12.0).view(3, 4)
+    a = x.numpy()
+    assert x[range(2)].tolist() == a[list(range(2))].tolist()
+    assert x[:, range(0, 4, 2)].tolist() == a[:, [0, 2]].tolist()
+    assert x[range(2), range(1, 3)].tolist() == [1.0, 6.0]
+    assert x[range(0)].shape == (0, 4)
+    y = x.clone()
+    y[range(1, 3)] = 0.0
+    assert y.tolist() == [[0.0, 1.0, 2.0, 3.0], [0.0] * 4, [0.0] * 4]
+    with pytest.raises(IndexError):
+        x[range(2, 5)]
+
+
+def test_tensor_new():
+    x = et.ones(2, dtype=et.float64)
+    assert x.new().shape == (0,) and x.new().dtype == et.float64
+    assert x.new(2, 3).shape == (2, 3) and x.new(2, 3).dtype == et.float64
+    assert x.new(et.Size([4, 1])).shape == (4, 1)
+    assert x.new((2, 3)).tolist() == [2.0, 3.0]
+    assert x.new([1, 2]).dtype == et.float64
+    y = et.tensor([5.0, 6.0], dtype=et.float64)
+    z = x.new(y)
+    z[0] = 9.0
+    assert y.tolist() == [9.0, 6.0]  # shares y's storage, as PyTorch's does
+    with pytest.raises(TypeError, match="data must be a sequence"):
+        x.new(2.5)
+    assert et.ones(1, dtype=et.int32).new(3).dtype == et.int32
+
+
+def test_device_predicates():
+    x = et.ones(2)
+    for name in ("is_xpu", "is_mps", "is_meta", "is_ipu", "is_mtia", "is_maia",
+                 "is_xla", "is_vulkan", "is_mkldnn", "is_quantized", "is_nested"):
+        assert getattr(x, name) is False, name
+        with pytest.raises(AttributeError):
+            setattr(x, name, True)
+    assert x.is_cpu is True and x.is_cuda is False
+
+
+def test_compile_returns_the_model():
+    def f(a):
+        return a * 2
+
+    assert et.compile(f) is f
+    assert et.compile(f, mode="reduce-overhead", fullgraph=True, dynamic=False) is f
+    deco = et.compile(backend="eager")
+    assert deco(f) is f
+    with pytest.raises(RuntimeError, match="callable"):
+        et.compile(3)
+    assert np.allclose(et.compile(f)(et.ones(2)).numpy(), 2.0)
