@@ -289,29 +289,30 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
             r = h(g)
             if r is not None:
                 g = r
-    if g.__class__ is _Sparse or t.grad.__class__ is _Sparse:  # sparse gradients
+    grad = t._grad  # autograd's own slot behind Tensor.grad (whose setter validates users')
+    if g.__class__ is _Sparse or grad.__class__ is _Sparse:  # sparse gradients
         t.grad = _sparse_grads().accumulate(t, g, create_graph)
-    elif t.grad is None:
+    elif grad is None:
         # the incoming gradient may be shared with another input (add) or be a view: own it,
         # laid out like the parameter (row-major for a contiguous one), as PyTorch does
         if create_graph:
-            t.grad = g
+            t._grad = g
         elif _exclusive(g) and (_unwrap(g).flags.c_contiguous or
                                 not _unwrap(t).flags.c_contiguous):
-            t.grad = g.detach()  # nobody else holds this buffer: take it over, no copy
+            t._grad = g.detach()  # nobody else holds this buffer: take it over, no copy
         elif _unwrap(t).flags.c_contiguous and not _unwrap(g).flags.c_contiguous:
-            t.grad = _wrap(_unwrap(g).copy(order="C"))
+            t._grad = _wrap(_unwrap(g).copy(order="C"))
         else:
-            t.grad = g.detach().clone()
-    elif create_graph or t.grad._requires_grad:
-        t.grad = t.grad + g
+            t._grad = g.detach().clone()
+    elif create_graph or grad._requires_grad:
+        t._grad = grad + g
     else:
-        acc, d = _unwrap(t.grad), _unwrap(g)
+        acc, d = _unwrap(grad), _unwrap(g)
         if acc.shape == d.shape and acc.flags.writeable and type(acc) is type(d):
             acc += d
-            _ext.bump_version(t.grad)
+            _ext.bump_version(grad)
         else:
-            t.grad.add_(g)
+            grad.add_(g)
     post = t.__dict__.get("_post_acc_hooks")
     if post:
         for h in list(post.values()):

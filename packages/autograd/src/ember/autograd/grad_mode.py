@@ -49,8 +49,12 @@ class _Mode:
 class no_grad(_Mode):
     """Disable recording: ``with no_grad(): ...`` or ``@no_grad()``.
 
+    >>> import ember.tensor as et
+    >>> x = et.ones(2, requires_grad=True)
     >>> with no_grad():
-    ...     y = x * 2      # y.requires_grad is False
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
     """
 
     _value = False

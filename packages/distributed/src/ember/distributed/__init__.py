@@ -10,6 +10,9 @@ launcher, which runs ``mpiexec``::
     >>> dist.init_process_group("mpi")            # rank and size from the MPI launcher
     >>> t = et.tensor([float(dist.get_rank())])
     >>> dist.all_reduce(t)                        # t is now the sum over every process
+    >>> t.tolist()                                # run alone: a world of one process
+    [0.0]
+    >>> dist.destroy_process_group()
 """
 from __future__ import annotations
 

@@ -40,7 +40,11 @@ def _mark_written(tensors) -> None:
 
 
 class ReduceOp(enum.Enum):
-    """Reduction operations (``ReduceOp.SUM`` ...), PyTorch's names."""
+    """Reduction operations (``ReduceOp.SUM`` ...), PyTorch's names.
+
+    >>> ReduceOp.AVG
+    <RedOpType.AVG: 1>
+    """
 
     SUM = 0
     AVG = 1
@@ -56,7 +60,15 @@ class ReduceOp(enum.Enum):
 
 
 class Backend(str):
-    """A backend name: ``Backend.MPI`` ("mpi") or ``Backend.NCCL`` ("nccl")."""
+    """A backend name: ``Backend.MPI`` ("mpi") or ``Backend.NCCL`` ("nccl").
+
+    >>> Backend("MPI") == Backend.MPI
+    True
+    >>> Backend("gloo")
+    Traceback (most recent call last):
+        ...
+    ValueError: Invalid backend: 'gloo'; ember.distributed supports 'mpi' ...
+    """
 
     UNDEFINED = "undefined"
     MPI = "mpi"

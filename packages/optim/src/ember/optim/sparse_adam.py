@@ -20,13 +20,14 @@ class SparseAdam(Optimizer):
     Dense gradients are refused (use Adam).
 
     >>> import ember.tensor as et
-    >>> from ember import nn
-    >>> emb = nn.Embedding(4, 2, sparse=True)
-    >>> opt = SparseAdam(emb.parameters(), lr=0.1)
-    >>> emb(et.tensor([1])).sum().backward()
-    >>> before = emb.weight.detach().clone()
+    >>> weight = et.randn(4, 2, requires_grad=True)   # an embedding table
+    >>> opt = SparseAdam([weight], lr=0.1)
+    >>> et.embedding(weight, et.tensor([1]), sparse=True).sum().backward()
+    >>> weight.grad.is_sparse
+    True
+    >>> before = weight.detach().clone()
     >>> _ = opt.step()
-    >>> (emb.weight.detach() != before).any(1).tolist()
+    >>> (weight.detach() != before).any(1).tolist()
     [False, True, False, False]
     """
 

@@ -202,8 +202,8 @@ asarray = as_tensor
 def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A tensor sharing memory with a NumPy array.
 
-    >>> a = np.zeros(3); t = from_numpy(a); t[0] = 1; a[0]
-    1.0
+    >>> a = np.zeros(3); t = from_numpy(a); t[0] = 1; a.tolist()
+    [1.0, 0.0, 0.0]
     """
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"from_numpy(): expected np.ndarray (got {type(ndarray).__name__})")

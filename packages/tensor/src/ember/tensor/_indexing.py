@@ -578,6 +578,9 @@ def _index_put_into(out, input: Tensor, indices, values, accumulate: bool, op: s
         raise RuntimeError(
             f"Index put requires the source and destination dtypes match, got "
             f"{_tname(out.dtype)} for the destination and {_tname(v.dtype)} for the source.")
+    if v.ndim > len(rshape):  # index_put broadcasts values as they are (no unit dims dropped)
+        raise RuntimeError(f"{op}(): shape mismatch: value tensor of shape {list(v.shape)} "
+                           f"cannot be broadcast to indexing result of shape {list(rshape)}")
     v = _value_array(values, out, op, rshape, True)
     if idx is None:
         if accumulate:

@@ -219,6 +219,9 @@ def _check_convolution(x, w, b, stride, padding, dilation, transposed, output_pa
                            f"weight, got input of size {list(x.shape)}")
     if not isinstance(groups, (int, np.integer)) or groups < 1:
         raise RuntimeError(f"{op}(): non-positive groups is not supported (got {groups})")
+    if w.shape[0] == 0:
+        raise RuntimeError(f"{op}(): Given groups={groups}, expected weight to be at least 1 at "
+                           f"dimension 0, but got weight of size {list(w.shape)} instead")
     if x.dtype != w.dtype or (b is not None and b.dtype != x.dtype):
         raise RuntimeError(
             f"{op}(): expected input, weight and bias of one dtype, got {x.dtype}, "
@@ -669,7 +672,7 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     w, idx = weight._data, indices._data
     if w.ndim != 2:
         raise RuntimeError(f"embedding(): 'weight' must be 2-D, got {list(w.shape)}")
-    if idx.dtype.kind not in "iu":
+    if idx.dtype not in (np.int64, np.int32):  # PyTorch: Long or Int only
         raise RuntimeError(f"embedding(): Expected tensor for argument 'indices' to have one of "
                            f"the following scalar types: Long, Int; but got {indices.dtype} "
                            f"instead")

@@ -189,7 +189,7 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
     bitwise = name.startswith("bitwise_")  # integer and bool kernels only, as in PyTorch
     is_sub = name == "sub"  # PyTorch refuses a bool operand
 
-    def impl(input: Tensor, other):
+    def impl(input, other):
         if input.__class__ is Tensor and other.__class__ is Tensor and not quiet:
             da, db = input._data, other._data  # the common case: two CPU arrays, one dtype
             if da.__class__ is _ndarray and db.__class__ is _ndarray and da.dtype == db.dtype \

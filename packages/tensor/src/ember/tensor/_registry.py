@@ -41,7 +41,7 @@ class OpDef:
     function users call; ``out``: the op takes ``out=``."""
 
     __slots__ = ("name", "impl", "differentiable", "inplace", "out", "public", "signature",
-                 "names", "Args", "run", "_env")
+                 "names", "Args", "run", "_env", "_tensor_params")
 
     def __init__(self, name: str, impl: Callable, differentiable: bool, inplace: bool,
                  out: bool) -> None:
@@ -117,14 +117,29 @@ def _compile(op: OpDef):
                      f"        return _write_out(_op, {op.impl.__name__}({', '.join(call)}), "
                      f"out)\n")
     fname = op.impl.__name__
+    # parameters declared ``Tensor``: a call passing something else fails somewhere inside the
+    # implementation; only then are they checked, so the error is PyTorch's TypeError naming
+    # the op and the argument, at no cost to calls that succeed
+    op._tensor_params = tuple(
+        (i, p.name, p.annotation == "Tensor | None", p.kind is _P.KEYWORD_ONLY)
+        for i, p in enumerate(params)
+        if p.annotation in ("Tensor", "Tensor | None")
+        and p.kind not in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD))
+    body = (f"    rec = _state[0]\n"
+            f"    if rec is None:\n"
+            f"        return _impl({', '.join(call)})\n"
+            f"    return rec(_op, {bound})\n")
+    if op._tensor_params:
+        env["_check_tensor_args"] = _check_tensor_args
+        body = ("    try:\n" + "".join("    " + line + "\n" for line in body.splitlines()) +
+                "    except (AttributeError, TypeError, ValueError):\n"
+                f"        _check_tensor_args(_op, {bound})\n"
+                "        raise\n")
     src = (f"def run({', '.join(names)}):\n"
            f"    return _impl({', '.join(call)})\n"
            f"def {fname}({', '.join(decl)}{out_decl}):\n"
            f"{out_check}"
-           f"    rec = _state[0]\n"
-           f"    if rec is None:\n"
-           f"        return _impl({', '.join(call)})\n"
-           f"    return rec(_op, {bound})\n")
+           f"{body}")
     exec(compile(src, f"<ember op {op.name}>", "exec"), env)
     op._env = env
     plain = all(p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD) for p in params)
@@ -132,9 +147,25 @@ def _compile(op: OpDef):
     public = env[fname]
     public.__doc__ = op.impl.__doc__
     public.__module__ = op.impl.__module__
-    public.__qualname__ = op.impl.__qualname__
+    # an op made by a factory (``_unary.<locals>.impl``) goes by its own name in Python's
+    # own TypeErrors (an unexpected keyword, a missing argument)
+    qual = op.impl.__qualname__
+    public.__qualname__ = op.impl.__name__ if "<locals>" in qual else qual
     public.op = op
     return public
+
+
+def _check_tensor_args(op: OpDef, bound) -> None:
+    """Raise PyTorch's TypeError when an argument declared ``Tensor`` is not one (called when
+    a call failed; returns when the arguments are not the cause)."""
+    from ._tensor import Tensor
+
+    for i, name, optional, kwonly in op._tensor_params:
+        value = bound[i]
+        if not isinstance(value, Tensor) and not (optional and value is None):
+            where = "" if kwonly else f" (position {i + 1})"
+            raise TypeError(f"{op.name}(): argument '{name}'{where} must be Tensor, not "
+                            f"{type(value).__name__}") from None
 
 
 def defop(name: str, *, differentiable: bool = True, inplace: bool = False, out: bool = False):

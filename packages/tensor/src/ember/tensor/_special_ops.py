@@ -152,7 +152,7 @@ def mvlgamma(input: Tensor, p: int, *, out=None) -> Tensor:
     """Log of the multivariate gamma function of dimension ``p``.
 
     >>> mvlgamma(tensor([2.5]), 2)
-    tensor([1.2463])
+    tensor([0.8570])
     """
     r = _mvlgamma(input, p)
     if out is not None:
@@ -299,11 +299,12 @@ xlogy = _binary("xlogy", _xlogy, "``input * log(other)``, 0 where ``input`` is 0
                 "    tensor([0., 0.])\n")
 special_xlog1py = _binary("special_xlog1py", _xlog1py,
                           "``input * log1p(other)``, 0 where ``input`` is 0.\n\n"
-                          "    >>> xlog1py(tensor([0., 2.]), tensor([-1., 0.]))\n"
+                          "    >>> et.special.xlog1py(tensor([0., 2.]), tensor([-1., 0.]))\n"
                           "    tensor([0., 0.])\n")
 special_zeta = _binary("special_zeta", lambda xp, x, q: _sp(xp).zeta(x, q),
                        "Hurwitz zeta function ``sum_k (k + other)^-input``.\n\n"
-                       "    >>> zeta(tensor([2.]), tensor([1.]))\n    tensor([1.6449])\n")
+                       "    >>> et.special.zeta(tensor([2.]), tensor([1.]))\n"
+                       "    tensor([1.6449])\n")
 igamma = _binary("igamma", lambda xp, a, x: _sp(xp).gammainc(a, x),
                  "Regularized lower incomplete gamma function ``P(input, other)``.\n\n"
                  "    >>> igamma(tensor([1.]), tensor([0.]))\n    tensor([0.])\n")

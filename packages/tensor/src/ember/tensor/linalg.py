@@ -64,7 +64,7 @@ def slogdet(A: _Tensor, *, out=None):
     """``(sign, logabsdet)`` of ``det(A)``.
 
     >>> slogdet(tensor([[-2., 0.], [0., 1.]]))
-    torch.return_types.linalg_slogdet(sign=tensor(-1.), logabsdet=tensor(0.6931))
+    linalg_slogdet(sign=tensor(-1.), logabsdet=tensor(0.6931))
     """
     return _ret(_RT.slogdet, _L.linalg_slogdet(A), out, "linalg.slogdet")
 
@@ -295,7 +295,7 @@ def lstsq(A: _Tensor, B: _Tensor, rcond=None, *, driver=None):
     when ``m > n`` and ``A`` has full rank). The solution is differentiable.
 
     >>> lstsq(tensor([[1.], [1.]]), tensor([[1.], [3.]])).solution
-    tensor([[2.]])
+    tensor([[2.0000]])
     """
     from ._creation import zeros
 

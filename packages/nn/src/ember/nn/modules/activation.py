@@ -2,8 +2,8 @@
 ``ember.nn.functional``, with ``inplace`` where PyTorch has it.
 
     >>> import ember.tensor as et
-    >>> LeakyReLU(0.1)(et.tensor([-1.0])).tolist()
-    [-0.1]
+    >>> LeakyReLU(0.25)(et.tensor([-1.0, 2.0])).tolist()
+    [-0.25, 2.0]
 """
 from __future__ import annotations
 

@@ -59,8 +59,8 @@ class CrossEntropyLoss(_WeightedLoss):
     """``log_softmax`` + ``nll_loss`` (or probabilities as target), with ``label_smoothing``.
 
     >>> import ember.tensor as et
-    >>> CrossEntropyLoss()(et.zeros(2, 4), et.tensor([0, 3])).item() == __import__("math").log(4)
-    True
+    >>> CrossEntropyLoss()(et.zeros(2, 4), et.tensor([0, 3]))   # log(4): uniform over 4 classes
+    tensor(1.3863)
     """
 
     def __init__(self, weight: Tensor | None = None, size_average=None,

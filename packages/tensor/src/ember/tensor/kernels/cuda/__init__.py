@@ -9,13 +9,13 @@ the index and the valid range, and a kernel never reads or writes out of bounds.
 Importing this module needs no CuPy; calling a kernel without CuPy or a GPU raises
 RuntimeError (through :func:`ember.tensor._cupy.require`).
 
-Example (on a machine with a GPU)::
+Example (on a machine with CuPy and a GPU; test_doctests.py runs it only there)::
 
-    >>> import cupy as cp                                           # doctest: +SKIP
-    >>> from ember.tensor.kernels import cuda as K                  # doctest: +SKIP
-    >>> out = cp.zeros((1, 3, 1))                                   # doctest: +SKIP
-    >>> K.index_add(out, cp.array([0, 0, 2]), cp.ones((1, 3, 1)))   # doctest: +SKIP
-    >>> out.ravel().tolist()                                        # doctest: +SKIP
+    >>> import cupy as cp
+    >>> from ember.tensor.kernels import cuda as K
+    >>> out = cp.zeros((1, 3, 1))
+    >>> K.index_add(out, cp.array([0, 0, 2]), cp.ones((1, 3, 1)))
+    >>> out.ravel().tolist()
     [2.0, 0.0, 1.0]
 """
 
