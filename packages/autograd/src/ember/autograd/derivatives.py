@@ -34,11 +34,12 @@ class Entry:
     ``{arg: (args whose gradient needs it)}`` an argument is kept only when one of those
     gradients is wanted (``mul`` keeps ``b`` only if ``a`` needs a gradient)."""
 
-    __slots__ = ("vjp", "save", "save_for", "save_out", "_wanted")
+    __slots__ = ("vjp", "save", "save_for", "save_out", "_wanted", "node_cls")
     release = None  # nothing to free beyond the node's saved arguments
 
     def __init__(self, fn, save, save_out):
         self.vjp, self.save_out = fn, save_out
+        self.node_cls = None  # the graph's node class for this op, made on first use
         self._wanted = {}
         if isinstance(save, dict):
             self.save = frozenset(save)

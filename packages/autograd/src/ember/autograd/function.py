@@ -99,12 +99,13 @@ class _SavedOutput:
 class _Entry:
     """A one-off derivative-table entry that calls the Function's backward."""
 
-    __slots__ = ("vjp", "save", "save_for", "save_out", "_fn", "_ctx", "_outs_meta")
+    __slots__ = ("vjp", "save", "save_for", "save_out", "_fn", "_ctx", "_outs_meta", "node_cls")
 
     def __init__(self, fn, ctx, outs_meta):
         self._fn, self._ctx, self._outs_meta = fn, ctx, outs_meta
         self.save, self.save_for, self.save_out = frozenset(), None, False
         self.vjp = self._vjp
+        self.node_cls = None
 
     def _vjp(self, c, g):
         grads = g if isinstance(g, (list, tuple)) else (g,)

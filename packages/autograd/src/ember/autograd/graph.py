@@ -158,7 +158,8 @@ def _accumulator(t: Tensor) -> AccumulateGrad:
     ref = t._accum_ref
     acc = ref() if ref is not None else None
     if acc is None:
-        acc = AccumulateGrad(t)
+        acc = _new(AccumulateGrad)  # the sink of a leaf: built bare, it is made per graph
+        acc.variable = t
         t._accum_ref = weakref.ref(acc)
     return acc
 
@@ -172,6 +173,8 @@ def _edge(t: Tensor):
     return None
 
 
+_new = object.__new__
+_weakref = weakref.ref
 _node_classes: dict[str, type] = {}
 
 
@@ -256,10 +259,10 @@ def _has_tensor(seq) -> bool:
 def attach(op, entry, args, out):
     """Create the node for ``out = op(*args)`` (``args``: the bound call) and connect the
     outputs to it."""
-    cls = _node_classes.get(op.name)
+    cls = entry.node_cls
     if cls is None:
-        cls = _node_class(op.name)
-    node = object.__new__(cls)
+        cls = entry.node_cls = _node_class(op.name)
+    node = _new(cls)
     node.entry = entry
     save = entry.save
     edges, meta, saved = [], [], []
@@ -276,7 +279,11 @@ def attach(op, entry, args, out):
                 else:
                     ref = a._accum_ref
                     acc = ref() if ref is not None else None
-                    edges.append((acc if acc is not None else _accumulator(a), 0))
+                    if acc is None:
+                        acc = _new(AccumulateGrad)
+                        acc.variable = a
+                        a._accum_ref = _weakref(acc)
+                    edges.append((acc, 0))
             else:
                 edges.append(None)
             meta.append((d.shape, d.dtype))
