@@ -656,6 +656,24 @@ def max_pool3d(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
 
 
 # ----------------------------------------------------------------------------- embedding
+def check_lookup_indices(op: str, indices: Tensor, n: int) -> None:
+    """PyTorch's checks of lookup indices into a table of ``n`` rows (embedding and its bag):
+    int64 or int32 (RuntimeError), every index in ``[0, n)`` (IndexError)."""
+    idx = indices._data
+    if idx.dtype not in (np.int64, np.int32):  # PyTorch: Long or Int only
+        raise RuntimeError(f"{op}(): Expected tensor for argument 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {indices.dtype} instead")
+    if idx.size:
+        if idx.size <= 16:  # a handful of ids (one word, one sentence): Python is quicker
+            vals = idx.ravel().tolist()
+            lo, hi = min(vals), max(vals)
+        else:
+            lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= n:
+            raise IndexError(f"{op}(): index {lo if lo < 0 else hi} is out of range for a "
+                             f"table of {n} rows")
+
+
 @defop("embedding")
 def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
@@ -672,20 +690,7 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     w, idx = weight._data, indices._data
     if w.ndim != 2:
         raise RuntimeError(f"embedding(): 'weight' must be 2-D, got {list(w.shape)}")
-    if idx.dtype not in (np.int64, np.int32):  # PyTorch: Long or Int only
-        raise RuntimeError(f"embedding(): Expected tensor for argument 'indices' to have one of "
-                           f"the following scalar types: Long, Int; but got {indices.dtype} "
-                           f"instead")
-    n = w.shape[0]
-    if idx.size:
-        if idx.size <= 16:  # a handful of ids (one word, one sentence): Python is quicker
-            vals = idx.ravel().tolist()
-            lo, hi = min(vals), max(vals)
-        else:
-            lo, hi = int(idx.min()), int(idx.max())
-        if lo < 0 or hi >= n:
-            raise IndexError(f"embedding(): index {lo if lo < 0 else hi} is out of range for a "
-                             f"table of {n} rows")
+    check_lookup_indices("embedding", indices, w.shape[0])
     xp = array_module(w)
     return _make(xp.take(w, idx.reshape(-1), axis=0).reshape(idx.shape + (w.shape[1],)))
 

@@ -39,7 +39,7 @@ import operator
 
 import numpy as np
 
-from . import _reduction, _tensor
+from . import _nn_ops, _reduction, _tensor
 from . import kernels as _kernels
 from ._dtype import from_numpy_dtype
 from ._registry import OPS, OpDef, _state, defop, set_recorder, write_out
@@ -49,7 +49,8 @@ from ._tensor import parse_to_args as _parse_to_args
 
 __all__ = ["wrap", "unwrap", "version_counter", "canonical_dims", "canonical_dim",
            "bump_version", "dtype_of", "array_module", "get_kernel", "OPS", "OpDef", "defop",
-           "set_recorder", "get_recorder", "set_autograd", "write_out", "parse_to_args"]
+           "set_recorder", "get_recorder", "set_autograd", "write_out", "parse_to_args",
+           "ntuple", "pool_geometry", "check_lookup_indices"]
 
 
 def wrap(array) -> Tensor:
@@ -121,6 +122,26 @@ def set_autograd(api) -> None:
     ``register_hook(t, hook)``, ``register_post_accumulate_grad_hook(t, hook)`` and
     ``retain_grad(t)``, which the tensor methods of those names call."""
     _tensor._autograd_api[0] = api
+
+
+def ntuple(op: str, name: str, value, n: int) -> tuple:
+    """An nn primitive's size argument (an int, or a sequence of 1 or ``n`` ints) as an
+    ``n``-tuple of ints, with PyTorch's RuntimeError naming ``op`` and ``name``."""
+    return _nn_ops._ntuple(op, name, value, n)
+
+
+def pool_geometry(op: str, shape, nd: int, kernel_size, stride, padding, dilation,
+                  ceil_mode: bool, max_pad):
+    """``(kernel, stride, padding, dilation, in_size, out_size)`` of a pooling over the last
+    ``nd`` dims of ``shape``, checked as PyTorch checks them (``max_pad(k, d)``: the largest
+    padding allowed)."""
+    return _nn_ops.pool_geometry(op, shape, nd, kernel_size, stride, padding, dilation,
+                                 ceil_mode, max_pad)
+
+
+def check_lookup_indices(op: str, indices: Tensor, n: int) -> None:
+    """PyTorch's checks of indices into an ``n``-row table (embedding, embedding_bag)."""
+    _nn_ops.check_lookup_indices(op, indices, n)
 
 
 def get_recorder():

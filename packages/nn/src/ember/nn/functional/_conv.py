@@ -14,22 +14,13 @@ from __future__ import annotations
 
 import ember.tensor as et
 from ember.tensor import Tensor
+from ember.tensor import extension as _ext
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
 
 
-def _ntuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
-    """``value`` (an int or a sequence of n ints) as an n-tuple of ints."""
-    if isinstance(value, int):
-        return (value,) * n
-    t = tuple(int(v) for v in value)
-    if len(t) == 1 and n > 1:
-        return t * n
-    if len(t) != n:
-        raise RuntimeError(f"{op}(): expected {name} to be a single int or a tuple of {n} "
-                           f"ints, got {value!r}")
-    return t
+_ntuple = _ext.ntuple
 
 
 conv1d = et.conv1d

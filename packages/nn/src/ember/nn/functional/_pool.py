@@ -39,14 +39,6 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- helpers
-def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
-    """PyTorch's pooling output size (a window may not start in the right padding)."""
-    eff = d * (k - 1) + 1
-    num = size + 2 * p - eff + ((s - 1) if ceil_mode else 0)
-    out = num // s + 1
-    if ceil_mode and (out - 1) * s >= size + p:
-        out -= 1
-    return out
 
 
 def _batched(op: str, input: Tensor, nd: int) -> tuple[Tensor, bool]:
@@ -61,26 +53,8 @@ def _batched(op: str, input: Tensor, nd: int) -> tuple[Tensor, bool]:
 
 
 def _geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode, max_pad):
-    k = _ntuple(op, "kernel_size", kernel_size, nd)
-    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) else \
-        _ntuple(op, "stride", stride, nd)
-    p = _ntuple(op, "padding", padding, nd)
-    d = _ntuple(op, "dilation", dilation, nd)
-    if min(k) < 1 or min(s) < 1 or min(d) < 1 or min(p) < 0:
-        raise RuntimeError(f"{op}(): kernel_size, stride and dilation must be greater than zero "
-                           f"and padding non-negative, got kernel_size={k}, stride={s}, "
-                           f"padding={p}, dilation={d}")
-    for i in range(nd):
-        if p[i] > max_pad(k[i], d[i]):
-            raise RuntimeError(f"{op}(): pad should be at most half of effective kernel size, "
-                               f"but got pad={p[i]}, kernel_size={k[i]} and dilation={d[i]}")
-    size = tuple(x.shape[2:])
-    o = tuple(_pool_out(size[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(nd))
-    if min(o) < 1 or min(size) < 1:
-        raise RuntimeError(f"{op}(): Given input size {list(x.shape)}, calculated output size "
-                           f"{list(x.shape[:2]) + list(o)} is too small (kernel_size={k}, "
-                           f"stride={s}, padding={p}, dilation={d})")
-    return k, s, p, d, size, o
+    return _ext.pool_geometry(op, tuple(x.shape), nd, kernel_size, stride, padding, dilation,
+                              ceil_mode, max_pad)
 
 
 def _plane_gather(x: Tensor, ind: Tensor) -> Tensor:

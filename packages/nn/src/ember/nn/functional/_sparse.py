@@ -18,19 +18,7 @@ def _check_index(input: Tensor, n: int, op: str) -> Tensor:
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'indices' must be a Tensor, got "
                         f"{type(input).__name__}")
-    if input.dtype not in (et.int64, et.int32):
-        raise RuntimeError(f"{op}(): Expected tensor for argument 'indices' to have one of the "
-                           f"following scalar types: Long, Int; but got {input.dtype} instead")
-    d = _ext.unwrap(input)
-    if d.size:
-        if d.size <= 16:  # a handful of ids (one word, one sentence): Python is quicker
-            vals = d.ravel().tolist()
-            lo, hi = min(vals), max(vals)
-        else:
-            lo, hi = int(d.min()), int(d.max())
-        if lo < 0 or hi >= n:
-            raise IndexError(f"{op}(): index {lo if lo < 0 else hi} is out of range for a "
-                             f"table of {n} rows")
+    _ext.check_lookup_indices(op, input, n)
     return input if input.dtype == et.int64 else input.to(dtype=et.int64)
 
 
