@@ -184,7 +184,9 @@ def _check_int_divisor(op: str, db, dt: np.dtype) -> None:
 
 
 def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
-            quiet: bool = False, int_divisor: bool = False):
+            quiet: bool = False, int_divisor: bool = False, inplace: bool = True):
+    """The op ``name`` over NumPy's ``ufunc_name`` and, where PyTorch has one (``inplace``),
+    its in-place form ``name_``; returns ``(op, in-place op or None)``."""
     npf = getattr(np, ufunc_name)
     bitwise = name.startswith("bitwise_")  # integer and bool kernels only, as in PyTorch
     is_sub = name == "sub"  # PyTorch refuses a bool operand
@@ -256,7 +258,8 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
     impl.__name__, impl_.__name__ = name, name + "_"
     impl.__doc__ = doc
     impl_.__doc__ = f"In-place :func:`{name}`."
-    return defop(name, out=True)(impl), defop(name + "_", inplace=True)(impl_)
+    return defop(name, out=True)(impl), (defop(name + "_", inplace=True)(impl_) if inplace
+                                         else None)
 
 
 mul, mul_ = _binary("mul", "multiply", """Elementwise product.
@@ -340,10 +343,13 @@ fmod, fmod_ = _binary("fmod", "fmod", """C-style modulus (sign of the dividend).
                       int_divisor=True)
 atan2, atan2_ = _binary("atan2", "arctan2", """Elementwise ``atan2(input, other)``.""",
                         float_result=True, quiet=True)
-maximum, _ = _binary("maximum", "maximum", """Elementwise maximum (NaN propagates).""")
-minimum, _ = _binary("minimum", "minimum", """Elementwise minimum (NaN propagates).""")
-fmax, _ = _binary("fmax", "fmax", """Elementwise maximum ignoring NaN.""")
-fmin, _ = _binary("fmin", "fmin", """Elementwise minimum ignoring NaN.""")
+# PyTorch has no in-place forms of these four
+maximum, _ = _binary("maximum", "maximum", """Elementwise maximum (NaN propagates).""",
+                     inplace=False)
+minimum, _ = _binary("minimum", "minimum", """Elementwise minimum (NaN propagates).""",
+                     inplace=False)
+fmax, _ = _binary("fmax", "fmax", """Elementwise maximum ignoring NaN.""", inplace=False)
+fmin, _ = _binary("fmin", "fmin", """Elementwise minimum ignoring NaN.""", inplace=False)
 hypot, hypot_ = _binary("hypot", "hypot", """Elementwise ``sqrt(a**2 + b**2)``.""",
                         float_result=True)
 _pow, _pow_ = _binary("pow", "power", """Elementwise power.""", quiet=True)

@@ -911,14 +911,14 @@ _add(
       out_dtype="promote", operands=(0, 1), inplace="hypot_", ops=("hypot", "hypot_")),
     E("maximum", et.maximum, _r(np.maximum), binary_samples(distinct=True),
       dtypes=FLOAT_H + INT + ("bool",), out_dtype="promote", operands=(0, 1),
-      ops=("maximum", "maximum_")),
+      ops=("maximum",)),
     E("minimum", et.minimum, _r(np.minimum), binary_samples(distinct=True),
       dtypes=FLOAT_H + INT + ("bool",), out_dtype="promote", operands=(0, 1),
-      ops=("minimum", "minimum_")),
+      ops=("minimum",)),
     E("fmax", et.fmax, _r(np.fmax), binary_samples(distinct=True), dtypes=FLOAT + INT,
-      out_dtype="promote", operands=(0, 1), ops=("fmax", "fmax_")),
+      out_dtype="promote", operands=(0, 1), ops=("fmax",)),
     E("fmin", et.fmin, _r(np.fmin), binary_samples(distinct=True), dtypes=FLOAT + INT,
-      out_dtype="promote", operands=(0, 1), ops=("fmin", "fmin_")),
+      out_dtype="promote", operands=(0, 1), ops=("fmin",)),
 )
 for _n, _f in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
                ("gt", np.greater), ("ge", np.greater_equal)]:
