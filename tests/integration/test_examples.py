@@ -40,6 +40,10 @@ SMOKE = {
     "tree_network.py": (
         ["--steps", "30"], [r"example parse: \(", r"step\s+30\s+loss",
                             r"test accuracy after 30 sentences"]),
+    "export_onnx.py": (   # no checkpoint in the tmp dir: trains one quick epoch, then exports
+        ["--epochs", "1"], [r"no checkpoint at .*training the demo's DigitsCNN",
+                            r"onnx\.checker\.check_model passed",
+                            r"max abs difference from ember: [\d.e+-]+"]),
     "spinn_snli.py": (
         ["--epochs", "10"], [r"SNLI: 3 train / 2 dev / 1 test pairs",
                              r"shift shift reduce shift shift shift reduce reduce reduce",

@@ -13,6 +13,7 @@ from . import constraints
 from .distribution import Distribution
 from .utils import (
     broadcast_all,
+    broadcast_params,
     lazy_property,
     logits_to_probs,
     one_hot,
@@ -25,6 +26,32 @@ __all__ = ["Bernoulli", "Binomial", "Categorical", "Geometric", "OneHotCategoric
            "Poisson"]
 
 _BOTH = "Either `probs` or `logits` must be specified, but not both."
+
+
+def _set_probs_or_logits(dist, probs, logits):
+    """Set ``dist.probs`` or ``dist.logits``, whichever is given (exactly one must be), as a
+    tensor; returns it and the batch shape (empty for a number)."""
+    if (probs is None) == (logits is None):
+        raise ValueError(_BOTH)
+    name, value = ("probs", probs) if probs is not None else ("logits", logits)
+    (param,) = broadcast_all(value)
+    setattr(dist, name, param)
+    return param, (Size() if isinstance(value, Number) else param.shape)
+
+
+def _param_of(dist):
+    """The parameter ``dist`` was expanded with: ``logits`` when it holds them, else
+    ``probs``."""
+    return dist.logits if "logits" in dist.__dict__ else dist.probs
+
+
+def _support_values(values, batch_shape, expand):
+    """``enumerate_support``: the values along a new leading dim, broadcast to (or, with
+    ``expand``, expanded to) the batch shape."""
+    values = values.view((-1,) + (1,) * len(batch_shape))
+    if expand:
+        values = values.expand((-1,) + tuple(batch_shape))
+    return values
 
 
 def _bce_with_logits(logits, target):
@@ -40,29 +67,12 @@ class Bernoulli(Distribution):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError(_BOTH)
-        if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = Size() if is_scalar else self._param.shape
+        self._param, batch_shape = _set_probs_or_logits(self, probs, logits)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Bernoulli, _instance)
-        batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
+        new = self._expand_params(Bernoulli, batch_shape, _instance, "probs", "logits")
+        new._param = _param_of(new)
         return new
 
     @property
@@ -106,10 +116,7 @@ class Bernoulli(Distribution):
 
     def enumerate_support(self, expand=True):
         values = et.arange(2, dtype=self._param.dtype, device=self._param.device)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1,) + tuple(self._batch_shape))
-        return values
+        return _support_values(values, self._batch_shape, expand)
 
 
 class Categorical(Distribution):
@@ -140,16 +147,12 @@ class Categorical(Distribution):
         new = self._get_checked_instance(Categorical, _instance)
         batch_shape = Size(batch_shape)
         param_shape = tuple(batch_shape) + (self._num_events,)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(param_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(param_shape)
-            new._param = new.logits
+        for name in ("probs", "logits"):
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(param_shape))
+        new._param = _param_of(new)
         new._num_events = self._num_events
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -206,10 +209,7 @@ class Categorical(Distribution):
 
     def enumerate_support(self, expand=True):
         values = et.arange(self._num_events, dtype=et.int64, device=self._param.device)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1,) + tuple(self._batch_shape))
-        return values
+        return _support_values(values, self._batch_shape, expand)
 
 
 class OneHotCategorical(Distribution):
@@ -227,12 +227,7 @@ class OneHotCategorical(Distribution):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        batch_shape = Size(batch_shape)
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(OneHotCategorical, batch_shape, _instance, "_categorical")
 
     @property
     def _param(self):
@@ -293,17 +288,11 @@ class Poisson(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = Size() if isinstance(rate, Number) else self.rate.shape
+        (self.rate,), batch_shape = broadcast_params(rate)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Poisson, _instance)
-        batch_shape = Size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Poisson, batch_shape, _instance, "rate")
 
     @property
     def mean(self):
@@ -350,17 +339,9 @@ class Binomial(Distribution):
         super().__init__(self._param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Binomial, _instance)
-        batch_shape = Size(batch_shape)
-        new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
+        new = self._expand_params(Binomial, batch_shape, _instance,
+                                  "total_count", "probs", "logits")
+        new._param = _param_of(new)
         return new
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
@@ -413,24 +394,22 @@ class Binomial(Distribution):
         # k * logit - n * log(1 + exp(logit)), stable in both tails
         return log_choose + value * self.logits - n * softplus(self.logits)
 
-    def entropy(self):
+    def _homogeneous_total_count(self, op):
         total_count = int(self.total_count.max().item())
         if not bool((self.total_count.min() == total_count).item()):
-            raise NotImplementedError("Inhomogeneous total count not supported by `entropy`.")
+            raise NotImplementedError(f"Inhomogeneous total count not supported by `{op}`.")
+        return total_count
+
+    def entropy(self):
+        self._homogeneous_total_count("entropy")
         log_prob = self.log_prob(self.enumerate_support(False))
         return -(et.exp(log_prob) * log_prob).sum(0)
 
     def enumerate_support(self, expand=True):
-        total_count = int(self.total_count.max().item())
-        if not bool((self.total_count.min() == total_count).item()):
-            raise NotImplementedError(
-                "Inhomogeneous total count not supported by `enumerate_support`.")
+        total_count = self._homogeneous_total_count("enumerate_support")
         values = et.arange(1 + total_count, dtype=self._param.dtype,
                            device=self._param.device)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1,) + tuple(self._batch_shape))
-        return values
+        return _support_values(values, self._batch_shape, expand)
 
 
 class Geometric(Distribution):
@@ -440,17 +419,7 @@ class Geometric(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError(_BOTH)
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        probs_or_logits = probs if probs is not None else logits
-        if isinstance(probs_or_logits, Number):
-            batch_shape = Size()
-        else:
-            batch_shape = (self.probs if probs is not None else self.logits).shape
+        _, batch_shape = _set_probs_or_logits(self, probs, logits)
         super().__init__(batch_shape, validate_args=validate_args)
         if self._validate_args and probs is not None:
             value = self.probs
@@ -464,15 +433,7 @@ class Geometric(Distribution):
                     f"to be positive but found invalid values:\n{invalid_value}")
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Geometric, _instance)
-        batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Geometric, batch_shape, _instance, "probs", "logits")
 
     @property
     def mean(self):

@@ -170,6 +170,24 @@ class Distribution:
                 "__init__ method must also define a custom .expand() method.")
         return self.__new__(type(self)) if _instance is None else _instance
 
+    def _expand_params(self, cls, batch_shape, _instance, *names):
+        """``expand`` for a family whose parameters ``names`` have the batch shape: each one
+        this distribution holds (a lazy one not computed yet is skipped) is expanded onto the
+        new instance."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = Size(batch_shape)
+        for name in names:
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(batch_shape))
+        return self._expanded(new, batch_shape)
+
+    def _expanded(self, new, batch_shape):
+        """The end of ``expand``: ``new`` takes ``batch_shape``, this event shape and this
+        distribution's ``validate_args`` (its expanded parameters are not checked again)."""
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def __repr__(self) -> str:
         param_names = [k for k in self.arg_constraints if k in self.__dict__]
         shown = [(p, self.__dict__[p]) for p in param_names]

@@ -17,6 +17,16 @@ def _batch_shape(*shapes):
     return Size(et.broadcast_shapes(*[tuple(s) for s in shapes]))
 
 
+def _batched_matrix(matrix, loc, what):
+    """The batch shape of ``matrix`` (a batch of matrices) and ``loc``, and ``matrix``
+    expanded to it."""
+    if matrix.dim() < 2:
+        raise ValueError(f"{what} must be at least two-dimensional, "
+                         "with optional leading batch dimensions")
+    batch_shape = _batch_shape(matrix.shape[:-2], loc.shape[:-1])
+    return batch_shape, matrix.expand(tuple(batch_shape) + (-1, -1))
+
+
 def batch_mv(bmat, bvec):
     """Matrix-vector product over batch dims: ``bmat @ bvec[..., None]``."""
     return et.matmul(bmat, bvec.unsqueeze(-1)).squeeze(-1)
@@ -56,23 +66,14 @@ class MultivariateNormal(Distribution):
             raise ValueError("Exactly one of covariance_matrix or precision_matrix or "
                              "scale_tril may be specified.")
         if scale_tril is not None:
-            if scale_tril.dim() < 2:
-                raise ValueError("scale_tril matrix must be at least two-dimensional, "
-                                 "with optional leading batch dimensions")
-            batch_shape = _batch_shape(scale_tril.shape[:-2], loc.shape[:-1])
-            self.scale_tril = scale_tril.expand(tuple(batch_shape) + (-1, -1))
+            batch_shape, self.scale_tril = _batched_matrix(scale_tril, loc,
+                                                           "scale_tril matrix")
         elif covariance_matrix is not None:
-            if covariance_matrix.dim() < 2:
-                raise ValueError("covariance_matrix must be at least two-dimensional, "
-                                 "with optional leading batch dimensions")
-            batch_shape = _batch_shape(covariance_matrix.shape[:-2], loc.shape[:-1])
-            self.covariance_matrix = covariance_matrix.expand(tuple(batch_shape) + (-1, -1))
+            batch_shape, self.covariance_matrix = _batched_matrix(covariance_matrix, loc,
+                                                                  "covariance_matrix")
         else:
-            if precision_matrix.dim() < 2:
-                raise ValueError("precision_matrix must be at least two-dimensional, "
-                                 "with optional leading batch dimensions")
-            batch_shape = _batch_shape(precision_matrix.shape[:-2], loc.shape[:-1])
-            self.precision_matrix = precision_matrix.expand(tuple(batch_shape) + (-1, -1))
+            batch_shape, self.precision_matrix = _batched_matrix(precision_matrix, loc,
+                                                                 "precision_matrix")
         self.loc = loc.expand(tuple(batch_shape) + (-1,))
         event_shape = self.loc.shape[-1:]
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
@@ -99,9 +100,7 @@ class MultivariateNormal(Distribution):
         for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
             if name in self.__dict__:
                 setattr(new, name, self.__dict__[name].expand(cov_shape))
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     def _cov_shape(self):
         return tuple(self._batch_shape) + tuple(self._event_shape) * 2
@@ -208,9 +207,7 @@ class LowRankMultivariateNormal(Distribution):
         new._unbroadcasted_cov_factor = self._unbroadcasted_cov_factor
         new._unbroadcasted_cov_diag = self._unbroadcasted_cov_diag
         new._capacitance_tril = self._capacitance_tril
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(new, batch_shape)
 
     def _cov_shape(self):
         return tuple(self._batch_shape) + tuple(self._event_shape) * 2

@@ -378,20 +378,20 @@ class ReshapeTransform(Transform):
         return et.zeros(batch_shape, dtype=x.dtype, device=x.device)
 
     def forward_shape(self, shape):
-        if len(shape) < len(self.in_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.in_shape)
-        if tuple(shape[cut:]) != tuple(self.in_shape):
-            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {self.in_shape}")
-        return tuple(shape[:cut]) + tuple(self.out_shape)
+        return _reshape_rightmost(shape, self.in_shape, self.out_shape)
 
     def inverse_shape(self, shape):
-        if len(shape) < len(self.out_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.out_shape)
-        if tuple(shape[cut:]) != tuple(self.out_shape):
-            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {self.out_shape}")
-        return tuple(shape[:cut]) + tuple(self.in_shape)
+        return _reshape_rightmost(shape, self.out_shape, self.in_shape)
+
+
+def _reshape_rightmost(shape, src, dst):
+    """``shape`` with its rightmost dims, which must be ``src``, replaced by ``dst``."""
+    if len(shape) < len(src):
+        raise ValueError("Too few dimensions on input")
+    cut = len(shape) - len(src)
+    if tuple(shape[cut:]) != tuple(src):
+        raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {src}")
+    return tuple(shape[:cut]) + tuple(dst)
 
 
 class ExpTransform(Transform):
@@ -460,7 +460,7 @@ class PowerTransform(Transform):
         return tuple(et.broadcast_shapes(shape, tuple(getattr(self.exponent, "shape", ()))))
 
     def inverse_shape(self, shape):
-        return tuple(et.broadcast_shapes(shape, tuple(getattr(self.exponent, "shape", ()))))
+        return self.forward_shape(shape)
 
 
 class SigmoidTransform(Transform):

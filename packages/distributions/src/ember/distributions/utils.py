@@ -5,7 +5,7 @@ from numbers import Number
 
 import ember.tensor as et
 from ember.autograd import enable_grad
-from ember.tensor import Tensor
+from ember.tensor import Size, Tensor
 
 __all__ = ["broadcast_all", "logits_to_probs", "probs_to_logits", "clamp_probs",
            "lazy_property", "euler_constant", "sum_rightmost", "standard_normal",
@@ -33,6 +33,15 @@ def broadcast_all(*values):
     out = [v if isinstance(v, Tensor) else et.tensor(float(v), dtype=dtype, device=device)
            for v in values]
     return tuple(et.broadcast_tensors(*out))
+
+
+def broadcast_params(*values):
+    """``broadcast_all`` of a family's parameters, and its batch shape: empty when every
+    parameter is a number, else the broadcast shape."""
+    tensors = broadcast_all(*values)
+    if all(isinstance(v, Number) for v in values):
+        return tensors, Size()
+    return tensors, tensors[0].shape
 
 
 def fmt_value(v) -> str:
