@@ -11,8 +11,15 @@ import numpy as np
 import pytest
 
 import ember.tensor as et
-from ember.tensor import _indexing as I
+from ember.tensor import _indexing, _scatter, _shape
 from ember.tensor._tensor import Tensor
+
+# the indexing family as this file tests it: indexing proper, gathers and scatters, and the
+# movement ops (flip, roll, repeat, ...) that live with the shape ops
+I = et
+FAMILY = (_indexing.__all__ + _scatter.__all__ +
+          [n for n in _shape.__all__ if n in ("flip", "fliplr", "flipud", "roll", "repeat",
+                                               "tile", "repeat_interleave", "narrow_copy")])
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
@@ -776,5 +783,5 @@ def test_registry_entries():
                  "index_copy_", "index_fill_", "masked_scatter_"):
         assert ops[name].inplace and ops[name[:-1]].differentiable  # autograd's twin rule
     assert not ops["nonzero"].differentiable
-    for name in I.__all__:
+    for name in FAMILY:
         assert getattr(I, name).__doc__ and ">>>" in getattr(I, name).__doc__

@@ -407,6 +407,8 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group=None,
         return None
     _single(pg, tensor, "tensor", "all_reduce")
     _check_op(op, "all_reduce", tensor)
+    if not async_op and getattr(pg._impl, "name", None) == "mpi":
+        return _run(pg._impl.allreduce(tensor, op, blocking=True), False)
     return _run(pg._impl.allreduce(tensor, op), async_op)
 
 
@@ -432,6 +434,30 @@ def _group_root(pg, global_rank, group_rank, op: str, what: str) -> int:
     return _root(pg, global_rank, op, what)
 
 
+def _check_per_rank(pg, ts, ref: Tensor, name: str, op: str) -> None:
+    """``ts`` (a list) holds one tensor per process of the group, each like ``ref``."""
+    if len(ts) != pg.size():
+        raise RuntimeError(f"{op}: {name} has {len(ts)} tensors, expected one per process of "
+                           f"the group ({pg.size()})")
+    for i, t in enumerate(ts):
+        _check_like(t, ref, op, f"{name}[{i}]")
+
+
+def _root_list(pg, root: int, ts, ref: Tensor, name: str, op: str, role: str):
+    """The list argument of a rooted collective (``gather_list``, ``scatter_list``): given,
+    with one tensor per process like ``ref``, on the ``role`` rank ``root`` (returned as a
+    list); not given elsewhere (None)."""
+    if pg.rank() != root:
+        if ts:
+            raise ValueError(f"Argument ``{name}`` must NOT be specified on non-{role} ranks.")
+        return None
+    if not ts:
+        raise ValueError(f"Argument ``{name}`` must be specified on {role} rank.")
+    _check_list(ts, name, op)
+    _check_per_rank(pg, ts, ref, name, op)
+    return list(ts)
+
+
 def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = False):
     """Fill ``tensor_list[i]`` with ``tensor`` of group rank ``i``."""
     pg = _group(group, "all_gather")
@@ -439,11 +465,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
         return None
     _check_list(tensor_list, "tensor_list", "all_gather")
     _single(pg, tensor, "tensor", "all_gather")
-    if len(tensor_list) != pg.size():
-        raise RuntimeError(f"all_gather: tensor_list has {len(tensor_list)} tensors, expected "
-                           f"one per process of the group ({pg.size()})")
-    for i, t in enumerate(tensor_list):
-        _check_like(t, tensor, "all_gather", f"tensor_list[{i}]")
+    _check_per_rank(pg, tensor_list, tensor, "tensor_list", "all_gather")
     return _run(pg._impl.allgather(list(tensor_list), tensor), async_op)
 
 
@@ -509,21 +531,7 @@ def gather(tensor: Tensor, gather_list: list | None = None, dst: int | None = No
     if dst is None and group_dst is None:
         dst = 0
     root = _group_root(pg, dst, group_dst, "gather", "dst")
-    if pg.rank() == root:
-        if not gather_list:
-            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
-        _check_list(gather_list, "gather_list", "gather")
-        if len(gather_list) != pg.size():
-            raise RuntimeError(f"gather: gather_list has {len(gather_list)} tensors, expected "
-                               f"one per process of the group ({pg.size()})")
-        for i, t in enumerate(gather_list):
-            _check_like(t, tensor, "gather", f"gather_list[{i}]")
-        outs = list(gather_list)
-    else:
-        if gather_list:
-            raise ValueError("Argument ``gather_list`` must NOT be specified on "
-                             "non-destination ranks.")
-        outs = None
+    outs = _root_list(pg, root, gather_list, tensor, "gather_list", "gather", "destination")
     return _run(pg._impl.gather(tensor, outs, root), async_op)
 
 
@@ -537,21 +545,7 @@ def scatter(tensor: Tensor, scatter_list: list | None = None, src: int | None = 
     if src is None and group_src is None:
         src = 0
     root = _group_root(pg, src, group_src, "scatter", "src")
-    if pg.rank() == root:
-        if not scatter_list:
-            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
-        _check_list(scatter_list, "scatter_list", "scatter")
-        if len(scatter_list) != pg.size():
-            raise RuntimeError(f"scatter: scatter_list has {len(scatter_list)} tensors, "
-                               f"expected one per process of the group ({pg.size()})")
-        for i, t in enumerate(scatter_list):
-            _check_like(t, tensor, "scatter", f"scatter_list[{i}]")
-        ins = list(scatter_list)
-    else:
-        if scatter_list:
-            raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source "
-                             "ranks.")
-        ins = None
+    ins = _root_list(pg, root, scatter_list, tensor, "scatter_list", "scatter", "source")
     return _run(pg._impl.scatter(tensor, ins, root), async_op)
 
 
@@ -578,49 +572,54 @@ def _check_tag(tag, op: str) -> int:
     return tag
 
 
-def isend(tensor: Tensor, dst: int | None = None, group=None, tag: int = 0,
-          group_dst: int | None = None):
-    """Send ``tensor`` to global rank ``dst`` without blocking; returns a Work."""
-    _check_tag(tag, "isend")
-    pg, root = _p2p(tensor, dst, group, "isend", "dst", group_dst)
+def _send(tensor, dst, group, tag, group_dst, op: str):
+    """Start sending ``tensor`` to ``dst``: its Work, or None outside the group."""
+    _check_tag(tag, op)
+    pg, root = _p2p(tensor, dst, group, op, "dst", group_dst)
     if pg is None:
         return None
     if root is None:
-        raise ValueError("isend: give dst or group_dst")
+        raise ValueError(f"{op}: give dst or group_dst")
     return pg._impl.send(tensor, root, tag)
+
+
+def _recv(tensor, src, group, tag, group_src, op: str):
+    """Start receiving into ``tensor`` from ``src`` (any rank when None): the group and the
+    Work, or (None, None) outside the group."""
+    _check_tag(tag, op)
+    pg, root = _p2p(tensor, src, group, op, "src", group_src)
+    if pg is None:
+        return None, None
+    return pg, pg._impl.recv(tensor, root, tag)
+
+
+def isend(tensor: Tensor, dst: int | None = None, group=None, tag: int = 0,
+          group_dst: int | None = None):
+    """Send ``tensor`` to global rank ``dst`` without blocking; returns a Work."""
+    return _send(tensor, dst, group, tag, group_dst, "isend")
 
 
 def send(tensor: Tensor, dst: int | None = None, group=None, tag: int = 0,
          group_dst: int | None = None) -> None:
     """Send ``tensor`` to global rank ``dst`` (blocks until it can be reused)."""
-    _check_tag(tag, "send")
-    pg, root = _p2p(tensor, dst, group, "send", "dst", group_dst)
-    if pg is None:
-        return None
-    if root is None:
-        raise ValueError("send: give dst or group_dst")
-    pg._impl.send(tensor, root, tag).wait()
+    work = _send(tensor, dst, group, tag, group_dst, "send")
+    if work is not None:
+        work.wait()
 
 
 def irecv(tensor: Tensor, src: int | None = None, group=None, tag: int = 0,
           group_src: int | None = None):
     """Receive into ``tensor`` from global rank ``src`` (any rank when None) without blocking."""
-    _check_tag(tag, "irecv")
-    pg, root = _p2p(tensor, src, group, "irecv", "src", group_src)
-    if pg is None:
-        return None
-    return pg._impl.recv(tensor, root, tag)
+    return _recv(tensor, src, group, tag, group_src, "irecv")[1]
 
 
 def recv(tensor: Tensor, src: int | None = None, group=None, tag: int = 0,
          group_src: int | None = None) -> int:
     """Receive into ``tensor`` from global rank ``src`` (any when None); returns the sender's
     global rank."""
-    _check_tag(tag, "recv")
-    pg, root = _p2p(tensor, src, group, "recv", "src", group_src)
+    pg, work = _recv(tensor, src, group, tag, group_src, "recv")
     if pg is None:
         return -1
-    work = pg._impl.recv(tensor, root, tag)
     work.wait()
     return pg._ranks[work.source_rank]
 

@@ -2,7 +2,8 @@
 
 Every operation is a non-blocking MPI call (``Iallreduce``, ``Ibcast``, ...) on the NumPy array
 that shares the tensor's memory, so a tensor is reduced in place without a copy; the blocking
-form is the non-blocking one followed by ``wait()``. Only list-shaped arguments (``all_gather``'s
+form is the non-blocking one followed by ``wait()``, except ``all_reduce``, whose blocking form
+is MPI's blocking ``Allreduce`` (faster in Open MPI). Only list-shaped arguments (``all_gather``'s
 output list, ``gather``/``scatter`` lists) go through one contiguous staging buffer.
 """
 from __future__ import annotations
@@ -98,8 +99,13 @@ class MPIBackend:
         return finish
 
     # -- collectives -----------------------------------------------------------------------
-    def allreduce(self, t, op) -> Work:
+    def allreduce(self, t, op, blocking: bool = False) -> Work:
         a = _arr(t)
+        if blocking:
+            # the blocking call: Open MPI's tuned Allreduce is about twice as fast on large
+            # buffers as its non-blocking (libnbc) Iallreduce followed by a wait
+            self.comm.Allreduce(mpi().IN_PLACE, a, self._mop(op, a))
+            return _MPIWork("all_reduce", [], self._avg(a, op, [t]), [t])
         req = self.comm.Iallreduce(mpi().IN_PLACE, a, self._mop(op, a))
         return _MPIWork("all_reduce", [req], self._avg(a, op, [t]), [t])
 

@@ -23,6 +23,7 @@ from . import (  # noqa: E402
     _pointwise,
     _random,
     _reduction,
+    _scatter,
     _shape,
     _special_ops,
     amp,
@@ -75,6 +76,7 @@ from ._random import *
 from ._reduction import *
 from ._reduction import return_types
 from ._registry import OPS
+from ._scatter import *
 from ._serialization import load, save
 from ._shape import *
 from ._special_ops import *
@@ -125,6 +127,7 @@ __all__ = sorted(
      "BoolTensor", "__version__"}
     | set(_creation.__all__) | set(_pointwise.__all__) | set(_shape.__all__)
     | set(_reduction.__all__) | set(_linalg.__all__) | set(_indexing.__all__)
+    | set(_scatter.__all__)
     | set(_random.__all__) | set(_nn_ops.__all__)
     | set(_linalg_ops.__all__) | set(_special_ops.__all__) | set(_extra_ops.__all__)
     | {"linalg", "special", "fft", "sparse", "layout", "strided", "sparse_coo",

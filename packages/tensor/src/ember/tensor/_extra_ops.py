@@ -421,7 +421,7 @@ _cummin_indices = _cum_indices("cummin", False)
 
 def _cum(kind, fn_idx, name):
     def public(input: Tensor, dim: int, *, out=None):
-        from ._indexing import gather
+        from ._scatter import gather
 
         idx = fn_idx(input, dim)
         vals = gather(input, dim, idx) if input.dim() else input.clone()

@@ -717,7 +717,7 @@ def _perm_from_pivots(piv: Tensor, m: int):
 
 def _rows(Y: Tensor, perm) -> Tensor:
     """``Y[..., perm, :]`` along dim -2 with a batched permutation (differentiable gather)."""
-    from ._indexing import gather
+    from ._scatter import gather
 
     idx = Tensor._make(perm)
     batch = tuple(np.broadcast_shapes(tuple(idx.shape[:-1]), tuple(Y.shape[:-2])))

@@ -11,6 +11,7 @@ from . import (
     _linalg,
     _random,
     _reduction,
+    _scatter,
     _shape,
 )
 from . import (
@@ -18,7 +19,7 @@ from . import (
 )
 from ._tensor import Tensor
 
-_FAMILIES = (P, _shape, _reduction, _linalg, _indexing, _random, _creation)
+_FAMILIES = (P, _shape, _reduction, _linalg, _indexing, _scatter, _random, _creation)
 
 
 # functions whose first argument is a tensor but which PyTorch has no method for

@@ -1,4 +1,4 @@
-"""Views and shape ops.
+"""Views, shape ops and movement ops (flip, roll, repeat, tile: copies that move elements).
 
 View ops (``view``, ``permute``, ``expand``, ``squeeze``, ``unsqueeze``, ``narrow``, ``select``,
 ``as_strided``, ``unfold``, ``diagonal`` and everything built on them) share storage and report
@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 
 import numpy as np
 
 from . import _dtype as D
-from ._checks import arg_type_error, check_int
+from ._checks import arg_type_error, check_int, check_same_device
+from ._indexing import _dims_arg, _tname, getitem, index_select
 from ._registry import array_module, defop
 from ._tensor import Size, Tensor, _ptr, _root, _wrap_dim
 
@@ -22,10 +24,12 @@ __all__ = [
     "broadcast_shapes", "squeeze", "unsqueeze", "narrow", "select", "as_strided", "unfold",
     "diagonal", "split", "tensor_split", "chunk", "unbind", "cat", "concat", "concatenate",
     "stack", "hstack", "vstack", "flatten", "unflatten", "ravel", "contiguous", "meshgrid",
-    "atleast_1d", "atleast_2d", "slice_view",
+    "atleast_1d", "atleast_2d", "slice_view", "flip", "fliplr", "flipud", "roll", "repeat",
+    "tile", "repeat_interleave", "narrow_copy",
 ]
 
 _make = Tensor._make
+_same_device = check_same_device
 
 
 def _strides_bytes(strides, item):
@@ -796,3 +800,210 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
 
 
 __all__ += ["slice_scatter", "select_scatter", "diagonal_scatter"]
+
+
+# ------------------------------------------------------------------------------ flip / roll
+@defop("flip")
+def flip(input: Tensor, *dims, **kwargs) -> Tensor:
+    """A copy with the order of elements reversed along ``dims``.
+
+    >>> flip(tensor([[1, 2], [3, 4]]), [1]).tolist()
+    [[2, 1], [4, 3]]
+    """
+    op = "flip"
+    if "dims" in kwargs:
+        dims = (kwargs.pop("dims"),)
+    if kwargs:
+        raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
+    dims = _dims_arg(dims, op)
+    data = input._data
+    wrapped = [_wrap_dim(d, data.ndim, op) for d in dims]
+    seen = set()
+    for d in wrapped:
+        if d in seen:
+            raise RuntimeError(f"{op}(): dim {d} appears multiple times in the list of dims")
+        seen.add(d)
+    xp = array_module(data)
+    if data.ndim == 0 or not wrapped:
+        return _make(data.copy())
+    return _make(xp.flip(data, axis=tuple(wrapped)).copy(order="K"))
+
+
+def fliplr(input: Tensor) -> Tensor:
+    """Reverse the order of columns (dim 1); needs at least 2 dims.
+
+    >>> fliplr(tensor([[1, 2], [3, 4]])).tolist()
+    [[2, 1], [4, 3]]
+    """
+    if input._data.ndim < 2:
+        raise RuntimeError("fliplr(): Input must be >= 2-d.")
+    return flip(input, [1])
+
+
+def flipud(input: Tensor) -> Tensor:
+    """Reverse the order of rows (dim 0); needs at least 1 dim.
+
+    >>> flipud(tensor([1, 2, 3])).tolist()
+    [3, 2, 1]
+    """
+    if input._data.ndim < 1:
+        raise RuntimeError("flipud(): Input must be >= 1-d.")
+    return flip(input, [0])
+
+
+def _int_tuple(x) -> tuple[int, ...]:
+    if isinstance(x, (tuple, list)):
+        return tuple(operator.index(v) for v in x)
+    return (operator.index(x),)
+
+
+@defop("roll")
+def roll(input: Tensor, shifts, dims=None) -> Tensor:
+    """Shift elements circularly by ``shifts`` along ``dims`` (flattened when ``dims`` is None).
+
+    >>> roll(tensor([1, 2, 3, 4]), 1).tolist()
+    [4, 1, 2, 3]
+    """
+    op = "roll"
+    shifts = _int_tuple(shifts)
+    dims = () if dims is None else _int_tuple(dims)
+    data = input._data
+    xp = array_module(data)
+    if not dims:
+        if len(shifts) != 1:
+            raise RuntimeError(f"{op}(): shifts and dimensions must align. shifts: "
+                               f"{len(shifts)}, dims:0")
+        return _make(xp.roll(data.reshape(-1), shifts[0]).reshape(data.shape))
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"{op}(): shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    if data.ndim == 0:
+        raise IndexError(f"{op}(): Dimension specified as {dims[0]} but tensor has no dimensions")
+    axes = tuple(_wrap_dim(d, data.ndim, op) for d in dims)
+    return _make(xp.ascontiguousarray(xp.roll(data, shifts, axis=axes)))
+
+
+# ------------------------------------------------------------------------------ repeats
+@defop("repeat")
+def repeat(input: Tensor, *sizes) -> Tensor:
+    """Tile ``input`` ``sizes[i]`` times along each dim (``Tensor.repeat``); extra leading sizes
+    add dims.
+
+    >>> repeat(tensor([1, 2]), 2, 2).tolist()
+    [[1, 2, 1, 2], [1, 2, 1, 2]]
+    """
+    op = "repeat"
+    if not sizes:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+    reps = _dims_arg(sizes, op)
+    data = input._data
+    if len(reps) < data.ndim:
+        raise RuntimeError(f"{op}(): Number of dimensions of repeat dims can not be smaller than "
+                           "number of dimensions of tensor")
+    shape = (1,) * (len(reps) - data.ndim) + tuple(data.shape)
+    target = [s * r for s, r in zip(shape, reps)]
+    for t in target:
+        if t < 0:
+            raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {t}: "
+                               f"{target}")
+    xp = array_module(data)
+    return _make(xp.ascontiguousarray(xp.tile(data.reshape(shape), reps)))
+
+
+def tile(input: Tensor, *dims) -> Tensor:
+    """Repeat ``input`` along each dim; ``dims`` shorter than ``input.dim()`` is padded with
+    leading ones.
+
+    >>> tile(tensor([[1, 2]]), (2,)).tolist()
+    [[1, 2, 1, 2]]
+    """
+    reps = _dims_arg(dims, "tile")
+    nd = input._data.ndim
+    if len(reps) < nd:
+        reps = (1,) * (nd - len(reps)) + reps
+    return repeat(input, reps)
+
+
+def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
+    """Repeat each element (or each slice along ``dim``) ``repeats`` times; ``repeats`` is an
+    int or a tensor with one count per element. ``repeat_interleave(counts)`` returns the
+    indices ``0, 0, 1, ...`` repeated by ``counts``.
+
+    >>> repeat_interleave(tensor([1, 2]), tensor([1, 3])).tolist()
+    [1, 2, 2, 2]
+    """
+    op = "repeat_interleave"
+    data = input._data
+    xp = array_module(data)
+    if repeats is None:
+        if data.dtype.kind not in "iu":
+            raise NotImplementedError(f'"{op}" not implemented for \'{_tname(data.dtype)}\'')
+        if data.ndim != 1:
+            raise RuntimeError(f"{op}(): repeat_interleave only accept 1D vector as repeat")
+        if data.size and int(data.min()) < 0:
+            raise RuntimeError(f"{op}(): repeats can not be negative")
+        idx = xp.repeat(xp.arange(data.shape[0], dtype=np.int64), data)
+        if output_size is not None and output_size != idx.size:
+            raise RuntimeError(f"{op}: Invalid output_size, expected {idx.size} but got "
+                               f"{output_size}")
+        return _make(idx)
+    if isinstance(repeats, Tensor):
+        r = repeats._data
+        _same_device(op, data, r)
+        if r.dtype.kind not in "iu":
+            raise NotImplementedError(f'"{op}" not implemented for \'{_tname(r.dtype)}\'')
+        if r.ndim > 1:
+            raise RuntimeError(f"{op}(): repeat_interleave only accept 1D vector as repeat")
+        reps = int(r.reshape(-1)[0]) if r.size == 1 else r.reshape(-1)
+    else:
+        reps = operator.index(repeats)
+    if isinstance(reps, int) and reps < 0:
+        raise RuntimeError(f"{op}(): Repeats must be non-negative")
+    if dim is None:
+        size = data.size
+    else:
+        dim = _wrap_dim(dim, data.ndim, op)
+        size = data.shape[dim] if data.ndim else 1
+    if not isinstance(reps, int):
+        if reps.shape[0] != size:
+            raise RuntimeError(
+                f"{op}(): repeats must have the same size as input along dim, but got "
+                f"repeats.size(0) = {reps.shape[0]} and input.size({dim or 0}) = {size}")
+        if reps.size and int(reps.min()) < 0:
+            raise RuntimeError(f"{op}(): repeats can not be negative")
+    idx = xp.repeat(xp.arange(size, dtype=np.int64), reps)
+    if output_size is not None and output_size != idx.size:
+        raise RuntimeError(f"{op}: Invalid output_size, expected {idx.size} but got "
+                           f"{output_size}")
+    if dim is None or data.ndim == 0:
+        if data.ndim == 0:
+            return getitem(getitem(input, None), _make(xp.zeros_like(idx)))
+        return getitem(input, tuple(_make(c) for c in xp.unravel_index(idx, data.shape)))
+    return index_select(input, dim, _make(idx))
+
+
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A copy of ``input.narrow(dim, start, length)``: ``length`` elements from ``start``.
+
+    >>> narrow_copy(tensor([[1, 2, 3], [4, 5, 6]]), 1, 1, 2).tolist()
+    [[2, 3], [5, 6]]
+    """
+    op = "narrow_copy"
+    data = input._data
+    if data.ndim == 0:
+        raise RuntimeError(f"{op}(): narrow() cannot be applied to a 0-dim tensor.")
+    dim = _wrap_dim(dim, data.ndim, op)
+    start, length = operator.index(start), operator.index(length)
+    size = data.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(f"{op}(): start out of range (expected to be in range of "
+                         f"[{-size}, {size}], but got {start})")
+    if start < 0:
+        start += size
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"{op}(): start ({start}) + length ({length}) exceeds dimension "
+                           f"size ({size}).")
+    from ._creation import clone
+
+    return clone(getitem(input, (slice(None),) * dim + (slice(start, start + length),)))

@@ -1,0 +1,367 @@
+"""Gathers and scatters along one dim: ``gather``, ``scatter``, ``scatter_add``,
+``index_add``, ``index_copy``, ``index_fill`` and their in-place forms.
+
+Indices are validated before memory is touched (PyTorch's RuntimeError through
+:class:`~ember.tensor._indexing.IndexOutOfBoundsError`); accumulating writes go through the
+``index_add`` kernel of ``ember.tensor.kernels``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import check_inplace, check_same_device
+from ._indexing import (
+    _INT64,
+    IndexOutOfBoundsError,
+    _cast_scalar,
+    _check_range,
+    _index_add_into,
+    _index_vector,
+    _need_tensor,
+    _prod,
+    _scalar_of,
+    _tname,
+)
+from ._registry import array_module, defop
+from ._tensor import Tensor, _wrap_dim
+
+__all__ = [
+    "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_",
+    "index_copy", "index_copy_", "index_fill", "index_fill_",
+]
+
+_make = Tensor._make
+_same_device = check_same_device
+_check_inplace = check_inplace
+
+
+# ------------------------------------------------------------------------------ gather / scatter
+def _nonempty(shape: tuple) -> tuple:
+    return tuple(shape) if len(shape) else (1,)
+
+
+def _gather_index(index, op: str):
+    _need_tensor(index, op, "index")
+    a = index._data
+    if a.dtype.kind not in "iu" or a.dtype.name not in ("int32", "int64"):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
+    return a
+
+
+@defop("gather", out=True)
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
+    """``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` (and likewise for other dims).
+
+    >>> gather(tensor([[1, 2], [3, 4]]), 1, tensor([[0, 0], [1, 0]])).tolist()
+    [[1, 1], [4, 3]]
+    """
+    op = "gather"
+    a = _gather_index(index, op)
+    data = input._data
+    _same_device(op, data, a)
+    dshape, ishape = _nonempty(data.shape), _nonempty(a.shape)
+    if len(dshape) != len(ishape):
+        raise RuntimeError(
+            f"{op}(): Index tensor must have the same number of dimensions as input tensor")
+    dim = _wrap_dim(dim, data.ndim, op)
+    for d in range(len(dshape)):
+        if d != dim and ishape[d] > dshape[d]:
+            raise RuntimeError(
+                f"{op}(): Size does not match at dimension {d} expected index {list(a.shape)} "
+                f"to be no larger than self {list(data.shape)} apart from dimension {dim}")
+    _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
+    xp = array_module(data)
+    src = data.reshape(dshape)
+    src = src[tuple(slice(None) if d == dim else slice(0, ishape[d]) for d in range(len(dshape)))]
+    out = xp.take_along_axis(src, a.reshape(ishape), axis=dim)
+    return _make(xp.ascontiguousarray(out).reshape(a.shape))
+
+
+def _scatter_check(op: str, input: Tensor, dim: int, index: Tensor, src):
+    a = _gather_index(index, op)
+    data = input._data
+    _same_device(op, data, a)
+    dshape, ishape = _nonempty(data.shape), _nonempty(a.shape)
+    if len(dshape) != len(ishape):
+        raise RuntimeError(
+            f"{op}(): Index tensor must have the same number of dimensions as self tensor")
+    dim = _wrap_dim(dim, data.ndim, op)
+    sshape = None
+    if isinstance(src, Tensor):
+        s = src._data
+        _same_device(op, data, s)
+        if s.dtype != data.dtype:
+            raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
+        sshape = _nonempty(s.shape)
+        if len(sshape) != len(ishape):
+            raise RuntimeError(
+                f"{op}(): Index tensor must have the same number of dimensions as src tensor")
+    for d in range(len(dshape)):
+        if (d != dim and ishape[d] > dshape[d]) or (sshape is not None and ishape[d] > sshape[d]):
+            extra = f" and to be no larger size than src {list(src.shape)}" if sshape else ""
+            raise RuntimeError(
+                f"{op}(): Expected index {list(a.shape)} to be no larger than self "
+                f"{list(data.shape)} apart from dimension {dim}{extra}")
+    _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
+    return a.reshape(ishape), dim, dshape, ishape
+
+
+def _scatter_coords(xp, a, dim: int):
+    """Open-mesh coordinates: index ``a`` at ``dim``, aranges elsewhere."""
+    n = a.ndim
+    coords = []
+    for d in range(n):
+        if d == dim:
+            coords.append(a)
+        else:
+            shp = [1] * n
+            shp[d] = a.shape[d]
+            coords.append(xp.arange(a.shape[d]).reshape(shp))
+    return tuple(coords)
+
+
+def _scatter_into(out, op: str, input: Tensor, dim, index, src, value, reduce) -> None:
+    if src is not None and not isinstance(src, Tensor):
+        src, value = None, src
+    if src is None and value is None:
+        raise TypeError(f"{op}(): expected a 'src' Tensor or a 'value' number")
+    a, dim, dshape, ishape = _scatter_check(op, input, dim, index, src)
+    if reduce not in (None, "add", "multiply"):
+        raise RuntimeError(f"{op}(): reduce argument must be either add or multiply, got "
+                           f"{reduce!r}")
+    xp = array_module(out)
+    w = out.reshape(dshape)
+    if a.size == 0:
+        return
+    coords = _scatter_coords(xp, a, dim)
+    if src is not None:
+        s = src._data.reshape(_nonempty(src._data.shape))
+        vals = s[tuple(slice(0, n) for n in ishape)]
+    else:
+        vals = xp.broadcast_to(xp.asarray(_cast_scalar(_scalar_of(value, op), out.dtype)),
+                               ishape)
+    if reduce is None:
+        w[coords] = vals
+    elif reduce == "multiply":
+        xp.multiply.at(w, coords, vals)
+    else:
+        _scatter_add_raw(w, coords, vals)
+
+
+def _scatter_add_raw(w, coords, vals) -> None:
+    xp = array_module(w)
+    flat = xp.zeros(vals.shape, dtype=np.int64)
+    cstride = 1
+    for d in range(w.ndim - 1, -1, -1):
+        flat = flat + coords[d] * cstride
+        cstride *= w.shape[d]
+    _index_add_into(w, 1, w.size, 1, flat.reshape(-1), vals.reshape(1, -1, 1), 1)
+
+
+def _fresh(input: Tensor):
+    xp = array_module(input._data)
+    return xp.array(input._data, copy=True, order="C")
+
+
+@defop("scatter", out=True)
+def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
+            reduce: str | None = None) -> Tensor:
+    """Out-of-place :func:`scatter_`: ``out[index[i][j]][j] = src[i][j]`` for ``dim=0``;
+    ``src`` may be a tensor or a number (``value``).
+
+    >>> scatter(zeros(2, 2), 0, tensor([[1, 0]]), tensor([[5., 6.]])).tolist()
+    [[0.0, 6.0], [5.0, 0.0]]
+    """
+    out = _fresh(input)
+    _scatter_into(out, "scatter", input, dim, index, src, value, reduce)
+    return _make(out)
+
+
+@defop("scatter_", inplace=True)
+def scatter_(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
+             reduce: str | None = None) -> Tensor:
+    """Write ``src`` (or ``value``) into ``input`` at ``index`` along ``dim``, in place.
+
+    >>> zeros(3).scatter_(0, tensor([2]), 7.).tolist()
+    [0.0, 0.0, 7.0]
+    """
+    _check_inplace(input, "scatter_")
+    _scatter_into(input._data, "scatter_", input, dim, index, src, value, reduce)
+    input._bump()
+    return input
+
+
+@defop("scatter_add", out=True)
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """Out-of-place :func:`scatter_add_`: ``out[index[i][j]][j] += src[i][j]`` for ``dim=0``,
+    duplicates summed.
+
+    >>> scatter_add(zeros(3), 0, tensor([0, 0, 2]), tensor([1., 2., 3.])).tolist()
+    [3.0, 0.0, 3.0]
+    """
+    _need_tensor(src, "scatter_add", "src")
+    out = _fresh(input)
+    _scatter_into(out, "scatter_add", input, dim, index, src, None, "add")
+    return _make(out)
+
+
+@defop("scatter_add_", inplace=True)
+def scatter_add_(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """In-place :func:`scatter_add`.
+
+    >>> zeros(2).scatter_add_(0, tensor([1, 1]), tensor([1., 1.])).tolist()
+    [0.0, 2.0]
+    """
+    _need_tensor(src, "scatter_add_", "src")
+    _check_inplace(input, "scatter_add_")
+    _scatter_into(input._data, "scatter_add_", input, dim, index, src, None, "add")
+    input._bump()
+    return input
+
+
+# ------------------------------------------------------------------- index_add / copy / fill
+def _along_dim_check(op: str, input: Tensor, dim: int, index, source: Tensor):
+    """Shared checks of index_add / index_copy; returns (index 1-D, dim, shape, source shape)."""
+    a = index._data
+    data, s = input._data, source._data
+    _same_device(op, data, a)
+    _same_device(op, data, s)
+    dshape, sshape = _nonempty(data.shape), _nonempty(s.shape)
+    dim = _wrap_dim(dim, data.ndim, op)
+    if len(dshape) != len(sshape) or any(
+            dshape[d] != sshape[d] for d in range(len(dshape)) if d != dim):
+        raise RuntimeError(
+            f"{op}(): source tensor shape must match self tensor shape, excluding the specified "
+            f"dimension. Got self.shape = {list(data.shape)} source.shape = {list(s.shape)}")
+    return a.reshape(-1), dim, dshape, sshape
+
+
+def _index_add_into_tensor(out, op: str, input: Tensor, dim, index, source, alpha) -> None:
+    a = _index_vector(index, op, "int32 int64", "dtype int32/int64")
+    _need_tensor(source, op, "source")
+    if a.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector")
+    if source._data.dtype != input._data.dtype:
+        raise RuntimeError(f"{op}(): self ({_tname(input._data.dtype)}) and source "
+                           f"({_tname(source._data.dtype)}) must have the same scalar type")
+    a, dim, dshape, sshape = _along_dim_check(op, input, dim, index, source)
+    if a.size != sshape[dim]:
+        raise RuntimeError(f"{op}(): Number of indices ({a.size}) should be equal to "
+                           f"source.size(dim): ({sshape[dim]}), for dim: {dim}")
+    _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
+    P, M, Q = _prod(dshape[:dim]), dshape[dim], _prod(dshape[dim + 1:])
+    src3 = source._data.reshape(P, a.size, Q)
+    _index_add_into(out.reshape(dshape), P, M, Q, a, src3, alpha)
+
+
+@defop("index_add", out=True)
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """``out.index_select(dim, index) += alpha * source``, duplicates summed.
+
+    >>> index_add(zeros(3, 1), 0, tensor([0, 0, 2]), ones(3, 1), alpha=2).tolist()
+    [[4.0], [0.0], [2.0]]
+    """
+    out = _fresh(input)
+    _index_add_into_tensor(out, "index_add", input, dim, index, source, alpha)
+    return _make(out)
+
+
+@defop("index_add_", inplace=True)
+def index_add_(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    """In-place :func:`index_add`.
+
+    >>> zeros(2).index_add_(0, tensor([1, 1]), tensor([1., 2.])).tolist()
+    [0.0, 3.0]
+    """
+    _check_inplace(input, "index_add_")
+    _index_add_into_tensor(input._data, "index_add_", input, dim, index, source, alpha)
+    input._bump()
+    return input
+
+
+def _index_copy_into(out, op: str, input: Tensor, dim, index, source) -> None:
+    _need_tensor(index, op, "index")
+    _need_tensor(source, op, "source")
+    if index._data.dtype != _INT64:
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got "
+                           f"{_tname(index._data.dtype)}")
+    if index._data.ndim > 1:
+        raise IndexError(f"{op}(): Index should have dimension 1 or 0 (got {index._data.ndim})")
+    if source._data.dtype != input._data.dtype:
+        raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got "
+                           f"(self) {_tname(input._data.dtype)} and (source) "
+                           f"{_tname(source._data.dtype)}")
+    a, dim, dshape, sshape = _along_dim_check(op, input, dim, index, source)
+    if a.size != sshape[dim]:
+        raise IndexError(f"{op}(): Number of indices ({a.size}) should be equal to "
+                         f"source.size(dim) ({sshape[dim]})")
+    _check_range(a, dshape[dim], dim, op)
+    w = out.reshape(dshape)
+    w[(slice(None),) * dim + (a,)] = source._data.reshape(sshape)
+
+
+@defop("index_copy", out=True)
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` replaced by ``source``.
+
+    >>> index_copy(zeros(3), 0, tensor([2, 0]), tensor([5., 6.])).tolist()
+    [6.0, 0.0, 5.0]
+    """
+    out = _fresh(input)
+    _index_copy_into(out, "index_copy", input, dim, index, source)
+    return _make(out)
+
+
+@defop("index_copy_", inplace=True)
+def index_copy_(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """In-place :func:`index_copy`.
+
+    >>> zeros(2).index_copy_(0, tensor([1]), tensor([3.])).tolist()
+    [0.0, 3.0]
+    """
+    _check_inplace(input, "index_copy_")
+    _index_copy_into(input._data, "index_copy_", input, dim, index, source)
+    input._bump()
+    return input
+
+
+def _index_fill_into(out, op: str, input: Tensor, dim, index, value) -> None:
+    _need_tensor(index, op, "index")
+    a = index._data
+    if a.dtype != _INT64:
+        raise IndexError(f"{op}(): Expected dtype int64 for index.")
+    if a.ndim > 1:
+        raise RuntimeError(f"{op}(): Index has to be a vector/scalar")
+    _same_device(op, out, a)
+    v = _cast_scalar(_scalar_of(value, op), out.dtype)
+    dshape = _nonempty(out.shape)
+    dim = _wrap_dim(dim, out.ndim, op)
+    a = a.reshape(-1)
+    _check_range(a, dshape[dim], dim, op, negative=True)
+    w = out.reshape(dshape)
+    w[(slice(None),) * dim + (a,)] = v
+
+
+@defop("index_fill")
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``.
+
+    >>> index_fill(zeros(2, 2), 1, tensor([1]), 3.).tolist()
+    [[0.0, 3.0], [0.0, 3.0]]
+    """
+    out = _fresh(input)
+    _index_fill_into(out, "index_fill", input, dim, index, value)
+    return _make(out)
+
+
+@defop("index_fill_", inplace=True)
+def index_fill_(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """In-place :func:`index_fill`.
+
+    >>> zeros(3).index_fill_(0, tensor([0, -1]), 1.).tolist()
+    [1.0, 0.0, 1.0]
+    """
+    _check_inplace(input, "index_fill_")
+    _index_fill_into(input._data, "index_fill_", input, dim, index, value)
+    input._bump()
+    return input
