@@ -40,6 +40,10 @@ SMOKE = {
     "tree_network.py": (
         ["--steps", "30"], [r"example parse: \(", r"step\s+30\s+loss",
                             r"test accuracy after 30 sentences"]),
+    "train_ddp.py": (     # one process here; packages/distributed's tests run real 2-rank jobs
+        ["--epochs", "1", "--no-progress"], [r"epoch\s+1/1\s+train loss",
+                                             r"final validation accuracy [\d.]+% after 1 "
+                                             r"epochs on 1 processes"]),
     "export_onnx.py": (   # no checkpoint in the tmp dir: trains one quick epoch, then exports
         ["--epochs", "1"], [r"no checkpoint at .*training the demo's DigitsCNN",
                             r"onnx\.checker\.check_model passed",

@@ -160,9 +160,9 @@ ZOO = {
     "lenet": (LeNet, lambda b: [et.randn(b, 1, 28, 28)], {"input_0": [0]}),
     "resblock": (ResBlock, lambda b: [et.randn(b, 4, 6, 6)], {"input_0": [0]}),
     "embed": (EmbedClassifier, lambda b: [_tokens((b, 5), 20)], {"input_0": [0]}),
-    "lstm_lm": (LSTMLM, lambda b: [_tokens((6, b), 30)], None),
-    "bilstm": (lambda: LSTMLM(1, True), lambda b: [_tokens((4, b), 30)], None),
-    "gru": (GRUModel, lambda b: [et.randn(b, 4, 5)], None),
+    "lstm_lm": (LSTMLM, lambda b: [_tokens((6, b), 30)], {"input_0": {1: "batch"}}),
+    "bilstm": (lambda: LSTMLM(1, True), lambda b: [_tokens((4, b), 30)], {"input_0": [1]}),
+    "gru": (GRUModel, lambda b: [et.randn(b, 4, 5)], {"input_0": {0: "batch"}}),
     "transformer": (TransformerLM, lambda b: [_tokens((5, b), 25)], {"input_0": [1]}),
     "digits": (DigitsCNN, lambda b: [et.randn(b, 1, 8, 8)], {"input_0": {0: "batch"}}),
 }

@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 from ._export import DEFAULT_OPSET, MIN_OPSET, TracerWarning, TrainingMode, export, max_opset
 from ._graph import UnsupportedOperatorError
 from ._import import ONNXModule, load_model
-from ._symbolic import SYMBOLICS, register
+from ._symbolic import SYMBOLICS, register, register_module
 
 
 def supported_ops() -> list[str]:
@@ -24,5 +24,5 @@ def supported_ops() -> list[str]:
 
 
 __all__ = ["export", "load_model", "ONNXModule", "TracerWarning", "TrainingMode",
-           "UnsupportedOperatorError", "register", "supported_ops", "max_opset",
+           "UnsupportedOperatorError", "register", "register_module", "supported_ops", "max_opset",
            "DEFAULT_OPSET", "MIN_OPSET", "__version__"]

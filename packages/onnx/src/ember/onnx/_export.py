@@ -6,6 +6,11 @@ The trace installs a recorder around the one ember-tensor routes every op call t
 recorded twice) with its bound arguments into ONNX nodes, right away, so an op without a
 mapping fails at the call that reached it, naming the op and the module path.
 
+Modules with a module converter (``_symbolic.MODULE_SYMBOLICS``; ``nn.RNN`` / ``nn.LSTM`` /
+``nn.GRU`` built in) are recorded whole: ``Module.__call__`` is wrapped during the trace, runs
+such a module without recording the ops inside it, and the converter writes its ONNX nodes (one
+``LSTM`` / ``GRU`` / ``RNN`` node per layer), so sequence length and batch stay free.
+
 Values: example inputs become graph inputs; tensors found by identity among the model's
 ``state_dict(keep_vars=True)`` entries (and its parameters / buffers) become initializers named
 by their state_dict keys; any other tensor the model creates on its own (``et.tensor(...)``,
@@ -34,7 +39,7 @@ from ember.tensor import extension as ext
 from onnx import helper
 
 from ._graph import GraphContext, UnsupportedOperatorError, np_dtype, onnx_type, to_numpy
-from ._symbolic import SYMBOLICS
+from ._symbolic import SYMBOLICS, module_symbolic
 
 DEFAULT_OPSET = 18
 MIN_OPSET = 17
@@ -84,6 +89,8 @@ class _Tracer:
         self.stack: list[str] = []
         self.depth = 0
         self.converting = 0
+        self.opaque = 0  # inside a module recorded whole by a module converter
+        self.rnn_weights: dict = {}  # (id(module), layer) -> ONNX W, R, B initializer names
         self.prev = None
         if isinstance(model, nn.Module):
             buffers = {id(b) for _, b in model.named_buffers()}
@@ -191,6 +198,35 @@ class _Tracer:
             else:
                 self.paramish.discard(id(t))
 
+    def record_module(self, convert, orig, module, args, kwargs):
+        """Run ``module`` without recording the ops inside it, then record the whole call with
+        its module converter (see ``_symbolic.MODULE_SYMBOLICS``)."""
+        ins = _flatten([list(args), kwargs], [])
+        dyn = any(id(t) in self.dynamic for t in ins)
+        self.depth += 1
+        self.opaque += 1
+        self.converting += 1
+        try:
+            out = orig(module, *args, **kwargs)
+        finally:
+            self.depth -= 1
+            self.opaque -= 1
+            self.converting -= 1
+        outs = _flatten(out, [])
+        self.g.op = type(module).__name__
+        names = convert(self.g, module, args, kwargs, out)
+        if len(names) != len(outs):
+            raise UnsupportedOperatorError(type(module).__name__, self.module_path(),
+                                           "module converter produced a wrong number of "
+                                           "outputs")
+        for t, n in zip(outs, names):
+            self.bind(t, n, dyn)
+            if dyn:
+                self.paramish.discard(id(t))
+            else:
+                self.paramish.add(id(t))
+        return out
+
     def _check_alias(self, op, t) -> None:
         arr = ext.unwrap(t)
         for other in self.keep:
@@ -248,6 +284,9 @@ class _Tracer:
                         type(module).__name__
                 tracer.stack.append(path or type(module).__name__)
                 try:
+                    hit = None if tracer.depth else module_symbolic(module)
+                    if hit is not None and hit[0](module, args, kwargs):
+                        return tracer.record_module(hit[1], orig, module, args, kwargs)
                     return orig(module, *args, **kwargs)
                 finally:
                     tracer.stack.pop()
@@ -289,6 +328,8 @@ class _Tracer:
                 patch(et, attr, make_like(fill))
 
         def check_function_outputs(fn_name, out):
+            if tracer.opaque:
+                return out
             for o in _flatten(out, []):
                 if id(o) not in tracer.names:
                     raise UnsupportedOperatorError(

@@ -18,6 +18,7 @@ import numbers
 
 import numpy as np
 
+import ember.nn as nn
 import ember.tensor as et
 
 from ._graph import INT64_MAX, INT64_MIN, is_tensor, np_dtype
@@ -988,3 +989,158 @@ def _softmax_conv(op_type):
 
 register("_softmax")(_softmax_conv("Softmax"))
 register("_log_softmax")(_softmax_conv("LogSoftmax"))
+
+
+# ====================================================================== module converters
+# A module converter records a whole ``Module.__call__`` as ONNX nodes instead of tracing the
+# registry ops inside it. ``MODULE_SYMBOLICS`` maps a Module class to ``(accepts, convert)``:
+# ``accepts(module, args, kwargs)`` says whether this call can be converted (else the trace goes
+# inside the module as usual); ``convert(g, module, args, kwargs, out)`` appends nodes after the
+# module ran (opaquely) and returns one value name per tensor of ``out``, in flattened order.
+MODULE_SYMBOLICS: dict = {}
+
+
+def register_module(*types, accepts=None):
+    """Register ``convert(g, module, args, kwargs, out)`` for the Module classes ``types``
+    (and their subclasses)."""
+    def deco(fn):
+        for t in types:
+            MODULE_SYMBOLICS[t] = (accepts or (lambda m, a, k: True), fn)
+        return fn
+    return deco
+
+
+def module_symbolic(module):
+    """The ``(accepts, convert)`` pair registered for ``type(module)`` or its nearest base."""
+    for cls in type(module).__mro__:
+        hit = MODULE_SYMBOLICS.get(cls)
+        if hit is not None:
+            return hit
+    return None
+
+
+# ------------------------------------------------------------------ recurrent layers
+# PyTorch's gate blocks, in ONNX's order: LSTM i,f,g,o -> i,o,f,c; GRU r,z,n -> z,r,h.
+_GATE_ORDER = {"LSTM": [0, 3, 1, 2], "GRU": [1, 0, 2], "RNN_TANH": [0], "RNN_RELU": [0]}
+_ONNX_RNN = {"LSTM": "LSTM", "GRU": "GRU", "RNN_TANH": "RNN", "RNN_RELU": "RNN"}
+
+
+def _rnn_args(args, kwargs):
+    x = args[0] if args else kwargs.get("input")
+    hx = args[1] if len(args) > 1 else kwargs.get("hx")
+    return x, hx
+
+
+def _rnn_accepts(module, args, kwargs) -> bool:
+    if type(module).forward is not nn.RNNBase.forward:
+        return False  # a subclass with its own forward: trace inside
+    if module.mode not in _GATE_ORDER or module.proj_size:
+        return False  # ONNX's LSTM has no projection
+    if module.training and module.dropout and module.num_layers > 1:
+        return False  # dropout between layers: no ONNX equivalent in the operator
+    x, hx = _rnn_args(args, kwargs)
+    if not is_tensor(x) or x.dim() not in (2, 3):
+        return False  # PackedSequence (or an invalid input): trace inside
+    states = [] if hx is None else (list(hx) if module.mode == "LSTM" else [hx])
+    if not all(is_tensor(s) for s in states):
+        return False
+    return np_dtype(x) in (np.float32, np.float64, np.float16)
+
+
+def _gates(arr: np.ndarray, mode: str, H: int) -> np.ndarray:
+    order = _GATE_ORDER[mode]
+    return np.concatenate([arr[i * H:(i + 1) * H] for i in order], axis=0)
+
+
+def _rnn_weights(g, module, layer: int):
+    """The ONNX ``W``, ``R``, ``B`` initializers of one layer (both directions), made once per
+    module and layer."""
+    cache = g.tracer.rnn_weights
+    key = (id(module), layer)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    from ._graph import to_numpy
+
+    H, mode = module.hidden_size, module.mode
+    dirs = ["", "_reverse"] if module.bidirectional else [""]
+    Ws, Rs, Bs = [], [], []
+    for sfx in dirs:
+        Ws.append(_gates(to_numpy(getattr(module, f"weight_ih_l{layer}{sfx}")), mode, H))
+        Rs.append(_gates(to_numpy(getattr(module, f"weight_hh_l{layer}{sfx}")), mode, H))
+        if module.bias:
+            Bs.append(np.concatenate([
+                _gates(to_numpy(getattr(module, f"bias_ih_l{layer}{sfx}")), mode, H),
+                _gates(to_numpy(getattr(module, f"bias_hh_l{layer}{sfx}")), mode, H)]))
+    prefix = g.tracer.module_names.get(id(module)) or ""
+    prefix = prefix + "." if prefix else ""
+    names = [g.initializer(g.reserve(f"{prefix}{kind}_l{layer}"), np.stack(arrs))
+             for kind, arrs in (("W", Ws), ("R", Rs))]
+    names.append(g.initializer(g.reserve(f"{prefix}B_l{layer}"), np.stack(Bs))
+                 if Bs else None)
+    cache[key] = names
+    return names
+
+
+@register_module(nn.RNNBase, accepts=_rnn_accepts)
+def _rnn_module(g, module, args, kwargs, out):
+    """``nn.RNN`` / ``nn.LSTM`` / ``nn.GRU`` as one ONNX ``RNN`` / ``LSTM`` / ``GRU`` node per
+    layer, with Transpose / Reshape / Squeeze / Concat glue for ``batch_first``, the directions
+    and the layers' stacking: sequence length and batch stay free."""
+    mode = module.mode
+    is_lstm = mode == "LSTM"
+    D = 2 if module.bidirectional else 1
+    H, L = module.hidden_size, module.num_layers
+    x, hx = _rnn_args(args, kwargs)
+    batched = x.dim() == 3
+    dt = np_dtype(x)
+    X = g.v(x)
+    if not batched:
+        X = g.unsqueeze(X, [1])  # (T, 1, I)
+    elif module.batch_first:
+        X = g.node("Transpose", [X], perm=[1, 0, 2])
+    h0 = c0 = None
+    if hx is not None:
+        h0, c0 = (hx[0], hx[1]) if is_lstm else (hx, None)
+        h0 = g.v(h0, dt)
+        c0 = g.v(c0, dt) if c0 is not None else None
+        if not batched:
+            h0 = g.unsqueeze(h0, [1])
+            c0 = g.unsqueeze(c0, [1]) if c0 is not None else None
+    attrs = {"hidden_size": H, "direction": "bidirectional" if D == 2 else "forward"}
+    if mode == "GRU":
+        attrs["linear_before_reset"] = 1
+    elif mode == "RNN_RELU":
+        attrs["activations"] = ["Relu"] * D
+    hs, cs = [], []
+    for k in range(L):
+        W, R, B = _rnn_weights(g, module, k)
+        ins = [X, W, R, B, None]
+        if h0 is not None:
+            ins.append(h0 if L == 1 else g.slice(h0, [k * D], [(k + 1) * D], [0]))
+            if c0 is not None:
+                ins.append(c0 if L == 1 else g.slice(c0, [k * D], [(k + 1) * D], [0]))
+        elif is_lstm:
+            ins += [None, None]
+        while ins and ins[-1] is None:
+            ins.pop()
+        outs = g.node(_ONNX_RNN[mode], ins, n_out=3 if is_lstm else 2, **attrs)
+        Y = outs[0]  # (T, D, N, H)
+        hs.append(outs[1])
+        if is_lstm:
+            cs.append(outs[2])
+        if D == 1:
+            X = g.squeeze(Y, [1])
+        else:
+            X = g.node("Reshape", [g.node("Transpose", [Y], perm=[0, 2, 1, 3]),
+                                   g.ints([0, 0, -1])])
+    output = X  # (T, N, D*H)
+    h_n = hs[0] if L == 1 else g.node("Concat", hs, axis=0)
+    c_n = (cs[0] if L == 1 else g.node("Concat", cs, axis=0)) if is_lstm else None
+    if not batched:
+        output = g.squeeze(output, [1])
+        h_n = g.squeeze(h_n, [1])
+        c_n = g.squeeze(c_n, [1]) if c_n is not None else None
+    elif module.batch_first:
+        output = g.node("Transpose", [output], perm=[1, 0, 2])
+    return [output, h_n] + ([c_n] if is_lstm else [])
