@@ -38,6 +38,7 @@ from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from ._bfloat16 import install as _install_bfloat16_opmath
 from ._creation import *
 from ._device import device
+from ._dtype import _on_first_bfloat16 as _bfloat16_hooks
 from ._dtype import (
     bfloat16,
     bool,
@@ -111,7 +112,7 @@ _bind_methods()
 
 from ._sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
 
-_install_bfloat16_opmath()
+_bfloat16_hooks.append(_install_bfloat16_opmath)  # installed when bfloat16 is first asked for
 
 __all__ = sorted(
     {"Tensor", "Storage", "Size", "device", "dtype", "OPS", "save", "load", "cuda",

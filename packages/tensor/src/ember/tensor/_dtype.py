@@ -92,10 +92,23 @@ def _by_name(name: str) -> dtype:
     return _BY_NAME[name]
 
 
+#: run once, the first time bfloat16 is asked for (the bfloat16 op wrappers install there, so
+#: programs that never use bfloat16 never pay for them)
+_on_first_bfloat16: list = []
+
+
+def _first_bfloat16() -> None:
+    while _on_first_bfloat16:
+        _on_first_bfloat16.pop()()
+
+
 def from_numpy_dtype(np_dtype, op: str = "tensor") -> dtype:
     """The ember dtype for a NumPy dtype; TypeError for dtypes ember does not support."""
     try:
-        return _FROM_NP[np.dtype(np_dtype)]
+        d = _FROM_NP[np.dtype(np_dtype)]
+        if d is bfloat16 and _on_first_bfloat16:
+            _first_bfloat16()
+        return d
     except (KeyError, TypeError):
         raise TypeError(
             f"{op}(): can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported "
@@ -107,6 +120,8 @@ def from_numpy_dtype(np_dtype, op: str = "tensor") -> dtype:
 def to_dtype(d, op: str = "to") -> dtype:
     """Accept an ember dtype, a NumPy dtype, a Python type or a name."""
     if isinstance(d, dtype):
+        if d is bfloat16 and _on_first_bfloat16:
+            _first_bfloat16()
         return d
     if d is _builtin_float:
         return _default[0]
@@ -115,9 +130,9 @@ def to_dtype(d, op: str = "to") -> dtype:
     if d is _builtin_bool:
         return bool
     if isinstance(d, str) and d in _BY_NAME:
-        return _BY_NAME[d]
+        return to_dtype(_BY_NAME[d])
     try:
-        return _FROM_NP[np.dtype(d)]
+        return to_dtype(_FROM_NP[np.dtype(d)])
     except (KeyError, TypeError):
         raise TypeError(f"{op}(): unsupported dtype {d!r}") from None
 
