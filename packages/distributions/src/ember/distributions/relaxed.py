@@ -73,7 +73,24 @@ class LogitRelaxedBernoulli(Distribution):
         return _log(self.temperature) + diff - 2 * softplus(diff)
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class _RelaxedTransformed(TransformedDistribution):
+    """A relaxed distribution defined as a transform of its base: its temperature and its
+    parameters are the base distribution's."""
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
+
+
+class RelaxedBernoulli(_RelaxedTransformed):
     """A relaxed Bernoulli on (0, 1), parameterized by ``temperature`` and ``probs`` or
     ``logits``; samples are reparameterized."""
 
@@ -88,18 +105,6 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -155,7 +160,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_RelaxedTransformed):
     """A relaxed one-hot categorical on the simplex (Gumbel-softmax), parameterized by
     ``temperature`` and ``probs`` or ``logits``; samples are reparameterized."""
 
@@ -172,18 +177,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 def _log(t):
