@@ -15,7 +15,18 @@ __version__ = "0.1.0"
 
 from ember.tensor import extension as _extension
 
-from . import engine, functional, graph
+from . import (  # the derivative table, with nn's primitives, linalg, special, fft, sparse
+    derivatives,
+    derivatives_extra,  # noqa: F401
+    derivatives_linalg,  # noqa: F401
+    derivatives_nn,  # noqa: F401
+    derivatives_sparse,  # noqa: F401
+    derivatives_special,  # noqa: F401
+    engine,
+    functional,
+    graph,
+    inplace,
+)
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .api import Variable, _engine_api, backward, grad
 from .autobatch import autobatch
@@ -30,7 +41,7 @@ from .grad_mode import (
 )
 from .gradcheck import gradcheck, gradgradcheck
 
-graph.install()
+graph.install(derivatives.TABLE, inplace.record_inplace)
 _extension.set_autograd(_engine_api)
 
 __all__ = [

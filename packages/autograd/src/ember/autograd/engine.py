@@ -14,6 +14,7 @@ from ember.tensor import Tensor
 from ember.tensor import extension as _ext
 from ember.tensor.sparse import SparseTensor as _Sparse
 
+from . import sparse_grads
 from .grad_mode import state
 from .graph import AccumulateGrad, _edge
 
@@ -171,7 +172,7 @@ def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=N
             if out_grads[0].__class__ is _Rows or fn._n_out > 1:
                 out_grads = _densify(out_grads)
             elif out_grads[0].__class__ is _Sparse and fn.__class__ is not AccumulateGrad:
-                out_grads = [_sparse_grads().densify(out_grads[0])]  # formulas take dense
+                out_grads = [sparse_grads.densify(out_grads[0])]  # formulas take dense
             if capture is not None:
                 for nr, g in enumerate(out_grads):
                     for i in capture.get((id(fn), nr), ()):
@@ -257,7 +258,7 @@ def _deliver(edge, g, meta, buffers, deps, ready, owned, create_graph) -> None:
         if old is None:
             buf[nr] = g
         elif old.__class__ is _Sparse or g.__class__ is _Sparse:  # sparse gradients
-            buf[nr] = _sparse_grads().sum_grads(old, g)
+            buf[nr] = sparse_grads.sum_grads(old, g)
         elif create_graph:
             buf[nr] = old + g
         elif g.__class__ is not _Rows and (nxt, nr) in owned:
@@ -291,7 +292,7 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
                 g = r
     grad = t._grad  # autograd's own slot behind Tensor.grad (whose setter validates users')
     if g.__class__ is _Sparse or grad.__class__ is _Sparse:  # sparse gradients
-        t.grad = _sparse_grads().accumulate(t, g, create_graph)
+        t.grad = sparse_grads.accumulate(t, g, create_graph)
     elif grad is None:
         # the incoming gradient may be shared with another input (add) or be a view: own it,
         # laid out like the parameter (row-major for a contiguous one), as PyTorch does
@@ -317,12 +318,6 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
     if post:
         for h in list(post.values()):
             h(t)
-
-
-def _sparse_grads():
-    from . import derivatives_sparse
-
-    return derivatives_sparse
 
 
 def _exclusive(g: Tensor) -> bool:

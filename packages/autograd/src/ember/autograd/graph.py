@@ -12,6 +12,8 @@ from __future__ import annotations
 import traceback
 import weakref
 
+import numpy as np
+
 from ember.tensor import Tensor
 from ember.tensor import extension as _ext
 
@@ -219,7 +221,7 @@ def record(op, bound):
     else:
         return op.run(*bound)
     if op.inplace:
-        return _inplace.record_inplace(op, bound)
+        return _record_inplace(op, bound)
     out = op.run(*bound)
     if not op.differentiable:
         return out
@@ -362,6 +364,30 @@ def _mark_view(out: Tensor, args) -> None:
         out._gf_version = out._version
 
 
+def _positions(t: Tensor):
+    """The storage position of every element of ``t`` (an int64 array of ``t``'s shape)."""
+    pos = np.full((), t.storage_offset(), dtype=np.int64)
+    nd = t.dim()
+    for k, (n, st) in enumerate(zip(t.shape, t.stride())):
+        pos = pos + (np.arange(n, dtype=np.int64) * st).reshape((1,) * k + (n,) +
+                                                                (1,) * (nd - k - 1))
+    return np.broadcast_to(pos, tuple(t.shape))
+
+
+def _logical_index(base: Tensor, view: Tensor) -> Tensor:
+    """For each element of ``view``, the row-major index of the ``base`` element it is."""
+    bpos = _positions(base).reshape(-1)
+    lo = int(bpos.min()) if bpos.size else 0
+    inv = np.full(int(bpos.max()) - lo + 1 if bpos.size else 1, -1, dtype=np.int64)
+    inv[bpos - lo] = np.arange(bpos.size, dtype=np.int64)
+    rel = _positions(view) - lo
+    idx = inv[np.clip(rel, 0, inv.size - 1)]
+    if ((rel < 0) | (rel >= inv.size) | (idx < 0)).any():
+        raise RuntimeError("in-place operation on a view that reaches outside its base tensor "
+                           "is not supported by ember's autograd")
+    return _wrap(np.ascontiguousarray(idx)).to(base.device)
+
+
 def fresh_view_grad_fn(v: Tensor):
     """The ``grad_fn`` of the view ``v``, rebuilt first if its storage was modified in place
     since it was recorded (through its base or another view): the view is then recorded anew
@@ -372,8 +398,6 @@ def fresh_view_grad_fn(v: Tensor):
     base = v._ag_base
     if not base._requires_grad:
         return v.grad_fn
-    from .inplace import _logical_index
-
     prev = state.enabled
     state.enabled = True
     try:
@@ -388,21 +412,14 @@ def fresh_view_grad_fn(v: Tensor):
     return v.grad_fn
 
 
-def install() -> None:
-    global _TABLE, _inplace
-    from . import (  # noqa: F401  (nn's primitives, linalg, special, fft, the added ops)
-        derivatives_extra,
-        derivatives_linalg,
-        derivatives_nn,
-        derivatives_sparse,
-        derivatives_special,
-    )
-    from . import inplace as _inplace_mod
-    from .derivatives import TABLE
-
-    _TABLE, _inplace = TABLE, _inplace_mod
+def install(table: dict, record_inplace) -> None:
+    """Make :func:`record` the registry's recorder, differentiating with ``table`` (the
+    derivative table) and recording in-place ops with ``record_inplace``; the package root
+    wires these, so this module imports neither."""
+    global _TABLE, _record_inplace
+    _TABLE, _record_inplace = table, record_inplace
     _ext.set_recorder(record)
 
 
 _TABLE: dict = {}
-_inplace = None
+_record_inplace = None

@@ -8,13 +8,12 @@ that backward still needs raises at backward time, as in PyTorch.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import ember.tensor as et
 from ember.tensor import Tensor
 from ember.tensor.extension import OPS, bump_version, unwrap, wrap
 
-from .graph import _requires, fresh_view_grad_fn, record
+from .derivatives import TABLE
+from .graph import _logical_index, _requires, fresh_view_grad_fn, record
 
 __all__ = ["record_inplace", "FUNCTIONAL"]
 
@@ -48,30 +47,6 @@ def _snapshot(t: Tensor) -> Tensor:
     if nr:
         s._output_nr = nr
     return s
-
-
-def _positions(t: Tensor):
-    """The storage position of every element of ``t`` (an int64 array of ``t``'s shape)."""
-    pos = np.full((), t.storage_offset(), dtype=np.int64)
-    nd = t.dim()
-    for k, (n, st) in enumerate(zip(t.shape, t.stride())):
-        pos = pos + (np.arange(n, dtype=np.int64) * st).reshape((1,) * k + (n,) +
-                                                                (1,) * (nd - k - 1))
-    return np.broadcast_to(pos, tuple(t.shape))
-
-
-def _logical_index(base: Tensor, view: Tensor) -> Tensor:
-    """For each element of ``view``, the row-major index of the ``base`` element it is."""
-    bpos = _positions(base).reshape(-1)
-    lo = int(bpos.min()) if bpos.size else 0
-    inv = np.full(int(bpos.max()) - lo + 1 if bpos.size else 1, -1, dtype=np.int64)
-    inv[bpos - lo] = np.arange(bpos.size, dtype=np.int64)
-    rel = _positions(view) - lo
-    idx = inv[np.clip(rel, 0, inv.size - 1)]
-    if ((rel < 0) | (rel >= inv.size) | (idx < 0)).any():
-        raise RuntimeError("in-place operation on a view that reaches outside its base tensor "
-                           "is not supported by ember's autograd")
-    return wrap(np.ascontiguousarray(idx)).to(base.device)
 
 
 def _record_on_view(op, fn, self, args):
@@ -134,8 +109,6 @@ def record_inplace(op, args):
             raise RuntimeError(f"ember.autograd: in-place op '{op.name}' has no out-of-place twin")
         def fn(*bound, _twin=twin):
             return record(_twin, bound)
-        from .derivatives import TABLE
-
         entry = TABLE.get(twin.name)
         needs_old = entry is not None and 0 in entry.save
     else:

@@ -8,16 +8,16 @@ are global ranks, as in PyTorch.
 """
 from __future__ import annotations
 
-import enum
 import os
 import warnings
 from datetime import timedelta
 from importlib.util import find_spec
 
 from ember.tensor import Tensor
-from ember.tensor.extension import bump_version
 
-from ._work import Work, _DoneWork
+from ._mpi import MPIBackend, mpi
+from ._nccl import NCCLBackend, nccl_available
+from ._work import ReduceOp, Work, _DoneWork
 
 __all__ = [
     "Backend", "GroupMember", "ProcessGroup", "ReduceOp", "Work", "all_gather",
@@ -29,34 +29,6 @@ __all__ = [
 ]
 
 default_pg_timeout = timedelta(minutes=30)
-
-
-def _mark_written(tensors) -> None:
-    """Tell ember.tensor that ``tensors`` were written in place behind its back (through the
-    NumPy array or device pointer they share), so their version counters move as after any
-    in-place op (autograd's saved-tensor checks see the change)."""
-    for t in tensors:
-        bump_version(t)
-
-
-class ReduceOp(enum.Enum):
-    """Reduction operations (``ReduceOp.SUM`` ...), PyTorch's names.
-
-    >>> ReduceOp.AVG
-    <RedOpType.AVG: 1>
-    """
-
-    SUM = 0
-    AVG = 1
-    PRODUCT = 2
-    MIN = 3
-    MAX = 4
-    BAND = 5
-    BOR = 6
-    BXOR = 7
-
-    def __repr__(self) -> str:
-        return f"<RedOpType.{self.name}: {self.value}>"
 
 
 class Backend(str):
@@ -135,8 +107,6 @@ def is_mpi_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    from ._nccl import nccl_available
-
     return nccl_available()
 
 
@@ -187,8 +157,6 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         rank = env_rank if env_rank is not None else -1
     comm = None
     if is_mpi_available():
-        from ._mpi import mpi
-
         comm = mpi().COMM_WORLD
         mpi_rank, mpi_size = comm.Get_rank(), comm.Get_size()
         for what, given, actual in (("world_size", world_size, mpi_size),
@@ -208,12 +176,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
                                "MPI; install mpi4py (ember-distributed[mpi]) to run more than "
                                "one process")
     if name == Backend.MPI:
-        from ._mpi import MPIBackend
-
         impl = MPIBackend(comm)
     else:
-        from ._nccl import NCCLBackend
-
         impl = NCCLBackend(comm, rank, world_size)
     pg = ProcessGroup(impl, list(range(world_size)), name, group_name)
     _state.default, _state.backend = pg, name

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._work import Work
+from ._work import ReduceOp, Work, _mark_written
 
 __all__ = ["MPIBackend", "mpi"]
 
@@ -66,8 +66,6 @@ class MPIBackend:
     def __init__(self, comm) -> None:
         self.comm = comm
         MPI = mpi()
-        from ._c10d import ReduceOp
-
         self._ops = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
                      ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND,
                      ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}
@@ -88,8 +86,6 @@ class MPIBackend:
         return self.comm.Get_size()
 
     def _avg(self, a: np.ndarray, op, written):
-        from ._c10d import ReduceOp, _mark_written
-
         n = self.size()
 
         def finish():
@@ -110,15 +106,11 @@ class MPIBackend:
         return _MPIWork("all_reduce", [req], self._avg(a, op, [t]), [t])
 
     def broadcast(self, t, root: int) -> Work:
-        from ._c10d import _mark_written
-
         req = self.comm.Ibcast(_arr(t), root=root)
         written = [t] if self.rank() != root else []
         return _MPIWork("broadcast", [req], lambda: _mark_written(written), [t])
 
     def allgather_into(self, out, t, op_name="all_gather_into_tensor") -> Work:
-        from ._c10d import _mark_written
-
         req = self.comm.Iallgather(_arr(t), _arr(out).reshape(-1))
         return _MPIWork(op_name, [req], lambda: _mark_written([out]), [out])
 
@@ -152,8 +144,6 @@ class MPIBackend:
         return _MPIWork("gather", [req], None, [])
 
     def scatter(self, t, ins, root: int) -> Work:
-        from ._c10d import _mark_written
-
         a = _arr(t)
         stage = None
         if self.rank() == root:
@@ -169,8 +159,6 @@ class MPIBackend:
         return _MPIWork("send", [req], None, [t])
 
     def recv(self, t, src: int | None, tag: int) -> Work:
-        from ._c10d import _mark_written
-
         MPI = mpi()
         status = MPI.Status()
         req = self.comm.Irecv(_arr(t), source=MPI.ANY_SOURCE if src is None else src, tag=tag)
@@ -206,8 +194,6 @@ class MPIBackend:
 def _scatter_rows(stage: np.ndarray, outs):
     """A finish step copying row ``i`` of the staging buffer into ``outs[i]``."""
     def finish():
-        from ._c10d import _mark_written
-
         for i, o in enumerate(outs):
             o.detach().numpy()[...] = stage[i]
         _mark_written(outs)

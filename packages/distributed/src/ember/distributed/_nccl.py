@@ -8,7 +8,8 @@ only when an NCCL group is created.
 """
 from __future__ import annotations
 
-from ._work import Work
+from ._mpi import mpi
+from ._work import ReduceOp, Work, _mark_written
 
 __all__ = ["NCCLBackend", "nccl_available"]
 
@@ -64,8 +65,6 @@ class NCCLBackend:
         if comm is not None:
             uid = comm.bcast(uid, root=0)
         self.nccl = nccl.NcclCommunicator(size, uid, rank)
-        from ._c10d import ReduceOp
-
         self._ops = {ReduceOp.SUM: nccl.NCCL_SUM, ReduceOp.AVG: nccl.NCCL_SUM,
                      ReduceOp.PRODUCT: nccl.NCCL_PROD, ReduceOp.MIN: nccl.NCCL_MIN,
                      ReduceOp.MAX: nccl.NCCL_MAX}
@@ -98,8 +97,6 @@ class NCCLBackend:
         return cupy.cuda.get_current_stream().ptr
 
     def _finish(self, op, written):
-        from ._c10d import ReduceOp, _mark_written
-
         n = self._size
 
         def finish():
@@ -201,8 +198,6 @@ class NCCLBackend:
     def subgroup(self, ranks: list[int]):
         sub = None
         if self.comm is not None:
-            from ._mpi import mpi
-
             group = self.comm.Get_group().Incl(ranks)
             sub = self.comm.Create(group)
             group.Free()
@@ -217,6 +212,4 @@ class NCCLBackend:
 
 
 def _sum():
-    from ._c10d import ReduceOp
-
     return ReduceOp.SUM

@@ -1,10 +1,43 @@
-"""Work handles: what an ``async_op=True`` collective returns (PyTorch's ``Work``)."""
+"""What the front end and the backends share: work handles (what an ``async_op=True``
+collective returns, PyTorch's ``Work``), :class:`ReduceOp`, and the version bump after a
+collective writes into tensors."""
 from __future__ import annotations
 
+import enum
 import time
 from datetime import timedelta
 
-__all__ = ["Work"]
+from ember.tensor.extension import bump_version
+
+__all__ = ["Work", "ReduceOp"]
+
+
+def _mark_written(tensors) -> None:
+    """Tell ember.tensor that ``tensors`` were written in place behind its back (through the
+    NumPy array or device pointer they share), so their version counters move as after any
+    in-place op (autograd's saved-tensor checks see the change)."""
+    for t in tensors:
+        bump_version(t)
+
+
+class ReduceOp(enum.Enum):
+    """Reduction operations (``ReduceOp.SUM`` ...), PyTorch's names.
+
+    >>> ReduceOp.AVG
+    <RedOpType.AVG: 1>
+    """
+
+    SUM = 0
+    AVG = 1
+    PRODUCT = 2
+    MIN = 3
+    MAX = 4
+    BAND = 5
+    BOR = 6
+    BXOR = 7
+
+    def __repr__(self) -> str:
+        return f"<RedOpType.{self.name}: {self.value}>"
 
 
 class Work:

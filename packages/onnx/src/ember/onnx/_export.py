@@ -11,6 +11,13 @@ Modules with a module converter (``_symbolic.MODULE_SYMBOLICS``; ``nn.RNN`` / ``
 such a module without recording the ops inside it, and the converter writes its ONNX nodes (one
 ``LSTM`` / ``GRU`` / ``RNN`` node per layer), so sequence length and batch stay free.
 
+Python functions with a function converter (``_symbolic.FUNCTION_SYMBOLICS``: ``F.nll_loss``,
+``pack_padded_sequence``, ``pad_packed_sequence``) are recorded whole the same way. They are no
+registry ops: their bodies compute input-dependent values (target masks, batch sizes) in NumPy,
+which a trace would freeze. During the trace every module-level name bound to such a function,
+wherever it was imported (``from ember.nn.utils.rnn import pack_padded_sequence``), calls a
+wrapper instead, restored afterwards.
+
 Values: example inputs become graph inputs; tensors found by identity among the model's
 ``state_dict(keep_vars=True)`` entries (and its parameters / buffers) become initializers named
 by their state_dict keys; any other tensor the model creates on its own (``et.tensor(...)``,
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import importlib.metadata
 import io
 import os
 import warnings
@@ -39,7 +47,7 @@ from ember.tensor import extension as ext
 from onnx import helper
 
 from ._graph import GraphContext, UnsupportedOperatorError, np_dtype, onnx_type, to_numpy
-from ._symbolic import SYMBOLICS, module_symbolic
+from ._symbolic import FUNCTION_SYMBOLICS, SYMBOLICS, module_symbolic
 
 DEFAULT_OPSET = 18
 MIN_OPSET = 17
@@ -90,7 +98,8 @@ class _Tracer:
         self.depth = 0
         self.converting = 0
         self.opaque = 0  # inside a module recorded whole by a module converter
-        self.rnn_weights: dict = {}  # (id(module), layer) -> ONNX W, R, B initializer names
+        self.rnn_weights: dict = {}  # (id(module), layer) -> names of ONNX's W, R, B values
+        self.packed: dict = {}  # id(PackedSequence) -> _symbolic.Packed (padded, lengths)
         self.prev = None
         if isinstance(model, nn.Module):
             buffers = {id(b) for _, b in model.named_buffers()}
@@ -198,27 +207,25 @@ class _Tracer:
             else:
                 self.paramish.discard(id(t))
 
-    def record_module(self, convert, orig, module, args, kwargs):
-        """Run ``module`` without recording the ops inside it, then record the whole call with
-        its module converter (see ``_symbolic.MODULE_SYMBOLICS``)."""
-        ins = _flatten([list(args), kwargs], [])
-        dyn = any(id(t) in self.dynamic for t in ins)
+    def record_whole(self, what: str, ins, run, convert):
+        """Run ``run()`` without recording the ops inside it, then record the whole call with
+        ``convert(out)``, which returns one value name per tensor of ``out`` (flattened)."""
+        dyn = any(id(t) in self.dynamic for t in _flatten(ins, []))
         self.depth += 1
         self.opaque += 1
         self.converting += 1
         try:
-            out = orig(module, *args, **kwargs)
+            out = run()
         finally:
             self.depth -= 1
             self.opaque -= 1
             self.converting -= 1
         outs = _flatten(out, [])
-        self.g.op = type(module).__name__
-        names = convert(self.g, module, args, kwargs, out)
+        self.g.op = what
+        names = convert(out)
         if len(names) != len(outs):
-            raise UnsupportedOperatorError(type(module).__name__, self.module_path(),
-                                           "module converter produced a wrong number of "
-                                           "outputs")
+            raise UnsupportedOperatorError(what, self.module_path(),
+                                           "the converter produced a wrong number of outputs")
         for t, n in zip(outs, names):
             self.bind(t, n, dyn)
             if dyn:
@@ -285,8 +292,11 @@ class _Tracer:
                 tracer.stack.append(path or type(module).__name__)
                 try:
                     hit = None if tracer.depth else module_symbolic(module)
-                    if hit is not None and hit[0](module, args, kwargs):
-                        return tracer.record_module(hit[1], orig, module, args, kwargs)
+                    if hit is not None and hit[0](tracer.g, module, args, kwargs):
+                        return tracer.record_whole(
+                            type(module).__name__, [list(args), kwargs],
+                            lambda: orig(module, *args, **kwargs),
+                            lambda out: hit[1](tracer.g, module, args, kwargs, out))
                     return orig(module, *args, **kwargs)
                 finally:
                     tracer.stack.pop()
@@ -354,9 +364,37 @@ class _Tracer:
         assert apply_orig is not None
         patch(ag.Function, "apply", make_apply)
         patch(ag.Function, "__call__", make_fcall)
+
+        def make_function(fn, accepts, convert):
+            sig = inspect.signature(fn)
+            Args = namedtuple(f"{fn.__name__}_args", list(sig.parameters))
+
+            @functools.wraps(fn)
+            def call(*args, **kwargs):
+                if tracer.depth:
+                    return fn(*args, **kwargs)
+                bound = sig.bind(*args, **kwargs)
+                bound.apply_defaults()
+                a = Args(**bound.arguments)
+                if not accepts(tracer.g, a):
+                    return fn(*args, **kwargs)
+                return tracer.record_whole(fn.__name__, a, lambda: fn(*args, **kwargs),
+                                           lambda out: convert(tracer.g, a, out))
+            return call
+
+        wrappers = {id(fn): make_function(fn, *hit) for fn, hit in FUNCTION_SYMBOLICS.items()}
+        rebound = []  # (namespace, name, function): every module-level alias of a function
+        for mod in list(sys.modules.values()):
+            space = getattr(mod, "__dict__", None)
+            if isinstance(space, dict):
+                rebound += [(space, k, v) for k, v in list(space.items()) if id(v) in wrappers]
+        for space, k, fn in rebound:
+            space[k] = wrappers[id(fn)]
         try:
             yield self
         finally:
+            for space, k, fn in rebound:
+                space[k] = fn
             for owner, attr, orig in reversed(patched):
                 setattr(owner, attr, orig)
             ext.set_recorder(self.prev)
@@ -527,9 +565,7 @@ def _infer_output_shapes(proto, dynamic_axes):
 
 
 def _version() -> str:
-    from . import __version__
-
-    return __version__
+    return importlib.metadata.version("ember-onnx")
 
 
 def export_to_bytes(model, args, **kwargs) -> bytes:

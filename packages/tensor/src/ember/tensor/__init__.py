@@ -37,6 +37,7 @@ from . import (  # noqa: E402
 from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from ._bfloat16 import install as _install_bfloat16_opmath
 from ._creation import *
+from ._creation import legacy_class as _legacy_class
 from ._device import device
 from ._dtype import _on_first_bfloat16 as _bfloat16_hooks
 from ._dtype import (
@@ -81,7 +82,7 @@ from ._scatter import *
 from ._serialization import load, save
 from ._shape import *
 from ._special_ops import *
-from ._tensor import Size, Storage, Tensor, _legacy_class, is_storage, is_tensor
+from ._tensor import Size, Storage, Tensor, is_storage, is_tensor
 
 FloatTensor = _legacy_class("FloatTensor", float32)
 DoubleTensor = _legacy_class("DoubleTensor", float64)

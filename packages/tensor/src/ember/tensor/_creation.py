@@ -549,6 +549,52 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     return model
 
 
+# --------------------------------------------------------------------------- legacy constructors
+def _legacy_data(cls, args, dtype_, device_):
+    """The array of a legacy constructor call: ``Tensor(2, 3)``, ``Tensor([1, 2])``,
+    ``Tensor(ndarray)``, ``Tensor()``."""
+    if not args:  # Tensor(): an empty 1-d tensor, as in PyTorch
+        return empty(0, dtype=dtype_, device=device_)._data
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        arg = args[0]
+        if isinstance(arg, Tensor):
+            return arg._data.astype(dtype_.np, copy=False)
+        if isinstance(arg, Size):  # Tensor(other.shape): a new tensor of that size
+            return empty(*arg, dtype=dtype_, device=device_)._data
+        return tensor(arg, dtype=dtype_, device=device_)._data
+    for a in args:
+        if not isinstance(a, numbers.Integral) or isinstance(a, bool):
+            raise TypeError(
+                f"{cls.__name__}(): argument 'size' must be a tuple of ints, but found element "
+                f"of type {type(a).__name__}")
+    return empty(*args, dtype=dtype_, device=device_)._data
+
+
+def tensor_init(self, *args, dtype=None, device=None, requires_grad: bool = False) -> None:
+    """``Tensor(*sizes)``, ``Tensor(data)``: the legacy constructor, in the default dtype
+    unless ``dtype`` is given (bound as ``Tensor.__init__``)."""
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    self._data = _legacy_data(type(self), args, dt, device)
+    if requires_grad:
+        self.requires_grad = True
+
+
+def legacy_class(name: str, dt: D.dtype) -> type:
+    """``FloatTensor`` and friends: constructors that return plain Tensors of ``dt``."""
+    cls = type(name, (Tensor,), {"_legacy_dtype": dt, "__module__": "ember.tensor",
+                                 "__doc__": f"Legacy constructor for {dt} tensors."})
+    cls.__new__ = _legacy_new
+    return cls
+
+
+def _legacy_new(cls, *args, dtype=None, device=None, requires_grad=False):
+    t = object.__new__(Tensor)
+    t._data = _legacy_data(cls, args, cls._legacy_dtype, device)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
 from ._device import bind_device_predicates as _bind_device_predicates  # noqa: E402
 
 _bind_device_predicates(Tensor)

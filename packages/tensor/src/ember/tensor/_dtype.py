@@ -190,13 +190,14 @@ def scalar_dtype(v) -> dtype:
 
 
 def result_type(*operands) -> dtype:
-    """The dtype of an op over ``operands`` (Tensors and Python scalars) under PyTorch's rules."""
-    from ._tensor import Tensor
+    """The dtype of an op over ``operands`` (Tensors and Python scalars) under PyTorch's rules.
 
+    A tensor is told from a scalar by its ``dtype`` being one of ember's (NumPy scalars carry
+    NumPy's), so this module stays below the Tensor class."""
     dim_r = zero_r = wrapped_r = None
     for x in operands:
-        if isinstance(x, Tensor):
-            d = x.dtype
+        d = getattr(x, "dtype", None)
+        if d.__class__ is dtype:
             if x._data.ndim:
                 dim_r = d if dim_r is None else promote_types(dim_r, d)
             else:

@@ -15,9 +15,12 @@ import numbers
 import numpy as np
 
 from . import _dtype as D
+from ._autocast import autocast_input_dtype
 from ._checks import check_same_device
+from ._pointwise import add, mul
+from ._reduction import sum as _sum
 from ._registry import array_module, defop
-from ._tensor import Tensor
+from ._tensor import Tensor, _wrap_dim
 
 __all__ = [
     "linear",
@@ -225,10 +228,11 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     >>> mm(tensor([[1, 2]]), tensor([[3], [4]]))
     tensor([[11]])
     """
-    if input.is_sparse or mat2.is_sparse:  # sparse COO operands (torch.mm accepts them)
-        from ._sparse import sparse_mm
-
-        return sparse_mm(input, mat2)
+    # sparse COO operands (torch.mm accepts them): the sparse layout's class multiplies
+    if input.is_sparse:
+        return input.mm(mat2)
+    if mat2.is_sparse:
+        return mat2._rmm(input)
     a, b = input._data, mat2._data
     if a.ndim != 2:
         raise RuntimeError(f"mm(): self must be a matrix, got a {a.ndim}-D tensor")
@@ -397,8 +401,6 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
         raise RuntimeError(f"tensordot(): both inputs should have same dtype, but got "
                            f"{_SCALAR_NAMES[x.dtype]} and {_SCALAR_NAMES[y.dtype]}")
     d1, d2 = _tensordot_dims(dims, x.ndim, y.ndim)
-    from ._tensor import _wrap_dim
-
     w1 = [_wrap_dim(d, x.ndim, "tensordot") for d in d1]
     w2 = [_wrap_dim(d, y.ndim, "tensordot") for d in d2]
     for i, j, o1, o2 in zip(w1, w2, d1, d2):
@@ -434,11 +436,7 @@ def _check_expand(op: str, s, target) -> None:
 
 
 def _add_scaled(op: str, input: Tensor, product: Tensor, beta, alpha) -> Tensor:
-    from ._pointwise import add, mul
-
     if input.dtype != product.dtype and isinstance(input, Tensor):
-        from ._autocast import autocast_input_dtype
-
         if autocast_input_dtype(input) is product.dtype:  # autocast casts addmm's input too
             input = input.to(product.dtype)
     if input.dtype != product.dtype:
@@ -488,8 +486,6 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) ->
     >>> addbmm(zeros(1, 1), ones(2, 1, 3), ones(2, 3, 1))
     tensor([[6.]])
     """
-    from ._reduction import sum as _sum
-
     b1, b2 = batch1._data, batch2._data
     if b1.ndim != 3 or b2.ndim != 3:
         raise RuntimeError(f"addbmm(): batch1 and batch2 must be 3D tensors, got {b1.ndim}D "
@@ -562,8 +558,6 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
         if dim is None:
             raise RuntimeError("cross(): no dimension of size 3 in input")
     else:
-        from ._tensor import _wrap_dim
-
         dim = _wrap_dim(dim, len(shape), "cross")
         if a.shape[dim] != 3 or b.shape[dim] != 3:
             raise RuntimeError(f"cross(): inputs must have size 3 at dimension {dim}, got "

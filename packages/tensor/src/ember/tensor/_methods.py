@@ -17,7 +17,8 @@ from . import (
 from . import (
     _pointwise as P,
 )
-from ._tensor import Tensor
+from ._printing import tensor_repr
+from ._tensor import Tensor, parse_to_args
 
 _FAMILIES = (P, _shape, _reduction, _linalg, _indexing, _scatter, _random, _creation)
 
@@ -50,7 +51,34 @@ def _new_factory(make):
     return method
 
 
+def _iter(self):
+    if self._data.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(_shape.unbind(self, 0))
+
+
+def _to(self, *args, **kwargs) -> Tensor:
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; copies only
+    when something changes (or ``copy=True``)."""
+    device_, dtype_, copy = parse_to_args(args, kwargs)
+    return _creation._to(self, device_, dtype_, copy)
+
+
+def _T(self) -> Tensor:
+    return _shape.permute(self, tuple(range(self._data.ndim - 1, -1, -1)))
+
+
+def _mT(self) -> Tensor:
+    return _shape.transpose(self, -2, -1)
+
+
 def bind_methods() -> None:
+    Tensor.__init__ = _creation.tensor_init
+    Tensor.__iter__ = _iter
+    Tensor.__repr__ = tensor_repr
+    Tensor.to = _to
+    Tensor.T = property(_T)
+    Tensor.mT = property(_mT)
     for mod in _FAMILIES:
         for name in getattr(mod, "__all__", ()):
             fn = getattr(mod, name)

@@ -20,6 +20,8 @@ from ._checks import (
     not_implemented,
     scalar_type_name,
 )
+from ._creation import _on
+from ._indexing import nonzero
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
 
@@ -853,8 +855,6 @@ def where(condition: Tensor, input=None, other=None):
     tensor([1, 4])
     """
     if input is None and other is None:
-        from ._indexing import nonzero
-
         return nonzero(condition, as_tuple=True)
     return _where(condition, input, other)
 
@@ -957,8 +957,6 @@ def copy_(input: Tensor, src, non_blocking: bool = False) -> Tensor:
     s = src._data if isinstance(src, Tensor) else src
     d = input._data
     if hasattr(s, "shape") and type(s) is not type(d):
-        from ._creation import _on
-
         s = _on(s, input.device)
     return _write(input, s, "copy_")
 

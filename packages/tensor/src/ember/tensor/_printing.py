@@ -14,6 +14,8 @@ import math
 import numpy as np
 
 from . import _dtype as D
+from ._registry import array_module
+from ._tensor import Tensor
 
 __all__ = ["set_printoptions", "get_printoptions", "printoptions", "tensor_repr"]
 
@@ -190,15 +192,9 @@ def _summarized(arr, summarize: bool):
                 continue
             head, tail = list(idx), list(idx)
             head[axis], tail[axis] = slice(0, e), slice(n - e, n)
-            xp = np if isinstance(arr, np.ndarray) else _array_module(arr)
+            xp = np if isinstance(arr, np.ndarray) else array_module(arr)
             arr = xp.concatenate([arr[tuple(head)], arr[tuple(tail)]], axis=axis)
     return arr
-
-
-def _array_module(arr):
-    from ._registry import array_module
-
-    return array_module(arr)
 
 
 def _host(arr) -> np.ndarray:
@@ -250,8 +246,6 @@ def tensor_repr(t) -> str:
     tensor([[ 1,  2],
             [30,  4]])
     """
-    from ._tensor import Tensor
-
     cls = type(t)
     prefix = "tensor(" if cls is Tensor or cls.__name__ == "Parameter" else f"{cls.__name__}("
     indent = len(prefix)

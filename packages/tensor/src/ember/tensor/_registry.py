@@ -27,6 +27,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._dtype import can_cast, from_numpy_dtype
+from ._tensor import Tensor
+
 __all__ = ["OpDef", "OPS", "defop", "replace_impl", "set_recorder", "array_module", "write_out",
            "with_out"]
 
@@ -158,8 +161,6 @@ def _compile(op: OpDef):
 def _check_tensor_args(op: OpDef, bound) -> None:
     """Raise PyTorch's TypeError when an argument declared ``Tensor`` is not one (called when
     a call failed; returns when the arguments are not the cause)."""
-    from ._tensor import Tensor
-
     for i, name, optional, kwonly in op._tensor_params:
         value = bound[i]
         if not isinstance(value, Tensor) and not (optional and value is None):
@@ -208,8 +209,6 @@ def write_out(op, result, out):
     """PyTorch's ``out=``: write ``result`` (a tensor or a tuple of tensors) into ``out``
     (resized when its shape differs), checking that the result's dtype can be cast to
     ``out``'s and that no gradient is being asked for; returns ``out``."""
-    from ._tensor import Tensor
-
     name = op if isinstance(op, str) else op.name
     if isinstance(result, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
@@ -230,8 +229,6 @@ def write_out(op, result, out):
         raise RuntimeError(f"{name}(): Expected out tensor to be on device {result.device}, "
                            f"but got it on device {out.device}")
     if src.dtype != dst.dtype:
-        from ._dtype import can_cast, from_numpy_dtype
-
         if not can_cast(from_numpy_dtype(src.dtype), from_numpy_dtype(dst.dtype)):
             raise RuntimeError(f"{name}(): result type {_dtype_name(src.dtype)} can't be cast "
                                f"to the desired output type {_dtype_name(dst.dtype)}")
@@ -259,8 +256,6 @@ def with_out(fn=None, *, factory: bool = False):
         if out is None:
             return fn(*args, **kwargs)
         if factory:
-            from ._tensor import Tensor
-
             if isinstance(out, Tensor):
                 if kwargs.get("dtype") is None:
                     kwargs["dtype"] = out.dtype

@@ -13,7 +13,8 @@ import operator
 import numpy as np
 
 from . import _dtype as D
-from ._checks import arg_type_error, check_int, check_same_device
+from ._checks import arg_type_error, check_int, check_same_device, device_error
+from ._creation import clone
 from ._indexing import _dims_arg, _tname, getitem, index_select
 from ._registry import array_module, defop
 from ._tensor import Size, Tensor, _ptr, _root, _wrap_dim
@@ -213,8 +214,6 @@ def contiguous(input: Tensor, memory_format=None) -> Tensor:
     """Self when already contiguous, else a row-major copy."""
     if input.is_contiguous():
         return input
-    from ._creation import clone
-
     out = clone(input)
     if not out.is_contiguous():  # clone keeps dense layouts; force row-major here
         return _ascontiguous(input)
@@ -606,9 +605,7 @@ def _common(tensors, op: str):
     first = tensors[0]._data
     for x in tensors[1:]:
         if type(x._data) is not type(first):
-            from ._pointwise import _device_error
-
-            raise _device_error(op, first, x._data)
+            raise device_error(op, first, x._data)
     return dt
 
 
@@ -1004,6 +1001,4 @@ def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     if length < 0 or start + length > size:
         raise RuntimeError(f"{op}(): start ({start}) + length ({length}) exceeds dimension "
                            f"size ({size}).")
-    from ._creation import clone
-
     return clone(getitem(input, (slice(None),) * dim + (slice(start, start + length),)))

@@ -25,7 +25,11 @@ import sys
 import numpy as np
 
 from . import _dtype as D
-from ._registry import array_module
+from ._creation import tensor, zeros
+from ._linalg import mm
+from ._printing import _add_suffixes, _grad_fn_name, _tensor_str
+from ._reduction import sum as _sum
+from ._registry import _dtype_name, array_module
 from ._tensor import Size, Tensor, _device_of, _wrap_dim, parse_to_args
 
 __all__ = ["layout", "strided", "sparse_coo", "SparseTensor", "sparse_coo_tensor",
@@ -109,14 +113,10 @@ def _unlinear(xp, key, sizes):
 
 
 def _as_index(xp, arr):
-    from ._tensor import Tensor as _T
-
-    return _T._make(xp.ascontiguousarray(arr))
+    return Tensor._make(xp.ascontiguousarray(arr))
 
 
 def _zeros(shape, like: Tensor) -> Tensor:
-    from ._creation import zeros
-
     return zeros(tuple(shape), dtype=like.dtype, device=like.device)
 
 
@@ -585,6 +585,9 @@ class SparseTensor(Tensor):
     def mm(self, mat2: Tensor) -> Tensor:
         return sparse_mm(self, mat2)
 
+    def _rmm(self, dense: Tensor) -> Tensor:  # ``mm(dense, sparse)``
+        return sparse_mm(dense, self)
+
     def matmul(self, other: Tensor) -> Tensor:
         return sparse_mm(self, other, op="matmul")
 
@@ -656,16 +659,14 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
            values=tensor([1., 2.]),
            size=(3,), nnz=2, layout=ember.sparse_coo)
     """
-    from ._creation import tensor as _tensor
-
     if not isinstance(values, Tensor):
-        values = _tensor(values, dtype=dtype, device=device)
+        values = tensor(values, dtype=dtype, device=device)
     elif isinstance(values, SparseTensor):
         raise TypeError("sparse_coo_tensor(): argument 'values' must be a strided Tensor")
     if dtype is not None or device is not None:
         values = values.to(device=device, dtype=dtype)
     if not isinstance(indices, Tensor):
-        indices = _tensor(indices, dtype=D.int64, device=values.device)
+        indices = tensor(indices, dtype=D.int64, device=values.device)
     elif isinstance(indices, SparseTensor):
         raise TypeError("sparse_coo_tensor(): argument 'indices' must be a strided Tensor")
     if indices.device != values.device:
@@ -821,8 +822,6 @@ def _check_mm(op: str, s: SparseTensor, d) -> None:
 
 
 def _scalar_name(dt) -> str:
-    from ._registry import _dtype_name
-
     return _dtype_name(dt.np if hasattr(dt, "np") else dt)
 
 
@@ -833,9 +832,7 @@ def sparse_mm(sparse: SparseTensor, dense: Tensor, op: str = "mm") -> Tensor:
     if not isinstance(sparse, SparseTensor):
         if isinstance(dense, SparseTensor):
             return _dense_sparse_mm(sparse, dense)
-        from ._linalg import mm as _dense_mm
-
-        return _dense_mm(sparse, dense)
+        return mm(sparse, dense)
     _check_mm(op, sparse, dense)
     xp = _xp(sparse)
     rows = _as_index(xp, sparse._idx[0])
@@ -874,8 +871,6 @@ def sparse_sum(input: SparseTensor, dim=None, dtype=None):
     """Sum over ``dim`` (``torch.sparse.sum``): all dims gives a dense 0-d tensor; summing
     every sparse dim gives a dense tensor; otherwise a coalesced sparse tensor."""
     if not isinstance(input, SparseTensor):
-        from ._reduction import sum as _sum
-
         return _sum(input, dim, dtype=dtype) if dim is not None else _sum(input, dtype=dtype)
     vals = input._vals if dtype is None else input._vals.to(dtype=dtype)
     if dim is None:
@@ -909,8 +904,6 @@ def _dense_values_at(d: Tensor, mask: SparseTensor) -> Tensor:
 
 # --------------------------------------------------------------------------- printing
 def _sparse_repr(t: SparseTensor) -> str:
-    from ._printing import _add_suffixes, _grad_fn_name, _tensor_str
-
     prefix = "tensor("
     indent = len(prefix)
     idx = t._idx if isinstance(t._idx, np.ndarray) else t._idx.get()

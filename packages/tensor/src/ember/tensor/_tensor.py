@@ -10,8 +10,6 @@ core never computes a gradient. Setting ``requires_grad=True`` imports ``ember.a
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from . import _dtype as D
@@ -106,28 +104,6 @@ def is_storage(obj) -> bool:
     return isinstance(obj, Storage)
 
 
-def _new_tensor_from_args(cls, args, dtype_, device_):
-    """Legacy constructors: ``Tensor(2, 3)``, ``Tensor([1, 2])``, ``Tensor(ndarray)``,
-    ``Tensor()``."""
-    from ._creation import empty, tensor
-
-    if not args:  # Tensor(): an empty 1-d tensor, as in PyTorch
-        return empty(0, dtype=dtype_, device=device_)._data
-    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
-        arg = args[0]
-        if isinstance(arg, Tensor):
-            return arg._data.astype(dtype_.np, copy=False)
-        if isinstance(arg, Size):  # Tensor(other.shape): a new tensor of that size
-            return empty(*arg, dtype=dtype_, device=device_)._data
-        return tensor(arg, dtype=dtype_, device=device_)._data
-    for a in args:
-        if not isinstance(a, numbers.Integral) or isinstance(a, bool):
-            raise TypeError(
-                f"{cls.__name__}(): argument 'size' must be a tuple of ints, but found element "
-                f"of type {type(a).__name__}")
-    return empty(*args, dtype=dtype_, device=device_)._data
-
-
 class Size(tuple):
     """A tensor's shape: a tuple of ints (``torch.Size``)."""
 
@@ -175,12 +151,6 @@ class Tensor:
     _gf_version = 0  # the version counter's value when grad_fn was set (views only)
     _requires_grad = False
     __array_priority__ = 1000
-
-    def __init__(self, *args, dtype=None, device=None, requires_grad: bool = False) -> None:
-        dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-        self._data = _new_tensor_from_args(type(self), args, dt, device)
-        if requires_grad:
-            self.requires_grad = True
 
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
@@ -496,13 +466,6 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def __iter__(self):
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        from ._shape import unbind
-
-        return iter(unbind(self, 0))
-
     def __hash__(self) -> int:
         return id(self)
 
@@ -511,25 +474,12 @@ class Tensor:
         data = data if data.flags.c_contiguous else data.copy(order="C")
         return (_rebuild, (data, str(self.device), self._requires_grad))
 
-    def __repr__(self) -> str:
-        from ._printing import tensor_repr
-
-        return tensor_repr(self)
-
     def __format__(self, spec: str) -> str:
         if self._data.ndim == 0 and spec:
             return format(self.item(), spec)
         return repr(self) if not spec else object.__format__(self, spec)
 
     # ----------------------------------------------------------------- dtype / device moves
-    def to(self, *args, **kwargs) -> Tensor:
-        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; copies only
-        when something changes (or ``copy=True``)."""
-        device_, dtype_, copy = parse_to_args(args, kwargs)
-        from ._creation import _to
-
-        return _to(self, device_, dtype_, copy)
-
     def type(self, dtype=None, non_blocking: bool = False, **kwargs):
         """The legacy type name (``'ember.FloatTensor'``) or a cast to a legacy type."""
         if dtype is None:
@@ -579,17 +529,6 @@ class Tensor:
     def bool(self) -> Tensor:
         return self.to(dtype=D.bool)
 
-    @property
-    def T(self) -> Tensor:
-        from ._shape import permute
-
-        return permute(self, tuple(range(self._data.ndim - 1, -1, -1)))
-
-    @property
-    def mT(self) -> Tensor:
-        from ._shape import transpose
-
-        return transpose(self, -2, -1)
 
 
 def parse_to_args(args, kwargs) -> tuple[device | None, D.dtype | None, bool]:
@@ -652,22 +591,6 @@ def _legacy_dtype_from_name(name: str) -> D.dtype:
     if short in _LEGACY_BY_NAME:
         return _LEGACY_BY_NAME[short]
     return D.to_dtype(short, "type")
-
-
-def _legacy_class(name: str, dt: D.dtype) -> type:
-    cls = type(name, (Tensor,), {"_legacy_dtype": dt, "__module__": "ember.tensor",
-                                 "__doc__": f"Legacy constructor for {dt} tensors."})
-    cls.__new__ = _legacy_new
-    return cls
-
-
-def _legacy_new(cls, *args, dtype=None, device=None, requires_grad=False):
-    # FloatTensor(...) and friends return plain Tensors of their dtype.
-    t = object.__new__(Tensor)
-    t._data = _new_tensor_from_args(cls, args, cls._legacy_dtype, device)
-    if requires_grad:
-        t.requires_grad = True
-    return t
 
 
 _autograd_api = [None]  # set by ember.autograd through extension.set_autograd

@@ -13,7 +13,7 @@ import numpy as np
 
 import ember.tensor as et
 
-from .op_table import FLOAT, OpEntry, Sample, _rand
+from ._harness import FLOAT, OpEntry, Sample, _rand
 
 __all__ = ["NN_ENTRIES", "NN_NON_TABLE_OPS"]
 

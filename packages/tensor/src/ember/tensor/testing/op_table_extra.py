@@ -17,7 +17,7 @@ import ember.tensor as et
 from ember.tensor import linalg as LA
 from ember.tensor import special as SP
 
-from .op_table import FLOAT, INT, OpEntry, Sample, _rand
+from ._harness import FLOAT, INT, OpEntry, Sample, _rand
 
 __all__ = ["EXTRA_ENTRIES", "EXTRA_NON_TABLE_OPS"]
 
