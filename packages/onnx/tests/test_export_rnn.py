@@ -1,10 +1,14 @@
 """Recurrent layers export as ONNX's LSTM / GRU / RNN operators (one node per layer), with
 free sequence length and batch: onnxruntime and the importer match ember at the traced shape
-and at another batch size and sequence length."""
+and at another batch size and sequence length. Packed sequences run as the same operators with
+their lengths as ``sequence_lens``. An imported layer holds the original parameters (PyTorch's
+layout, state_dict names) and fine-tunes with the original's gradients."""
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import itertools
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +19,8 @@ import ember.autograd as ag
 import ember.nn as nn
 import ember.onnx
 import ember.tensor as et
+from ember.nn.utils import rnn as rnn_utils
+from ember.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -140,14 +146,36 @@ def test_unbatched_input(tmp_path):
     assert [n.op_type for n in proto.graph.node].count("LSTM") == 2
 
 
-def test_recurrent_weights_follow_onnx_layout(tmp_path):
-    rnn = nn.LSTM(3, 4, bidirectional=True)
+def _node_inputs(proto, op_type):
+    """The model with the inputs of its first ``op_type`` node as extra graph outputs."""
+    node = next(n for n in proto.graph.node if n.op_type == op_type)
+    probe = onnx.ModelProto()
+    probe.CopyFrom(proto)
+    for name in node.input[1:4]:
+        probe.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    return probe
+
+
+@pytest.mark.parametrize("kind,order", [("LSTM", [0, 3, 1, 2]), ("GRU", [1, 0, 2]),
+                                        ("RNN", [0])])
+def test_recurrent_weights_are_the_layer_parameters_in_onnx_layout(tmp_path, kind, order):
+    et.manual_seed(2)
+    rnn = getattr(nn, kind)(3, 4, bidirectional=True)
     proto = ember.onnx.export(WithState(rnn), et.randn(2, 1, 3), tmp_path / "m.onnx")
-    inits = {i.name: onnx.numpy_helper.to_array(i) for i in proto.graph.initializer}
-    W, R, B = inits["rnn.W_l0"], inits["rnn.R_l0"], inits["rnn.B_l0"]
-    assert W.shape == (2, 16, 3) and R.shape == (2, 16, 4) and B.shape == (2, 32)
-    i, f, g, o = np.split(_np(rnn.weight_ih_l0_reverse), 4)
-    np.testing.assert_array_equal(W[1], np.concatenate([i, o, f, g]))
+    assert {i.name for i in proto.graph.initializer} == {f"rnn.{k}" for k in rnn.state_dict()}
+    sess = ort.InferenceSession(_node_inputs(proto, kind).SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    W, R, B = sess.run(None, {"input_0": _np(et.randn(2, 1, 3))})[-3:]
+
+    def onnx_layout(name, sfx):
+        blocks = np.split(_np(getattr(rnn, f"{name}_l0{sfx}")), len(order))
+        return np.concatenate([blocks[i] for i in order])
+
+    for d, sfx in enumerate(["", "_reverse"]):
+        np.testing.assert_array_equal(W[d], onnx_layout("weight_ih", sfx))
+        np.testing.assert_array_equal(R[d], onnx_layout("weight_hh", sfx))
+        np.testing.assert_array_equal(B[d], np.concatenate([onnx_layout("bias_ih", sfx),
+                                                            onnx_layout("bias_hh", sfx)]))
 
 
 def test_weight_shared_recurrent_layer_called_twice(tmp_path):
@@ -163,24 +191,197 @@ def test_weight_shared_recurrent_layer_called_twice(tmp_path):
     et.manual_seed(6)
     proto = _check(tmp_path, Twice(), lambda T, N: [et.randn(T, N, 3)], ["x"], ["y"],
                    {"x": [0, 1], "y": [0, 1]}, [(3, 2), (5, 4)])
-    assert len(proto.graph.initializer) == 3  # W, R, B once
+    assert len(proto.graph.initializer) == 4  # the layer's parameters, once
+    assert [n.op_type for n in proto.graph.node].count("Gather") == 4  # re-laid out once
 
 
-def test_packed_sequence_still_traces_inside(tmp_path):
-    from ember.nn.utils.rnn import pack_padded_sequence
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_imported_recurrent_layer_finetunes_with_the_original_gradients(tmp_path, kind):
+    et.manual_seed(9)
+    model = WithState(getattr(nn, kind)(3, 5, num_layers=2, bidirectional=True,
+                                        batch_first=True)).eval()
+    x = et.randn(2, 4, 3)
+    path = tmp_path / "m.onnx"
+    ember.onnx.export(model, x, path, input_names=["x"])
+    imported = ember.onnx.load_model(path)
+    assert set(imported.state_dict()) == set(model.state_dict())
+    params = dict(imported.named_parameters())
+    x = et.randn(3, 6, 3)
+    sum(o.pow(2).sum() for o in _flat(model(x), [])).backward()
+    sum(o.pow(2).sum() for o in _flat(imported(x), [])).backward()
+    for k, p in model.named_parameters():
+        np.testing.assert_allclose(_np(params[k].grad), _np(p.grad), atol=1e-5, rtol=1e-4,
+                                   err_msg=k)
+    # the same state_dict: another layer's weights load into the imported model
+    other = WithState(getattr(nn, kind)(3, 5, num_layers=2, bidirectional=True,
+                                        batch_first=True)).eval()
+    imported.load_state_dict(other.state_dict())
+    with ag.no_grad():
+        for e, b in zip(_flat(other(x), []), _flat(imported(x), [])):
+            np.testing.assert_allclose(_np(b), _np(e), atol=ATOL, rtol=1e-5)
 
-    class Packed(nn.Module):
+
+# ------------------------------------------------------------------ packed sequences
+class Packed(nn.Module):
+    """pack_padded_sequence -> the recurrent layer -> pad_packed_sequence, with the lengths as
+    the second input and the initial state, if any, after them."""
+
+    def __init__(self, rnn, enforce_sorted=True, batch_first=False, padding_value=0.0,
+                 total_length=None):
+        super().__init__()
+        self.rnn = rnn
+        self.enforce_sorted, self.batch_first = enforce_sorted, batch_first
+        self.padding_value, self.total_length = padding_value, total_length
+
+    def forward(self, x, lengths, *state):
+        packed = pack_padded_sequence(x, lengths, batch_first=self.batch_first,
+                                      enforce_sorted=self.enforce_sorted)
+        if state:
+            state = tuple(state) if isinstance(self.rnn, nn.LSTM) else state[0]
+            out, h = self.rnn(packed, state)
+        else:
+            out, h = self.rnn(packed)
+        y, lengths = pad_packed_sequence(out, batch_first=self.batch_first,
+                                         padding_value=self.padding_value,
+                                         total_length=self.total_length)
+        return y, h, lengths
+
+
+PACKED = list(itertools.product(["LSTM", "GRU", "RNN"], [1, 2], [False, True]))
+
+
+@pytest.mark.parametrize("kind,dirs,enforce_sorted", PACKED,
+                         ids=[f"{k}-{'bi' if d == 2 else 'uni'}-{'sorted' if s else 'unsorted'}"
+                              for k, d, s in PACKED])
+def test_packed_sequence_exports_with_sequence_lens(tmp_path, kind, dirs, enforce_sorted):
+    et.manual_seed(10)
+    batch_first = not enforce_sorted
+    rnn = getattr(nn, kind)(3, 5, num_layers=2, bidirectional=dirs == 2)
+    given = dirs == 2
+    model = Packed(rnn, enforce_sorted, batch_first)
+    n_states = (2 if kind == "LSTM" else 1) if given else 0
+    names = ["x", "lengths", "h0", "c0"][:2 + n_states]
+    out_names = ["y", "h_n", "c_n", "out_lengths"] if kind == "LSTM" else \
+        ["y", "h_n", "out_lengths"]
+    b, t = (0, 1) if batch_first else (1, 0)
+    axes = {"x": {b: "batch", t: "seq"}, "lengths": {0: "batch"},
+            "y": {b: "batch", t: "longest"}, "out_lengths": {0: "batch"}}
+    for s in names[2:] + out_names[1:-1]:
+        axes[s] = {1: "batch"}
+
+    def make(lengths, T):
+        N = len(lengths)
+        if enforce_sorted:
+            lengths = sorted(lengths, reverse=True)
+        x = et.randn(N, T, 3) if batch_first else et.randn(T, N, 3)
+        states = [et.randn(2 * dirs, N, 5) for _ in range(n_states)]
+        return [x, et.tensor(lengths)] + states
+
+    # traced: the longest sequence fills the padding; then a longer padding than any length,
+    # a larger batch, a batch of one
+    proto = _check(tmp_path, model, make, names, out_names, axes,
+                   [([2, 5, 3], 5), ([4, 6, 1, 6, 2], 8), ([3], 3)])
+    ops = [n.op_type for n in proto.graph.node]
+    assert ops.count(kind) == 2
+    assert "MatMul" not in ops and "Gemm" not in ops  # nothing unrolled
+    for node in proto.graph.node:
+        if node.op_type == kind:
+            assert node.input[4]  # sequence_lens
+
+
+def test_pad_packed_sequence_padding_value_and_total_length(tmp_path):
+    et.manual_seed(11)
+    model = Packed(nn.GRU(3, 4), enforce_sorted=False, batch_first=True, padding_value=-2.0,
+                   total_length=9)
+    _check(tmp_path, model, lambda lengths, T: [et.randn(len(lengths), T, 3),
+                                                et.tensor(lengths)],
+           ["x", "lengths"], ["y", "h_n", "out_lengths"],
+           {"x": [0, 1], "lengths": [0], "y": [0], "h_n": [1], "out_lengths": [0]},
+           [([2, 4], 4), ([1, 7, 3], 9), ([5], 6)])
+
+
+def test_packing_without_a_recurrent_layer(tmp_path):
+    class Repack(nn.Module):
+        def forward(self, x, lengths):
+            packed = pack_padded_sequence(x, lengths, enforce_sorted=False)
+            y, _ = pad_packed_sequence(packed)  # the padding in x becomes zeros
+            return y, packed.data * 2, packed.batch_sizes
+
+    _check(tmp_path, Repack(), lambda lengths, T: [et.randn(T, len(lengths), 2),
+                                                   et.tensor(lengths)],
+           ["x", "lengths"], ["y", "data", "batch_sizes"],
+           {"x": [0, 1], "lengths": [0], "y": [0, 1], "data": [0], "batch_sizes": [0]},
+           [([3, 1, 3], 4), ([2, 5], 6), ([1, 1, 2, 1], 2)])
+
+
+def test_packed_output_fields(tmp_path):
+    class Fields(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(2, 3, bidirectional=True)
+
+        def forward(self, x, lengths):
+            out, _ = self.rnn(rnn_utils.pack_padded_sequence(x, lengths, enforce_sorted=False))
+            return out.data, out.batch_sizes, out.sorted_indices, out.unsorted_indices
+
+    et.manual_seed(12)
+    _check(tmp_path, Fields(), lambda lengths, T: [et.randn(T, len(lengths), 2),
+                                                   et.tensor(lengths)],
+           ["x", "lengths"], ["data", "batch_sizes", "sorted", "unsorted"],
+           {"x": [0, 1], "lengths": [0], "data": [0], "batch_sizes": [0], "sorted": [0],
+            "unsorted": [0]},
+           [([2, 4, 4, 1], 4), ([3, 5, 1], 7)])
+
+
+def test_packing_aliases_are_restored(tmp_path):
+    before = pack_padded_sequence, rnn_utils.pad_packed_sequence
+    model = Packed(nn.LSTM(2, 2))
+    ember.onnx.export(model, (et.randn(3, 2, 2), et.tensor([3, 2])), tmp_path / "m.onnx")
+    assert (pack_padded_sequence, rnn_utils.pad_packed_sequence) == before
+    assert not hasattr(pack_padded_sequence, "__wrapped__")
+
+
+def test_alias_made_during_the_trace_passes_through_afterwards(tmp_path, monkeypatch):
+    """A module first imported inside the traced forward binds the wrapper; after the export
+    the wrapper is plain pack_padded_sequence."""
+    (tmp_path / "late_pack.py").write_text(
+        "from ember.nn.utils.rnn import pack_padded_sequence\n\n\n"
+        "def pack(x, lengths):\n    return pack_padded_sequence(x, lengths)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "late_pack", raising=False)
+
+    class Late(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(2, 2)
+
+        def forward(self, x, lengths):
+            late_pack = importlib.import_module("late_pack")
+            return self.rnn(late_pack.pack(x, lengths))[1]
+
+    proto = ember.onnx.export(Late(), (et.randn(3, 2, 2), et.tensor([3, 1])), None)
+    assert "GRU" in [n.op_type for n in proto.graph.node]
+    late_pack = sys.modules["late_pack"]
+    assert late_pack.pack_padded_sequence is not pack_padded_sequence  # the wrapper stayed
+    x = et.randn(4, 3, 2)
+    np.testing.assert_array_equal(_np(late_pack.pack(x, [4, 2, 1]).data),
+                                  _np(pack_padded_sequence(x, [4, 2, 1]).data))
+
+
+def test_hand_made_packed_sequence_traces_inside(tmp_path):
+    """A PackedSequence that pack_padded_sequence did not make during the export has no
+    lengths in the graph: the layer is traced inside, for the traced batch sizes."""
+    class HandMade(nn.Module):
         def __init__(self):
             super().__init__()
             self.rnn = nn.LSTM(3, 4)
 
-        def forward(self, x):
-            packed = pack_padded_sequence(x, [3, 2], enforce_sorted=True)
-            return self.rnn(packed)[1][0]
+        def forward(self, data):
+            return self.rnn(PackedSequence(data, et.tensor([2, 2, 1])))[1][0]
 
     et.manual_seed(7)
-    model = Packed().eval()
-    x = et.randn(3, 2, 3)
+    model = HandMade().eval()
+    x = et.randn(5, 3)
     path = tmp_path / "p.onnx"
     proto = ember.onnx.export(model, x, path)
     assert "LSTM" not in [n.op_type for n in proto.graph.node]

@@ -94,17 +94,64 @@ def _rnn_inits(kind, dirs, H, I, gates):
             ("B", _f(dirs, 2 * gates * H) * 0.5)]
 
 
+@pytest.mark.parametrize("seq_lens", [None, [4, 1, 3]], ids=["full", "sequence_lens"])
 @pytest.mark.parametrize("kind,gates", [("LSTM", 4), ("GRU", 3), ("RNN", 1)])
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
-def test_import_recurrent(kind, gates, direction):
+def test_import_recurrent(kind, gates, direction, seq_lens):
     dirs = 2 if direction == "bidirectional" else 1
-    H, I, T, N = 5, 3, 4, 2
+    H, I, T, N = 5, 3, 4, 3
     inits = _rnn_inits(kind, dirs, H, I, gates)
+    if seq_lens is not None:  # steps past a length: state kept, zeros in Y
+        inits.append(("seq_lens", np.array(seq_lens, np.int32)))
     n_out = 3 if kind == "LSTM" else 2
     attrs = {"hidden_size": H, "direction": direction}
     if kind == "GRU":
         attrs["linear_before_reset"] = 1
     compare(build(kind, (T, N, I), inits, attrs, n_out=n_out), _f(T, N, I))
+
+
+def _loss_graph(op_type, x_shape, weight, attrs, n_out=1):
+    """``op_type(x, target[, weight])`` with the int64 target a second graph input."""
+    ins = ["x", "t"] + (["w"] if weight is not None else [])
+    outs = ["y0", "y1"][:n_out]
+    node = helper.make_node(op_type, ins, outs, **attrs)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape)),
+                      helper.make_tensor_value_info("t", TensorProto.INT64,
+                                                    [x_shape[0]] + list(x_shape[2:]))],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+        initializer=[] if weight is None else [numpy_helper.from_array(weight, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model
+
+
+LOSSES = {
+    "sce_defaults": ("SoftmaxCrossEntropyLoss", (4, 5), None, {}, 1),
+    "sce_weight_ignore_sum": ("SoftmaxCrossEntropyLoss", (4, 5, 3),
+                              np.abs(_f(5)) + 0.1, {"reduction": "sum", "ignore_index": 2}, 1),
+    "sce_log_prob": ("SoftmaxCrossEntropyLoss", (4, 5), None,
+                     {"reduction": "none", "ignore_index": 0}, 2),
+    "nll_defaults": ("NegativeLogLikelihoodLoss", (4, 5), None, {}, 1),
+    "nll_weight_ignore": ("NegativeLogLikelihoodLoss", (3, 5, 2), np.abs(_f(5)) + 0.1,
+                          {"ignore_index": 4}, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_import_loss(name):
+    op_type, shape, weight, attrs, n_out = LOSSES[name]
+    model = _loss_graph(op_type, shape, weight, attrs, n_out)
+    x = _f(*shape)
+    t = RNG.integers(0, 5, (shape[0],) + shape[2:]).astype(np.int64)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expect = sess.run(None, {"x": x, "t": t})
+    with ag.no_grad():
+        got = ember.onnx.load_model(model)(et.tensor(x), et.tensor(t))
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(got) == len(expect)
+    for g, e in zip(got, expect):
+        np.testing.assert_allclose(g.numpy(), e, atol=1e-5, rtol=1e-5)
 
 
 def test_imported_parameters_train():

@@ -8,6 +8,7 @@ from ember.tensor import Tensor
 from ember.tensor.extension import unwrap, wrap
 
 from . import engine
+from .graph import autograd_meta, output_nr, set_output_nr
 
 __all__ = ["backward", "grad", "Variable"]
 
@@ -131,6 +132,12 @@ class _EngineAPI:
                 f"only Tensors of floating point dtype can require gradients (got {t.dtype})")
 
     @staticmethod
+    def set_history(t: Tensor, grad_fn) -> None:
+        """Make ``t`` output 0 of ``grad_fn`` (an in-place view op made it that view)."""
+        t.grad_fn = grad_fn
+        set_output_nr(t, 0)
+
+    @staticmethod
     def backward(t: Tensor, gradient, retain_graph, create_graph, inputs=None) -> None:
         backward([t], None if gradient is None else [gradient], retain_graph, create_graph,
                  inputs=inputs)
@@ -141,12 +148,15 @@ class _EngineAPI:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require "
                                "gradient")
         if t.grad_fn is None:
-            hooks = t.__dict__.setdefault("_grad_hooks", {})
+            m = autograd_meta(t)
+            if m.grad_hooks is None:
+                m.grad_hooks = {}
+            hooks = m.grad_hooks
         else:
             fn = t.grad_fn
             if fn._hooks is None:
                 fn._hooks = {}
-            hooks = fn._hooks.setdefault(t._output_nr, {})
+            hooks = fn._hooks.setdefault(output_nr(t), {})
         return _RemovableHandle(hooks, hook)
 
     @staticmethod
@@ -157,13 +167,16 @@ class _EngineAPI:
         if t.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
                                "tensors")
-        return _RemovableHandle(t.__dict__.setdefault("_post_acc_hooks", {}), hook)
+        m = autograd_meta(t)
+        if m.post_acc_hooks is None:
+            m.post_acc_hooks = {}
+        return _RemovableHandle(m.post_acc_hooks, hook)
 
     @staticmethod
     def retain_grad(t: Tensor) -> None:
         if not t.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if t.grad_fn is None or t._retains_grad:
+        if t.grad_fn is None or t.retains_grad:
             return
         import weakref
 
@@ -174,7 +187,7 @@ class _EngineAPI:
             if owner is not None:
                 owner.grad = g.detach().clone() if owner.grad is None else owner.grad + g
         _EngineAPI.register_hook(t, hook)
-        t._retains_grad = True
+        autograd_meta(t).retains_grad = True
 
 
 class _RemovableHandle:

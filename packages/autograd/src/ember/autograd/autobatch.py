@@ -285,8 +285,7 @@ def _resolving_property(name):
     return property(get, put)
 
 
-for _name in ("grad_fn", "_base", "_vc", "_ag_base", "_gf_version", "_output_nr",
-              "_backward_hooks", "_retains_grad", "data"):
+for _name in ("grad_fn", "_base", "_vc", "_autograd_meta", "data"):
     setattr(_Pending, _name, _resolving_property(_name))
 
 

@@ -284,7 +284,8 @@ def _fill_missing(fn, out_grads):
 
 
 def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
-    hooks = t.__dict__.get("_grad_hooks")
+    m = t._autograd_meta
+    hooks = None if m is None else m.grad_hooks
     if hooks:
         for h in list(hooks.values()):
             r = h(g)
@@ -314,7 +315,7 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
             _ext.bump_version(grad)
         else:
             grad.add_(g)
-    post = t.__dict__.get("_post_acc_hooks")
+    post = None if m is None else m.post_acc_hooks
     if post:
         for h in list(post.values()):
             h(t)

@@ -91,8 +91,7 @@ class _SavedOutput:
         if node is not None:
             t.grad_fn = node
             t._requires_grad = True
-            if self.nr:
-                t._output_nr = self.nr
+            graph.set_output_nr(t, self.nr)
         return t
 
 

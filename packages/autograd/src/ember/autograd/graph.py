@@ -19,7 +19,7 @@ from ember.tensor import extension as _ext
 
 from .grad_mode import state
 
-__all__ = ["Node", "AccumulateGrad", "record", "attach", "install"]
+__all__ = ["Node", "AccumulateGrad", "AutogradMeta", "autograd_meta", "record", "attach", "install"]
 
 _TensorType = Tensor
 _wrap, _unwrap = _ext.wrap, _ext.unwrap
@@ -100,8 +100,8 @@ class Node:
             o = _wrap(d)
             o.grad_fn = self
             o._requires_grad = True
-            if i:
-                o._output_nr = i  # a multi-output op's saved output i feeds edge (node, i)
+            if i:  # a multi-output op's saved output i feeds edge (node, i)
+                autograd_meta(o).output_nr = i
             outs.append(o)
         return outs[0] if self._n_out == 1 else tuple(outs)
 
@@ -138,6 +138,47 @@ class Node:
             release()
 
 
+class AutogradMeta:
+    """What autograd keeps on a tensor beyond its public ``requires_grad``, ``grad`` and
+    ``grad_fn``: the one attribute ``Tensor._autograd_meta``, None on the many tensors that
+    need none of it (PyTorch's AutogradMeta).
+
+    ``output_nr``: which output of its ``grad_fn`` the tensor is; ``accum_ref``: a weak
+    reference to a leaf's gradient sink; ``view_base``/``view_version``: for a view recorded
+    by autograd, the tensor its history is a view of and the version counter's value when
+    ``grad_fn`` was set; ``retains_grad``; ``grad_hooks`` and ``post_acc_hooks``: a leaf's
+    hooks (a non-leaf's hooks live on its node)."""
+
+    __slots__ = ("output_nr", "accum_ref", "view_base", "view_version", "retains_grad",
+                 "grad_hooks", "post_acc_hooks")
+
+    def __init__(self) -> None:
+        self.output_nr = 0
+        self.accum_ref = self.view_base = self.grad_hooks = self.post_acc_hooks = None
+        self.view_version = 0
+        self.retains_grad = False
+
+
+def autograd_meta(t: Tensor) -> AutogradMeta:
+    """``t``'s autograd state, created on first use."""
+    m = t._autograd_meta
+    if m is None:
+        m = t._autograd_meta = AutogradMeta()
+    return m
+
+
+def output_nr(t: Tensor) -> int:
+    m = t._autograd_meta
+    return 0 if m is None else m.output_nr
+
+
+def set_output_nr(t: Tensor, nr: int) -> None:
+    if nr:
+        autograd_meta(t).output_nr = nr
+    elif t._autograd_meta is not None:
+        t._autograd_meta.output_nr = 0
+
+
 class AccumulateGrad:
     """The sink for a leaf tensor: adds incoming gradients into ``variable.grad``."""
 
@@ -157,19 +198,26 @@ class AccumulateGrad:
 
 
 def _accumulator(t: Tensor) -> AccumulateGrad:
-    ref = t._accum_ref
+    m = autograd_meta(t)
+    ref = m.accum_ref
     acc = ref() if ref is not None else None
     if acc is None:
         acc = _new(AccumulateGrad)  # the sink of a leaf: built bare, it is made per graph
         acc.variable = t
-        t._accum_ref = weakref.ref(acc)
+        m.accum_ref = weakref.ref(acc)
     return acc
 
 
 def _edge(t: Tensor):
-    fn = t.grad_fn if t._ag_base is None else fresh_view_grad_fn(t)
-    if fn is not None:
-        return (fn, t._output_nr)
+    m = t._autograd_meta
+    if m is None:
+        fn = t.grad_fn
+        if fn is not None:
+            return (fn, 0)
+    else:
+        fn = t.grad_fn if m.view_base is None else fresh_view_grad_fn(t)
+        if fn is not None:
+            return (fn, m.output_nr)
     if t._requires_grad:
         return (_accumulator(t), 0)
     return None
@@ -275,17 +323,22 @@ def attach(op, entry, args, out):
             d = _unwrap(a)
             if a._requires_grad:
                 mask |= 1 << i
-                fn = a.grad_fn if a._ag_base is None else fresh_view_grad_fn(a)
-                if fn is not None:
-                    edges.append((fn, a._output_nr))
+                m = a._autograd_meta
+                if m is None:
+                    fn = a.grad_fn
+                    edges.append((fn, 0) if fn is not None else (_accumulator(a), 0))
                 else:
-                    ref = a._accum_ref
-                    acc = ref() if ref is not None else None
-                    if acc is None:
-                        acc = _new(AccumulateGrad)
-                        acc.variable = a
-                        a._accum_ref = _weakref(acc)
-                    edges.append((acc, 0))
+                    fn = a.grad_fn if m.view_base is None else fresh_view_grad_fn(a)
+                    if fn is not None:
+                        edges.append((fn, m.output_nr))
+                    else:
+                        ref = m.accum_ref
+                        acc = ref() if ref is not None else None
+                        if acc is None:
+                            acc = _new(AccumulateGrad)
+                            acc.variable = a
+                            m.accum_ref = _weakref(acc)
+                        edges.append((acc, 0))
             else:
                 edges.append(None)
             meta.append((d.shape, d.dtype))
@@ -342,7 +395,7 @@ def attach(op, entry, args, out):
             o.grad_fn = node
             o._requires_grad = True
             if i:
-                o._output_nr = i
+                autograd_meta(o).output_nr = i
             if o._base is not None:
                 _mark_view(o, args)
     return out
@@ -360,8 +413,9 @@ def _mark_view(out: Tensor, args) -> None:
     a = args[0] if args else None
     if isinstance(a, _TensorType) and a._requires_grad and (
             a._base is out._base or a is out._base):
-        out._ag_base = a._ag_base if a._ag_base is not None else a
-        out._gf_version = out._version
+        am, m = a._autograd_meta, autograd_meta(out)
+        m.view_base = am.view_base if am is not None and am.view_base is not None else a
+        m.view_version = out._version
 
 
 def _positions(t: Tensor):
@@ -392,10 +446,10 @@ def fresh_view_grad_fn(v: Tensor):
     """The ``grad_fn`` of the view ``v``, rebuilt first if its storage was modified in place
     since it was recorded (through its base or another view): the view is then recorded anew
     as a gather from its base's current history, as PyTorch regenerates view nodes."""
-    version = v._version
-    if v._gf_version == version or v.grad_fn is None:
+    m, version = v._autograd_meta, v._version
+    if m.view_version == version or v.grad_fn is None:
         return v.grad_fn
-    base = v._ag_base
+    base = m.view_base
     if not base._requires_grad:
         return v.grad_fn
     prev = state.enabled
@@ -406,9 +460,8 @@ def fresh_view_grad_fn(v: Tensor):
     finally:
         state.enabled = prev
     v.grad_fn = new.grad_fn
-    if "_output_nr" in v.__dict__:
-        del v._output_nr
-    v._gf_version = version
+    m.output_nr = 0
+    m.view_version = version
     return v.grad_fn
 
 

@@ -13,7 +13,15 @@ from ember.tensor import Tensor
 from ember.tensor.extension import OPS, bump_version, unwrap, wrap
 
 from .derivatives import TABLE
-from .graph import _logical_index, _requires, fresh_view_grad_fn, record
+from .graph import (
+    _logical_index,
+    _requires,
+    autograd_meta,
+    fresh_view_grad_fn,
+    output_nr,
+    record,
+    set_output_nr,
+)
 
 __all__ = ["record_inplace", "FUNCTIONAL"]
 
@@ -43,9 +51,7 @@ def _snapshot(t: Tensor) -> Tensor:
     s = wrap(unwrap(t).copy())
     s.grad_fn = t.grad_fn
     s._requires_grad = t._requires_grad
-    nr = t.__dict__.get("_output_nr")
-    if nr:
-        s._output_nr = nr
+    set_output_nr(s, output_nr(t))
     return s
 
 
@@ -74,23 +80,22 @@ def _record_on_view(op, fn, self, args):
     bump_version(self)
     base.grad_fn = new_base.grad_fn
     base._requires_grad = new_base._requires_grad
-    if "_output_nr" in base.__dict__:
-        del base._output_nr
+    set_output_nr(base, 0)
     new_view = new_flat[flat_idx].view(tuple(self.shape))
     self.grad_fn = new_view.grad_fn
     self._requires_grad = new_view._requires_grad
-    if "_output_nr" in self.__dict__:
-        del self._output_nr
+    set_output_nr(self, 0)
     if self._requires_grad:  # this view's history is current again; other views' are not
-        self._ag_base = base
-        self._gf_version = self._version
+        m = autograd_meta(self)
+        m.view_base, m.view_version = base, self._version
     return self
 
 
 def record_inplace(op, args):
     """``args``: the bound call of the in-place op ``op``."""
     self = args[0]
-    if self._ag_base is not None:
+    m = self._autograd_meta
+    if m is not None and m.view_base is not None:
         fresh_view_grad_fn(self)  # its values may have changed through another view
     if self.grad_fn is None and self._requires_grad:
         raise RuntimeError(
@@ -132,11 +137,8 @@ def record_inplace(op, args):
     bump_version(self)
     self.grad_fn = res.grad_fn
     self._requires_grad = res._requires_grad
-    nr = res.__dict__.get("_output_nr")
-    if nr:
-        self._output_nr = nr
-    elif "_output_nr" in self.__dict__:
-        del self._output_nr
-    if self._ag_base is not None:
-        self._gf_version = self._version
+    set_output_nr(self, output_nr(res))
+    m = self._autograd_meta
+    if m is not None and m.view_base is not None:
+        m.view_version = self._version
     return self

@@ -32,10 +32,14 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import importlib.metadata
+import inspect
 import io
 import os
+import sys
 import warnings
+from collections import namedtuple
 
 import numpy as np
 
@@ -97,7 +101,8 @@ class _Tracer:
         self.stack: list[str] = []
         self.depth = 0
         self.converting = 0
-        self.opaque = 0  # inside a module recorded whole by a module converter
+        self.opaque = 0  # inside a call recorded whole by a module or function converter
+        self.tracing = False  # between installing and removing the patches
         self.rnn_weights: dict = {}  # (id(module), layer) -> names of ONNX's W, R, B values
         self.packed: dict = {}  # id(PackedSequence) -> _symbolic.Packed (padded, lengths)
         self.prev = None
@@ -223,6 +228,7 @@ class _Tracer:
         outs = _flatten(out, [])
         self.g.op = what
         names = convert(out)
+        names = [names] if isinstance(names, str) else list(names)
         if len(names) != len(outs):
             raise UnsupportedOperatorError(what, self.module_path(),
                                            "the converter produced a wrong number of outputs")
@@ -371,7 +377,8 @@ class _Tracer:
 
             @functools.wraps(fn)
             def call(*args, **kwargs):
-                if tracer.depth:
+                # a module imported during the trace may keep the wrapper: it then passes through
+                if tracer.depth or not tracer.tracing:
                     return fn(*args, **kwargs)
                 bound = sig.bind(*args, **kwargs)
                 bound.apply_defaults()
@@ -390,9 +397,11 @@ class _Tracer:
                 rebound += [(space, k, v) for k, v in list(space.items()) if id(v) in wrappers]
         for space, k, fn in rebound:
             space[k] = wrappers[id(fn)]
+        self.tracing = True
         try:
             yield self
         finally:
+            self.tracing = False
             for space, k, fn in rebound:
                 space[k] = fn
             for owner, attr, orig in reversed(patched):

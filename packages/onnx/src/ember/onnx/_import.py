@@ -828,6 +828,33 @@ def _pad(m, at, x, n):
     return F.pad(data, flat, mode=mode, value=value if mode == "constant" else None)
 
 
+# ------------------------------------------------------------------ losses
+_REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _loss_attrs(at):
+    reduction = at.get("reduction", "mean")
+    reduction = reduction.decode() if isinstance(reduction, bytes) else reduction
+    # without ignore_index ONNX ignores no class; -100 is no class either (labels are >= 0)
+    return reduction, int(at.get("ignore_index", -100))
+
+
+@_handler("SoftmaxCrossEntropyLoss")
+def _softmax_cross_entropy_loss(m, at, x, n):
+    scores, labels = x[0], x[1]
+    weight = x[2] if len(x) > 2 else None
+    reduction, ignore = _loss_attrs(at)
+    loss = et.cross_entropy_loss(scores, labels, weight, _REDUCTION_ENUM[reduction], ignore)
+    return [loss, F.log_softmax(scores, 1)] if n > 1 else loss
+
+
+@_handler("NegativeLogLikelihoodLoss")
+def _negative_log_likelihood_loss(m, at, x, n):
+    weight = x[2] if len(x) > 2 else None
+    reduction, ignore = _loss_attrs(at)
+    return F.nll_loss(x[0], x[1], weight, ignore_index=ignore, reduction=reduction)
+
+
 # ------------------------------------------------------------------ recurrent
 def _act(name: str):
     name = name.decode() if isinstance(name, bytes) else name
@@ -847,17 +874,28 @@ def _rnn_common(at, x, gates):
     direction = direction.decode() if isinstance(direction, bytes) else direction
     H = at.get("hidden_size", R.shape[-1])
     T, N = X.shape[0], X.shape[1]
+    # sequence_lens: steps at or past a sequence's length leave its state alone and output
+    # zeros, so the reverse direction starts at each sequence's last step
+    within = None
     if seq_lens is not None:
-        lens = _ints(seq_lens)
-        if any(v != T for v in lens):
-            raise NotImplementedError("recurrent operators with sequence_lens shorter than the "
-                                      "sequence")
+        within = (et.arange(T).reshape(T, 1) < seq_lens.to(dtype=et.int64).reshape(1, N))
+        within = within.unsqueeze(-1)  # (T, N, 1)
     dirs = 2 if direction == "bidirectional" else 1
     if B is None:
         B = et.zeros(dirs, 2 * gates * H, dtype=X.dtype)
     if h0 is None:
         h0 = et.zeros(dirs, N, H, dtype=X.dtype)
-    return X, W, R, B, h0, direction, H, T, dirs
+    return X, W, R, B, h0, direction, H, T, dirs, within
+
+
+def _step(within, t, new, old):
+    """The state after step ``t``: ``new`` where the step is within its sequence."""
+    return new if within is None else et.where(within[t], new, old)
+
+
+def _emit(within, t, h):
+    """Step ``t``'s output: ``h``, zero past each sequence's length."""
+    return h if within is None else et.where(within[t], h, et.zeros_like(h))
 
 
 def _rnn_outputs(at, ys, hs, cs=None):
@@ -879,7 +917,7 @@ def _time_order(T, d, direction):
 
 @_handler("LSTM")
 def _lstm(m, at, x, n):
-    X, W, R, B, h0, direction, H, T, dirs = _rnn_common(at, x, 4)
+    X, W, R, B, h0, direction, H, T, dirs, within = _rnn_common(at, x, 4)
     c0 = x[6] if len(x) > 6 and x[6] is not None else et.zeros(dirs, X.shape[1], H,
                                                                 dtype=X.dtype)
     if at.get("layout", 0) and len(x) > 6 and x[6] is not None:
@@ -899,9 +937,10 @@ def _lstm(m, at, x, n):
         for t in _time_order(T, d, direction):
             z = xw[t] + et.matmul(h, r.t())
             i_, o_, f_, c_ = z.chunk(4, -1)
-            c = f_act(f_) * c + f_act(i_) * g_act(c_)
-            h = f_act(o_) * h_act(c)
-            out[t] = h
+            c_new = f_act(f_) * c + f_act(i_) * g_act(c_)
+            h = _step(within, t, f_act(o_) * h_act(c_new), h)
+            c = _step(within, t, c_new, c)
+            out[t] = _emit(within, t, h)
         ys.append(out)
         hs.append(h)
         cs.append(c)
@@ -910,7 +949,7 @@ def _lstm(m, at, x, n):
 
 @_handler("GRU")
 def _gru(m, at, x, n):
-    X, W, R, B, h0, direction, H, T, dirs = _rnn_common(at, x, 3)
+    X, W, R, B, h0, direction, H, T, dirs, within = _rnn_common(at, x, 3)
     acts = at.get("activations")
     f_act, g_act = [_act(a) for a in acts[:2]] if acts else [et.sigmoid, et.tanh]
     lbr = at.get("linear_before_reset", 0)
@@ -931,8 +970,8 @@ def _gru(m, at, x, n):
                 hh = g_act(xh + rg * (et.matmul(h, rh.t()) + bh))
             else:
                 hh = g_act(xh + et.matmul(rg * h, rh.t()) + bh)
-            h = (1 - z) * hh + z * h
-            out[t] = h
+            h = _step(within, t, (1 - z) * hh + z * h, h)
+            out[t] = _emit(within, t, h)
         ys.append(out)
         hs.append(h)
     return _rnn_outputs(at, ys, hs)
@@ -940,7 +979,7 @@ def _gru(m, at, x, n):
 
 @_handler("RNN")
 def _rnn(m, at, x, n):
-    X, W, R, B, h0, direction, H, T, dirs = _rnn_common(at, x, 1)
+    X, W, R, B, h0, direction, H, T, dirs, within = _rnn_common(at, x, 1)
     acts = at.get("activations")
     act = _act(acts[0]) if acts else et.tanh
     ys, hs = [], []
@@ -951,8 +990,8 @@ def _rnn(m, at, x, n):
         h = h0[d]
         out = [None] * T
         for t in _time_order(T, d, direction):
-            h = act(xw[t] + et.matmul(h, r.t()))
-            out[t] = h
+            h = _step(within, t, act(xw[t] + et.matmul(h, r.t())), h)
+            out[t] = _emit(within, t, h)
         ys.append(out)
         hs.append(h)
     return _rnn_outputs(at, ys, hs)

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 
 import ember.nn as nn
+import ember.nn.functional as F
 import ember.tensor as et
+from ember.nn.utils import rnn as rnn_utils
 
 from ._graph import INT64_MAX, INT64_MIN, is_tensor, np_dtype
 
@@ -994,18 +997,19 @@ register("_log_softmax")(_softmax_conv("LogSoftmax"))
 # ====================================================================== module converters
 # A module converter records a whole ``Module.__call__`` as ONNX nodes instead of tracing the
 # registry ops inside it. ``MODULE_SYMBOLICS`` maps a Module class to ``(accepts, convert)``:
-# ``accepts(module, args, kwargs)`` says whether this call can be converted (else the trace goes
-# inside the module as usual); ``convert(g, module, args, kwargs, out)`` appends nodes after the
-# module ran (opaquely) and returns one value name per tensor of ``out``, in flattened order.
+# ``accepts(g, module, args, kwargs)`` says whether this call can be converted (else the trace
+# goes inside the module as usual); ``convert(g, module, args, kwargs, out)`` appends nodes after
+# the module ran (opaquely) and returns one value name per tensor of ``out``, in flattened order.
 MODULE_SYMBOLICS: dict = {}
 
 
 def register_module(*types, accepts=None):
     """Register ``convert(g, module, args, kwargs, out)`` for the Module classes ``types``
-    (and their subclasses)."""
+    (and their subclasses); ``accepts(g, module, args, kwargs)`` (default: always) decides per
+    call."""
     def deco(fn):
         for t in types:
-            MODULE_SYMBOLICS[t] = (accepts or (lambda m, a, k: True), fn)
+            MODULE_SYMBOLICS[t] = (accepts or (lambda g, m, a, k: True), fn)
         return fn
     return deco
 
@@ -1017,6 +1021,196 @@ def module_symbolic(module):
         if hit is not None:
             return hit
     return None
+
+
+# ====================================================================== function converters
+# A function converter records a whole call of a Python function that is no registry op and
+# whose body a trace would freeze (it computes from its tensor arguments in NumPy).
+# ``FUNCTION_SYMBOLICS`` maps the function to ``(accepts, convert)``: ``accepts(g, a)`` and
+# ``convert(g, a, out)`` read the call's arguments bound to the function's signature (defaults
+# applied) as the named tuple ``a``, like a registry op's converter.
+FUNCTION_SYMBOLICS: dict = {}
+
+
+def _register_function(fn, accepts=None):
+    def deco(convert):
+        FUNCTION_SYMBOLICS[fn] = (accepts or (lambda g, a: True), convert)
+        return convert
+    return deco
+
+
+# ------------------------------------------------------------------ losses
+_REDUCTION_NAMES = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _reduction_name(reduction) -> str:
+    return reduction if isinstance(reduction, str) else _REDUCTION_NAMES[int(reduction)]
+
+
+def _class_inputs(g, a):
+    """Scores, labels (int32 or int64), the labels' dtype and the weight of a class-index loss;
+    a (C,) input with a 0-d target gets a batch dim of one (the returned flag: squeeze it from
+    an unreduced loss)."""
+    tdt = np_dtype(a.target)
+    tdt = tdt if tdt in (np.int32, np.int64) else np.dtype(np.int64)
+    x, t = g.v(a.input), g.v(a.target, tdt)
+    w = None if a.weight is None else g.v(a.weight, np_dtype(a.input))
+    unbatched = len(g.shape(a.input)) == 1
+    if unbatched:
+        x, t = g.unsqueeze(x, [0]), g.unsqueeze(t, [0])
+    return x, t, tdt, w, unbatched
+
+
+def _loss_node(g, op_type, ins, n_out=1, **attrs):
+    while ins[-1] is None:
+        ins = ins[:-1]
+    return g.node(op_type, ins, n_out=n_out, **attrs)
+
+
+@register("cross_entropy_loss")
+def _cross_entropy_loss(g, a, out):
+    """``SoftmaxCrossEntropyLoss``; with ``label_smoothing`` its unreduced loss plus
+    ``eps / C`` times the weighted negative log-probabilities summed over the classes (the
+    log-probabilities are its second output), reduced like PyTorch (the mean divides by the
+    summed weights of the counted targets)."""
+    x, t, tdt, w, unbatched = _class_inputs(g, a)
+    reduction = _reduction_name(a.reduction)
+    ignore = int(a.ignore_index)
+    eps = float(a.label_smoothing)
+    if eps == 0.0:
+        loss = _loss_node(g, "SoftmaxCrossEntropyLoss", [x, t, w], reduction=reduction,
+                          ignore_index=ignore)
+        return g.squeeze(loss, [0]) if unbatched and reduction == "none" else loss
+    dt = np_dtype(a.input)
+    shape = (1,) + g.shape(a.input) if unbatched else g.shape(a.input)
+    C = shape[1]
+    loss, logp = _loss_node(g, "SoftmaxCrossEntropyLoss", [x, t, w], n_out=2,
+                            reduction="none", ignore_index=ignore)
+    if w is not None:
+        wshape = [1] * len(shape)
+        wshape[1] = C
+        logp = g.node("Mul", [logp, g.node("Reshape", [w, g.ints(wshape)])])
+    counted = g.node("Not", [g.node("Equal", [t, g.const(ignore, tdt)])])
+    zero = g.const(0, dt)
+    smooth = g.node("Where", [counted, g.node("Neg", [g.reduce("ReduceSum", logp, [1], False)]),
+                              zero])
+    loss = g.node("Add", [g.node("Mul", [loss, g.const(1.0 - eps, dt)]),
+                          g.node("Mul", [smooth, g.const(eps / C, dt)])])
+    if reduction == "none":
+        return g.squeeze(loss, [0]) if unbatched else loss
+    total = g.reduce("ReduceSum", loss, None, False)
+    if reduction == "sum":
+        return total
+    share = g.cast(counted, dt)
+    if w is not None:
+        safe = g.node("Where", [counted, t, g.const(0, tdt)])
+        share = g.node("Mul", [g.node("Gather", [w, safe], axis=0), share])
+    return g.node("Div", [total, g.reduce("ReduceSum", share, None, False)])
+
+
+def _legacy_reduction(size_average, reduce, reduction: str) -> str:
+    """PyTorch's reading of the deprecated ``size_average`` / ``reduce`` arguments."""
+    if size_average is None and reduce is None:
+        return reduction
+    if reduce is False:
+        return "none"
+    return "sum" if size_average is False else "mean"
+
+
+@_register_function(F.nll_loss)
+def _nll_loss(g, a, out):
+    """``NegativeLogLikelihoodLoss`` (``F.nll_loss`` weighs and masks its targets in NumPy)."""
+    x, t, _, w, unbatched = _class_inputs(g, a)
+    reduction = _legacy_reduction(a.size_average, a.reduce, a.reduction)
+    loss = _loss_node(g, "NegativeLogLikelihoodLoss", [x, t, w], reduction=reduction,
+                      ignore_index=int(a.ignore_index))
+    return g.squeeze(loss, [0]) if unbatched and reduction == "none" else loss
+
+
+# ------------------------------------------------------------------ packed sequences
+class Packed(NamedTuple):
+    """How the graph holds a PackedSequence: ONNX's recurrent operators take a padded batch and
+    its lengths (``sequence_lens``), not packed rows."""
+
+    padded: str  # (T, N, *) time-major, the batch in its original order
+    lengths: str  # (N,) int64
+    zero_padded: bool  # the steps past each length hold zeros (a recurrent operator's Y)
+
+
+def _step_mask(g, padded: str, lengths: str) -> str:
+    """(T, N) bool: step t of sequence n is within its length."""
+    T = g.node("Gather", [g.node("Shape", [padded]), g.int_scalar(0)], axis=0)
+    steps = g.node("Range", [g.int_scalar(0), T, g.int_scalar(1)])
+    return g.node("Less", [g.unsqueeze(steps, [1]), g.unsqueeze(lengths, [0])])
+
+
+def _packed_fields(g, info: Packed, ps) -> list:
+    """Values for the tensors of PackedSequence ``ps`` (``data``, ``batch_sizes`` and, when it
+    has them, ``sorted_indices``, ``unsorted_indices``) computed from ``info``: the batch sorted
+    by decreasing length (ties in batch order, as ember's stable sort), its steps within their
+    lengths gathered time-major."""
+    n = g.node("Shape", [info.lengths])
+    lengths, order = g.node("TopK", [info.lengths, n], n_out=2, axis=0, largest=1, sorted=1)
+    mask = _step_mask(g, info.padded, lengths)  # (T, N), the batch sorted
+    rows = g.node("Reshape", [g.node("Gather", [info.padded, order], axis=1),
+                              g.ints([-1] + list(g.shape(ps.data)[1:]))])
+    data = g.node("Compress", [rows, g.node("Reshape", [mask, g.ints([-1])])], axis=0)
+    counts = g.reduce("ReduceSum", g.cast(mask, np.int64), [1], False)
+    names = [data, g.node("Compress", [counts, g.node("Greater", [counts, g.int_scalar(0)])],
+                          axis=0)]
+    if ps.sorted_indices is not None:
+        names.append(order)
+    if ps.unsorted_indices is not None:
+        names.append(g.node("TopK", [order, n], n_out=2, axis=0, largest=0, sorted=1)[1])
+    return names
+
+
+def _track(g, ps, info: Packed) -> list:
+    g.tracer.packed[id(ps)] = info
+    g.tracer.keep.append(ps)  # alive, so its id stays its own
+    return _packed_fields(g, info, ps)
+
+
+@_register_function(rnn_utils.pack_padded_sequence)
+def _pack_padded_sequence(g, a, out):
+    x = g.v(a.input)
+    if a.batch_first:
+        nd = len(g.shape(a.input))
+        x = g.node("Transpose", [x], perm=[1, 0] + list(range(2, nd)))
+    if is_tensor(a.lengths):
+        lengths = g.v(a.lengths, np.int64)
+    else:
+        lengths = g.const(np.asarray(a.lengths, dtype=np.int64).reshape(-1))
+    return _track(g, out, Packed(x, lengths, False))
+
+
+def _pad_accepts(g, a) -> bool:
+    return id(a.sequence) in g.tracer.packed
+
+
+@_register_function(rnn_utils.pad_packed_sequence, accepts=_pad_accepts)
+def _pad_packed_sequence(g, a, out):
+    info = g.tracer.packed[id(a.sequence)]
+    dt = _out_dtype(out)
+    nd = len(g.shape(out[0]))
+    if a.total_length is None:  # up to the longest sequence
+        longest = g.node("Reshape", [g.reduce("ReduceMax", info.lengths, None, False),
+                                     g.ints([1])])
+        y = g.node("Slice", [info.padded, g.ints([0]), longest, g.ints([0])])
+    else:  # exactly total_length steps: cut, or pad at the end
+        total = int(a.total_length)
+        y = g.slice(info.padded, [0], [total], [0])
+        short = g.node("Sub", [g.ints([total]), g.slice(g.node("Shape", [y]), [0], [1], [0])])
+        pads = g.node("Concat", [g.ints([0] * nd), short, g.ints([0] * (nd - 1))], axis=0)
+        y = g.node("Pad", [y, pads])
+    if not info.zero_padded or a.padding_value != 0:
+        mask = _step_mask(g, y, info.lengths)
+        if nd > 2:
+            mask = g.unsqueeze(mask, list(range(2, nd)))
+        y = g.node("Where", [mask, y, g.const(a.padding_value, dt)])
+    if a.batch_first:
+        y = g.node("Transpose", [y], perm=[1, 0] + list(range(2, nd)))
+    return [y, g.node("Identity", [info.lengths])]
 
 
 # ------------------------------------------------------------------ recurrent layers
@@ -1031,7 +1225,7 @@ def _rnn_args(args, kwargs):
     return x, hx
 
 
-def _rnn_accepts(module, args, kwargs) -> bool:
+def _rnn_accepts(g, module, args, kwargs) -> bool:
     if type(module).forward is not nn.RNNBase.forward:
         return False  # a subclass with its own forward: trace inside
     if module.mode not in _GATE_ORDER or module.proj_size:
@@ -1039,45 +1233,46 @@ def _rnn_accepts(module, args, kwargs) -> bool:
     if module.training and module.dropout and module.num_layers > 1:
         return False  # dropout between layers: no ONNX equivalent in the operator
     x, hx = _rnn_args(args, kwargs)
-    if not is_tensor(x) or x.dim() not in (2, 3):
-        return False  # PackedSequence (or an invalid input): trace inside
+    if isinstance(x, rnn_utils.PackedSequence):
+        if id(x) not in g.tracer.packed:
+            return False  # not made by pack_padded_sequence in this trace: trace inside
+        x = x.data
+    elif not is_tensor(x) or x.dim() not in (2, 3):
+        return False  # an invalid input: the layer's own error
     states = [] if hx is None else (list(hx) if module.mode == "LSTM" else [hx])
     if not all(is_tensor(s) for s in states):
         return False
     return np_dtype(x) in (np.float32, np.float64, np.float16)
 
 
-def _gates(arr: np.ndarray, mode: str, H: int) -> np.ndarray:
-    order = _GATE_ORDER[mode]
-    return np.concatenate([arr[i * H:(i + 1) * H] for i in order], axis=0)
-
-
 def _rnn_weights(g, module, layer: int):
-    """The ONNX ``W``, ``R``, ``B`` initializers of one layer (both directions), made once per
-    module and layer."""
+    """The ONNX ``W``, ``R``, ``B`` inputs of one layer (both directions), made once per module
+    and layer from the layer's own parameters (initializers named by their state_dict keys):
+    a ``Gather`` puts PyTorch's gate blocks in ONNX's order, ``Unsqueeze`` / ``Concat`` stack
+    the directions, ``B`` is the input bias then the hidden one. An imported model so keeps
+    PyTorch's parameters, and its gradients are theirs."""
     cache = g.tracer.rnn_weights
     key = (id(module), layer)
     hit = cache.get(key)
     if hit is not None:
         return hit
-    from ._graph import to_numpy
-
-    H, mode = module.hidden_size, module.mode
+    H, order = module.hidden_size, _GATE_ORDER[module.mode]
+    rows = g.const(np.concatenate([np.arange(i * H, (i + 1) * H) for i in order])) \
+        if len(order) > 1 else None
     dirs = ["", "_reverse"] if module.bidirectional else [""]
-    Ws, Rs, Bs = [], [], []
-    for sfx in dirs:
-        Ws.append(_gates(to_numpy(getattr(module, f"weight_ih_l{layer}{sfx}")), mode, H))
-        Rs.append(_gates(to_numpy(getattr(module, f"weight_hh_l{layer}{sfx}")), mode, H))
-        if module.bias:
-            Bs.append(np.concatenate([
-                _gates(to_numpy(getattr(module, f"bias_ih_l{layer}{sfx}")), mode, H),
-                _gates(to_numpy(getattr(module, f"bias_hh_l{layer}{sfx}")), mode, H)]))
-    prefix = g.tracer.module_names.get(id(module)) or ""
-    prefix = prefix + "." if prefix else ""
-    names = [g.initializer(g.reserve(f"{prefix}{kind}_l{layer}"), np.stack(arrs))
-             for kind, arrs in (("W", Ws), ("R", Rs))]
-    names.append(g.initializer(g.reserve(f"{prefix}B_l{layer}"), np.stack(Bs))
-                 if Bs else None)
+
+    def gates(name, sfx):
+        v = g.v(getattr(module, f"{name}_l{layer}{sfx}"))
+        return v if rows is None else g.node("Gather", [v, rows], axis=0)
+
+    def stack(per_dir):
+        per_dir = [g.unsqueeze(v, [0]) for v in per_dir]
+        return per_dir[0] if len(per_dir) == 1 else g.node("Concat", per_dir, axis=0)
+
+    names = [stack([gates("weight_ih", sfx) for sfx in dirs]),
+             stack([gates("weight_hh", sfx) for sfx in dirs])]
+    names.append(stack([g.node("Concat", [gates("bias_ih", sfx), gates("bias_hh", sfx)], axis=0)
+                        for sfx in dirs]) if module.bias else None)
     cache[key] = names
     return names
 
@@ -1086,19 +1281,25 @@ def _rnn_weights(g, module, layer: int):
 def _rnn_module(g, module, args, kwargs, out):
     """``nn.RNN`` / ``nn.LSTM`` / ``nn.GRU`` as one ONNX ``RNN`` / ``LSTM`` / ``GRU`` node per
     layer, with Transpose / Reshape / Squeeze / Concat glue for ``batch_first``, the directions
-    and the layers' stacking: sequence length and batch stay free."""
+    and the layers' stacking: sequence length and batch stay free. A PackedSequence input (made
+    by ``pack_padded_sequence`` in this trace) runs padded, with its lengths as
+    ``sequence_lens``; the output is again such a PackedSequence."""
     mode = module.mode
     is_lstm = mode == "LSTM"
     D = 2 if module.bidirectional else 1
     H, L = module.hidden_size, module.num_layers
     x, hx = _rnn_args(args, kwargs)
-    batched = x.dim() == 3
-    dt = np_dtype(x)
-    X = g.v(x)
-    if not batched:
-        X = g.unsqueeze(X, [1])  # (T, 1, I)
-    elif module.batch_first:
-        X = g.node("Transpose", [X], perm=[1, 0, 2])
+    packed = g.tracer.packed.get(id(x))
+    if packed is not None:
+        dt, batched = np_dtype(x.data), True
+        X, seq_lens = packed.padded, g.cast(packed.lengths, np.int32)
+    else:
+        dt, batched, seq_lens = np_dtype(x), x.dim() == 3, None
+        X = g.v(x)
+        if not batched:
+            X = g.unsqueeze(X, [1])  # (T, 1, I)
+        elif module.batch_first:
+            X = g.node("Transpose", [X], perm=[1, 0, 2])
     h0 = c0 = None
     if hx is not None:
         h0, c0 = (hx[0], hx[1]) if is_lstm else (hx, None)
@@ -1115,7 +1316,7 @@ def _rnn_module(g, module, args, kwargs, out):
     hs, cs = [], []
     for k in range(L):
         W, R, B = _rnn_weights(g, module, k)
-        ins = [X, W, R, B, None]
+        ins = [X, W, R, B, seq_lens]
         if h0 is not None:
             ins.append(h0 if L == 1 else g.slice(h0, [k * D], [(k + 1) * D], [0]))
             if c0 is not None:
@@ -1137,10 +1338,12 @@ def _rnn_module(g, module, args, kwargs, out):
     output = X  # (T, N, D*H)
     h_n = hs[0] if L == 1 else g.node("Concat", hs, axis=0)
     c_n = (cs[0] if L == 1 else g.node("Concat", cs, axis=0)) if is_lstm else None
+    states = [h_n] + ([c_n] if is_lstm else [])
+    if packed is not None:
+        return _track(g, out[0], Packed(output, packed.lengths, True)) + states
     if not batched:
         output = g.squeeze(output, [1])
-        h_n = g.squeeze(h_n, [1])
-        c_n = g.squeeze(c_n, [1]) if c_n is not None else None
+        states = [g.squeeze(s, [1]) for s in states]
     elif module.batch_first:
         output = g.node("Transpose", [output], perm=[1, 0, 2])
-    return [output, h_n] + ([c_n] if is_lstm else [])
+    return [output] + states

@@ -21,7 +21,7 @@ from . import _dtype as D
 from ._checks import arg_type_error, check_dtype, check_int
 from ._reduction import _one_dim, _return_type
 from ._registry import array_module, defop, with_out
-from ._tensor import Tensor
+from ._tensor import Tensor, _autograd
 
 _make = Tensor._make
 
@@ -645,9 +645,8 @@ def _become(self: Tensor, view: Tensor, op: str) -> Tensor:
     ``transpose_``, ``squeeze_``, ``unsqueeze_``): same storage, new shape and strides."""
     _check_leaf(self, op)
     self._data = view._data
-    if view.grad_fn is not None:
-        self.grad_fn = view.grad_fn
-        self.__dict__.pop("_output_nr", None)
+    if view.grad_fn is not None:  # the view's history: output 0 of its node
+        _autograd().set_history(self, view.grad_fn)
     self._bump()
     return self
 

@@ -5,8 +5,10 @@ CPU, CuPy on CUDA) whose shape and strides are the tensor's. View ops compute Py
 and build ``_data`` over the same memory, so every view of a storage sees every in-place write,
 and ``stride()``, ``storage_offset()`` and ``data_ptr()`` are read off ``_data``.
 
-The autograd attributes (``requires_grad``, ``grad``, ``grad_fn``) live here as plain data; the
-core never computes a gradient. Setting ``requires_grad=True`` imports ``ember.autograd``.
+The public autograd attributes (``requires_grad``, ``grad``, ``grad_fn``) live here as plain
+data; everything else autograd keeps on a tensor (output number, leaf sink, view tracking,
+hooks) is its own, behind the one attribute ``_autograd_meta``. The core never computes a
+gradient. Setting ``requires_grad=True`` imports ``ember.autograd``.
 """
 from __future__ import annotations
 
@@ -143,13 +145,8 @@ class Tensor:
     grad_fn = None
     _base = None
     _vc = None
-    _retains_grad = False
-    _output_nr = 0
-    _accum_ref = None
-    _backward_hooks = None
-    _ag_base = None  # for a view recorded by autograd: the tensor its history is a view of
-    _gf_version = 0  # the version counter's value when grad_fn was set (views only)
     _requires_grad = False
+    _autograd_meta = None  # the autograd layer's own per-tensor state (None: it keeps none)
     __array_priority__ = 1000
 
     def __new__(cls, *args, **kwargs):
@@ -398,7 +395,8 @@ class Tensor:
 
     @property
     def retains_grad(self) -> bool:
-        return self._retains_grad
+        m = self._autograd_meta
+        return m is not None and m.retains_grad
 
     # ----------------------------------------------------------------- conversion
     def numpy(self, *, force: bool = False) -> np.ndarray:

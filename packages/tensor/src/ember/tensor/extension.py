@@ -120,7 +120,12 @@ def set_autograd(api) -> None:
     """Install the autograd layer's tensor API: an object with ``check_requires_grad(t)``,
     ``backward(t, gradient, retain_graph, create_graph, inputs=None)``,
     ``register_hook(t, hook)``, ``register_post_accumulate_grad_hook(t, hook)`` and
-    ``retain_grad(t)``, which the tensor methods of those names call."""
+    ``retain_grad(t)``, which the tensor methods of those names call, and
+    ``set_history(t, grad_fn)``, which in-place view ops (``t_``, ``squeeze_``) call.
+
+    Besides ``requires_grad``, ``grad`` and ``grad_fn``, the autograd layer keeps its
+    per-tensor state in one attribute, ``Tensor._autograd_meta`` (None until it needs one);
+    the core reads only its ``retains_grad``."""
     _tensor._autograd_api[0] = api
 
 
