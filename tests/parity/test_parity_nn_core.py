@@ -296,3 +296,40 @@ def test_init_functions_statistics(fn):
     assert abs(a.std() - b.std()) < 0.05 * b.std()
     assert abs(a.min() - b.min()) < 0.15 * abs(b.min())
     assert abs(a.max() - b.max()) < 0.15 * abs(b.max())
+
+
+LAZY = [("LazyLinear", (3,), (4, 5)), ("LazyConv1d", (4, 3), (2, 3, 8)),
+        ("LazyConv2d", (4, 3), (2, 3, 6, 6)), ("LazyConv3d", (2, 2), (1, 2, 3, 3, 3)),
+        ("LazyConvTranspose1d", (4, 3), (2, 3, 5)),
+        ("LazyConvTranspose2d", (2, 3), (1, 2, 4, 4)),
+        ("LazyConvTranspose3d", (2, 2), (1, 2, 2, 2, 2)),
+        ("LazyBatchNorm1d", (), (4, 3)), ("LazyBatchNorm2d", (), (2, 3, 4, 4)),
+        ("LazyBatchNorm3d", (), (2, 3, 2, 2, 2)), ("LazyInstanceNorm1d", (), (2, 3, 5)),
+        ("LazyInstanceNorm2d", (), (2, 3, 4, 4)), ("LazyInstanceNorm3d", (), (2, 3, 2, 2, 2))]
+
+
+@pytest.mark.parametrize("name, args, shape", LAZY)
+def test_lazy_module_parity(name, args, shape):
+    em, tm = getattr(nn, name)(*args), getattr(torch.nn, name)(*args)
+    assert repr(em) == repr(tm)
+    assert list(em.state_dict()) == list(tm.state_dict())
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    ey, ty = em(et.tensor(x)), tm(torch.tensor(x))
+    assert type(em).__name__ == type(tm).__name__ and repr(em) == repr(tm)
+    assert {k: tuple(v.shape) for k, v in em.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in tm.state_dict().items()}
+    _copy_params(em, tm)
+    np.testing.assert_allclose(em(et.tensor(x)).detach().numpy(),
+                               tm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert ey.shape == tuple(ty.shape)
+
+
+def test_lazy_load_state_dict_parity():
+    src = torch.nn.Linear(6, 2)
+    tm, em = torch.nn.LazyLinear(2), nn.LazyLinear(2)
+    tm.load_state_dict(src.state_dict())
+    em.load_state_dict({k: et.tensor(v.numpy()) for k, v in src.state_dict().items()})
+    x = np.ones((1, 6), np.float32)
+    np.testing.assert_allclose(em(et.tensor(x)).detach().numpy(),
+                               tm(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+    assert type(em).__name__ == type(tm).__name__ == "Linear"

@@ -90,6 +90,9 @@ def _warnings(fn):
 
 @pytest.mark.parametrize("shape", [(40, 30), (8, 6, 50), (2, 3, 4, 5), (2, 3, 2, 2, 2)])
 def test_dropout2d_warnings_and_mask_shape(shape):
+    # seeded: with 6 channels a free run keeps or drops all of them about 3% of the time
+    et.manual_seed(0)
+    torch.manual_seed(0)
     e, we = _warnings(lambda: F.dropout2d(et.ones(*shape), 0.5))
     t, wt = _warnings(lambda: torch.nn.functional.dropout2d(torch.ones(*shape), 0.5))
     assert we == wt

@@ -9,6 +9,7 @@ import ember.autograd as ag
 import ember.nn as nn
 import ember.nn.functional as F
 import ember.tensor as et
+from ember.autograd import no_grad
 
 RNG = np.random.default_rng(99)
 
@@ -270,7 +271,25 @@ def test_norm_layers():
     assert nn.LayerNorm(6, bias=False).bias is None
     assert tuple(nn.GroupNorm(2, 4)(x).shape) == (2, 4, 6)
     assert tuple(nn.LocalResponseNorm(3)(x).shape) == (2, 4, 6)
-    assert repr(nn.GroupNorm(2, 4)) == "GroupNorm(2, 4, eps=1e-05, affine=True)"
+    assert repr(nn.GroupNorm(2, 4)) == "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)"
+    # bias=False (PyTorch 2.13): a weight and no bias, everywhere a norm layer has an affine
+    for layer in (nn.GroupNorm(2, 4, bias=False), nn.BatchNorm1d(4, bias=False),
+                  nn.InstanceNorm1d(4, affine=True, bias=False)):
+        assert layer.bias is None and [n for n, _ in layer.named_parameters()] == ["weight"]
+        with no_grad():
+            layer.weight.fill_(2.0)
+        y = layer(x).detach().numpy()
+        xn = x.numpy()
+        axes = (0, 2) if isinstance(layer, nn.BatchNorm1d) else \
+            ((1, 2) if isinstance(layer, nn.GroupNorm) else (2,))
+        if isinstance(layer, nn.GroupNorm):
+            g = xn.reshape(2, 2, 2, 6)
+            ref = ((g - g.mean((2, 3), keepdims=True)) /
+                   np.sqrt(g.var((2, 3), keepdims=True) + 1e-5)).reshape(2, 4, 6) * 2
+        else:
+            ref = 2 * (xn - xn.mean(axes, keepdims=True)) / np.sqrt(
+                xn.var(axes, keepdims=True) + 1e-5)
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
 
 
 def test_multihead_attention_layer():

@@ -8,8 +8,7 @@
 """
 from __future__ import annotations
 
-import copy
-
+import ember.tensor as et
 from ember.tensor import Tensor
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer",
@@ -18,8 +17,6 @@ __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer
 
 def _alias(cls, data: Tensor | None):
     """A new ``cls`` instance sharing ``data``'s memory and version counter, outside any graph."""
-    import ember.tensor as et
-
     if data is None:
         data = et.empty(0)
     if not isinstance(data, Tensor):
@@ -90,7 +87,19 @@ class Buffer(Tensor):
         return memo[id(self)]
 
 
-class UninitializedParameter(Parameter):
+class _Uninitialized:
+    """What the lazy tensors share: no shape until ``materialize(shape)`` gives them zeroed
+    storage and turns them into their ``cls_to_become``."""
+
+    cls_to_become: type = Tensor
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.data = et.zeros(*shape, device=device or self.device, dtype=dtype or self.dtype)
+        self.__class__ = self.cls_to_become
+
+
+class UninitializedParameter(_Uninitialized, Parameter):
     """A Parameter whose shape is not known yet (used by the Lazy modules).
 
     ``materialize(shape)`` gives it storage, filled with zeros until a layer initializes it.
@@ -99,20 +108,10 @@ class UninitializedParameter(Parameter):
     cls_to_become = Parameter
 
     def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
-        import ember.tensor as et
-
         return super().__new__(cls, et.empty(0, device=device, dtype=dtype), requires_grad)
 
     def __init__(self, requires_grad: bool = True, device=None, dtype=None) -> None:
         pass
-
-    def materialize(self, shape, device=None, dtype=None) -> None:
-        import ember.tensor as et
-
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        new = et.zeros(*shape, device=device or self.device, dtype=dtype or self.dtype)
-        self.data = new  # fresh memory, fresh version counter
-        self.__class__ = self.cls_to_become
 
     def __repr__(self) -> str:
         return "<UninitializedParameter>"
@@ -126,31 +125,26 @@ class UninitializedParameter(Parameter):
         return (type(self), (self.requires_grad,))
 
 
-class UninitializedBuffer(Buffer):
-    """A buffer whose shape is not known yet."""
-
-    cls_to_become = Tensor
+class UninitializedBuffer(_Uninitialized, Tensor):
+    """A buffer whose shape is not known yet (registered as a buffer when assigned to a
+    module's buffer name; ``persistent`` as for :class:`Buffer`)."""
 
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None,
                 persistent: bool = True):
-        import ember.tensor as et
-
-        return super().__new__(cls, et.empty(0, device=device, dtype=dtype),
-                               persistent=persistent)
+        t = _alias(cls, et.empty(0, device=device, dtype=dtype))
+        t.persistent = persistent
+        return t
 
     def __init__(self, *args, **kwargs) -> None:
         pass
 
-    def materialize(self, shape, device=None, dtype=None) -> None:
-        import ember.tensor as et
-
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        new = et.zeros(*shape, device=device or self.device, dtype=dtype or self.dtype)
-        self.data = new  # fresh memory, fresh version counter
-        self.__class__ = self.cls_to_become
+    def __repr__(self) -> str:
+        return "<UninitializedBuffer>"
 
     def __deepcopy__(self, memo):
-        return copy.copy(self)
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(False, self.device, self.dtype, self.persistent)
+        return memo[id(self)]
 
 
 def is_lazy(param) -> bool:

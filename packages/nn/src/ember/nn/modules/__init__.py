@@ -11,6 +11,7 @@ from . import (
     flatten,
     fold,
     instancenorm,
+    lazy,
     linear,
     loss,
     module,

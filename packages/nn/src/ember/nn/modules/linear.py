@@ -4,12 +4,12 @@ from __future__ import annotations
 import math
 
 import ember.tensor as et
-from ember.autograd import no_grad
 from ember.tensor import Tensor
 
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
@@ -62,35 +62,34 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
-class LazyLinear(Linear):
-    """A Linear whose ``in_features`` is inferred from the first input."""
+class LazyLinear(LazyModuleMixin, Linear):
+    """A Linear whose ``in_features`` is inferred from the first input.
+
+    >>> m = LazyLinear(3)
+    >>> m(et.ones(2, 5)).shape, type(m).__name__, tuple(m.weight.shape)
+    (ember.Size([2, 3]), 'Linear', (3, 5))
+    """
 
     cls_to_become = Linear
 
     def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
-        Module.__init__(self)
-        self.in_features = 0
+        super().__init__(0, 0, False, device, dtype)
         self.out_features = out_features
         self.weight = UninitializedParameter(device=device, dtype=dtype)
         if bias:
             self.bias = UninitializedParameter(device=device, dtype=dtype)
-        else:
-            self.register_parameter("bias", None)
 
     def reset_parameters(self) -> None:
-        if self.in_features != 0:
+        if not self.has_uninitialized_params() and self.in_features != 0:
             super().reset_parameters()
 
-    def forward(self, input: Tensor) -> Tensor:
-        if isinstance(self.weight, UninitializedParameter):
+    def initialize_parameters(self, input: Tensor) -> None:
+        if self.has_uninitialized_params():
             self.in_features = input.shape[-1]
-            with no_grad():
-                self.weight.materialize((self.out_features, self.in_features))
-                if self.bias is not None:
-                    self.bias.materialize((self.out_features,))
+            self.weight.materialize((self.out_features, self.in_features))
+            if self.bias is not None:
+                self.bias.materialize((self.out_features,))
             self.reset_parameters()
-            self.__class__ = self.cls_to_become
-        return F.linear(input, self.weight, self.bias)
 
 
 class Bilinear(Module):
