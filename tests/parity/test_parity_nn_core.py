@@ -333,3 +333,75 @@ def test_lazy_load_state_dict_parity():
     np.testing.assert_allclose(em(et.tensor(x)).detach().numpy(),
                                tm(torch.tensor(x)).detach().numpy(), rtol=1e-6)
     assert type(em).__name__ == type(tm).__name__ == "Linear"
+
+
+def _both(a):
+    return et.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+
+def _grads_match(ein, tin, eout, tout, g):
+    eout.backward(et.tensor(g))
+    tout.backward(torch.tensor(g))
+    for e, t in zip(ein, tin):
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["rms_norm", "rms_norm_eps_none", "channel_shuffle",
+                                  "conv_tbc", "linear_cross_entropy"])
+def test_new_functional_parity(case):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 6, 3))
+    if case.startswith("rms_norm"):
+        w = rng.standard_normal((6, 3))
+        (ex, tx), (ew, tw) = _both(x), _both(w)
+        eps = None if case.endswith("none") else 1e-4
+        eo, to = F.rms_norm(ex, [6, 3], ew, eps), torch.nn.functional.rms_norm(tx, [6, 3], tw,
+                                                                                 eps)
+        ins = ((ex, ew), (tx, tw))
+    elif case == "channel_shuffle":
+        (ex, tx) = _both(x)
+        eo, to = F.channel_shuffle(ex, 3), torch.nn.functional.channel_shuffle(tx, 3)
+        ins = ((ex,), (tx,))
+    elif case == "conv_tbc":
+        w, b = rng.standard_normal((2, 3, 5)), rng.standard_normal(5)
+        (ex, tx), (ew, tw), (eb, tb) = _both(x), _both(w), _both(b)
+        eo, to = F.conv_tbc(ex, ew, eb, 1), torch.conv_tbc(tx, tw, tb, 1)
+        ins = ((ex, ew, eb), (tx, tw, tb))
+    else:
+        w, b = rng.standard_normal((5, 3)), rng.standard_normal(5)
+        t = rng.integers(0, 5, (4, 6))
+        x2 = x.reshape(24, 3)
+        (ex, tx), (ew, tw), (eb, tb) = _both(x2), _both(w), _both(b)
+        eo = F.linear_cross_entropy(ex, ew, et.tensor(t.reshape(-1)), linear_bias=eb,
+                                    label_smoothing=0.1, ignore_index=2)
+        to = torch.nn.functional.linear_cross_entropy(tx, tw, torch.tensor(t.reshape(-1)),
+                                                      linear_bias=tb, label_smoothing=0.1,
+                                                      ignore_index=2)
+        ins = ((ex, ew, eb), (tx, tw, tb))
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-10,
+                               atol=1e-12)
+    _grads_match(ins[0], ins[1], eo, to, rng.standard_normal(tuple(to.shape)))
+
+
+def test_new_module_parity():
+    x = np.random.default_rng(2).standard_normal((2, 7, 3, 2)).astype(np.float32)
+    for size in (1, 2, 3, 4, 6):
+        em, tm = nn.CrossMapLRN2d(size, 0.3, 0.6, 1.2), torch.nn.CrossMapLRN2d(size, 0.3, 0.6,
+                                                                                1.2)
+        assert repr(em) == repr(tm)
+        np.testing.assert_allclose(em(et.tensor(x)).numpy(), tm(torch.tensor(x)).numpy(),
+                                   rtol=1e-6, atol=1e-7)
+    for make in (lambda m: m.RMSNorm([3, 2], eps=1e-6), lambda m: m.RMSNorm(2),
+                 lambda m: m.ChannelShuffle(7), lambda m: m.LayerNorm(2, bias=False),
+                 lambda m: m.GroupNorm(7, 7, bias=False), lambda m: m.BatchNorm2d(7, bias=False),
+                 lambda m: m.InstanceNorm2d(7, affine=True, bias=False)):
+        em, tm = make(nn), make(torch.nn)
+        assert repr(em) == repr(tm)
+        assert list(em.state_dict()) == list(tm.state_dict())
+        np.testing.assert_allclose(em(et.tensor(x)).detach().numpy(),
+                                   tm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.warns(FutureWarning) as ew:
+        nn.NLLLoss2d()
+    with pytest.warns(FutureWarning) as tw:
+        torch.nn.NLLLoss2d()
+    assert str(ew[0].message) == str(tw[0].message)

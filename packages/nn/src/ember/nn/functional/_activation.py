@@ -26,7 +26,7 @@ __all__ = [
     "celu_", "gelu", "silu", "mish", "prelu", "rrelu", "rrelu_", "leaky_relu", "leaky_relu_",
     "hardtanh", "hardtanh_", "hardsigmoid", "hardswish", "sigmoid", "logsigmoid", "tanh",
     "tanhshrink", "softplus", "softmax", "log_softmax", "softmin", "softshrink", "hardshrink",
-    "softsign", "glu",
+    "softsign", "glu", "gumbel_softmax",
 ]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -283,3 +283,22 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
     """``softmax(-x, dim)``."""
     x, dim = _prep(input, dim, dtype, "softmin", _stacklevel)
     return _softmax(-x, dim, False)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """A sample from the Gumbel-softmax (Concrete) distribution over ``dim``: softmax of
+    ``(logits + Gumbel noise) / tau``. ``hard=True`` returns the one-hot of its argmax, with
+    the soft sample's gradient (straight-through). ``eps`` is unused, as in PyTorch.
+
+    >>> y = gumbel_softmax(et.zeros(2, 3), hard=True)
+    >>> y.sum(-1).tolist(), sorted(set(y.flatten().tolist()))
+    ([1.0, 1.0], [0.0, 1.0])
+    """
+    gumbels = -et.empty_like(logits).exponential_().log()
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    y_hard = et.zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft

@@ -17,7 +17,8 @@ from ember.tensor import Tensor
 from ember.tensor import extension as _ext
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-           "conv_transpose3d", "unfold", "fold"]
+           "conv_transpose3d", "conv_tbc", "unfold", "fold", "channel_shuffle",
+           "native_channel_shuffle"]
 
 
 _ntuple = _ext.ntuple
@@ -87,3 +88,52 @@ def _conv_params(op: str, value, nd: int) -> tuple[int, ...]:
     """Public helper for the modules: an int or a tuple as an ``nd``-tuple."""
     return _ntuple(op, "argument", value, nd)
 
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-d convolution in time-batch-channel layout: ``input`` (T, B, C_in), ``weight``
+    (k, C_in, C_out), ``bias`` (C_out,), ``pad`` zeros on both ends of time; (T', B, C_out).
+
+    >>> conv_tbc(et.ones(4, 1, 2), et.ones(3, 2, 1), et.zeros(1), 1).flatten().tolist()
+    [4.0, 6.0, 6.0, 4.0]
+    """
+    if input.dim() != 3:
+        raise RuntimeError(f"conv_tbc(): Input must have 3 dims: time, batch, in_channel, but "
+                           f"got {list(input.shape)}")
+    if weight.dim() != 3:
+        raise RuntimeError(f"conv_tbc(): Weight tensor must have 3 dims: kernel_width, "
+                           f"in_channels, out_channels, but got {list(weight.shape)}")
+    if bias.dim() != 1:
+        raise RuntimeError(f"conv_tbc(): Bias must be 1-D, but got {list(bias.shape)}")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError(f"conv_tbc(): Input dim 2 (input channels) is not == dim 1 in the "
+                           f"weight tensor: {input.shape[2]} != {weight.shape[1]}")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError(f"conv_tbc(): Bias size must equal dim 2 in the weight tensor "
+                           f"(output channels): {bias.shape[0]} != {weight.shape[2]}")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Interleave the channels of (N, C, *) ``input`` from ``groups`` groups: channel
+    ``g * (C // groups) + i`` moves to ``i * groups + g`` (ShuffleNet).
+
+    >>> channel_shuffle(et.arange(4.).view(1, 4, 1), 2).flatten().tolist()
+    [0.0, 2.0, 1.0, 3.0]
+    """
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value "
+                           f"of groups:{groups}")
+    c = input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    n, rest = input.shape[0], tuple(input.shape[2:])
+    grouped = input.reshape(n, groups, c // groups, *rest)
+    return grouped.transpose(1, 2).reshape(n, c, *rest)
+
+
+native_channel_shuffle = channel_shuffle

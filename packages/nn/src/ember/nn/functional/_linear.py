@@ -5,7 +5,9 @@ import ember.tensor as et
 from ember.tensor import Tensor
 from ember.tensor.extension import unwrap
 
-__all__ = ["linear", "bilinear"]
+from ._loss import cross_entropy
+
+__all__ = ["linear", "bilinear", "linear_cross_entropy"]
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -52,3 +54,20 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     if bias is not None:
         out = out + bias
     return out.reshape(*batch, o)
+
+
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
+                         linear_bias: Tensor | None = None, weight: Tensor | None = None,
+                         reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options=None) -> Tensor:
+    """``cross_entropy(linear(input, linear_weight, linear_bias), target, ...)``;
+    ``ignore_index=None`` ignores no class. ``options`` (PyTorch's chunking hints) is
+    accepted and changes nothing here: the logits are computed whole.
+
+    >>> linear_cross_entropy(et.ones(1, 2), et.zeros(3, 2), et.tensor([0])).item()
+    1.0986123085021973
+    """
+    logits = linear(input, linear_weight, linear_bias)
+    return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None
+                         else ignore_index, reduction=reduction,
+                         label_smoothing=label_smoothing)

@@ -17,8 +17,8 @@ import ember.autograd as ag
 import ember.tensor as et
 from ember.tensor import Tensor
 
-__all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "local_response_norm",
-           "normalize"]
+__all__ = ["batch_norm", "instance_norm", "layer_norm", "rms_norm", "group_norm",
+           "local_response_norm", "normalize"]
 
 
 def _affine(out: Tensor, weight, bias, shape) -> Tensor:
@@ -113,15 +113,9 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     return _affine(out, weight, bias, shape)
 
 
-def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
-               weight: Tensor | None = None, bias: Tensor | None = None,
-               eps: float = 1e-5) -> Tensor:
-    """Normalize over the trailing ``normalized_shape`` dims.
-
-    >>> layer_norm(et.ones(2, 3), 3).tolist()
-    [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
-    """
-    op = "layer_norm"
+def _normalized_dims(op: str, input: Tensor, normalized_shape, params) -> tuple:
+    """The trailing dims that ``normalized_shape`` names, with PyTorch's shape errors for
+    ``input`` and the per-element ``params`` (name, tensor or None)."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     ns = tuple(int(v) for v in normalized_shape)
@@ -130,16 +124,44 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
         raise RuntimeError(f"{op}(): Given normalized_shape={list(ns)}, expected input with "
                            f"shape [*, {', '.join(map(str, ns))}], but got input of size"
                            f"{list(input.shape)}")
-    for name, t in (("weight", weight), ("bias", bias)):
+    for name, t in params:
         if t is not None and tuple(t.shape) != ns:
             raise RuntimeError(f"{op}(): Expected {name} to be of same shape as "
                                f"normalized_shape, but got {name} of shape {list(t.shape)} "
                                f"and normalized_shape = {list(ns)}")
-    dims = tuple(range(input.dim() - nd, input.dim()))
+    return ns, tuple(range(input.dim() - nd, input.dim()))
+
+
+def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalize over the trailing ``normalized_shape`` dims.
+
+    >>> layer_norm(et.ones(2, 3), 3).tolist()
+    [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    """
+    ns, dims = _normalized_dims("layer_norm", input, normalized_shape,
+                                (("weight", weight), ("bias", bias)))
     mean = input.mean(dims, keepdim=True)
     var = input.var(dims, unbiased=False, keepdim=True)
     out = (input - mean) * (var + eps).rsqrt()
     return _affine(out, weight, bias, ns)
+
+
+def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int,
+             weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """Root-mean-square normalization over the trailing ``normalized_shape`` dims:
+    ``input / sqrt(mean(input ** 2) + eps) * weight``; ``eps=None`` is the dtype's machine
+    epsilon.
+
+    >>> rms_norm(et.tensor([[3., 4.]], dtype=et.float64), [2]).round(decimals=4).tolist()
+    [[0.8485, 1.1314]]
+    """
+    ns, dims = _normalized_dims("rms_norm", input, normalized_shape, (("weight", weight),))
+    if eps is None:
+        eps = et.finfo(input.dtype).eps
+    out = input * (input.square().mean(dims, keepdim=True) + eps).rsqrt()
+    return _affine(out, weight, None, ns)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,

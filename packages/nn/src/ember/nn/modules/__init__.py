@@ -4,6 +4,7 @@ from __future__ import annotations
 from . import (
     activation,
     batchnorm,
+    channelshuffle,
     container,
     conv,
     distance,
@@ -26,6 +27,7 @@ from . import (
     utils,
 )
 from .activation import *
+from .channelshuffle import *
 from .container import *
 from .conv import *
 from .distance import *
@@ -46,7 +48,7 @@ from .upsampling import *
 
 __all__ = [name for mod in (module, container, linear, flatten, activation, conv, fold,
                             padding, pooling, normalization, dropout, distance, sparse,
-                            transformer, loss, rnn, pixelshuffle, upsampling)
+                            transformer, loss, rnn, pixelshuffle, channelshuffle, upsampling)
            for name in mod.__all__]
 
 # PyTorch keeps MultiheadAttention in torch.nn.modules.activation; programs import it there

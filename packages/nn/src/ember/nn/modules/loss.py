@@ -2,6 +2,8 @@
 ``weight`` / ``pos_weight`` buffers."""
 from __future__ import annotations
 
+import warnings
+
 from ember.tensor import Tensor
 
 from .. import functional as F
@@ -13,7 +15,7 @@ __all__ = [
     "KLDivLoss", "BCELoss", "BCEWithLogitsLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
     "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "SmoothL1Loss",
     "HuberLoss", "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
-    "TripletMarginWithDistanceLoss", "CTCLoss",
+    "TripletMarginWithDistanceLoss", "CTCLoss", "NLLLoss2d",
 ]
 
 
@@ -53,6 +55,18 @@ class NLLLoss(_WeightedLoss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """The deprecated name of :class:`NLLLoss` for image-shaped input; warns and behaves the
+    same."""
+
+    def __init__(self, weight: Tensor | None = None, size_average=None,
+                 ignore_index: int = -100, reduce=None, reduction: str = "mean") -> None:
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
+                      "drop-in replacement and see https://pytorch.org/docs/main/nn.html"
+                      "#torch.nn.NLLLoss for more details.", FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):

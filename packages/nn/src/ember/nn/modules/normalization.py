@@ -21,7 +21,7 @@ from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
            "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
-           "LazyInstanceNorm2d", "LazyInstanceNorm3d",
+           "LazyInstanceNorm2d", "LazyInstanceNorm3d", "RMSNorm", "CrossMapLRN2d",
            "InstanceNorm3d", "LayerNorm", "GroupNorm", "LocalResponseNorm"]
 
 
@@ -283,6 +283,38 @@ class LayerNorm(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalization over the trailing ``normalized_shape`` dims, with an
+    elementwise scale (``torch.nn.RMSNorm``); ``eps=None`` is the dtype's machine epsilon.
+
+    >>> RMSNorm([2, 3])(et.randn(4, 2, 3)).shape
+    ember.Size([4, 2, 3])
+    """
+
+    def __init__(self, normalized_shape: Sequence[int] | int, eps: float | None = None,
+                 elementwise_affine: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(int(v) for v in normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        self.register_parameter("weight", Parameter(et.empty(
+            *self.normalized_shape, device=device, dtype=dtype)) if elementwise_affine else None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
 
 
@@ -333,6 +365,48 @@ class LocalResponseNorm(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """Lua Torch's cross-channel local response normalization of 4-D input
+    (``torch.nn.CrossMapLRN2d``): ``x * (k + alpha / size * s) ** -beta`` where ``s`` sums the
+    squares over a window of channels. The window is Lua Torch's: channels
+    ``[c - pre + 1, c + pre - 1]`` with ``pre = (size - 1) // 2 + 1``, and always channel 0.
+    Gradients are this forward's exact derivative (PyTorch's legacy backward assumes a
+    symmetric window and differs from it).
+
+    >>> CrossMapLRN2d(3, alpha=3., beta=1., k=0.)(et.ones(1, 3, 1, 1)).flatten().tolist()
+    [0.5, 0.3333333432674408, 0.3333333432674408]
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
+                             f"instead.")
+        c = input.shape[1]
+        pre = (self.size - 1) // 2 + 1
+        lo = [max(0, i - pre + 1) for i in range(c)]
+        hi = [min(i + pre - 1, c - 1) + 1 for i in range(c)]
+        sq = input.square()
+        sums = F.pad(sq.cumsum(1), (0, 0, 0, 0, 1, 0))  # sums[:, j]: channels below j
+        dev = input.device
+        window = sums.index_select(1, et.tensor(hi, device=dev)) - \
+            sums.index_select(1, et.tensor(lo, device=dev))
+        # Lua Torch's running window never drops channel 0
+        window = window + sq[:, :1] * et.tensor([float(v > 0) for v in lo], dtype=sq.dtype,
+                                                device=dev).view(1, c, 1, 1)
+        return input * (window * (self.alpha / self.size) + self.k).pow(-self.beta)
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
