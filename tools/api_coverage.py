@@ -45,7 +45,8 @@ NAMESPACES = [
 ]
 
 _QUANT = "quantized tensors: ember has no quantized dtypes or quantization workflow"
-_SPARSE = "sparse layouts (COO/CSR/CSC/BSR/BSC): ember tensors are dense and strided"
+_SPARSE = ("compressed sparse layouts (CSR/CSC/BSR/BSC) and the half-precision / hybrid "
+           "sparse products: ember's sparse tensors are COO (sparse_coo_tensor)")
 _JIT = ("TorchScript / JIT / FX / torch.compile / torch.export internals: ember is eager-only "
         "and traces through its op registry (ember.onnx) instead")
 _BACKEND = ("entry points of one vendor library (cuDNN, MIOpen, oneDNN/MKL-DNN, FBGEMM) that "
@@ -80,9 +81,9 @@ EXCLUDE: list[tuple[str, str, str]] = [
     ("torch", r"q_.*|quantize.*|quantized_.*|dequantize|int_repr|fake_quantize_.*|"
               r"fused_moving_avg_obs_fake_quant|choose_qparams_optimized|q(u)?int.*|qscheme|"
               r"per_(channel|tensor)_.*|empty_quantized|Q(U)?Int.*Storage", _QUANT),
-    ("torch", r"sparse_.*|spmm|smm|hsmm|dsmm|sspaddmm|saddmm|hspmm|resize_as_sparse_|"
-              r"(c?col|crow|row)_indices_copy|indices_copy|values_copy|segment_reduce",
-     _SPARSE),
+    ("torch", r"sparse_(csr|csc|bsr|bsc|compressed)(_tensor)?|hsmm|dsmm|saddmm|hspmm|"
+              r"resize_as_sparse_|(c?col|crow|row)_indices_copy|indices_copy|values_copy|"
+              r"segment_reduce", _SPARSE),
     ("torch", r"(Aggregation|Any|Await|Bool|Class|Complex|Dict|DeviceObj|Enum|Float|Future|"
               r"Int|Interface|List|None|Number|Optional|PyObject|RRef|StreamObj|String|Tensor|"
               r"Tuple|Union|SymInt|SymBool)Type|Type|AliasDb|Argument|ArgumentSpec|Block|"
@@ -127,9 +128,8 @@ EXCLUDE: list[tuple[str, str, str]] = [
               r"(set|is)_autocast_cpu_enabled", _AUTOCAST_LEGACY),
     # -- Tensor methods and properties
     ("torch.Tensor", r"q_.*|int_repr|dequantize|qscheme|is_quantized", _QUANT),
-    ("torch.Tensor", r"to_sparse.*|sparse_.*|is_sparse(_csr)?|coalesce|is_coalesced|indices|"
-                     r"values|(c?col|crow|row)_indices|dense_dim|smm|sspaddmm|to_dense|"
-                     r"resize_as_sparse_", _SPARSE),
+    ("torch.Tensor", r"to_sparse_(csr|csc|bsr|bsc)|is_sparse_csr|(c?col|crow|row)_indices|"
+                     r"sparse_resize_(and_clear_)?|resize_as_sparse_", _SPARSE),
     ("torch.Tensor", r"to_mkldnn|is_mkldnn", _BACKEND),
     ("torch.Tensor", r"ipu|xpu|mtia|is_(ipu|xpu|mtia|maia|meta|mps|vulkan|xla)", _DEVICE),
     ("torch.Tensor", r"names|refine_names|rename_?|align_as|align_to|has_names|name|"
@@ -164,7 +164,6 @@ EXCLUDE: list[tuple[str, str, str]] = [
                       r"kaiming_normal|orthogonal|sparse|dirac|eye",
      "the deprecated forms without a trailing underscore (deprecated since PyTorch 0.4); the "
      "`_` forms are there"),
-    ("torch.nn.init", r"sparse_", _SPARSE),
     # -- torch.autograd
     ("torch.autograd", r"DeviceType|Profiler.*|kineto_available", _PROFILE),
     ("torch.autograd", r"handle_torch_function|has_torch_function|is_tensor_like", _DISPATCH),
@@ -172,7 +171,6 @@ EXCLUDE: list[tuple[str, str, str]] = [
                        r"is_multithreading_enabled|set_multithreading_enabled|overload|cast",
      _MISC),
     # -- torch.optim
-    ("torch.optim", r"SparseAdam", _SPARSE),
     ("torch.optim", r"swap_in_optimizer_params_and_state", _MISC),
     # -- torch.optim.lr_scheduler
     ("torch.optim.lr_scheduler", r"EPOCH_DEPRECATION_WARNING|Self|TypedDict|SupportsFloat|"
