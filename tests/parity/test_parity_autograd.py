@@ -165,3 +165,25 @@ def test_inplace_through_view_matches_torch():
     f(torch, tx, th).backward()
     np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
     np.testing.assert_allclose(eh.grad.numpy(), th.grad.numpy(), rtol=1e-12)
+
+
+def test_grad_mode_flags_parity():
+    """``ember.tensor.no_grad`` and friends report what ``torch.no_grad`` and friends do."""
+    import ember.tensor as E
+
+    def trace(lib):
+        seen = [(lib.is_grad_enabled(), lib.is_inference_mode_enabled())]
+        with lib.no_grad():
+            seen.append((lib.is_grad_enabled(), lib.is_inference_mode_enabled()))
+            with lib.enable_grad():
+                seen.append((lib.is_grad_enabled(), lib.is_inference_mode_enabled()))
+        with lib.inference_mode():
+            seen.append((lib.is_grad_enabled(), lib.is_inference_mode_enabled()))
+            with lib.inference_mode(False):
+                seen.append((lib.is_grad_enabled(), lib.is_inference_mode_enabled()))
+        with lib.set_grad_enabled(False):
+            seen.append((lib.is_grad_enabled(), lib.is_inference_mode_enabled()))
+        seen.append((lib.is_anomaly_enabled(), lib.is_anomaly_check_nan_enabled()))
+        return seen
+
+    assert trace(E) == trace(torch)

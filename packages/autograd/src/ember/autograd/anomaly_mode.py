@@ -2,7 +2,10 @@
 backward; fail on NaN produced by a backward function."""
 from __future__ import annotations
 
-from .grad_mode import state
+import functools
+
+from ember.tensor import is_anomaly_enabled
+from ember.tensor.extension import grad_mode as state
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
 
@@ -23,8 +26,6 @@ class detect_anomaly:
         return False
 
     def __call__(self, fn):
-        import functools
-
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with detect_anomaly(self.check_nan):
@@ -42,6 +43,3 @@ class set_detect_anomaly(detect_anomaly):
     def __enter__(self):
         return self
 
-
-def is_anomaly_enabled() -> bool:
-    return state.anomaly

@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 from . import (  # noqa: E402
     _creation,
     _extra_ops,
+    _grad_mode,
     _indexing,
     _linalg,
     _linalg_ops,
@@ -67,6 +68,7 @@ from ._dtype import (
 )
 from ._dtype import can_cast as _can_cast
 from ._extra_ops import *
+from ._grad_mode import *
 from ._indexing import *
 from ._linalg import *
 from ._linalg_ops import *
@@ -132,6 +134,7 @@ __all__ = sorted(
     | set(_scatter.__all__)
     | set(_random.__all__) | set(_nn_ops.__all__)
     | set(_linalg_ops.__all__) | set(_special_ops.__all__) | set(_extra_ops.__all__)
+    | set(_grad_mode.__all__)
     | {"linalg", "special", "fft", "sparse", "layout", "strided", "sparse_coo",
        "sparse_coo_tensor", "spmm"}
 )
