@@ -79,3 +79,15 @@ def test_gather_index_modified_in_place_raises():
     idx[0, 0] = 3
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+
+
+def test_clamped_elements_get_zero_gradient_even_from_an_infinite_one():
+    # sqrt(y - 1) at y = 1 has an infinite derivative; the clamped element's gradient is 0,
+    # not inf * 0 = NaN (PyTorch selects, it does not multiply by a mask)
+    a = et.tensor([0.5, 2.0, 3.0], requires_grad=True)
+    (et.clamp(a, min=1.0) - 1.0).sqrt().sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [0.0, 0.5, 0.5 / np.sqrt(2.0)], rtol=1e-6)
+    lo = et.tensor([1.0, 1.0, 4.0], requires_grad=True)
+    b = et.tensor([0.5, 2.0, 3.0], requires_grad=True)
+    (et.clamp(b, min=lo) - 1.0).sqrt().sum().backward()
+    assert np.isfinite(b.grad.numpy()).all() and b.grad.numpy()[0] == 0.0

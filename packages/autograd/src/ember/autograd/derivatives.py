@@ -359,9 +359,11 @@ def _clamp(c, g):
         keep = keep & (a >= lo)
     if hi is not None:
         keep = keep & (a <= hi)
-    ga = g * keep
-    glo = g * (a < lo) if _t(lo) and lo.requires_grad else None
-    ghi = g * (a > hi) if _t(hi) and hi.requires_grad else None
+    # selected, not multiplied by a mask: a clamped element's gradient is exactly zero even
+    # where ``g`` is infinite (PyTorch's clamp_backward)
+    ga = et.where(keep, g, 0.0)
+    glo = et.where(a < lo, g, 0.0) if _t(lo) and lo.requires_grad else None
+    ghi = et.where(a > hi, g, 0.0) if _t(hi) and hi.requires_grad else None
     return ga, glo, ghi
 
 
