@@ -37,6 +37,7 @@ from . import (  # noqa: E402
 )
 from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from ._bfloat16 import install as _install_bfloat16_opmath
+from ._composite import declare_composites as _declare_composites
 from ._creation import *
 from ._creation import legacy_class as _legacy_class
 from ._device import device
@@ -138,3 +139,7 @@ __all__ = sorted(
     | {"linalg", "special", "fft", "sparse", "layout", "strided", "sparse_coo",
        "sparse_coo_tensor", "spmm"}
 )
+
+# the namespace's composites (public functions built of registry ops) diagnose a failed call as
+# the registry's ops do: PyTorch's TypeError for a non-tensor argument, and so on
+_declare_composites(globals())

@@ -36,6 +36,48 @@ def check_inplace(t: Tensor, op: str) -> None:
                     "performing the operation.")
 
 
+# --------------------------------------------------------------------------- broadcasting
+def _broadcast_pair(a: tuple, b: tuple):
+    """The broadcast of shapes ``a`` and ``b``, or the (size a, size b, dim) that refuses it."""
+    n = max(len(a), len(b))
+    a2, b2 = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for i, (x, y) in enumerate(zip(a2, b2)):
+        if x != y and x != 1 and y != 1:
+            return None, (x, y, i)
+        out.append(y if x == 1 else x)
+    return tuple(out), None
+
+
+def broadcast_error(op: str | None, *shapes, detail: str | None = None) -> RuntimeError:
+    """PyTorch's RuntimeError for operands of ``shapes`` that do not broadcast, folded left to
+    right as PyTorch's TensorIterator does (``a`` is the broadcast of the operands before
+    ``b``); ``detail``: the message when the shapes do broadcast (the failure was inside)."""
+    prefix = f"{op}(): " if op else ""
+    if shapes:
+        acc = tuple(shapes[0])
+        for s in shapes[1:]:
+            out, bad = _broadcast_pair(acc, tuple(s))
+            if bad is not None:
+                x, y, i = bad
+                return RuntimeError(
+                    f"{prefix}The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                    f"at non-singleton dimension {i} (shapes {list(acc)} and {list(s)})")
+            acc = out
+    shown = ", ".join(str(list(s)) for s in shapes)
+    return RuntimeError(f"{prefix}{detail or f'shapes {shown} cannot be broadcast together'}")
+
+
+def broadcast_shapes(op: str | None, *shapes) -> tuple:
+    """The shape ``shapes`` broadcast to, or :func:`broadcast_error` naming ``op``."""
+    acc = tuple(shapes[0]) if shapes else ()
+    for s in shapes[1:]:
+        acc, bad = _broadcast_pair(acc, tuple(s))
+        if bad is not None:
+            raise broadcast_error(op, *shapes)
+    return acc
+
+
 # --------------------------------------------------------------------------- argument types
 _SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
                  "int32": "Int", "int64": "Long", "float16": "Half", "bfloat16": "BFloat16",

@@ -18,9 +18,10 @@ import os
 import numpy as np
 
 from . import _dtype as D
-from ._checks import arg_type_error, check_dtype, check_int
+from ._checks import arg_type_error, check_dtype, check_int, not_implemented, scalar_type_name
 from ._reduction import _one_dim, _return_type
 from ._registry import array_module, defop, with_out
+from ._scatter import _scatter_check
 from ._tensor import Tensor, _autograd
 
 _make = Tensor._make
@@ -47,11 +48,11 @@ class extra_return_types:
 
 
 # ---------------------------------------------------------------------------- softmax
-def _softmax_in(input: Tensor, dim, dtype):
+def _softmax_in(input: Tensor, dim, dtype, op: str):
     if dtype is not None:
         input = input.to(dtype=dtype)
-    elif not input.is_floating_point():
-        raise RuntimeError(f"softmax(): expected a floating point tensor, got {input.dtype}")
+    elif not input.is_floating_point():  # PyTorch has no kernel for bool or integer tensors
+        raise not_implemented(op, input._data.dtype)
     return input
 
 
@@ -64,7 +65,7 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """
     from ._nn_ops import _softmax
 
-    return _softmax(_softmax_in(input, dim, dtype), dim, False)
+    return _softmax(_softmax_in(input, dim, dtype, "softmax"), dim, False)
 
 
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
@@ -76,7 +77,7 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """
     from ._nn_ops import _log_softmax
 
-    return _log_softmax(_softmax_in(input, dim, dtype), dim, False)
+    return _log_softmax(_softmax_in(input, dim, dtype, "log_softmax"), dim, False)
 
 
 # ---------------------------------------------------------------------------- elementwise
@@ -288,6 +289,9 @@ def _search(op: str, seq, values, right: bool, out_int32: bool, side, sorter):
             raise RuntimeError(f"{op}(): side and right can't be set to opposites, got side of "
                                "left while right was True")
         right = side == "right"
+    if seq.ndim == 0:
+        raise RuntimeError(f"{op}(): boundaries tensor should have positive dimension, but got "
+                           "0 dimension")
     xp = array_module(seq)
     if not isinstance(values, Tensor) and (not isinstance(values, (numbers.Number, np.generic))
                                            or isinstance(values, bool)):
@@ -370,8 +374,8 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:  # noqa: A002
     """
     d = input._data
     if d.dtype.kind != "f":
-        raise RuntimeError(f"histc(): \"histogram_cpu\" not implemented for "
-                           f"'{input.dtype.name.capitalize()}'")
+        raise NotImplementedError(f"histc(): \"histogram_cpu\" not implemented for "
+                                  f"'{scalar_type_name(d.dtype)}'")
     if bins <= 0:
         raise RuntimeError("torch.histc(): bins must be > 0")
     xp = array_module(d)
@@ -482,15 +486,14 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if x.dtype != s.dtype:
         raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, "
                            f"got {x.dtype} and {s.dtype}")
+    # scatter's checks: dims, index sizes against self and src, index range (0-d as 1-d)
+    idx, ax, dshape, _ = _scatter_check("scatter_reduce", input, dim, index, src)
+    x, s = x.reshape(dshape), s.reshape(s.shape or (1,))
     xp = array_module(x)
-    ax = _one_dim(dim, max(x.ndim, 1), "scatter_reduce")
-    if idx.size and (int(idx.min()) < -x.shape[ax] or int(idx.max()) >= x.shape[ax]):
-        raise IndexError(f"scatter_reduce(): index out of bounds for dimension {ax} with size "
-                         f"{x.shape[ax]}")
     # positions: the full coordinate tuple of every index element
     grids = list(xp.indices(idx.shape, sparse=True))
     target = list(grids)
-    target[ax] = idx % x.shape[ax]
+    target[ax] = idx
     tgt = tuple(xp.broadcast_to(t, idx.shape) for t in target)
     vals = s[tuple(xp.broadcast_to(g, idx.shape) for g in grids)]
     out = x.copy()
@@ -522,7 +525,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
             out = xp.where(hit, out // cnt, out).astype(x.dtype)
         else:
             out = xp.where(hit, out / cnt, out).astype(x.dtype)
-    return _make(out)
+    return _make(out.reshape(input._data.shape))
 
 
 # ---------------------------------------------------------------------------- factories

@@ -23,7 +23,7 @@ import operator
 import numpy as np
 
 from . import _dtype as D
-from ._checks import check_inplace, check_same_device
+from ._checks import broadcast_shapes, check_inplace, check_same_device
 from ._registry import array_module, defop
 from ._tensor import Tensor, _legacy_name, _ptr, _root, _wrap_dim
 
@@ -38,9 +38,10 @@ _ndarray = np.ndarray
 _INT64 = np.dtype(np.int64)
 
 
-class IndexOutOfBoundsError(IndexError, RuntimeError):
+class IndexOutOfBoundsError(RuntimeError, IndexError):
     """An index out of range in an op where PyTorch raises RuntimeError (gather, scatter,
-    index_select, index_add): catchable as either."""
+    index_select, index_add): a RuntimeError first, as PyTorch's, catchable as IndexError
+    too."""
 
 
 # ------------------------------------------------------------------------------ small helpers
@@ -111,20 +112,6 @@ def _dims_arg(dims, op: str) -> tuple[int, ...]:
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     return tuple(operator.index(d) for d in dims)
-
-
-def _broadcast_shape(a: tuple, b: tuple) -> tuple:
-    """PyTorch's broadcast with its error message."""
-    n = max(len(a), len(b))
-    a2, b2 = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    out = []
-    for i, (x, y) in enumerate(zip(a2, b2)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(
-                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
-                f"non-singleton dimension {i}")
-        out.append(y if x == 1 else x)
-    return tuple(out)
 
 
 def _cast_scalar(value, dtype: np.dtype):
@@ -678,7 +665,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     m = _bool_mask(mask, op, "masked_select: expected BoolTensor for mask")
     data = input._data
     _same_device(op, data, m)
-    bshape = _broadcast_shape(data.shape, m.shape)
+    bshape = broadcast_shapes(op, data.shape, m.shape)
     if tuple(data.shape) == bshape and tuple(m.shape) == bshape:
         return getitem(input, mask)
     xp = array_module(data)
@@ -722,7 +709,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     m = _bool_mask(mask, op, _MS_MASK)
     data = input._data
     _same_device(op, data, m)
-    bshape = _broadcast_shape(data.shape, m.shape)
+    bshape = broadcast_shapes(op, data.shape, m.shape)
     xp = array_module(data)
     out = xp.array(xp.broadcast_to(data, bshape), copy=True, order="C")
     _masked_scatter_into(out, op, m, source)
@@ -740,7 +727,7 @@ def masked_scatter_(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     m = _bool_mask(mask, op, _MS_MASK.replace("masked_scatter()", "masked_scatter_()"))
     data = input._data
     _same_device(op, data, m)
-    if _broadcast_shape(data.shape, m.shape) != tuple(data.shape):
+    if broadcast_shapes(op, data.shape, m.shape) != tuple(data.shape):
         raise RuntimeError(f"{op}(): mask of shape {list(m.shape)} cannot be broadcast to "
                            f"self of shape {list(data.shape)}")
     _check_inplace(input, op)
@@ -834,12 +821,10 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
         _check_range(a, 1, 0, op)
         return getitem(input, ())
     xp = array_module(data)
-    bshape = []
-    for d in range(data.ndim):
-        if d == dim:
-            bshape.append(a.shape[d])
-        else:
-            bshape.append(_broadcast_shape((data.shape[d],), (a.shape[d],))[0])
+    ds, ids = list(data.shape), list(a.shape)
+    ds[dim] = ids[dim] = 1  # every dim but ``dim`` broadcasts
+    bshape = list(broadcast_shapes(op, ds, ids))
+    bshape[dim] = a.shape[dim]
     _check_range(a, data.shape[dim], dim, op)
     items = []
     for d in range(data.ndim):

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._autocast import autocast_input_dtype
-from ._checks import check_same_device
+from ._checks import check_same_device, not_implemented
 from ._pointwise import add, mul
 from ._reduction import sum as _sum
 from ._registry import array_module, defop
@@ -255,6 +255,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
         raise RuntimeError(f"bmm(): batch1 must be a 3D tensor, got a {a.ndim}-D tensor")
     if b.ndim != 3:
         raise RuntimeError(f"bmm(): batch2 must be a 3D tensor, got a {b.ndim}-D tensor")
+    if a.dtype.kind == "b":  # PyTorch's bmm has no bool kernel
+        raise not_implemented("bmm", a.dtype)
     if a.dtype != b.dtype:
         raise RuntimeError(f"bmm(): expected scalar type {_SCALAR_NAMES[a.dtype]} but found "
                            f"{_SCALAR_NAMES[b.dtype]}")
@@ -340,7 +342,9 @@ def _einsum(equation: str, *operands: Tensor) -> Tensor:
     _check_device("einsum", *arrays)
     dt = arrays[0].dtype
     for x in arrays[1:]:
-        if x.dtype != dt:
+        if x.dtype != dt:  # PyTorch's bmm, which contracts, checks its kernel first
+            if dt.kind == "b":
+                raise not_implemented("einsum", dt)
             raise RuntimeError(f"einsum(): expected scalar type {_SCALAR_NAMES[dt]} but found "
                                f"{_SCALAR_NAMES[x.dtype]}")
     xp = array_module(arrays[0])
@@ -471,12 +475,30 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor
     return _add_scaled("addmv", input, mv(mat, vec), beta, alpha)
 
 
+def _read_sizes(op: str, *reads) -> None:
+    """PyTorch's batched products read ``(array, dim)`` sizes before checking ranks: a tensor
+    with too few dims is its IndexError."""
+    for arr, d in reads:
+        if arr.ndim == 0:
+            raise IndexError(f"{op}(): Dimension specified as {d} but tensor has no dimensions")
+        if d >= arr.ndim:
+            raise IndexError(f"{op}(): Dimension out of range (expected to be in range of "
+                             f"[{-arr.ndim}, {arr.ndim - 1}], but got {d})")
+
+
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``.
 
     >>> baddbmm(zeros(2, 1, 1), ones(2, 1, 3), ones(2, 3, 1)).shape
     ember.Size([2, 1, 1])
     """
+    b1, b2 = batch1._data, batch2._data
+    _read_sizes("baddbmm", (b1, 0), (b1, 1), (b2, 2))
+    d = input._data.dtype
+    if d != b1.dtype and autocast_input_dtype(input) is None:
+        raise RuntimeError(f"baddbmm(): Input dtypes must be the same, got: input "
+                           f"{_CPP_NAMES[d]}, batch1: {_CPP_NAMES[b1.dtype]}, batch2: "
+                           f"{_CPP_NAMES[b2.dtype]}")
     return _add_scaled("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
 
@@ -487,6 +509,10 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) ->
     tensor([[6.]])
     """
     b1, b2 = batch1._data, batch2._data
+    _read_sizes("addbmm", (b1, 1), (b2, 2))
+    if b1.dtype != b2.dtype:
+        raise RuntimeError(f"addbmm(): mat1 and mat2 must have the same dtype, but got "
+                           f"{_SCALAR_NAMES[b1.dtype]} and {_SCALAR_NAMES[b2.dtype]}")
     if b1.ndim != 3 or b2.ndim != 3:
         raise RuntimeError(f"addbmm(): batch1 and batch2 must be 3D tensors, got {b1.ndim}D "
                            f"and {b2.ndim}D")
@@ -542,6 +568,8 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """
     a, b = input._data, other._data
     _check_device("cross", a, b)
+    if a.dtype.kind == "b":  # PyTorch's cross has no bool kernel
+        raise not_implemented("cross", a.dtype)
     if a.dtype != b.dtype:
         raise RuntimeError(f"cross(): expected scalar type {_SCALAR_NAMES[a.dtype]} but found "
                            f"{_SCALAR_NAMES[b.dtype]}")

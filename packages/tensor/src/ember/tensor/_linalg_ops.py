@@ -78,12 +78,24 @@ _NAMES = {np.dtype(k): v for k, v in {
 
 
 # ---------------------------------------------------------------------------- checks
-def _check_float(op: str, d, what: str = "input") -> None:
-    if d.dtype.kind != "f" or d.dtype == np.float16:
-        if d.dtype.kind == "f":
-            raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as {what}. "
-                           f"Got {_NAMES.get(d.dtype, d.dtype)}")
+def _check_float(op: str, d, what: str = "input", *, kernel: str | None = None,
+                 half_kernel: str | None = None) -> None:
+    """float32 and float64 only, with PyTorch's error for the others: where PyTorch checks the
+    dtype itself, RuntimeError (``Expected a floating point ...``, ``Low precision ...``); where
+    its LAPACK kernel's dispatch refuses it, NotImplementedError naming the kernel: ``kernel``
+    for an op with no dtype check of its own, ``half_kernel`` for one whose check lets float16
+    through to the kernel."""
+    dt = d.dtype
+    if dt.kind == "f" and dt != np.float16:
+        return
+    kernel = kernel or (half_kernel if dt == np.float16 else None)
+    if kernel is not None:
+        raise NotImplementedError(f"{op}: \"{kernel}\" not implemented for "
+                                  f"'{_NAMES.get(dt, dt)}'")
+    if dt.kind == "f":
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
+    raise RuntimeError(f"{op}: Expected a floating point or complex tensor as {what}. "
+                       f"Got {_NAMES.get(dt, dt)}")
 
 
 def _check_matrix(op: str, d, name: str = "A") -> None:
@@ -128,7 +140,7 @@ def _own(xp, r):
 def linalg_det(A: Tensor) -> Tensor:
     a = A._data
     _check_square("linalg.det", a)
-    _check_float("linalg.det", a)
+    _check_float("linalg.det", a, half_kernel="lu_cpu")
     xp = _xp(a)
     return _make(xp.asarray(xp.linalg.det(a)).astype(a.dtype, copy=False))
 
@@ -175,8 +187,10 @@ def _solve_arrays(op: str, a, b, left: bool = True):
     """``A^{-1} B`` (``B A^{-1}`` when not ``left``) with PyTorch's vector rule and batch
     broadcasting."""
     _check_square(op, a)
-    _check_float(op, a)
+    if a.dtype != np.float16:  # float16 passes PyTorch's dtype check, its kernel refuses it
+        _check_float(op, a)
     _check_same(op, a, b)
+    _check_float(op, a, half_kernel="lu_cpu")
     xp = _xp(a)
     vec = _is_vector_rhs(a, b)
     if not left:
@@ -239,7 +253,7 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
     a, b = A._data, B._data
     op = "linalg.solve_triangular"
     _check_square(op, a)
-    _check_float(op, a)
+    _check_float(op, a, kernel="triangular_solve_cpu")
     _check_same(op, a, b)
     _check_matrix(op, b, "B")
     k = a.shape[-1]
@@ -257,7 +271,7 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
 def linalg_cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     a = A._data
     _check_square("linalg.cholesky", a)
-    _check_float("linalg.cholesky", a)
+    _check_float("linalg.cholesky", a, half_kernel="cholesky_cpu")
     xp = _xp(a)
     try:
         r = xp.linalg.cholesky(a)
@@ -275,7 +289,7 @@ def linalg_cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
 def linalg_qr(A: Tensor, mode: str = "reduced"):
     a = A._data
     _check_matrix("linalg.qr", a)
-    _check_float("linalg.qr", a)
+    _check_float("linalg.qr", a, half_kernel="geqrf_cpu")
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
@@ -292,7 +306,7 @@ def linalg_qr(A: Tensor, mode: str = "reduced"):
 def linalg_eigh(A: Tensor, UPLO: str = "L"):
     a = A._data
     _check_square("linalg.eigh", a)
-    _check_float("linalg.eigh", a)
+    _check_float("linalg.eigh", a, kernel="linalg_eigh_cpu")
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got "
                            f"{UPLO}")
@@ -306,7 +320,7 @@ def linalg_eigh(A: Tensor, UPLO: str = "L"):
 def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver=None):
     a = A._data
     _check_matrix("linalg.svd", a)
-    _check_float("linalg.svd", a)
+    _check_float("linalg.svd", a, half_kernel="linalg_svd_cpu")
     if driver is not None and _xp(a) is np:
         raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on "
                            "CUDA inputs with cuSOLVER backend.")
@@ -494,7 +508,7 @@ def _lu_batch(xp, a, pivot: bool):
 def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False):
     a = A._data
     _check_matrix("linalg.lu_factor_ex", a)
-    _check_float("linalg.lu_factor_ex", a)
+    _check_float("linalg.lu_factor_ex", a, kernel="lu_cpu")
     xp = _xp(a)
     lu, piv, info = _lu_batch(xp, a, pivot)
     if check_errors and info.size and (info > 0).any():
@@ -560,7 +574,7 @@ def _dtype_np(dtype):
 def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False):
     a = A._data
     _check_square("linalg.ldl_factor_ex", a)
-    _check_float("linalg.ldl_factor_ex", a)
+    _check_float("linalg.ldl_factor_ex", a, half_kernel="ldl_factor_kernel_cpu")
     xp = _xp(a)
     if xp is not np:
         raise NotImplementedError("linalg.ldl_factor: not implemented on ember's CUDA backend "
@@ -587,30 +601,45 @@ def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bo
 @defop("linalg_ldl_solve", out=True, differentiable=False)
 def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False):
     ld, piv, b = LD._data, pivots._data, B._data
-    _check_square("linalg.ldl_solve", ld, "LD")
-    _check_float("linalg.ldl_solve", ld)
-    _check_same("linalg.ldl_solve", ld, b)
+    op = "torch.linalg.ldl_solve"
+    _check_square(op, ld)
+    if ld.dtype != np.float16:  # float16 passes PyTorch's dtype check, its kernel refuses it
+        _check_float(op, ld)
+    if b.ndim < 2:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
+                         f"[{-max(b.ndim, 1)}, {max(b.ndim, 1) - 1}], but got -2)")
+    if b.shape[-2] != ld.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for {op}: each A matrix is "
+                           f"{ld.shape[-2]} by {ld.shape[-1]} but each b matrix is "
+                           f"{b.shape[-2]} by {b.shape[-1]}")
+    if tuple(piv.shape) != tuple(ld.shape[:-1]):
+        raise RuntimeError(f"{op}: Expected LD.shape[:-1] and pivots.shape to be the same, but "
+                           f"got pivots with shape {list(piv.shape)} instead")
+    # LAPACK indexes rows with the pivots unchecked: out-of-range ones read and write out of
+    # bounds, so they raise here, as PyTorch's
+    if piv.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}: Expected pivots to be integers. Got "
+                           f"{scalar_type_name(piv.dtype)}")
+    if ld.dtype != b.dtype:
+        raise RuntimeError(f"{op}: Expected b and A to have the same dtype, but found b of type "
+                           f"{scalar_type_name(b.dtype)} and A of type "
+                           f"{scalar_type_name(ld.dtype)} instead.")
+    _check_float(op, ld, half_kernel="ldl_solve_kernel_cpu")
+    _check_same(op, ld, b)
     if _xp(ld) is not np:
-        raise NotImplementedError("linalg.ldl_solve: not implemented on ember's CUDA backend")
+        raise NotImplementedError(f"{op}: not implemented on ember's CUDA backend")
     from scipy.linalg import lapack
 
     sytrs = lapack.dsytrs if ld.dtype == np.float64 else lapack.ssytrs
     n = ld.shape[-1]
-    # LAPACK indexes rows with the pivots unchecked: out-of-range ones read and write out of
-    # bounds, so they raise here, as PyTorch's
-    if piv.dtype.kind not in "iu":
-        raise RuntimeError(f"linalg.ldl_solve: Expected pivots to be integers, got {piv.dtype}")
-    if piv.ndim < 1 or piv.shape[-1] != n:
-        raise RuntimeError(f"linalg.ldl_solve: Expected pivots of shape (*, {n}) for LD of "
-                           f"shape {list(ld.shape)}, got {list(piv.shape)}")
     if piv.size and int(np.abs(piv.astype(np.int64)).max()) > n:
-        raise RuntimeError(f"linalg.ldl_solve: Pivots given to ldl_solve must all satisfy "
+        raise RuntimeError(f"{op}: Pivots given to ldl_solve must all satisfy "
                            f"|pivot| <= LD.size(-2) = {n}. Did you properly pass the result of "
                            f"ldl_factor?")
     if piv.size and int(np.abs(piv.astype(np.int64)).min()) < 1:
-        raise RuntimeError("linalg.ldl_solve: Pivots given to ldl_solve must all satisfy "
+        raise RuntimeError(f"{op}: Pivots given to ldl_solve must all satisfy "
                            "|pivot| >= 1. Did you properly pass the result of ldl_factor?")
-    batch = _batch_shape("linalg.ldl_solve", ld.shape[:-2], b.shape[:-2])
+    batch = _batch_shape(op, ld.shape[:-2], b.shape[:-2])
     ldb = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape((-1, n, n))
     pb = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape((-1, n))
     bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
@@ -625,7 +654,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
 def _geqrf(input: Tensor):
     a = input._data
     _check_matrix("geqrf", a, "input")
-    _check_float("geqrf", a)
+    _check_float("geqrf", a, kernel="geqrf_cpu")
     xp = _xp(a)
     if xp is not np:
         a = xp.asnumpy(a)
@@ -784,7 +813,7 @@ def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
               adjoint: bool = False) -> Tensor:
     op = "linalg.lu_solve"
     _check_square(op, LU._data, "LU")
-    _check_float(op, LU._data)
+    _check_float(op, LU._data, half_kernel="linalg.lu_solve_cpu")
     _check_same(op, LU._data, B._data)
     _check_matrix(op, B._data, "B")
     n = LU.shape[-1]
@@ -1023,18 +1052,24 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
 
     op = "torch.linalg.householder_product"
     _check_matrix(op, A._data)
-    _check_float(op, A._data)
     if tau._data.dtype != A._data.dtype:
         raise RuntimeError(f"{op}: tau dtype {scalar_type_name(tau._data.dtype)} does not "
                            f"match input dtype {scalar_type_name(A._data.dtype)}")
+    _check_float(op, A._data, kernel="orgqr_cpu")
     m, n = A.shape[-2:]
     k = tau.shape[-1]
     if m < n:
         raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to "
                            "input.shape[-1]")
+    if tau.dim() != A.dim() - 1:
+        raise RuntimeError(f"{op}: Expected tau to have one dimension less than input, but got "
+                           f"tau.ndim equal to {tau.dim()} and input.ndim is equal to {A.dim()}")
     if k > n:
         raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to "
                            "tau.shape[-1]")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
     eye_m = _eye_like(A, m)
     Q = eye_m.expand(*A.shape[:-2], m, m)
     for i in range(k):

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ._checks import not_implemented
 from ._registry import array_module, defop
 from ._tensor import Tensor
 from .kernels import get as _kernel
@@ -819,6 +820,8 @@ def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
     d = input._data
     from ._tensor import _wrap_dim
 
+    if d.ndim == 0:
+        raise RuntimeError("split_with_sizes(): split expects at least a 1-dimensional tensor")
     dim = _wrap_dim(dim, d.ndim, "split_with_sizes")
     sizes = [int(s) for s in split_sizes]
     if sum(sizes) != d.shape[dim] or min(sizes, default=0) < 0:
@@ -1041,9 +1044,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
 # exponentiating and keep ``(x - max) - log(sum)`` apart, so they are shift-invariant: logits
 # near 1e6 in float32 give the probabilities of logits near 0.
 def _float_input(op: str, x, half_to_float: bool = False):
-    if x.dtype.kind != "f":
-        raise RuntimeError(f"{op}(): expected a floating point tensor, got "
-                           f"{_dtype_str(x.dtype)}")
+    if x.dtype.kind != "f":  # PyTorch has no kernel for bool or integer tensors
+        raise not_implemented(op, x.dtype)
     if half_to_float and x.dtype != np.float16:
         raise RuntimeError(f"{op}(): conversion from {_dtype_str(x.dtype)} to float is only "
                            f"supported for half (float16) inputs")

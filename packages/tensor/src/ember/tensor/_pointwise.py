@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import (
+    broadcast_error,
     check_dtype,
     check_inplace,
     check_same_device,
@@ -101,14 +102,7 @@ def _operands(a, b, op: str, float_result: bool = False):
 
 
 def _broadcast_error(op: str, da, db) -> RuntimeError:
-    sa, sb = list(getattr(da, "shape", ())), list(getattr(db, "shape", ()))
-    for i in range(1, min(len(sa), len(sb)) + 1):
-        if sa[-i] != sb[-i] and sa[-i] != 1 and sb[-i] != 1:
-            return RuntimeError(
-                f"{op}(): The size of tensor a ({sa[-i]}) must match the size of tensor b "
-                f"({sb[-i]}) at non-singleton dimension {max(len(sa), len(sb)) - i} "
-                f"(shapes {sa} and {sb})")
-    return RuntimeError(f"{op}(): shapes {sa} and {sb} cannot be broadcast together")
+    return broadcast_error(op, getattr(da, "shape", ()), getattr(db, "shape", ()))
 
 
 def _check_out_shape(op: str, db, out_shape) -> None:
@@ -430,7 +424,7 @@ def pow_(input, exponent):
     return _pow_(input, exponent)
 
 
-def float_power(input, exponent):
+def float_power(input: Tensor | float, exponent: Tensor | float):
     """Power computed in float64 (the result is float64 whatever the input dtypes).
 
     >>> float_power(tensor([2]), 2)
@@ -744,7 +738,8 @@ def relu(input: Tensor) -> Tensor:
     tensor([0., 0., 2.])
     """
     d = input._data
-    _no_bool("relu", d)
+    if d.dtype.kind == "b":  # PyTorch's own check, before any kernel
+        raise RuntimeError("relu(): Boolean inputs not supported for relu")
     return _make(array_module(d).maximum(d, d.dtype.type(0)))
 
 
@@ -825,11 +820,11 @@ def clamp_(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
 clip, clip_ = clamp, clamp_
 
 
-def clamp_min(input, min):  # noqa: A002
+def clamp_min(input: Tensor, min):  # noqa: A002
     return clamp(input, min=min)
 
 
-def clamp_max(input, max):  # noqa: A002
+def clamp_max(input: Tensor, max):  # noqa: A002
     return clamp(input, max=max)
 
 
@@ -978,18 +973,24 @@ def zero_(input: Tensor) -> Tensor:
     return _write(input, 0, "zero_")
 
 
-@defop("masked_fill_", inplace=True)
-def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:
-    """Fill ``value`` where ``mask`` is True, in place."""
+def _masked_fill_args(op: str, mask: Tensor, value):
+    """The mask's array and the fill value (a 0-d tensor's array), checked as PyTorch does."""
     m = mask._data
     if m.dtype.kind != "b":
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+        raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype}")
     if isinstance(value, Tensor):
         if value.dim() != 0:
-            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
-                               f"got tensor with {value.dim()} dimension(s).")
+            raise RuntimeError(f"{op} only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value.dim()} dimension(s).")
         value = value._data
+    return m, value
+
+
+@defop("masked_fill_", inplace=True)
+def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:
+    """Fill ``value`` where ``mask`` is True, in place."""
+    m, value = _masked_fill_args("masked_fill_", mask, value)
     d = input._data
     try:
         shape = np.broadcast_shapes(m.shape, d.shape)
@@ -1013,11 +1014,7 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     >>> masked_fill(tensor([1., 2.]), tensor([True, False]), 0.)
     tensor([0., 2.])
     """
-    m = mask._data
-    if m.dtype.kind != "b":
-        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
-                           f"{mask.dtype}")
-    v = value._data if isinstance(value, Tensor) else value
+    m, v = _masked_fill_args("masked_fill", mask, value)
     d = input._data
     xp = array_module(d)
     return _make(xp.where(m, xp.asarray(v, dtype=d.dtype), d))

@@ -27,6 +27,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._codegen import compiled, named
+from ._composite import arg_specs, diagnose, diagnose_call, op_names
 from ._dtype import can_cast, from_numpy_dtype
 from ._tensor import Tensor
 
@@ -117,56 +119,44 @@ def _compile(op: OpDef):
     if op.out:
         out_decl = ", out=None" if star else ", *, out=None"
         out_check = (f"    if out is not None:\n"
-                     f"        return _write_out(_op, {op.impl.__name__}({', '.join(call)}), "
-                     f"out)\n")
+                     f"        return _write_out(_op, _public({', '.join(call)}), out)\n")
     fname = op.impl.__name__
-    # parameters declared ``Tensor``: a call passing something else fails somewhere inside the
-    # implementation; only then are they checked, so the error is PyTorch's TypeError naming
-    # the op and the argument, at no cost to calls that succeed
-    op._tensor_params = tuple(
-        (i, p.name, p.annotation == "Tensor | None", p.kind is _P.KEYWORD_ONLY)
-        for i, p in enumerate(params)
-        if p.annotation in ("Tensor", "Tensor | None")
-        and p.kind not in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD))
+    # parameters declared ``Tensor`` or ``int``: a call passing something else fails somewhere
+    # inside the implementation; only then are they checked, so the error is PyTorch's
+    # TypeError naming the op and the argument, at no cost to calls that succeed
+    op._tensor_params = arg_specs(op.signature)
     body = (f"    rec = _state[0]\n"
             f"    if rec is None:\n"
             f"        return _impl({', '.join(call)})\n"
             f"    return rec(_op, {bound})\n")
-    if op._tensor_params:
-        env["_check_tensor_args"] = _check_tensor_args
-        body = ("    try:\n" + "".join("    " + line + "\n" for line in body.splitlines()) +
-                "    except (AttributeError, TypeError, ValueError):\n"
-                f"        _check_tensor_args(_op, {bound})\n"
-                "        raise\n")
+    env["_check_tensor_args"] = _check_tensor_args
+    body = ("    try:\n" + "".join("    " + line + "\n" for line in body.splitlines()) +
+            "    except Exception as exc:\n"
+            f"        _check_tensor_args(_op, {bound}, exc)\n"
+            "        raise\n")
     src = (f"def run({', '.join(names)}):\n"
            f"    return _impl({', '.join(call)})\n"
-           f"def {fname}({', '.join(decl)}{out_decl}):\n"
+           f"def _public({', '.join(decl)}{out_decl}):\n"
            f"{out_check}"
            f"{body}")
-    exec(compile(src, f"<ember op {op.name}>", "exec"), env)
+    exec(compiled(src), env)
     op._env = env
     plain = all(p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD) for p in params)
     op.run = op.impl if plain else env["run"]
-    public = env[fname]
-    public.__doc__ = op.impl.__doc__
-    public.__module__ = op.impl.__module__
     # an op made by a factory (``_unary.<locals>.impl``) goes by its own name in Python's
     # own TypeErrors (an unexpected keyword, a missing argument)
     qual = op.impl.__qualname__
-    public.__qualname__ = op.impl.__name__ if "<locals>" in qual else qual
-    public.op = op
-    return public
+    return named(env["_public"], fname, fname if "<locals>" in qual else qual, op.impl,
+                 f"<ember op {op.name}>", op=op)
 
 
-def _check_tensor_args(op: OpDef, bound) -> None:
-    """Raise PyTorch's TypeError when an argument declared ``Tensor`` is not one (called when
-    a call failed; returns when the arguments are not the cause)."""
-    for i, name, optional, kwonly in op._tensor_params:
-        value = bound[i]
-        if not isinstance(value, Tensor) and not (optional and value is None):
-            where = "" if kwonly else f" (position {i + 1})"
-            raise TypeError(f"{op.name}(): argument '{name}'{where} must be Tensor, not "
-                            f"{type(value).__name__}") from None
+def _check_tensor_args(op: OpDef, bound, exc: BaseException) -> None:
+    """Raise PyTorch's error where the arguments are the cause of ``exc``: an argument
+    declared ``Tensor`` or ``int`` that is not one, NumPy's broadcast error; else make its
+    message name the op (see ``_composite``). Called when a call failed; returns when the
+    arguments are not the cause."""
+    diagnose(op.name, op._tensor_params, bound, exc,
+             None if op.name.startswith("_") else op_names(op.name))
 
 
 def defop(name: str, *, differentiable: bool = True, inplace: bool = False, out: bool = False):
@@ -253,15 +243,19 @@ def with_out(fn=None, *, factory: bool = False):
 
     @functools.wraps(fn)
     def public(*args, out=None, **kwargs):
-        if out is None:
-            return fn(*args, **kwargs)
-        if factory:
-            if isinstance(out, Tensor):
-                if kwargs.get("dtype") is None:
-                    kwargs["dtype"] = out.dtype
-                if kwargs.get("device") is None:
-                    kwargs["device"] = out.device
-        return write_out(name, fn(*args, **kwargs), out)
+        try:
+            if out is None:
+                return fn(*args, **kwargs)
+            if factory:
+                if isinstance(out, Tensor):
+                    if kwargs.get("dtype") is None:
+                        kwargs["dtype"] = out.dtype
+                    if kwargs.get("device") is None:
+                        kwargs["device"] = out.device
+            return write_out(name, fn(*args, **kwargs), out)
+        except Exception as exc:  # PyTorch's error where the arguments are the cause
+            diagnose_call(fn, args, kwargs, exc)
+            raise
 
     sig = inspect.signature(fn)
     params = list(sig.parameters.values())

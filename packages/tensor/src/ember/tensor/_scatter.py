@@ -59,11 +59,11 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     a = _gather_index(index, op)
     data = input._data
     _same_device(op, data, a)
+    dim = _wrap_dim(dim, data.ndim, op)  # PyTorch wraps dim first
     dshape, ishape = _nonempty(data.shape), _nonempty(a.shape)
     if len(dshape) != len(ishape):
         raise RuntimeError(
             f"{op}(): Index tensor must have the same number of dimensions as input tensor")
-    dim = _wrap_dim(dim, data.ndim, op)
     for d in range(len(dshape)):
         if d != dim and ishape[d] > dshape[d]:
             raise RuntimeError(
@@ -81,11 +81,11 @@ def _scatter_check(op: str, input: Tensor, dim: int, index: Tensor, src):
     a = _gather_index(index, op)
     data = input._data
     _same_device(op, data, a)
+    dim = _wrap_dim(dim, data.ndim, op)  # PyTorch wraps dim first
     dshape, ishape = _nonempty(data.shape), _nonempty(a.shape)
     if len(dshape) != len(ishape):
         raise RuntimeError(
             f"{op}(): Index tensor must have the same number of dimensions as self tensor")
-    dim = _wrap_dim(dim, data.ndim, op)
     sshape = None
     if isinstance(src, Tensor):
         s = src._data
@@ -291,6 +291,11 @@ def _index_copy_into(out, op: str, input: Tensor, dim, index, source) -> None:
         raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got "
                            f"(self) {_tname(input._data.dtype)} and (source) "
                            f"{_tname(source._data.dtype)}")
+    nd, snd = input._data.ndim, source._data.ndim
+    if nd and snd and nd != snd:
+        raise IndexError(f"{op}(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({snd}), "
+                         f"destination dimensionality ({nd})")
     a, dim, dshape, sshape = _along_dim_check(op, input, dim, index, source)
     if a.size != sshape[dim]:
         raise IndexError(f"{op}(): Number of indices ({a.size}) should be equal to "

@@ -532,9 +532,16 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     return _restride(input, shape, strides, rel)
 
 
+def _check_not_0d(op: str, nd: int, kind: str = "split") -> None:
+    """PyTorch's splitting ops refuse a 0-d tensor before looking at ``dim``."""
+    if nd == 0:
+        raise RuntimeError(f"{op}(): {kind} expects at least a 1-dimensional tensor")
+
+
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """Split into chunks of a given size, or of the given list of sizes (views)."""
     nd = tensor._data.ndim
+    _check_not_0d("split", nd)
     dim = _wrap_dim(dim, nd, "split")
     size = tensor._data.shape[dim]
     if isinstance(split_size_or_sections, numbers.Integral):
@@ -560,6 +567,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Split into ``chunks`` nearly equal views (the last may be smaller)."""
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    _check_not_0d("chunk", input._data.ndim, "chunk")
     size = input._data.shape[_wrap_dim(dim, input._data.ndim, "chunk")]
     step = max(-(-size // chunks), 1)
     return split(input, step, dim)
@@ -568,6 +576,9 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
 def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
     """NumPy's array_split semantics (views)."""
     nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("tensor_split(): tensor_split expected at least a 1-dimensional "
+                           "tensor, but got a tensor with 0 dims")
     dim = _wrap_dim(dim, nd, "tensor_split")
     size = input._data.shape[dim]
     if isinstance(indices_or_sections, numbers.Integral):

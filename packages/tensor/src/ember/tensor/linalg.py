@@ -14,6 +14,7 @@ Every function takes batches of matrices (``(*, m, n)``), float32 or float64, on
 from __future__ import annotations
 
 from . import _linalg_ops as _L
+from ._composite import declare_composites as _declare_composites
 from ._linalg import cross as _cross
 from ._linalg import matmul as _matmul
 from ._registry import with_out as _with_out
@@ -433,3 +434,6 @@ def tensorsolve(A: _Tensor, B: _Tensor, dims=None) -> _Tensor:
         raise RuntimeError("Expected self to satisfy the requirement "
                            "prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim])")
     return _L.linalg_solve(A.reshape(n, n), B.reshape(n)).reshape(*xshape)
+
+
+_declare_composites(globals(), prefix="linalg_")  # diagnosed when a call fails

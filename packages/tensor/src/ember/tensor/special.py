@@ -14,6 +14,7 @@ Bessel functions); the orthogonal polynomials and ``airy_ai`` are not.
 from __future__ import annotations
 
 from . import _special_ops as _S
+from ._composite import declare_composites as _declare_composites
 from ._pointwise import erf, erfc, erfinv, exp2, expm1, log1p, sigmoid
 from ._pointwise import round as _round
 from ._reduction import logsumexp
@@ -103,3 +104,5 @@ def log_softmax(input: _Tensor, dim: int, *, dtype=None) -> _Tensor:
 
     return _log_softmax(input, dim, dtype=dtype)
 
+
+_declare_composites(globals(), prefix="special_")  # diagnosed when a call fails

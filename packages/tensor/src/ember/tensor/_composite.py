@@ -1,0 +1,301 @@
+"""Catch-and-diagnose: PyTorch's errors for bad arguments, at no cost to calls that succeed.
+
+Nothing is checked before a call runs. When a call fails, its arguments are examined before the
+error propagates, in this order:
+
+- an argument declared ``Tensor`` (or ``Tensor | None``, a sequence of tensors,
+  ``*tensors: Tensor``) that is not one, or one declared ``int`` that is not an integer: PyTorch's
+  TypeError naming the op and the argument (``mm(): argument 'input' (position 1) must be
+  Tensor, not list``), whatever the failure was, since PyTorch's argument parser refuses such a
+  call before anything runs;
+- an AttributeError raised on an argument that is not a tensor (``'list' object has no attribute
+  '_data'``): the same TypeError, for parameters declared without a type;
+- NumPy's broadcast ValueError: PyTorch's RuntimeError, from the shapes of the tensor arguments
+  (:func:`ember.tensor._checks.broadcast_error`); NumPy's OverflowError for a Python scalar a
+  dtype cannot hold: PyTorch's RuntimeError (``value cannot be converted to type uint8 without
+  overflow``);
+- otherwise, an error whose message does not name the op the user called is made to: an inner
+  op's ``name(): `` prefix is replaced by the public op's (``addmm(): mat1 and mat2 shapes
+  cannot be multiplied``), or the public op's is prepended (a message that leads with another
+  op in PyTorch's own words, ``random_ expects ...``, is kept).
+
+Registry ops get this in the public function :func:`~ember.tensor._registry.defop` compiles,
+composites with ``out=`` in :func:`~ember.tensor._registry.with_out`'s wrapper (through
+:func:`diagnose_call`). :func:`composite` compiles the same kind of function for any other
+composite (a public function composed of registry ops), from its own signature: a call binds
+exactly as before, through one more Python frame and no checks. :func:`declare_composites`
+applies it to the public functions of a namespace.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from collections.abc import Callable
+
+from ._checks import broadcast_error
+from ._codegen import compiled, named
+from ._tensor import Tensor
+
+__all__ = ["arg_specs", "diagnose", "diagnose_call", "op_names", "composite",
+           "declare_composites"]
+
+_P = inspect.Parameter
+
+# a spec per parameter: (position, name, kind, optional, keyword-only); kind is "tensor",
+# "tensors" (a sequence of tensors), "tensors*" (``*args`` of tensors), "int", "any" (declared
+# without a type) or "" (declared with a type not checked here)
+_SEQ = re.compile(r"(?:Sequence|Iterable|list|List|tuple|Tuple)\[Tensor(?:,\.\.\.)?\]")
+
+
+def _annotation(ann) -> str:
+    """An annotation as the text it was written as, without module prefixes or spaces."""
+    if ann is _P.empty:
+        return ""
+    text = ann if isinstance(ann, str) else inspect.formatannotation(ann)
+    text = re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", text).replace(" ", "")
+    return re.sub(r"\b_Tensor\b", "Tensor", text)
+
+
+def arg_specs(signature: inspect.Signature) -> tuple:
+    """The checkable parameters of ``signature`` (see the module docstring)."""
+    specs = []
+    for i, p in enumerate(signature.parameters.values()):
+        if p.kind is _P.VAR_KEYWORD:
+            continue
+        text = _annotation(p.annotation)
+        optional = p.default is None
+        m = re.fullmatch(r"Optional\[(.*)\]", text)
+        if m:
+            text, optional = m.group(1), True
+        parts = set(text.split("|")) if text else set()
+        if "None" in parts:
+            parts.discard("None")
+            optional = True
+        if not text:
+            kind = "any"
+        elif p.kind is _P.VAR_POSITIONAL:
+            kind = "tensors*" if parts == {"Tensor"} else ""
+        elif parts == {"Tensor"}:
+            kind = "tensor"
+        elif parts == {"int"}:
+            kind = "int"
+        elif len(parts) == 1 and _SEQ.fullmatch(next(iter(parts))):
+            kind = "tensors"
+        else:
+            kind = ""
+        specs.append((i, p.name, kind, optional, p.kind is _P.KEYWORD_ONLY))
+    return tuple(specs)
+
+
+def _is_int(v) -> bool:
+    # PyTorch's int parameters take Python and NumPy integers (bool included) and integer
+    # tensors; a sequence is let through, since ember's ``int`` dims often take tuples too
+    return hasattr(type(v), "__index__") or isinstance(v, (Tensor, list, tuple))
+
+
+def _type_error(op: str, name: str, i: int, kwonly: bool, value, expected: str) -> TypeError:
+    where = "" if kwonly else f" (position {i + 1})"
+    return TypeError(f"{op}(): argument '{name}'{where} must be {expected}, not "
+                     f"{type(value).__name__}")
+
+
+def _bad_arg(op: str, specs: tuple, bound) -> TypeError | None:
+    """PyTorch's TypeError for the first argument of the wrong type, or None."""
+    for i, name, kind, optional, kwonly in specs:
+        v = bound[i]
+        if (v is None and optional) or kind in ("any", ""):
+            continue
+        if kind == "tensor":
+            if not isinstance(v, Tensor):
+                return _type_error(op, name, i, kwonly, v, "Tensor")
+        elif kind == "int":
+            if not _is_int(v):
+                return _type_error(op, name, i, kwonly, v, "int")
+        else:
+            if kind == "tensors" and not isinstance(v, (list, tuple)):
+                return _type_error(op, name, i, kwonly, v, "tuple of Tensors")
+            for j, x in enumerate(v):
+                if not isinstance(x, Tensor):
+                    return TypeError(f"{op}(): expected Tensor as element {j} in argument {i}, "
+                                     f"but got {type(x).__name__}")
+    return None
+
+
+_BROADCAST = ("operands could not be broadcast together",
+              "objects cannot be broadcast to a single shape")
+
+
+def diagnose(op: str, specs: tuple, bound, exc: BaseException,
+             names: tuple[str, ...] | None = None) -> None:
+    """Raise PyTorch's error for the call of ``op`` with ``bound`` (every parameter in
+    declared order) that failed with ``exc`` where the arguments are its cause; otherwise
+    return, the caller re-raising ``exc``. ``names``: the op's names (:func:`op_names`), one of
+    which ``exc``'s message is made to show (None: the message is left as it is)."""
+    if isinstance(exc, RecursionError):
+        return
+    bad = _bad_arg(op, specs, bound)
+    if bad is not None:
+        raise bad from None
+    if isinstance(exc, AttributeError) and exc.name and hasattr(Tensor, exc.name):
+        obj = getattr(exc, "obj", None)
+        if obj is not None and not isinstance(obj, Tensor):
+            for i, name, kind, _optional, kwonly in specs:
+                if kind in ("any", "tensor") and bound[i] is obj:
+                    raise _type_error(op, name, i, kwonly, obj, "Tensor") from None
+    if isinstance(exc, ValueError) and any(s in str(exc) for s in _BROADCAST):
+        shapes = []
+        for v in bound:
+            for x in (v if isinstance(v, (list, tuple)) else (v,)):
+                if isinstance(x, Tensor):
+                    shapes.append(tuple(x.shape))
+        raise broadcast_error(op, *shapes, detail=str(exc)) from None
+    if isinstance(exc, OverflowError):  # NumPy's, for a Python scalar that a dtype can't hold
+        m = re.match(r"Python integer (\S+) out of bounds for (\w+)", str(exc))
+        if m:
+            raise RuntimeError(f"{op}(): value cannot be converted to type {m.group(2)} without "
+                               f"overflow: {m.group(1)}") from None
+    if names is not None:
+        _name_op(exc, op, names)
+
+
+# a leading op name: ``mm(): ``, ``linalg.svd: ``, ``torch.linalg.ldl_factor_ex: ``
+_LEADING_OP = re.compile(r"(?:torch\.)?(?:(?:linalg|special|fft)\.)?[a-z_][a-z0-9_]*(?:\(\))?: ")
+
+
+# PyTorch's own form for some errors: the op it runs, then what went wrong
+# (``random_ expects 'from' to be less than 'to'``)
+_LEADING_WORD = re.compile(r"[a-z_][a-z0-9_]*(?= )")
+_COMPOSITES: set[str] = set()
+
+
+def _name_op(exc: BaseException, op: str, names: tuple[str, ...]) -> None:
+    """Make ``exc``'s message name ``op`` (one of ``names`` followed by ``(``, ``:`` or the
+    end of the message counts): an inner op's ``name(): `` prefix is replaced by ``op``'s, a
+    message that leads with another op in PyTorch's words is kept, any other is prefixed."""
+    args = exc.args
+    if len(args) != 1 or not isinstance(args[0], str) or isinstance(exc, KeyError):
+        return
+    msg = args[0]
+    alts = "|".join(re.escape(n) for n in names)
+    if re.search(rf"(?:^|[^\w.]|torch\.)(?:{alts})(?:\(|:|$)", msg):
+        return
+    m = _LEADING_OP.match(msg)
+    if m is None:
+        w = _LEADING_WORD.match(msg)
+        if w is not None and (callable(getattr(Tensor, w.group(), None))
+                              or w.group() in _COMPOSITES):
+            return
+    exc.args = (f"{op}(): {msg[m.end():] if m else msg}",)
+
+
+def op_names(*names: str) -> tuple[str, ...]:
+    """The names a message may give an op by: ``names`` and, for ``linalg_X``, ``linalg.X``
+    (PyTorch's form; likewise ``special_``, ``fft_``)."""
+    out = set(names)
+    for n in names:
+        for ns in ("linalg", "special", "fft"):
+            if n.startswith(ns + "_"):
+                out.add(f"{ns}.{n[len(ns) + 1:]}")
+    return tuple(sorted(out, key=len, reverse=True))
+
+
+@functools.cache
+def _call_specs(fn: Callable):
+    sig = inspect.signature(fn)
+    return sig, arg_specs(sig), op_names(fn.__name__)
+
+
+def diagnose_call(fn: Callable, args: tuple, kwargs: dict, exc: BaseException) -> None:
+    """:func:`diagnose` for a call ``fn(*args, **kwargs)`` of a composite that failed with
+    ``exc`` (the arguments bound to ``fn``'s signature only now, when it failed)."""
+    sig, specs, names = _call_specs(fn)
+    try:
+        ba = sig.bind(*args, **kwargs)
+    except TypeError:  # the call itself does not fit the signature: Python's error says so
+        bound = None
+    else:
+        ba.apply_defaults()
+        bound = tuple(ba.arguments.values())
+    if bound is not None:
+        diagnose(fn.__name__, specs, bound, exc, names)
+    else:
+        _name_op(exc, fn.__name__, names)
+
+
+def composite(fn: Callable | None = None, *, name: str | None = None):
+    """Give ``fn``, a public function composed of registry ops, the registry's diagnosis of a
+    failed call (see the module docstring); ``name``: the op its errors name (default
+    ``fn.__name__``; ``linalg_cond`` for ``linalg.cond``)."""
+    if fn is None:
+        return functools.partial(composite, name=name)
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())
+    op = name or fn.__name__
+    env = {"_fn": fn, "_diagnose": diagnose, "_op": op, "_specs": arg_specs(sig),
+           "_names": op_names(op, fn.__name__)}
+    decl, call, names = [], [], []
+    star = False
+    for i, p in enumerate(params):
+        default = "" if p.default is _P.empty else f"=_d{i}"
+        if default:
+            env[f"_d{i}"] = p.default
+        if p.kind is _P.VAR_POSITIONAL:
+            decl.append(f"*{p.name}")
+            call.append(f"*{p.name}")
+            star = True
+        elif p.kind is _P.VAR_KEYWORD:
+            decl.append(f"**{p.name}")
+            call.append(f"**{p.name}")
+        elif p.kind is _P.KEYWORD_ONLY:
+            if not star:
+                decl.append("*")
+                star = True
+            decl.append(p.name + default)
+            call.append(f"{p.name}={p.name}")
+        else:
+            decl.append(p.name + default)
+            call.append(p.name)
+        if p.kind is _P.POSITIONAL_ONLY and (i + 1 == len(params) or
+                                             params[i + 1].kind is not _P.POSITIONAL_ONLY):
+            decl.append("/")
+        names.append(p.name)
+    bound = f"({', '.join(names)},)" if names else "()"
+    fname = fn.__name__
+    src = (f"def _public({', '.join(decl)}):\n"
+           f"    try:\n"
+           f"        return _fn({', '.join(call)})\n"
+           f"    except Exception as exc:\n"
+           f"        _diagnose(_op, _specs, {bound}, exc, _names)\n"
+           f"        raise\n")
+    exec(compiled(src), env)
+    qual = fn.__qualname__
+    _COMPOSITES.add(fname)
+    return named(env["_public"], fname, fname if "<locals>" in qual else qual, fn,
+                 f"<ember composite {op}>", __wrapped__=fn, composite=op)
+
+
+def declare_composites(namespace: dict, *, prefix: str = "", within: str = "ember.tensor") -> None:
+    """Pass every public function of a namespace (its ``__all__``) that is defined in the
+    package ``within``, takes a parameter declared a tensor (``Tensor``, ``Tensor | None``,
+    ``Tensor | float``, a sequence of tensors) and is not a registry op or already wrapped
+    (``with_out`` diagnoses the same way) through :func:`composite`, in that namespace only;
+    ``prefix``: of the op names (``linalg_``). Called by the public namespaces
+    (``ember.tensor``, ``ember.tensor.linalg``, ``ember.tensor.special``) once they are
+    complete: the modules that define the functions keep them as they are, so their calls to
+    one another and the Tensor methods bound to them pay for no wrapper."""
+    done: dict[int, Callable] = {}
+    for key in namespace.get("__all__", ()):
+        fn = namespace.get(key)
+        if id(fn) in done:
+            namespace[key] = done[id(fn)]
+            continue
+        module = getattr(fn, "__module__", None) or ""
+        if not inspect.isfunction(fn) or not (module == within or
+                                              module.startswith(within + ".")) \
+                or hasattr(fn, "op") or hasattr(fn, "__wrapped__"):
+            continue
+        if not any("Tensor" in _annotation(p.annotation)
+                   for p in inspect.signature(fn).parameters.values()):
+            continue
+        done[id(fn)] = namespace[key] = composite(fn, name=prefix + fn.__name__)
