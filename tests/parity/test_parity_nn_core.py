@@ -405,3 +405,99 @@ def test_new_module_parity():
     with pytest.warns(FutureWarning) as tw:
         torch.nn.NLLLoss2d()
     assert str(ew[0].message) == str(tw[0].message)
+
+
+# --------------------------------------------------------------------------- aten-level ops
+# nll loss and sequence packing are registry ops with PyTorch's aten signatures: compare the
+# ops themselves (outputs, total_weight, the backward ops) and their errors.
+_aten = torch.ops.aten
+
+
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape", [(4, 5), (5,), (2, 5, 3)])
+def test_nll_loss_forward_and_backward_ops_parity(shape, weighted, reduction):
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal(shape)
+    C = shape[0] if len(shape) == 1 else shape[1]
+    tshape = () if len(shape) == 1 else (shape[0],) + shape[2:]
+    t = rng.integers(0, C, tshape)
+    if t.ndim:
+        t.reshape(-1)[::3] = 1  # the ignored class
+    w = rng.uniform(0.5, 2.0, C) if weighted else None
+    xe, xt = _pair(x, "float64", False)
+    te, tt = et.tensor(t), torch.tensor(t)
+    we = None if w is None else et.tensor(w)
+    wt = None if w is None else torch.tensor(w)
+    out_e, tw_e = et.nll_loss_forward(xe, te, we, reduction, 1)
+    if len(shape) <= 2:
+        out_t, tw_t = _aten.nll_loss_forward(xt, tt, wt, reduction, 1)
+    else:  # PyTorch's (N, C, d) goes through nll_loss_nd; its total weight is the mean's divisor
+        out_t = torch._C._nn.nll_loss_nd(xt, tt, wt, reduction, 1)
+        counted = tt != 1
+        tw_t = (wt[tt.clamp(0)] * counted).sum() if wt is not None else counted.sum().double()
+        tw_t = tw_t * (reduction != 0)
+    _close(out_e, out_t, 1e-10)
+    _close(tw_e, tw_t, 1e-10)
+    g = rng.standard_normal(tuple(out_e.shape))
+    if len(shape) <= 2:
+        gi_t = _aten.nll_loss_backward(torch.tensor(g), xt, tt, wt, reduction, 1, tw_t)
+    else:
+        xg = xt.clone().requires_grad_()
+        torch._C._nn.nll_loss_nd(xg, tt, wt, reduction, 1).backward(torch.tensor(g))
+        gi_t = xg.grad
+    gi_e = et.nll_loss_backward(et.tensor(g), xe, te, we, reduction, 1, tw_e)
+    _close(gi_e, gi_t, 1e-10)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_packing_ops_parity(batch_first):
+    rng = np.random.default_rng(32)
+    lengths = [5, 4, 4, 2, 1]
+    x = rng.standard_normal((5, 6, 3) if batch_first else (6, 5, 3))
+    xe, xt = _pair(x, "float64", False)
+    de, be = et._pack_padded_sequence(xe, et.tensor(lengths), batch_first)
+    dt, bt = torch._VF._pack_padded_sequence(xt, torch.tensor(lengths), batch_first)
+    _close(de, dt, 0)
+    assert be.tolist() == bt.tolist() and be.dtype == et.int64 and be.device.type == "cpu"
+    g = rng.standard_normal(tuple(de.shape))
+    _close(et._pack_padded_sequence_backward(et.tensor(g), list(x.shape), be, batch_first),
+           _aten._pack_padded_sequence_backward(torch.tensor(g), list(x.shape), bt,
+                                                batch_first), 0)
+    for total in (0, 8):
+        pe, le = et._pad_packed_sequence(de, be, batch_first, -2.0, total)
+        pt, lt = torch._VF._pad_packed_sequence(dt, bt, batch_first, -2.0, total)
+        _close(pe, pt, 0)
+        assert le.tolist() == lt.tolist()
+
+
+def _same_error(fe, ft):
+    with pytest.raises(Exception) as te:
+        ft()
+    with pytest.raises(Exception) as ee:
+        fe()
+    assert type(ee.value) is type(te.value), (ee.value, te.value)
+
+
+def test_nll_loss_and_packing_op_errors_match():
+    x = np.zeros((3, 4))
+    xe, xt = _pair(x, "float64", False)
+    nd = torch._C._nn.nll_loss_nd  # ember's nll_loss_forward takes every layout, as this
+    for target in ([0, 4, 1], [0, 1], [[0, 1, 2]]):  # out of range, batch, rank
+        _same_error(lambda t=target: et.nll_loss_nd(xe, et.tensor(t)),
+                    lambda t=target: nd(xt, torch.tensor(t)))
+    _same_error(lambda: et.nll_loss_nd(xe, et.tensor([0, 1, 2]), et.ones(3)),
+                lambda: nd(xt, torch.tensor([0, 1, 2]), torch.ones(3, dtype=torch.float64)))
+    _same_error(lambda: et.nll_loss_nd(xe, et.tensor([0.0, 1.0, 2.0])),
+                lambda: nd(xt, torch.tensor([0.0, 1.0, 2.0])))
+    _same_error(lambda: et.nll_loss_nd(et.zeros(()), et.tensor(0)),
+                lambda: nd(torch.zeros(()), torch.tensor(0)))
+    p = np.zeros((4, 3, 2))
+    pe, pt = _pair(p, "float64", False)
+    for lengths in ([2, 3, 1], [3, 0], [3, 2, 0], [3, 2]):  # unsorted, batch, zero, batch
+        _same_error(lambda n=lengths: et._pack_padded_sequence(pe, et.tensor(n), False),
+                    lambda n=lengths: torch._VF._pack_padded_sequence(pt, torch.tensor(n), False))
+    de, be = et._pack_padded_sequence(pe, et.tensor([4, 2, 1]), False)
+    dt, bt = torch._VF._pack_padded_sequence(pt, torch.tensor([4, 2, 1]), False)
+    _same_error(lambda: et._pad_packed_sequence(de, be, False, 0.0, 2),
+                lambda: torch._VF._pad_packed_sequence(dt, bt, False, 0.0, 2))

@@ -202,3 +202,27 @@ def test_training_graph_with_loss_finetunes_with_equal_gradients(tmp_path, crite
     for k, p in model.named_parameters():
         np.testing.assert_allclose(_np(params[k].grad), _np(p.grad), atol=ATOL, rtol=1e-5,
                                    err_msg=k)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+def test_nll_loss_forward_total_weight(tmp_path, reduction, shape):
+    """The registry op's second output, PyTorch's ``total_weight``, exports too (the summed
+    weights of the counted targets; 0 for an unreduced batched loss)."""
+    class Both(nn.Module):
+        def forward(self, x, target):
+            return et.nll_loss_forward(_logp(x), target, _weight(), reduction, 1)
+
+    traced, new = SHAPES[shape]
+    path = tmp_path / "both.onnx"
+    axes = {"x": [0], "target": [0]} if shape != "1d" else None
+    ember.onnx.export(Both(), (et.randn(*traced), _targets(traced, 1)), path,
+                      input_names=["x", "target"], dynamic_axes=axes)
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for s in (traced, new):
+        x, t = et.randn(*s), _targets(s, 1)
+        with ag.no_grad():
+            expect = [_np(o) for o in Both()(x, t)]
+        got = sess.run(None, {"x": _np(x), "target": _np(t)})
+        for e, o in zip(expect, got):
+            np.testing.assert_allclose(o, e, atol=ATOL, rtol=1e-5)

@@ -333,17 +333,27 @@ def test_packed_output_fields(tmp_path):
            [([2, 4, 4, 1], 4), ([3, 5, 1], 7)])
 
 
-def test_packing_aliases_are_restored(tmp_path):
-    before = pack_padded_sequence, rnn_utils.pad_packed_sequence
-    model = Packed(nn.LSTM(2, 2))
-    ember.onnx.export(model, (et.randn(3, 2, 2), et.tensor([3, 2])), tmp_path / "m.onnx")
-    assert (pack_padded_sequence, rnn_utils.pad_packed_sequence) == before
-    assert not hasattr(pack_padded_sequence, "__wrapped__")
+def test_packing_functions_are_never_rebound(tmp_path):
+    """The packing functions are plain Python over registry ops: the trace records their ops
+    and rebinds no name, here or in any module."""
+    before = pack_padded_sequence, rnn_utils.pad_packed_sequence, rnn_utils.pack_padded_sequence
+    seen = []
+
+    class Spy(Packed):
+        def forward(self, x, lengths):
+            seen.append((rnn_utils.pack_padded_sequence, rnn_utils.pad_packed_sequence))
+            return super().forward(x, lengths)
+
+    ember.onnx.export(Spy(nn.LSTM(2, 2)), (et.randn(3, 2, 2), et.tensor([3, 2])),
+                      tmp_path / "m.onnx")
+    assert seen == [(before[2], before[1])]
+    assert (pack_padded_sequence, rnn_utils.pad_packed_sequence,
+            rnn_utils.pack_padded_sequence) == before
 
 
-def test_alias_made_during_the_trace_passes_through_afterwards(tmp_path, monkeypatch):
-    """A module first imported inside the traced forward binds the wrapper; after the export
-    the wrapper is plain pack_padded_sequence."""
+def test_module_imported_during_the_trace_binds_the_function_itself(tmp_path, monkeypatch):
+    """A module first imported inside the traced forward binds pack_padded_sequence itself,
+    and its call still exports as the recurrent operator with sequence_lens."""
     (tmp_path / "late_pack.py").write_text(
         "from ember.nn.utils.rnn import pack_padded_sequence\n\n\n"
         "def pack(x, lengths):\n    return pack_padded_sequence(x, lengths)\n")
@@ -360,12 +370,9 @@ def test_alias_made_during_the_trace_passes_through_afterwards(tmp_path, monkeyp
             return self.rnn(late_pack.pack(x, lengths))[1]
 
     proto = ember.onnx.export(Late(), (et.randn(3, 2, 2), et.tensor([3, 1])), None)
-    assert "GRU" in [n.op_type for n in proto.graph.node]
-    late_pack = sys.modules["late_pack"]
-    assert late_pack.pack_padded_sequence is not pack_padded_sequence  # the wrapper stayed
-    x = et.randn(4, 3, 2)
-    np.testing.assert_array_equal(_np(late_pack.pack(x, [4, 2, 1]).data),
-                                  _np(pack_padded_sequence(x, [4, 2, 1]).data))
+    gru = next(n for n in proto.graph.node if n.op_type == "GRU")
+    assert gru.input[4]  # sequence_lens
+    assert sys.modules["late_pack"].pack_padded_sequence is pack_padded_sequence
 
 
 def test_hand_made_packed_sequence_traces_inside(tmp_path):
@@ -389,6 +396,23 @@ def test_hand_made_packed_sequence_traces_inside(tmp_path):
     with ag.no_grad():
         np.testing.assert_allclose(sess.run(None, {"input_0": _np(x)})[0], _np(model(x)),
                                    atol=ATOL)
+
+
+def test_unpacking_a_packed_sequence_the_trace_did_not_pack(tmp_path):
+    """``_pad_packed_sequence`` of data and batch sizes that are graph inputs: the rows are
+    placed from the batch sizes in the graph, for any batch sizes."""
+    class Unpack(nn.Module):
+        def forward(self, data, batch_sizes):
+            y, lengths = pad_packed_sequence(PackedSequence(data * 2, batch_sizes),
+                                             batch_first=True, padding_value=-1.0)
+            return y, lengths
+
+    def make(sizes):
+        return [et.randn(sum(sizes), 3), et.tensor(sizes)]
+
+    _check(tmp_path, Unpack(), make, ["data", "batch_sizes"], ["y", "lengths"],
+           {"data": [0], "batch_sizes": [0], "y": [0, 1], "lengths": [0]},
+           [([3, 2, 2, 1],), ([1],), ([4, 4, 3],)])
 
 
 def _word_language_model():

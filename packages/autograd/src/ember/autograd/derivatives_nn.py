@@ -4,7 +4,8 @@ Same rules as ``derivatives.py``: each formula reads the bound call by name, ret
 gradient per parameter, and is written with ember ops. The first-order formulas call the
 backward ops (``convolution_backward``, ``max_pool2d_with_indices_backward``,
 ``embedding_dense_backward``, ``lstm_cell_backward``, ``gru_cell_backward``,
-``_ctc_loss_backward``), whose CPU and CUDA implementations are the fused kernels; those
+``_ctc_loss_backward``, ``nll_loss_backward``, ``_pack_padded_sequence_backward``), whose CPU
+and CUDA implementations are the fused kernels (or one NumPy/CuPy gather / scatter); those
 backward ops have entries here too, written with ember ops (and with the forward ops), so
 second derivatives come from the same table.
 """
@@ -392,3 +393,88 @@ def _ce_row_scale(a, x, go, r):
         k = go.reshape(()) / wt.sum()
     ks = k * s
     return ks.unsqueeze(0 if x.dim() == 1 else 1)
+
+
+# --------------------------------------------------------------------------- nll loss
+_nll_fw = OPS["nll_loss_forward"].public
+_nll_bw = OPS["nll_loss_backward"].public
+_REDUCTION = {"none": 0, "mean": 1, "sum": 2}
+
+
+@vjp("nll_loss_forward", save=(0, 1, 2))
+def _nll_loss_forward(c, g):
+    """The loss's gradient is ``nll_loss_backward``; ``total_weight`` (the mean's divisor,
+    which that op reads) is recomputed from the target and weight for the mean, and the
+    ``total_weight`` output, a function of them alone, passes no gradient on."""
+    a = c.args
+    if c.needs[2]:
+        raise RuntimeError("the derivative for 'weight' is not implemented (nll_loss_forward)")
+    go = g[0]
+    if go is None:
+        return (None,)
+    x = a.input
+    if _REDUCTION.get(a.reduction, a.reduction) == 1:
+        total = _ce_mean_denominator(a, x)
+    else:  # not read
+        total = et.zeros((), dtype=x.dtype, device=x.device)
+    return (_nll_bw(go, x, a.target, a.weight, a.reduction, a.ignore_index, total),)
+
+
+@vjp("nll_loss_backward", save=(2, 3, 6))
+def _nll_loss_backward(c, g):
+    """``nll_loss_backward`` is linear in ``grad_output`` and reads only the input's shape:
+    ``d grad_output`` is the loss of the upstream ``u`` itself (summed, then divided by the
+    same ``total_weight`` for the mean), ``d input`` is zero."""
+    a = c.args
+    if c.needs[3]:
+        raise RuntimeError("the derivative for 'weight' is not implemented (nll_loss_backward)")
+    if not c.needs[0]:
+        return (None,)
+    r = _REDUCTION.get(a.reduction, a.reduction)
+    if r == 1:
+        d_go = _nll_fw(g, a.target, a.weight, 2, a.ignore_index)[0] / a.total_weight
+    else:
+        d_go = _nll_fw(g, a.target, a.weight, r, a.ignore_index)[0]
+    return (d_go.reshape(c.meta[0][0]),)
+
+
+# --------------------------------------------------------------------------- packed sequences
+_pack = OPS["_pack_padded_sequence"].public
+_pack_bw = OPS["_pack_padded_sequence_backward"].public
+
+
+def _sorted_lengths(batch_sizes, B: int):
+    """The (decreasing) lengths of a packed batch of ``B`` sequences from its batch sizes."""
+    steps = et.arange(B, device=batch_sizes.device)
+    return (batch_sizes > steps.unsqueeze(1)).sum(1)
+
+
+@vjp("_pack_padded_sequence", save=_args("_pack_padded_sequence", "lengths"))
+def _pack_padded_sequence(c, g):
+    a = c.args
+    if g[0] is None:
+        return (None,)
+    lengths = a.lengths
+    steps = et.arange(int(lengths.max()), device=lengths.device)
+    batch_sizes = (lengths > steps.unsqueeze(1)).sum(1)  # running sequences per step
+    return (_pack_bw(g[0], list(c.meta[0][0]), batch_sizes, a.batch_first),)
+
+
+@vjp("_pack_padded_sequence_backward",
+     save=_args("_pack_padded_sequence_backward", "batch_sizes"))
+def _pack_padded_sequence_backward(c, g):
+    """The scatter's derivative is the gather: the pack of the upstream gradient."""
+    a = c.args
+    size = list(a.input_size)
+    lengths = _sorted_lengths(a.batch_sizes, size[0] if a.batch_first else size[1])
+    return (_pack(g, lengths, a.batch_first)[0],)
+
+
+@vjp("_pad_packed_sequence", save=_args("_pad_packed_sequence", "batch_sizes"))
+def _pad_packed_sequence(c, g):
+    """Padding places the packed rows: its derivative packs the padded gradient again."""
+    a = c.args
+    if g[0] is None:
+        return (None,)
+    B = g[0].shape[0 if a.batch_first else 1]
+    return (_pack(g[0], _sorted_lengths(a.batch_sizes, B), a.batch_first)[0],)

@@ -6,17 +6,18 @@ The trace installs a recorder around the one ember-tensor routes every op call t
 recorded twice) with its bound arguments into ONNX nodes, right away, so an op without a
 mapping fails at the call that reached it, naming the op and the module path.
 
-Modules with a module converter (``_symbolic.MODULE_SYMBOLICS``; ``nn.RNN`` / ``nn.LSTM`` /
-``nn.GRU`` built in) are recorded whole: ``Module.__call__`` is wrapped during the trace, runs
-such a module without recording the ops inside it, and the converter writes its ONNX nodes (one
-``LSTM`` / ``GRU`` / ``RNN`` node per layer), so sequence length and batch stay free.
-
-Python functions with a function converter (``_symbolic.FUNCTION_SYMBOLICS``: ``F.nll_loss``,
-``pack_padded_sequence``, ``pad_packed_sequence``) are recorded whole the same way. They are no
-registry ops: their bodies compute input-dependent values (target masks, batch sizes) in NumPy,
-which a trace would freeze. During the trace every module-level name bound to such a function,
-wherever it was imported (``from ember.nn.utils.rnn import pack_padded_sequence``), calls a
-wrapper instead, restored afterwards.
+Every op the trace converts is a registry op, losses and packing included (``F.nll_loss`` runs
+``nll_loss_forward``; ``pack_padded_sequence`` / ``pad_packed_sequence`` run
+``_pack_padded_sequence`` / ``_pad_packed_sequence`` around ``sort`` / ``index_select``): their
+converters in ``_symbolic.SYMBOLICS`` compute the input-dependent parts (target masks, batch
+sizes) in the graph. Modules with a module converter (``_symbolic.MODULE_SYMBOLICS``;
+``nn.RNN`` / ``nn.LSTM`` / ``nn.GRU`` built in) are recorded whole: ``Module.__call__`` is
+wrapped during the trace, runs such a module without recording the ops inside it, and the
+converter writes its ONNX nodes (one ``LSTM`` / ``GRU`` / ``RNN`` node per layer, a packed
+input run padded with its lengths), so sequence length and batch stay free. Besides the
+recorder, the trace patches only ``Module.__call__``, ``Function.apply`` / ``__call__``, a few
+``Tensor`` methods (the Python conversions, ``detach``) and ``ember.tensor``'s ``zeros_like`` /
+``ones_like`` / ``full_like``, restored afterwards; no name is rebound in other modules.
 
 Values: example inputs become graph inputs; tensors found by identity among the model's
 ``state_dict(keep_vars=True)`` entries (and its parameters / buffers) become initializers named
@@ -32,14 +33,10 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import functools
 import importlib.metadata
-import inspect
 import io
 import os
-import sys
 import warnings
-from collections import namedtuple
 
 import numpy as np
 
@@ -51,7 +48,7 @@ from ember.tensor import extension as ext
 from onnx import helper
 
 from ._graph import GraphContext, UnsupportedOperatorError, np_dtype, onnx_type, to_numpy
-from ._symbolic import FUNCTION_SYMBOLICS, SYMBOLICS, module_symbolic
+from ._symbolic import SYMBOLICS, module_symbolic
 
 DEFAULT_OPSET = 18
 MIN_OPSET = 17
@@ -101,10 +98,9 @@ class _Tracer:
         self.stack: list[str] = []
         self.depth = 0
         self.converting = 0
-        self.opaque = 0  # inside a call recorded whole by a module or function converter
-        self.tracing = False  # between installing and removing the patches
+        self.opaque = 0  # inside a call recorded whole by a module converter
         self.rnn_weights: dict = {}  # (id(module), layer) -> names of ONNX's W, R, B values
-        self.packed: dict = {}  # id(PackedSequence) -> _symbolic.Packed (padded, lengths)
+        self.packed: dict = {}  # id(a packed batch's data) -> _symbolic.Packed (padded, lengths)
         self.prev = None
         if isinstance(model, nn.Module):
             buffers = {id(b) for _, b in model.named_buffers()}
@@ -371,39 +367,9 @@ class _Tracer:
         patch(ag.Function, "apply", make_apply)
         patch(ag.Function, "__call__", make_fcall)
 
-        def make_function(fn, accepts, convert):
-            sig = inspect.signature(fn)
-            Args = namedtuple(f"{fn.__name__}_args", list(sig.parameters))
-
-            @functools.wraps(fn)
-            def call(*args, **kwargs):
-                # a module imported during the trace may keep the wrapper: it then passes through
-                if tracer.depth or not tracer.tracing:
-                    return fn(*args, **kwargs)
-                bound = sig.bind(*args, **kwargs)
-                bound.apply_defaults()
-                a = Args(**bound.arguments)
-                if not accepts(tracer.g, a):
-                    return fn(*args, **kwargs)
-                return tracer.record_whole(fn.__name__, a, lambda: fn(*args, **kwargs),
-                                           lambda out: convert(tracer.g, a, out))
-            return call
-
-        wrappers = {id(fn): make_function(fn, *hit) for fn, hit in FUNCTION_SYMBOLICS.items()}
-        rebound = []  # (namespace, name, function): every module-level alias of a function
-        for mod in list(sys.modules.values()):
-            space = getattr(mod, "__dict__", None)
-            if isinstance(space, dict):
-                rebound += [(space, k, v) for k, v in list(space.items()) if id(v) in wrappers]
-        for space, k, fn in rebound:
-            space[k] = wrappers[id(fn)]
-        self.tracing = True
         try:
             yield self
         finally:
-            self.tracing = False
-            for space, k, fn in rebound:
-                space[k] = fn
             for owner, attr, orig in reversed(patched):
                 setattr(owner, attr, orig)
             ext.set_recorder(self.prev)

@@ -20,7 +20,6 @@ from typing import NamedTuple
 import numpy as np
 
 import ember.nn as nn
-import ember.nn.functional as F
 import ember.tensor as et
 from ember.nn.utils import rnn as rnn_utils
 
@@ -456,22 +455,27 @@ def _topk(g, a, out):
                   largest=int(a.largest), sorted=1)
 
 
-@register("sort")
-def _sort(g, a, out):
+def _sort_all(g, a):
+    """TopK over the whole axis (ties in index order: a stable sort); ``k`` is read from the
+    graph where the axis is a dynamic input's."""
     shape = g.shape(a.input)
     d = _wrap(a.dim, len(shape))
-    k = shape[d] if shape else 1
-    return g.node("TopK", [g.v(a.input), g.ints([k])], n_out=2, axis=d,
-                  largest=int(a.descending), sorted=1)
+    x = g.v(a.input)
+    if shape and shape[d] in g.dynamic_sizes:
+        k = g.slice(g.node("Shape", [x]), [d], [d + 1], [0])
+    else:
+        k = g.ints([shape[d] if shape else 1])
+    return g.node("TopK", [x, k], n_out=2, axis=d, largest=int(a.descending), sorted=1)
+
+
+@register("sort")
+def _sort(g, a, out):
+    return _sort_all(g, a)
 
 
 @register("argsort")
 def _argsort(g, a, out):
-    shape = g.shape(a.input)
-    d = _wrap(a.dim, len(shape))
-    k = shape[d] if shape else 1
-    return g.node("TopK", [g.v(a.input), g.ints([k])], n_out=2, axis=d,
-                  largest=int(a.descending), sorted=1)[1]
+    return _sort_all(g, a)[1]
 
 
 # ------------------------------------------------------------------ copies and casts
@@ -1023,22 +1027,6 @@ def module_symbolic(module):
     return None
 
 
-# ====================================================================== function converters
-# A function converter records a whole call of a Python function that is no registry op and
-# whose body a trace would freeze (it computes from its tensor arguments in NumPy).
-# ``FUNCTION_SYMBOLICS`` maps the function to ``(accepts, convert)``: ``accepts(g, a)`` and
-# ``convert(g, a, out)`` read the call's arguments bound to the function's signature (defaults
-# applied) as the named tuple ``a``, like a registry op's converter.
-FUNCTION_SYMBOLICS: dict = {}
-
-
-def _register_function(fn, accepts=None):
-    def deco(convert):
-        FUNCTION_SYMBOLICS[fn] = (accepts or (lambda g, a: True), convert)
-        return convert
-    return deco
-
-
 # ------------------------------------------------------------------ losses
 _REDUCTION_NAMES = {0: "none", 1: "mean", 2: "sum"}
 
@@ -1108,32 +1096,40 @@ def _cross_entropy_loss(g, a, out):
     return g.node("Div", [total, g.reduce("ReduceSum", share, None, False)])
 
 
-def _legacy_reduction(size_average, reduce, reduction: str) -> str:
-    """PyTorch's reading of the deprecated ``size_average`` / ``reduce`` arguments."""
-    if size_average is None and reduce is None:
-        return reduction
-    if reduce is False:
-        return "none"
-    return "sum" if size_average is False else "mean"
-
-
-@_register_function(F.nll_loss)
-def _nll_loss(g, a, out):
-    """``NegativeLogLikelihoodLoss`` (``F.nll_loss`` weighs and masks its targets in NumPy)."""
-    x, t, _, w, unbatched = _class_inputs(g, a)
-    reduction = _legacy_reduction(a.size_average, a.reduce, a.reduction)
+@register("nll_loss_forward")
+def _nll_loss_forward(g, a, out):
+    """``NegativeLogLikelihoodLoss``; the second output, PyTorch's ``total_weight`` (the summed
+    weights of the counted targets, 0 for an unreduced batched loss), from the target and the
+    weight (pruned when nothing reads it)."""
+    x, t, tdt, w, unbatched = _class_inputs(g, a)
+    reduction = _reduction_name(a.reduction)
+    ignore = int(a.ignore_index)
     loss = _loss_node(g, "NegativeLogLikelihoodLoss", [x, t, w], reduction=reduction,
-                      ignore_index=int(a.ignore_index))
-    return g.squeeze(loss, [0]) if unbatched and reduction == "none" else loss
+                      ignore_index=ignore)
+    if unbatched and reduction == "none":
+        loss = g.squeeze(loss, [0])
+    dt = np_dtype(a.input)
+    if reduction == "none" and not unbatched:
+        return [loss, g.const(0, dt)]
+    counted = g.node("Not", [g.node("Equal", [t, g.const(ignore, tdt)])])
+    share = g.cast(counted, dt)
+    if w is not None:
+        safe = g.node("Where", [counted, t, g.const(0, tdt)])
+        share = g.node("Mul", [g.node("Gather", [w, safe], axis=0), share])
+    return [loss, g.reduce("ReduceSum", share, None, False)]
 
 
 # ------------------------------------------------------------------ packed sequences
+# ``_pack_padded_sequence`` / ``_pad_packed_sequence`` are registry ops like any other. ONNX's
+# recurrent operators take a padded batch and its lengths (``sequence_lens``), not packed rows,
+# so the graph keeps each packed batch it sees made in a padded form too (``Packed``, by the id of
+# its ``data`` tensor): a recurrent layer reading it runs on that, and the unpacking of its output
+# reads the operator's padded output directly.
 class Packed(NamedTuple):
-    """How the graph holds a PackedSequence: ONNX's recurrent operators take a padded batch and
-    its lengths (``sequence_lens``), not packed rows."""
+    """How the graph holds a packed batch besides its packed rows."""
 
-    padded: str  # (T, N, *) time-major, the batch in its original order
-    lengths: str  # (N,) int64
+    padded: str  # (T, N, *) time-major, the sequences in their packed (decreasing length) order
+    lengths: str  # (N,) int64, decreasing
     zero_padded: bool  # the steps past each length hold zeros (a recurrent operator's Y)
 
 
@@ -1144,56 +1140,65 @@ def _step_mask(g, padded: str, lengths: str) -> str:
     return g.node("Less", [g.unsqueeze(steps, [1]), g.unsqueeze(lengths, [0])])
 
 
-def _packed_fields(g, info: Packed, ps) -> list:
-    """Values for the tensors of PackedSequence ``ps`` (``data``, ``batch_sizes`` and, when it
-    has them, ``sorted_indices``, ``unsorted_indices``) computed from ``info``: the batch sorted
-    by decreasing length (ties in batch order, as ember's stable sort), its steps within their
-    lengths gathered time-major."""
-    n = g.node("Shape", [info.lengths])
-    lengths, order = g.node("TopK", [info.lengths, n], n_out=2, axis=0, largest=1, sorted=1)
-    mask = _step_mask(g, info.padded, lengths)  # (T, N), the batch sorted
-    rows = g.node("Reshape", [g.node("Gather", [info.padded, order], axis=1),
-                              g.ints([-1] + list(g.shape(ps.data)[1:]))])
-    data = g.node("Compress", [rows, g.node("Reshape", [mask, g.ints([-1])])], axis=0)
+def _track(g, data, info: Packed) -> list:
+    """Remember ``info`` for the packed ``data`` tensor; returns the values of ``data`` and of
+    its ``batch_sizes``, computed from ``info``: the steps within their lengths, gathered
+    time-major, and the number of sequences running at each step."""
+    g.tracer.packed[id(data)] = info
+    g.tracer.keep.append(data)  # alive, so its id stays its own
+    mask = _step_mask(g, info.padded, info.lengths)  # (T, N)
+    rows = g.node("Reshape", [info.padded, g.ints([-1] + list(g.shape(data)[1:]))])
+    packed = g.node("Compress", [rows, g.node("Reshape", [mask, g.ints([-1])])], axis=0)
     counts = g.reduce("ReduceSum", g.cast(mask, np.int64), [1], False)
-    names = [data, g.node("Compress", [counts, g.node("Greater", [counts, g.int_scalar(0)])],
-                          axis=0)]
-    if ps.sorted_indices is not None:
-        names.append(order)
-    if ps.unsorted_indices is not None:
-        names.append(g.node("TopK", [order, n], n_out=2, axis=0, largest=0, sorted=1)[1])
-    return names
+    return [packed, g.node("Compress", [counts, g.node("Greater", [counts, g.int_scalar(0)])],
+                           axis=0)]
 
 
-def _track(g, ps, info: Packed) -> list:
-    g.tracer.packed[id(ps)] = info
-    g.tracer.keep.append(ps)  # alive, so its id stays its own
-    return _packed_fields(g, info, ps)
+def _unpacked(g, data, batch_sizes) -> Packed:
+    """The padded form of a packed batch the trace did not see made: zeros past each length,
+    each step's ``batch_sizes[t]`` rows of ``data`` placed by one Gather (the padding reads
+    an appended zero row)."""
+    d, bs = g.v(data), g.v(batch_sizes, np.int64)
+    shape = g.node("Shape", [d])
+    B = g.slice(bs, [0], [1], [0])  # [1]
+    cols = g.node("Range", [g.int_scalar(0), g.squeeze(B, [0]), g.int_scalar(1)])
+    mask = g.node("Less", [g.unsqueeze(cols, [0]), g.unsqueeze(bs, [1])])  # (T, B)
+    lengths = g.reduce("ReduceSum", g.cast(mask, np.int64), [0], False)
+    flat = g.node("Reshape", [mask, g.ints([-1])])
+    row = g.node("Sub", [g.node("CumSum", [g.cast(flat, np.int64), g.int_scalar(0)]),
+                         g.int_scalar(1)])
+    pad_row = g.squeeze(g.slice(shape, [0], [1], [0]), [0])  # index of the appended zero row
+    rest = g.slice(shape, [1], [INT64_MAX], [0])
+    zero = g.node("Expand", [g.const(0, np_dtype(data)),
+                             g.node("Concat", [g.ints([1]), rest], axis=0)])
+    table = g.node("Concat", [d, zero], axis=0)
+    placed = g.node("Gather", [table, g.node("Where", [flat, row, pad_row])], axis=0)
+    padded = g.node("Reshape", [placed, g.node("Concat", [g.node("Shape", [bs]), B, rest],
+                                                 axis=0)])
+    return Packed(padded, lengths, True)
 
 
-@_register_function(rnn_utils.pack_padded_sequence)
+@register("_pack_padded_sequence")
 def _pack_padded_sequence(g, a, out):
+    """The input (sorted by decreasing length by ``pack_padded_sequence``'s ``sort`` and
+    ``index_select`` where it was not) is kept as the batch's padded form."""
     x = g.v(a.input)
     if a.batch_first:
         nd = len(g.shape(a.input))
         x = g.node("Transpose", [x], perm=[1, 0] + list(range(2, nd)))
-    if is_tensor(a.lengths):
-        lengths = g.v(a.lengths, np.int64)
-    else:
-        lengths = g.const(np.asarray(a.lengths, dtype=np.int64).reshape(-1))
-    return _track(g, out, Packed(x, lengths, False))
+    return _track(g, out[0], Packed(x, g.v(a.lengths, np.int64), False))
 
 
-def _pad_accepts(g, a) -> bool:
-    return id(a.sequence) in g.tracer.packed
-
-
-@_register_function(rnn_utils.pad_packed_sequence, accepts=_pad_accepts)
+@register("_pad_packed_sequence")
 def _pad_packed_sequence(g, a, out):
-    info = g.tracer.packed[id(a.sequence)]
+    """The padded form, cut at the longest length (``total_length <= 0``) or cut / padded to
+    ``total_length`` steps, ``padding_value`` past each length; the lengths."""
+    info = g.tracer.packed.get(id(a.data))
+    if info is None:
+        info = _unpacked(g, a.data, a.batch_sizes)
     dt = _out_dtype(out)
     nd = len(g.shape(out[0]))
-    if a.total_length is None:  # up to the longest sequence
+    if int(a.total_length) <= 0:  # up to the longest sequence
         longest = g.node("Reshape", [g.reduce("ReduceMax", info.lengths, None, False),
                                      g.ints([1])])
         y = g.node("Slice", [info.padded, g.ints([0]), longest, g.ints([0])])
@@ -1234,8 +1239,8 @@ def _rnn_accepts(g, module, args, kwargs) -> bool:
         return False  # dropout between layers: no ONNX equivalent in the operator
     x, hx = _rnn_args(args, kwargs)
     if isinstance(x, rnn_utils.PackedSequence):
-        if id(x) not in g.tracer.packed:
-            return False  # not made by pack_padded_sequence in this trace: trace inside
+        if id(x.data) not in g.tracer.packed:
+            return False  # not packed by _pack_padded_sequence in this trace: trace inside
         x = x.data
     elif not is_tensor(x) or x.dim() not in (2, 3):
         return False  # an invalid input: the layer's own error
@@ -1281,15 +1286,18 @@ def _rnn_weights(g, module, layer: int):
 def _rnn_module(g, module, args, kwargs, out):
     """``nn.RNN`` / ``nn.LSTM`` / ``nn.GRU`` as one ONNX ``RNN`` / ``LSTM`` / ``GRU`` node per
     layer, with Transpose / Reshape / Squeeze / Concat glue for ``batch_first``, the directions
-    and the layers' stacking: sequence length and batch stay free. A PackedSequence input (made
-    by ``pack_padded_sequence`` in this trace) runs padded, with its lengths as
-    ``sequence_lens``; the output is again such a PackedSequence."""
+    and the layers' stacking: sequence length and batch stay free. A PackedSequence input (its
+    data made by ``_pack_padded_sequence`` in this trace) runs padded, in its packed order, with
+    its lengths as ``sequence_lens``, the initial state gathered by its ``sorted_indices`` and
+    the final one by its ``unsorted_indices`` (as the layer does); the output is again such a
+    PackedSequence."""
     mode = module.mode
     is_lstm = mode == "LSTM"
     D = 2 if module.bidirectional else 1
     H, L = module.hidden_size, module.num_layers
     x, hx = _rnn_args(args, kwargs)
-    packed = g.tracer.packed.get(id(x))
+    packed = g.tracer.packed.get(id(x.data)) if isinstance(x, rnn_utils.PackedSequence) \
+        else None
     if packed is not None:
         dt, batched = np_dtype(x.data), True
         X, seq_lens = packed.padded, g.cast(packed.lengths, np.int32)
@@ -1305,6 +1313,10 @@ def _rnn_module(g, module, args, kwargs, out):
         h0, c0 = (hx[0], hx[1]) if is_lstm else (hx, None)
         h0 = g.v(h0, dt)
         c0 = g.v(c0, dt) if c0 is not None else None
+        if packed is not None and x.sorted_indices is not None:
+            order = g.v(x.sorted_indices)
+            h0 = g.node("Gather", [h0, order], axis=1)
+            c0 = g.node("Gather", [c0, order], axis=1) if c0 is not None else None
         if not batched:
             h0 = g.unsqueeze(h0, [1])
             c0 = g.unsqueeze(c0, [1]) if c0 is not None else None
@@ -1340,7 +1352,13 @@ def _rnn_module(g, module, args, kwargs, out):
     c_n = (cs[0] if L == 1 else g.node("Concat", cs, axis=0)) if is_lstm else None
     states = [h_n] + ([c_n] if is_lstm else [])
     if packed is not None:
-        return _track(g, out[0], Packed(output, packed.lengths, True)) + states
+        if x.unsorted_indices is not None:
+            back = g.v(x.unsorted_indices)
+            states = [g.node("Gather", [s, back], axis=1) for s in states]
+        ps = out[0]
+        names = _track(g, ps.data, Packed(output, packed.lengths, True))
+        names += [g.v(i) for i in (ps.sorted_indices, ps.unsorted_indices) if i is not None]
+        return names + states
     if not batched:
         output = g.squeeze(output, [1])
         states = [g.squeeze(s, [1]) for s in states]

@@ -1,5 +1,6 @@
 """nn's primitives as registry ops: convolution and its im2col / col2im, max pooling, embedding,
-the fused recurrent cells and CTC, each with its backward as a registry op of its own.
+the fused recurrent cells, CTC, softmax, cross entropy, nll loss and sequence packing, each with
+its backward as a registry op of its own.
 
 PyTorch has these at torch level too (``torch.conv2d``, ``torch.max_pool2d``,
 ``torch.embedding``, ``torch.lstm_cell``, ``torch.ctc_loss``, ...): the same names and
@@ -7,9 +8,10 @@ signatures are exported from ``ember.tensor``, and ``ember.nn.functional`` calls
 primitive is declared once with :func:`defop`; its derivative lives in ember-autograd's table
 (``derivatives_nn.py``) and calls the backward op named here (``convolution_backward``,
 ``max_pool2d_with_indices_backward``, ``embedding_dense_backward``, ``lstm_cell_backward``,
-``gru_cell_backward``, ``_ctc_loss_backward``), whose CPU implementation is the fused kernel of
-``ember.tensor.kernels``; those backward ops have derivatives of their own in the same table,
-so double backward runs through them.
+``gru_cell_backward``, ``_ctc_loss_backward``, ``nll_loss_backward``,
+``_pack_padded_sequence_backward``), whose CPU implementation is the fused kernel of
+``ember.tensor.kernels`` (one NumPy gather / scatter for nll loss and packing); those backward
+ops have derivatives of their own in the same table, so double backward runs through them.
 
     >>> import ember.tensor as et
     >>> et.conv2d(et.ones(1, 1, 3, 3), et.ones(1, 1, 2, 2)).tolist()
@@ -38,6 +40,8 @@ __all__ = [
     "ctc_loss", "_ctc_loss", "_ctc_loss_backward",
     "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
     "cross_entropy_loss", "_cross_entropy_loss_backward",
+    "nll_loss_forward", "nll_loss_backward", "nll_loss_nd", "nll_loss",
+    "_pack_padded_sequence", "_pack_padded_sequence_backward", "_pad_packed_sequence",
 ]
 
 _make = Tensor._make
@@ -1187,10 +1191,12 @@ def _reduction_enum(op: str, reduction) -> int:
     return r
 
 
-def _ce_layout(op: str, input: Tensor, target: Tensor, weight: Tensor | None):
+def _ce_layout(op: str, input: Tensor, target: Tensor, weight: Tensor | None,
+               rows_needed: bool = True):
     """``(rows (M, C), flat int64 targets (M,), weight array or None, restore)`` of a class-dim
     layout: (C,) with a 0-d target, (N, C) with (N,), or (N, C, d1, ...) with (N, d1, ...);
-    ``restore(dx_rows)`` puts a rows-shaped gradient back in the input's layout."""
+    ``restore(dx_rows)`` puts a rows-shaped gradient back in the input's layout. Without
+    ``rows_needed`` a (N, C, d1, ...) input's rows are not copied out (``rows`` is None)."""
     _need_tensor(input, op, "self")
     _need_tensor(target, op, "target")
     x, t = input._data, target._data
@@ -1230,7 +1236,7 @@ def _ce_layout(op: str, input: Tensor, target: Tensor, weight: Tensor | None):
         else:
             moved = xp.moveaxis(x, 1, -1)
             mshape = moved.shape
-            rows = xp.ascontiguousarray(moved).reshape(-1, C)
+            rows = xp.ascontiguousarray(moved).reshape(-1, C) if rows_needed else None
 
             def restore(dx):
                 return xp.ascontiguousarray(xp.moveaxis(dx.reshape(mshape), -1, 1))
@@ -1381,3 +1387,286 @@ def _cross_entropy_loss_backward(grad_output: Tensor, input: Tensor, target: Ten
             p -= (eps / C * gv)[:, None] * ww
         dx = p.astype(dt)
     return _make(restore(dx))
+
+
+# ----------------------------------------------------------------------------- nll loss
+# nll_loss with class-index targets as one op per direction, PyTorch's nll_loss_forward /
+# nll_loss_backward, for every layout nll_loss_nd takes ((C,) with a 0-d target, (N, C) with
+# (N,), (N, C, d1, ...) with (N, d1, ...); PyTorch splits the last into nll_loss2d_*): one
+# gather of the picked log-probabilities, weighted and masked, and PyTorch's second output
+# ``total_weight`` (the summed weights of the counted targets: the mean's divisor), which the
+# backward reads. Reductions: 0 none, 1 mean, 2 sum.
+def _nll_valid(flat, ignore_index: int, xp):
+    """(row mask of the counted targets or None when every row counts, safe class indices)."""
+    valid = flat != ignore_index
+    if bool(valid.all()):
+        return None, flat
+    return valid, xp.where(valid, flat, 0)
+
+
+@defop("nll_loss_forward", out=True)
+def nll_loss_forward(input: Tensor, target: Tensor, weight: Tensor | None, reduction: int,
+                     ignore_index: int) -> tuple:
+    """``(output, total_weight)``: the negative log likelihood of log-probabilities ``input``
+    (C,), (N, C) or (N, C, d1, ...) at class indices ``target``, weighted by ``weight[target]``,
+    ``ignore_index`` entries counting for nothing; ``reduction`` 0 none, 1 mean (divided by
+    ``total_weight``; NaN when nothing counts, with a zero gradient), 2 sum. ``total_weight``
+    is 0 for an unreduced batched loss, as PyTorch's.
+
+    >>> import ember.tensor as et
+    >>> loss, total = et.nll_loss_forward(et.tensor([[-1., -2.]]), et.tensor([1]), None, 1, -100)
+    >>> loss.item(), total.item()
+    (2.0, 1.0)
+    """
+    op = "nll_loss_forward"
+    r = _reduction_enum(op, reduction)
+    rows, flat, w, _ = _ce_layout(op, input, target, weight)
+    ignore_index = int(ignore_index)
+    _ce_check_targets(rows, flat, ignore_index)
+    xp = array_module(rows)
+    dt = rows.dtype
+    valid, safe = _nll_valid(flat, ignore_index, xp)
+    picked = rows[xp.arange(rows.shape[0]), safe]
+    if w is not None:
+        ww = w[safe]
+        picked = picked * ww
+    loss = -picked
+    if valid is not None:  # ignored rows are 0, whatever their input (-inf included)
+        loss = xp.where(valid, loss, dt.type(0))
+    acc = np.float64 if dt == np.float16 else dt
+    if r == 0 and input.dim() > 1:
+        total_weight = 0.0
+    elif w is None:
+        total_weight = float(flat.shape[0] if valid is None else valid.sum())
+    else:
+        total_weight = (ww if valid is None else ww * valid).sum(dtype=acc)
+    if r == 0:
+        out = loss.reshape(target.shape)
+    else:
+        out = loss.sum(dtype=acc)
+        if r == 1:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out = out / total_weight
+    return _make(xp.asarray(out, dtype=dt)), _make(xp.asarray(total_weight, dtype=dt))
+
+
+@defop("nll_loss_backward", out=True)
+def nll_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor,
+                      weight: Tensor | None, reduction: int, ignore_index: int,
+                      total_weight: Tensor) -> Tensor:
+    """Gradient of :func:`nll_loss_forward` w.r.t. its input for the loss gradient
+    ``grad_output`` (the target's shape with reduction 0, else a scalar): zeros but
+    ``-weight[t] g`` (``g / total_weight`` for the mean) at each counted row's target class;
+    all zeros for a mean with ``total_weight`` 0."""
+    op = "nll_loss_backward"
+    r = _reduction_enum(op, reduction)
+    _need_tensor(grad_output, op, "grad_output")
+    _need_tensor(total_weight, op, "total_weight")
+    _, flat, w, restore = _ce_layout(op, input, target, weight, rows_needed=False)
+    ignore_index = int(ignore_index)
+    x = input._data
+    xp = array_module(x)
+    dt = x.dtype
+    M, C = flat.shape[0], (x.shape[0] if x.ndim == 1 else x.shape[1])
+    g = grad_output._data
+    if r == 0 and input.dim() > 1:
+        if g.shape != target._data.shape:
+            raise RuntimeError(f"{op}(): grad_output of shape {list(g.shape)} does not match "
+                               f"target of shape {list(target.shape)}")
+        go = g.reshape(-1).astype(dt, copy=False)
+    else:
+        if g.size != 1:
+            raise RuntimeError(f"{op}(): expected a single-element grad_output for a reduced "
+                               f"loss, got shape {list(g.shape)}")
+        go = g.reshape(()).astype(dt)
+        if r == 1:
+            tw = total_weight._data.reshape(()).astype(dt)
+            # nothing to average (every target ignored or weighted 0): the loss is NaN, but
+            # its gradient is zero, never NaN (PyTorch's is NaN at the zero-weight targets)
+            go = go / tw if bool(tw != 0) else xp.zeros_like(go)
+    valid = flat != ignore_index
+    if bool(valid.all()):
+        at, cls = xp.arange(M), flat
+    else:
+        at = xp.nonzero(valid)[0]
+        cls = flat[at]
+        if go.ndim:
+            go = go[at]
+    vals = -go
+    if w is not None:
+        vals = vals * w[cls]
+    dx = xp.zeros((M, C), dtype=dt)
+    dx[at, cls] = vals
+    return _make(restore(dx))
+
+
+def nll_loss_nd(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                reduction: int = 1, ignore_index: int = -100) -> Tensor:
+    """The loss of :func:`nll_loss_forward` for any layout (``torch._C._nn.nll_loss_nd``,
+    what ``F.nll_loss`` calls).
+
+    >>> import ember.tensor as et
+    >>> et.nll_loss_nd(et.tensor([[-1., -2.]]), et.tensor([1])).item()
+    2.0
+    """
+    return nll_loss_forward(input, target, weight, reduction, ignore_index)[0]
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, reduction: int = 1,
+             ignore_index: int = -100) -> Tensor:
+    """:func:`nll_loss_nd` for (C,) and (N, C) inputs (``torch._C._nn.nll_loss``)."""
+    if isinstance(input, Tensor) and input.dim() > 2:
+        raise RuntimeError("nll_loss(): input tensor should be 1D or 2D, got "
+                           f"{input.dim()}D (nll_loss_nd takes more dims)")
+    return nll_loss_forward(input, target, weight, reduction, ignore_index)[0]
+
+
+# ----------------------------------------------------------------------------- packed sequences
+# PyTorch's packing primitives: ``_pack_padded_sequence`` gathers the running steps of a
+# padded batch sorted by decreasing length into ``data`` (time-major: step 0 of every
+# sequence, then step 1 of those still running, ...) and returns ``batch_sizes`` (int64, on
+# the CPU); ``_pack_padded_sequence_backward`` scatters a gradient back into the padded
+# layout; ``_pad_packed_sequence`` is the inverse of the pack. The index arithmetic runs on the
+# host (lengths and batch sizes are CPU tensors), the gather / scatter on the data's device.
+def _host_ints(op: str, t: Tensor, name: str) -> np.ndarray:
+    """A 1-D integer tensor as a host int64 array (PyTorch's error otherwise)."""
+    _need_tensor(t, op, name)
+    a = t._data
+    if not isinstance(a, np.ndarray):
+        a = a.get()
+    if a.ndim != 1 or a.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}(): '{name}' argument should be a 1D CPU int64 tensor, but "
+                           f"got {a.ndim}D {t.device.type} {_dtype_str(a.dtype)} tensor")
+    return a.astype(np.int64, copy=False)
+
+
+def _padded_rows(sorted_lens: np.ndarray, steps: int, T: int, batch_first: bool, xp):
+    """The rows, in a padded batch seen as ``(T * B, *)`` (``(B * T, *)`` when
+    ``batch_first``), of the running steps in packed order (step-major), on ``xp``'s device."""
+    t, s = np.nonzero(sorted_lens[None, :] > np.arange(steps)[:, None])
+    rows = s * T + t if batch_first else t * sorted_lens.size + s
+    return rows if xp is np else xp.asarray(rows)
+
+
+def _flat_rows(a):
+    """``a`` (T, B, *) as (T * B, *): a view of a C-contiguous array, else a copy."""
+    return a.reshape((a.shape[0] * a.shape[1],) + a.shape[2:])
+
+
+def _lengths_of(batch_sizes: np.ndarray) -> np.ndarray:
+    """The sorted lengths of a packed batch from its batch sizes."""
+    B = int(batch_sizes[0]) if batch_sizes.size else 0
+    return (batch_sizes[None, :] > np.arange(B)[:, None]).sum(axis=1).astype(np.int64)
+
+
+def _check_batch_sizes(op: str, bs: np.ndarray) -> None:
+    if bs.size and (bs[-1] <= 0 or bool(np.any(bs[1:] > bs[:-1]))):
+        raise RuntimeError(f"{op}(): batch_sizes must be positive and non-increasing, got "
+                           f"{bs.tolist()}")
+
+
+@defop("_pack_padded_sequence", out=True)
+def _pack_padded_sequence(input: Tensor, lengths: Tensor, batch_first: bool) -> tuple:
+    """``(data, batch_sizes)`` of a padded batch ``(T, B, *)`` (``(B, T, *)`` when
+    ``batch_first``) whose sequences have the decreasing ``lengths``.
+
+    >>> import ember.tensor as et
+    >>> data, bs = et._pack_padded_sequence(et.tensor([[1., 4.], [2., 5.], [3., 0.]]),
+    ...                                     et.tensor([3, 2]), False)
+    >>> data.tolist(), bs.tolist()
+    ([1.0, 4.0, 2.0, 5.0, 3.0], [2, 2, 1])
+    """
+    op = "_pack_padded_sequence"
+    _need_tensor(input, op, "input")
+    lens = _host_ints(op, lengths, "lengths")
+    x = input._data
+    if x.ndim < 2:
+        raise RuntimeError(f"{op}(): input must have at least 2 dimensions (time and batch), "
+                           f"got shape {list(x.shape)}")
+    if x.size == 0:
+        raise RuntimeError("Cannot pack empty tensors.")
+    T, B = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+    if lens.size != B:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
+                           f"{lens.size} (batch_size={B})")
+    if lens[-1] <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an "
+                           "element in 'lengths' that is <= 0")
+    if B > 1 and bool(np.any(lens[1:] > lens[:-1])):
+        raise RuntimeError(
+            "`lengths` array must be sorted in decreasing order when `enforce_sorted` is "
+            "True. You can pass `enforce_sorted=False` to pack_padded_sequence and/or "
+            "pack_sequence to sidestep this requirement if you do not need ONNX "
+            "exportability.")
+    if int(lens[0]) > T:
+        raise RuntimeError(f"{op}(): a length of {int(lens[0])} exceeds the padded sequence "
+                           f"length {T} of input of shape {list(x.shape)}")
+    xp = array_module(x)
+    rows = _padded_rows(lens, int(lens[0]), T, batch_first, xp)
+    data = xp.take(_flat_rows(x), rows, axis=0)
+    batch_sizes = (lens[None, :] > np.arange(int(lens[0]))[:, None]).sum(axis=1)
+    return _make(data), _make(batch_sizes.astype(np.int64))
+
+
+@defop("_pack_padded_sequence_backward")
+def _pack_padded_sequence_backward(grad: Tensor, input_size, batch_sizes: Tensor,
+                                   batch_first: bool) -> Tensor:
+    """Gradient of :func:`_pack_padded_sequence` w.r.t. its input: zeros of ``input_size``
+    with the packed rows of ``grad`` at their (step, sequence) places."""
+    op = "_pack_padded_sequence_backward"
+    _need_tensor(grad, op, "grad")
+    bs = _host_ints(op, batch_sizes, "batch_sizes")
+    _check_batch_sizes(op, bs)
+    size = tuple(int(s) for s in input_size)
+    g = grad._data
+    lens = _lengths_of(bs)
+    n = int(bs.sum())
+    if len(size) < 2 or g.shape[0] != n or g.shape[1:] != size[2:] or \
+            lens.size != size[0 if batch_first else 1] or bs.size > size[1 if batch_first else 0]:
+        raise RuntimeError(f"{op}(): grad of shape {list(g.shape)} does not fit input_size "
+                           f"{list(size)} with batch_sizes {bs.tolist()}")
+    xp = array_module(g)
+    out = xp.zeros(size, dtype=g.dtype)
+    _flat_rows(out)[_padded_rows(lens, bs.size, size[1 if batch_first else 0], batch_first,
+                                 xp)] = g
+    return _make(out)
+
+
+@defop("_pad_packed_sequence")
+def _pad_packed_sequence(data: Tensor, batch_sizes: Tensor, batch_first: bool,
+                         padding_value: float, total_length: int) -> tuple:
+    """``(padded, lengths)``: the packed ``data`` back in a padded ``(T, B, *)`` batch
+    (``(B, T, *)`` when ``batch_first``), the sequences in their packed (sorted) order, the
+    steps past each length filled with ``padding_value``; ``T`` is ``total_length`` when it is
+    positive, else the longest length. ``lengths`` is an int64 CPU tensor.
+
+    >>> import ember.tensor as et
+    >>> padded, lengths = et._pad_packed_sequence(et.tensor([1., 4., 2., 5., 3.]),
+    ...                                           et.tensor([2, 2, 1]), True, -1.0, 0)
+    >>> padded.tolist(), lengths.tolist()
+    ([[1.0, 2.0, 3.0], [4.0, 5.0, -1.0]], [3, 2])
+    """
+    op = "_pad_packed_sequence"
+    _need_tensor(data, op, "data")
+    bs = _host_ints(op, batch_sizes, "batch_sizes")
+    _check_batch_sizes(op, bs)
+    d = data._data
+    T_max = bs.size
+    T = T_max
+    if int(total_length) > 0:
+        if int(total_length) < T_max:
+            raise RuntimeError(f"Expected total_length to be at least the length of the longest "
+                               f"sequence in input, but got total_length={int(total_length)} "
+                               f"and max sequence length being {T_max}")
+        T = int(total_length)
+    lens = _lengths_of(bs)
+    n = int(bs.sum())
+    if d.ndim < 1 or d.shape[0] != n:
+        raise RuntimeError(f"{op}(): data of shape {list(d.shape)} does not hold the {n} rows "
+                           f"batch_sizes {bs.tolist()} count")
+    xp = array_module(d)
+    B = lens.size
+    out = xp.full(((B, T) if batch_first else (T, B)) + d.shape[1:], padding_value,
+                  dtype=d.dtype)
+    _flat_rows(out)[_padded_rows(lens, T_max, T, batch_first, xp)] = d
+    return _make(out), _make(lens)

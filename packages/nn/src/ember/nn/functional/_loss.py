@@ -17,7 +17,7 @@ import numpy as np
 
 import ember.tensor as et
 from ember.tensor import Tensor
-from ember.tensor.extension import OPS, array_module, unwrap, wrap
+from ember.tensor.extension import OPS
 
 from ._activation import log_softmax, logsigmoid
 from ._distance import pairwise_distance
@@ -157,86 +157,24 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
 
 
 # --------------------------------------------------------------------------- classification
-def _class_layout(input: Tensor, target: Tensor, op: str):
-    """(rows (M, C) with classes last, flat targets (M,), C) for (N, C, d...) or (C,) input."""
-    if input.dim() == 0:
-        raise ValueError(f"{op}: input must have at least 1 dim, got a 0-d tensor")
-    if input.dim() == 1:
-        if target.dim() != 0:
-            raise ValueError(f"{op}: for 1-D input of shape {list(input.shape)} the target must "
-                             f"be 0-D, got {list(target.shape)}")
-        return input.unsqueeze(0), target.reshape(1), input.shape[0]
-    n, c = input.shape[0], input.shape[1]
-    if target.dim() != input.dim() - 1 or target.shape[0] != n or \
-            tuple(target.shape[1:]) != tuple(input.shape[2:]):
-        if target.shape and target.shape[0] != n:
-            raise ValueError(f"Expected input batch_size ({n}) to match target batch_size "
-                             f"({target.shape[0]}).")
-        raise RuntimeError(f"{op}: expected target of shape {[n] + list(input.shape[2:])} for "
-                           f"input of shape {list(input.shape)}, got {list(target.shape)}")
-    if input.dim() == 2:
-        return input, target, c
-    rows = input.movedim(1, -1).reshape(-1, c)
-    return rows, target.reshape(-1), c
-
-
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
-    """Negative log likelihood of log-probabilities ``input`` (N, C, d...) at class indices
-    ``target`` (N, d...); ``weight`` per class; ``ignore_index`` entries count for nothing.
+    """Negative log likelihood of log-probabilities ``input`` (N, C, d...) or (C,) at class
+    indices ``target`` (N, d...) or 0-d; ``weight`` per class; ``ignore_index`` entries count
+    for nothing (every one ignored: a NaN mean, a zero gradient).
+
+    The registry op ``nll_loss_forward`` (through ``nll_loss_nd``, as PyTorch), whose
+    backward is ``nll_loss_backward``.
 
     >>> nll_loss(et.tensor([[-1., -2.]]), et.tensor([1])).item()
     2.0
     """
     reduction = _resolve(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if target.is_floating_point():
+    if isinstance(target, Tensor) and target.is_floating_point():
         raise RuntimeError(f"nll_loss: expected target of an integer dtype (class indices), got "
                            f"{target.dtype}")
-    rows, flat, c = _class_layout(input, target, "nll_loss")
-    if weight is not None and (weight.dim() != 1 or weight.shape[0] != c):
-        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
-                           f"classes but got weight tensor of shape: {list(weight.shape)}")
-    # the targets are integer constants: validate and weigh them in NumPy/CuPy directly, so
-    # the graph holds one gather, one product and one sum
-    tgt = unwrap(flat)
-    xp = array_module(tgt)
-    if tgt.dtype != np.int64:
-        tgt = tgt.astype(np.int64)
-    valid = tgt != ignore_index
-    all_valid = bool(valid.all())
-    if tgt.size:
-        bad = valid & ((tgt < 0) | (tgt >= c))
-        if bool(bad.any()):
-            value = int(tgt[bad][0])
-            raise IndexError(f"nll_loss: Target {value} is out of bounds (classes: {c}).")
-    safe = tgt if all_valid else xp.where(valid, tgt, 0)
-    if safe is unwrap(flat):
-        # the gather index is the target itself (a view of it, sharing its version counter):
-        # an in-place change of the target before backward raises PyTorch's error instead of
-        # silently changing the gradient
-        index = flat.reshape(-1, 1)
-    else:
-        index = wrap(safe.reshape(-1, 1))
-    picked = et.gather(rows, 1, index)
-    dt = unwrap(rows).dtype
-    if weight is None:
-        w = None if all_valid else valid.astype(dt).reshape(-1, 1)
-    else:
-        if weight.device != rows.device:
-            raise RuntimeError(f"nll_loss: weight on {weight.device} but input on "
-                               f"{rows.device}")
-        w = (unwrap(weight).astype(dt)[safe] * valid).reshape(-1, 1)
-    loss = picked if w is None else picked * wrap(w)
-    if reduction == "none":
-        return (-loss).reshape(tuple(target.shape))
-    total = loss.sum()
-    if reduction == "sum":
-        return -total
-    denom = float(tgt.size) if w is None else float(w.sum())
-    # nothing to average (every target ignored): the loss is NaN, as PyTorch's 0 / 0, but the
-    # gradient is zero, never NaN
-    return total / -denom if denom else total * 0.0 + float("nan")
+    return et.nll_loss_nd(input, target, weight, _REDUCTION_ENUM[reduction], ignore_index)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,

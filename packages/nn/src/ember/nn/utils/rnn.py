@@ -14,8 +14,10 @@ step, on only the first ``batch_sizes[t]`` rows.
     >>> pad_packed_sequence(p, batch_first=True)[0].tolist()
     [[1.0, 2.0, 3.0], [4.0, 5.0, 0.0]]
 
-Every function here is differentiable with respect to the sequence values: packing and
-unpacking are one row gather each (backward: one scatter-add).
+Every function here is differentiable with respect to the sequence values. Packing and
+unpacking are the registry ops ``_pack_padded_sequence`` (returning ``(data, batch_sizes)``) and
+``_pad_packed_sequence`` (PyTorch's aten names), one row gather or placement each, with their
+derivatives in ember-autograd's table; an ONNX export traces them like any other op.
 """
 from __future__ import annotations
 
@@ -27,6 +29,10 @@ import numpy as np
 import ember.autograd as ag
 import ember.tensor as et
 from ember.tensor import Tensor
+from ember.tensor.extension import OPS
+
+_pack_padded = OPS["_pack_padded_sequence"].public  # the registry ops (PyTorch's aten names)
+_pad_packed = OPS["_pad_packed_sequence"].public
 
 __all__ = [
     "PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence",
@@ -55,17 +61,15 @@ def _index_tensor(arr: np.ndarray, device) -> Tensor:
 
 
 def invert_permutation(permutation: Tensor | None) -> Tensor | None:
-    """The permutation ``inv`` with ``inv[permutation[i]] = i`` (None stays None).
+    """The permutation ``inv`` with ``inv[permutation[i]] = i`` (None stays None): the
+    registry's ``argsort`` of it, so a trace follows it.
 
     >>> invert_permutation(et.tensor([2, 0, 1])).tolist()
     [1, 2, 0]
     """
     if permutation is None:
         return None
-    p = permutation.cpu().numpy().astype(np.int64)
-    inv = np.empty_like(p)
-    inv[p] = np.arange(p.size, dtype=np.int64)
-    return _index_tensor(inv, permutation.device)
+    return et.argsort(permutation)
 
 
 # --------------------------------------------------------------------------- PackedSequence
@@ -173,11 +177,6 @@ def _lengths_array(lengths, op: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _batch_sizes(sorted_lengths: np.ndarray) -> np.ndarray:
-    steps = np.arange(int(sorted_lengths[0]) if sorted_lengths.size else 0)
-    return (sorted_lengths[None, :] > steps[:, None]).sum(axis=1).astype(np.int64)
-
-
 # --------------------------------------------------------------------------- packing
 def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
                          enforce_sorted: bool = True) -> PackedSequence:
@@ -185,47 +184,37 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     whose true lengths are ``lengths``.
 
     With ``enforce_sorted`` (the default) the lengths must be sorted in decreasing order;
-    otherwise the batch is sorted here and the permutation kept in the result.
+    otherwise the batch is sorted here (``sort``, ``index_select``) and the permutation kept in
+    the result. The packing itself is the registry op ``_pack_padded_sequence`` (PyTorch's),
+    which returns ``(data, batch_sizes)``.
 
     >>> x = et.tensor([[1., 4.], [2., 5.], [3., 0.]])
     >>> pack_padded_sequence(x, [3, 2]).data.tolist()
     [1.0, 4.0, 2.0, 5.0, 3.0]
     """
     op = "pack_padded_sequence"
-    lens = _lengths_array(lengths, op)
+    if isinstance(lengths, Tensor):
+        if lengths.dim() != 1:
+            raise RuntimeError(f"{op}: 'lengths' argument should be a 1D CPU int64 tensor, but "
+                               f"got {lengths.dim()}D {lengths.device.type} tensor")
+        if lengths.dtype != et.int64:
+            lengths = lengths.to(dtype=et.int64)
+    else:
+        lengths = et.from_numpy(_lengths_array(lengths, op))
     if input.dim() < 2:
         raise RuntimeError(f"{op}: input must have at least 2 dimensions (time and batch), got "
                            f"shape {list(input.shape)}")
-    T, B = (input.shape[1], input.shape[0]) if batch_first else (input.shape[0], input.shape[1])
-    if lens.size != B:
+    batch_dim = 0 if batch_first else 1
+    if lengths.shape[0] != input.shape[batch_dim]:
         raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
-                           f"{lens.size} (batch_size={B})")
-    if enforce_sorted:
-        if lens.size > 1 and np.any(lens[1:] > lens[:-1]):
-            raise RuntimeError(
-                "`lengths` array must be sorted in decreasing order when `enforce_sorted` is "
-                "True. You can pass `enforce_sorted=False` to pack_padded_sequence and/or "
-                "pack_sequence to sidestep this requirement if you do not need ONNX "
-                "exportability.")
-        order = None
-        sorted_lens = lens
-    else:
-        order = np.argsort(-lens, kind="stable")
-        sorted_lens = lens[order]
-    if lens.size == 0 or np.any(lens <= 0):
-        raise RuntimeError("Length of all samples has to be greater than 0, but found an "
-                           "element in 'lengths' that is <= 0")
-    if int(sorted_lens[0]) > T:
-        raise RuntimeError(f"{op}: a length of {int(sorted_lens[0])} exceeds the padded "
-                           f"sequence length {T} of input of shape {list(input.shape)}")
-    batch_sizes = _batch_sizes(sorted_lens)
-    t_idx, b_idx = np.nonzero(sorted_lens[None, :] > np.arange(len(batch_sizes))[:, None])
-    orig_b = b_idx if order is None else order[b_idx]
-    rows = orig_b * T + t_idx if batch_first else t_idx * B + orig_b
-    flat = input.reshape(T * B, *input.shape[2:])
-    data = flat.index_select(0, _index_tensor(rows, input.device))
-    sorted_indices = None if order is None else _index_tensor(order, input.device)
-    return PackedSequence(data, et.from_numpy(batch_sizes), sorted_indices, None)
+                           f"{lengths.shape[0]} (batch_size={input.shape[batch_dim]})")
+    sorted_indices = None
+    if not enforce_sorted:
+        lengths, sorted_indices = et.sort(lengths, descending=True, stable=True)
+        sorted_indices = sorted_indices.to(input.device)
+        input = input.index_select(batch_dim, sorted_indices)
+    data, batch_sizes = _pack_padded(input, lengths, batch_first)
+    return PackedSequence(data, batch_sizes, sorted_indices, None)
 
 
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
@@ -233,7 +222,8 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
                         total_length: int | None = None) -> tuple[Tensor, Tensor]:
     """The inverse of :func:`pack_padded_sequence`: ``(padded, lengths)``, the batch back in
     its original order, padded with ``padding_value`` to ``total_length`` steps (default: the
-    longest sequence). ``lengths`` is an int64 CPU tensor.
+    longest sequence). ``lengths`` is an int64 CPU tensor. The unpacking is the registry op
+    ``_pad_packed_sequence`` (PyTorch's); an ``index_select`` restores the original order.
 
     >>> p = pack_sequence([et.tensor([1., 2.]), et.tensor([3.])])
     >>> padded, lengths = pad_packed_sequence(p, padding_value=-1.)
@@ -241,34 +231,21 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     ([[1.0, 3.0], [2.0, -1.0]], [2, 1])
     """
     data, batch_sizes, sorted_indices, unsorted_indices = sequence
-    bs = batch_sizes.cpu().numpy().astype(np.int64)
-    T_max = len(bs)
-    B = int(bs[0]) if T_max else 0
-    if total_length is not None:
-        if total_length < T_max:
-            raise ValueError(
-                "Expected total_length to be at least the length of the longest sequence in "
-                f"input, but got total_length={total_length} and max sequence length being "
-                f"{T_max}")
-        T = int(total_length)
-    else:
-        T = T_max
-    sorted_lens = (bs[None, :] > np.arange(B)[:, None]).sum(axis=1)
+    max_seq_length = batch_sizes.shape[0]
+    if total_length is not None and total_length < max_seq_length:
+        raise ValueError(
+            "Expected total_length to be at least the length of the longest sequence in "
+            f"input, but got total_length={total_length} and max sequence length being "
+            f"{max_seq_length}")
+    # total_length <= 0: up to the longest sequence (PyTorch's kernel reads it so)
+    padded, lengths = _pad_packed(data, batch_sizes, batch_first, padding_value,
+                                  -1 if total_length is None else int(total_length))
     if unsorted_indices is None and sorted_indices is not None:
         unsorted_indices = invert_permutation(sorted_indices)
-    unsorted = (np.arange(B) if unsorted_indices is None
-                else unsorted_indices.cpu().numpy().astype(np.int64))
-    # packed row of (t, sorted column s): offsets[t] + s; output column j holds sorted
-    # column unsorted[j]
-    sorted_pos = np.empty(B, dtype=np.int64)
-    sorted_pos[unsorted] = np.arange(B)  # original column of sorted column s
-    t_idx, s_idx = np.nonzero(sorted_lens[None, :] > np.arange(T_max)[:, None])
-    j_idx = sorted_pos[s_idx]
-    pos = j_idx * T + t_idx if batch_first else t_idx * B + j_idx
-    out = _PlaceRows.apply(data, _index_tensor(pos, data.device), T * B, padding_value)
-    shape = (B, T) if batch_first else (T, B)
-    lengths = et.from_numpy(np.ascontiguousarray(sorted_lens[unsorted], dtype=np.int64))
-    return out.view(*shape, *data.shape[1:]), lengths
+    if unsorted_indices is not None:
+        padded = padded.index_select(0 if batch_first else 1, unsorted_indices)
+        lengths = lengths.index_select(0, unsorted_indices.cpu())
+    return padded, lengths
 
 
 def pad_sequence(sequences: Iterable[Tensor], batch_first: bool = False,

@@ -21,7 +21,8 @@ NN_NON_TABLE_OPS = {
     "convolution_backward", "max_pool2d_with_indices_backward",
     "max_pool3d_with_indices_backward", "embedding_dense_backward", "lstm_cell_backward",
     "gru_cell_backward", "_ctc_loss_backward", "_softmax_backward_data",
-    "_log_softmax_backward_data", "_cross_entropy_loss_backward",
+    "_log_softmax_backward_data", "_cross_entropy_loss_backward", "nll_loss_backward",
+    "_pack_padded_sequence_backward",
 }
 
 
@@ -246,6 +247,69 @@ def _ce_samples(dtype, rng):
             Sample((_rand((3,), dtype, rng), np.asarray(1)))]
 
 
+def _ref_nll(x, t, weight=None, reduction=1, ignore_index=-100):
+    """(loss, total_weight), one target at a time."""
+    cdim = 0 if x.ndim == 1 else 1
+    C = x.shape[cdim]
+    rows = np.moveaxis(x.astype(np.float64), cdim, -1).reshape(-1, C)
+    tt = np.asarray(t).reshape(-1)
+    w = np.ones(C) if weight is None else weight.astype(np.float64)
+    loss = np.zeros(len(tt))
+    total = 0.0
+    for i, ti in enumerate(tt):
+        if ti == ignore_index:
+            continue
+        loss[i] = -w[ti] * rows[i, ti]
+        total += w[ti]
+    if reduction == 0:
+        out = loss.reshape(np.shape(t))
+        total = total if x.ndim == 1 else 0.0
+    else:
+        out = loss.sum() if reduction == 2 else loss.sum() / total
+    return np.asarray(out, dtype=x.dtype), np.asarray(total, dtype=x.dtype)
+
+
+def _nll_samples(dtype, rng):
+    x = _rand((4, 5), dtype, rng)
+    w = _rand((5,), dtype, rng, 0.5, 2.0)
+    t = np.asarray([0, 4, 2, 2])
+    return [Sample((x, t, None, 1, -100)),
+            Sample((x, t, w, 2, 2)),
+            Sample((x, t, w, 0, 4)),
+            Sample((x, t), dict(weight=None, reduction=1, ignore_index=2)),
+            Sample((_rand((2, 3, 2, 2), dtype, rng), np.asarray([[[0, 1], [2, 1]],
+                                                                 [[1, 1], [0, 2]]]), w[:3],
+                    1, 1)),
+            Sample((_rand((3,), dtype, rng), np.asarray(1), w[:3], 0, -100))]
+
+
+def _ref_pack(x, lengths, batch_first):
+    """(data, batch_sizes): the running steps, step by step, sequence by sequence."""
+    if batch_first:
+        x = np.swapaxes(x, 0, 1)
+    rows, sizes = [], []
+    for t in range(max(lengths)):
+        running = [b for b, n in enumerate(lengths) if n > t]
+        sizes.append(len(running))
+        rows += [x[t, b] for b in running]
+    return np.stack(rows).astype(x.dtype), np.asarray(sizes, dtype=np.int64)
+
+
+def _ref_pad(data, batch_sizes, batch_first, padding_value, total_length):
+    """(padded, lengths): the packed rows placed back step by step."""
+    sizes = list(batch_sizes)
+    B = sizes[0]
+    T = total_length if total_length > 0 else len(sizes)
+    out = np.full((T, B) + data.shape[1:], padding_value, dtype=data.dtype)
+    r = 0
+    for t, n in enumerate(sizes):
+        for s in range(n):
+            out[t, s] = data[r]
+            r += 1
+    lengths = np.asarray([sum(1 for n in sizes if n > s) for s in range(B)], dtype=np.int64)
+    return (np.swapaxes(out, 0, 1) if batch_first else out), lengths
+
+
 def _split_ref(x, sizes, dim=0):
     return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=dim))
 
@@ -291,4 +355,19 @@ NN_ENTRIES = (
             method=None),
     OpEntry("_ctc_loss", et._ctc_loss, _ref_ctc, _ctc_samples, method=None, gradgrad=False,
             atol=1e-5, rtol=1e-5),
+    OpEntry("nll_loss_forward", et.nll_loss_forward, _ref_nll, _nll_samples, method=None),
+    OpEntry("nll_loss_nd", et.nll_loss_nd, lambda *a, **k: _ref_nll(*a, **k)[0],
+            lambda d, rng: [Sample((_rand((3, 4), d, rng), np.asarray([3, 0, 3]))),
+                            Sample((_rand((2, 4, 3), d, rng), np.asarray([[0, 1, 3], [2, 2, 1]])),
+                                   dict(reduction=2, ignore_index=1))],
+            method=None, ops=("nll_loss_forward",)),
+    OpEntry("_pack_padded_sequence", et._pack_padded_sequence, _ref_pack,
+            lambda d, rng: [Sample((_rand((4, 3, 2), d, rng), np.asarray([4, 2, 2]), False)),
+                            Sample((_rand((3, 5), d, rng), np.asarray([5, 4, 1]), True))],
+            method=None, out_dtype=lambda s, d: (d, "int64")),
+    OpEntry("_pad_packed_sequence", et._pad_packed_sequence, _ref_pad,
+            lambda d, rng: [Sample((_rand((6, 2), d, rng), np.asarray([3, 2, 1]), False, 0.0,
+                                    0)),
+                            Sample((_rand((5,), d, rng), np.asarray([2, 2, 1]), True, -1.5, 4))],
+            method=None, out_dtype=lambda s, d: (d, "int64")),
 )
