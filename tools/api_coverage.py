@@ -72,6 +72,9 @@ _DATAPIPE = ("torchdata DataPipes, deprecated in PyTorch 2.x and moved out of to
              "(use Dataset / IterableDataset)")
 _PROFILE = "the autograd profiler (torch.profiler): ember has none"
 _MISC = "internal helpers that PyTorch exports by accident; not documented as public API"
+_FUNCTIONAL = ("aten bindings of torch.nn.functional ops that torch.* also exposes (PyTorch "
+               "documents them as torch.nn.functional.X): ember has each as "
+               "ember.nn.functional.X; the tensor core installs and imports without ember-nn")
 _AUTOCAST_LEGACY = ("the legacy per-device autocast switches (`set_autocast_gpu_dtype`, ...) "
                     "and TorchScript autocast nesting; use ember.tensor.autocast(device_type)")
 
@@ -123,6 +126,13 @@ EXCLUDE: list[tuple[str, str, str]] = [
               r"prepare_multiprocessing_environment|"
               r"profiler_allow_cudagraph_cupti_lazy_reinit_cuda12|init_num_threads|"
               r"thread_safe_generator|FatalError|hash_tensor", _MISC),
+    ("torch", r"adaptive_avg_pool1d|adaptive_max_pool1d|alpha_dropout|avg_pool1d|batch_norm|"
+              r"bilinear|binary_cross_entropy_with_logits|celu_?|channel_shuffle|"
+              r"cosine_embedding_loss|cosine_similarity|dropout|embedding_bag|"
+              r"feature_alpha_dropout|group_norm|hardshrink|hinge_embedding_loss|instance_norm|"
+              r"kl_div|layer_norm|margin_ranking_loss|pairwise_distance|pdist|pixel_shuffle|"
+              r"pixel_unshuffle|poisson_nll_loss|prelu|rms_norm|rrelu_?|selu_?|threshold_?|"
+              r"triplet_margin_loss", _FUNCTIONAL),
     ("torch", r"autocast_(increment|decrement)_nesting|clear_autocast_cache|"
               r"(set|is)_autocast_cache_enabled|(get|set)_autocast_(cpu|gpu)_dtype|"
               r"(set|is)_autocast_cpu_enabled", _AUTOCAST_LEGACY),
