@@ -119,6 +119,15 @@ CASES = [
     ("Adadelta", {}),
     ("Adadelta", {"lr": 0.5, "rho": 0.8}),
     ("Adadelta", {"weight_decay": 0.1, "maximize": True}),
+    ("ASGD", {"lr": 0.05}),
+    ("ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 10}),
+    ("ASGD", {"lr": 0.05, "t0": 3, "weight_decay": 0.1, "maximize": True}),
+    ("Rprop", {"lr": 0.01}),
+    ("Rprop", {"lr": 0.02, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.05)}),
+    ("Rprop", {"lr": 0.01, "maximize": True}),
+    ("Adafactor", {"lr": 0.01}),
+    ("Adafactor", {"lr": 0.05, "beta2_decay": -0.5, "d": 2.0, "weight_decay": 0.1}),
+    ("Adafactor", {"lr": 0.01, "eps": (1e-20, 1e-2), "maximize": True}),
 ]
 
 
@@ -159,6 +168,75 @@ def test_param_groups_match_torch(name):
     theirs = _run_torch(getattr(torch.optim, name), kwargs, groups)
     ours = _run_ember(getattr(optim, name), kwargs, groups)
     _check(ours, theirs)
+
+
+def _matrix_run(lib, cls_name, kwargs, dtype, steps=8):
+    """A few steps of ``cls_name`` on two 2-D weights (one transposed, non-contiguous) with
+    gradients of a fixed quadratic, on each side's own current parameters."""
+    rng = np.random.default_rng(3)
+    init = [rng.standard_normal((6, 4)), rng.standard_normal((3, 5))]
+    targets = [rng.standard_normal((6, 4)), rng.standard_normal((5, 3))]
+    if lib == "torch":
+        params = [torch.tensor(init[0], dtype=dtype),
+                  torch.tensor(init[1].T.copy(), dtype=dtype).t()]
+        opt = getattr(torch.optim, cls_name)(params, **kwargs)
+    else:
+        params = [et.tensor(init[0], dtype=dtype),
+                  et.tensor(init[1].T.copy(), dtype=dtype).t()]
+        opt = getattr(optim, cls_name)(params, **kwargs)
+    for _ in range(steps):
+        for p, t in zip(params, targets):
+            arr = p.numpy() if lib == "torch" else np.asarray(p._data)
+            g = np.ascontiguousarray((arr - (t if arr.shape == t.shape else t.T)) * 2.0)
+            p.grad = torch.tensor(g, dtype=dtype) if lib == "torch" else et.tensor(g,
+                                                                                    dtype=dtype)
+        opt.step()
+    return [np.array(p.numpy() if lib == "torch" else p._data, dtype=np.float64)
+            for p in params]
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"lr": 0.02},
+    {"lr": 0.05, "nesterov": False, "weight_decay": 0.0},
+    {"lr": 0.02, "momentum": 0.9, "adjust_lr_fn": "match_rms_adamw", "ns_steps": 3},
+])
+def test_muon_trajectory_matches_torch(kwargs):
+    # the Newton-Schulz iteration runs in bfloat16 (float32 accumulation): ember rounds to
+    # bfloat16 after each product as torch's CPU kernels do, which reproduces the update to
+    # a few float32 ulps
+    theirs = _matrix_run("torch", "Muon", kwargs, torch.float32)
+    ours = _matrix_run("ember", "Muon", kwargs, et.float32)
+    start = _matrix_run("ember", "Muon", dict(kwargs, lr=0.0), et.float32)
+    for a, b, s0 in zip(ours, theirs, start):
+        moved = np.abs(b - s0).max()
+        assert moved > 1e-2
+        np.testing.assert_allclose(a, b, atol=1e-5 * moved)
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("ASGD", {"lr": 0.05, "t0": 3}), ("Rprop", {"lr": 0.01}), ("Adafactor", {"lr": 0.01}),
+])
+def test_state_dict_after_steps_matches_torch(name, kwargs):
+    # the state PyTorch keeps per parameter: same keys, same values
+    x, y, init = _data()
+    tp = [torch.tensor(a, requires_grad=True) for a in init]
+    ep = [et.tensor(a, dtype=et.float64) for a in init]
+    topt, eopt = getattr(torch.optim, name)(tp, **kwargs), getattr(optim, name)(ep, **kwargs)
+    for _ in range(4):
+        for ps, lib in ((tp, "torch"), (ep, "ember")):
+            arrays = [p.detach().numpy() if lib == "torch" else np.asarray(p._data) for p in ps]
+            for p, g in zip(ps, _grads(x, y, arrays[0].T, *arrays[1:])):
+                g = np.ascontiguousarray(g.T if g.shape != tuple(p.shape) else g)
+                p.grad = torch.tensor(g) if lib == "torch" else et.tensor(g, dtype=et.float64)
+        topt.step()
+        eopt.step()
+    tsd, esd = topt.state_dict(), eopt.state_dict()
+    assert sorted(tsd["param_groups"][0]) == sorted(esd["param_groups"][0])
+    for k in tsd["state"]:
+        assert sorted(tsd["state"][k]) == sorted(esd["state"][k])
+        for key, tv in tsd["state"][k].items():
+            np.testing.assert_allclose(np.asarray(esd["state"][k][key]._data), tv.numpy(),
+                                       rtol=1e-7, atol=1e-12, err_msg=f"{name} {key}")
 
 
 # ----------------------------------------------------------------------------- LBFGS

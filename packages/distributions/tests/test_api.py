@@ -257,7 +257,11 @@ def test_kl_infinite_and_not_implemented():
     assert math.isinf(D.kl_divergence(D.Uniform(T([-1.0]), T([2.0])),
                                       D.Uniform(T([0.0]), T([3.0]))).item())
     with pytest.raises(NotImplementedError, match="No KL\\(p \\|\\| q\\) is implemented for "
-                                                  "p type Poisson and q type Normal"):
+                                                  "p type Poisson and q type Laplace"):
+        D.kl_divergence(D.Poisson(T([1.0])), D.Laplace(0.0, 1.0))
+    # two exponential families meet in the Bregman registration, which refuses two families
+    with pytest.raises(NotImplementedError, match="The cross KL-divergence between "
+                                                  "different exponential families"):
         D.kl_divergence(D.Poisson(T([1.0])), D.Normal(0.0, 1.0))
 
 

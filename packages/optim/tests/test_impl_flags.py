@@ -22,11 +22,15 @@ TORCH_FLAGS = {
     "NAdam": {"foreach", "capturable", "differentiable"},
     "RAdam": {"foreach", "capturable", "differentiable"},
     "RMSprop": {"foreach", "capturable", "differentiable"},
+    "ASGD": {"foreach", "capturable", "differentiable"},
+    "Rprop": {"foreach", "capturable", "differentiable"},
+    "Adafactor": {"foreach"},
+    "Muon": set(),
     "LBFGS": set(),
 }
 FLAGS = ("foreach", "fused", "capturable", "differentiable")
 WITH_KERNELS = {"SGD", "Adam", "AdamW"}
-WITHOUT_KERNELS = sorted(set(TORCH_FLAGS) - WITH_KERNELS - {"LBFGS"})
+WITHOUT_KERNELS = sorted(set(TORCH_FLAGS) - WITH_KERNELS - {"LBFGS", "Muon"})
 
 
 def _param(dtype=et.float64):

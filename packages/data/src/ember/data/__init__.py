@@ -9,7 +9,16 @@ The torchtext-style text pipeline lives in ``ember.data.text``.
 from . import dataloader, dataset, distributed, sampler
 from ._collate import default_collate, default_convert
 from ._dataloader import DataLoader
-from ._dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
+from ._dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
 from ._sampler import (
     BatchSampler,
     BucketBatchSampler,
@@ -27,6 +36,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BatchSampler",
     "BucketBatchSampler",
+    "ChainDataset",
     "ConcatDataset",
     "DataLoader",
     "Dataset",
@@ -35,6 +45,7 @@ __all__ = [
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
+    "StackDataset",
     "Subset",
     "SubsetRandomSampler",
     "TensorDataset",

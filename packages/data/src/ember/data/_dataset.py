@@ -11,9 +11,11 @@ from typing import Any
 import ember.tensor as et
 
 __all__ = [
+    "ChainDataset",
     "ConcatDataset",
     "Dataset",
     "IterableDataset",
+    "StackDataset",
     "Subset",
     "TensorDataset",
     "random_split",
@@ -40,8 +42,8 @@ class IterableDataset(Dataset):
     def __iter__(self) -> Iterator[Any]:
         raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
 
-    def __add__(self, other: Dataset) -> Any:
-        raise TypeError("IterableDataset does not support '+'")
+    def __add__(self, other: Dataset) -> ChainDataset:
+        return ChainDataset([self, other])
 
 
 class TensorDataset(Dataset):
@@ -69,6 +71,83 @@ class TensorDataset(Dataset):
 
     def __len__(self) -> int:
         return self.tensors[0].shape[0]
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side: item ``i`` is the tuple of their items ``i``
+    (datasets given positionally) or the dict of them by name (given as keywords).
+
+    >>> ds = StackDataset(image=TensorDataset(et.arange(3)), label=[10, 11, 12])
+    >>> ds[1]["label"], len(ds)
+    (11, 3)
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not (args or kwargs):
+            raise ValueError("At least one dataset should be passed")
+        self.datasets: tuple | dict = args if args else kwargs
+        parts = list(args) if args else list(kwargs.values())
+        self._length = len(parts[0])
+        if any(len(d) != self._length for d in parts):
+            raise ValueError("Size mismatch between datasets")
+
+    def _parts(self) -> list[tuple[Any, Any]]:
+        """(key, dataset) pairs: the position or the name of each dataset."""
+        if isinstance(self.datasets, dict):
+            return list(self.datasets.items())
+        return list(enumerate(self.datasets))
+
+    def _assemble(self, fields: dict) -> Any:
+        if isinstance(self.datasets, dict):
+            return fields
+        return tuple(fields[i] for i in range(len(self.datasets)))
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._assemble({k: d[index] for k, d in self._parts()})
+
+    def __getitems__(self, indices: list) -> list:
+        """A batch of items, each dataset read with its own ``__getitems__`` where it has
+        one."""
+        columns = {}
+        for key, d in self._parts():
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError("Nested dataset's output size mismatch. Expected "
+                                     f"{len(indices)}, got {len(items)}")
+            else:
+                items = [d[i] for i in indices]
+            columns[key] = items
+        return [self._assemble({k: col[j] for k, col in columns.items()})
+                for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length
+
+
+class ChainDataset(IterableDataset):
+    """Iterable datasets one after another, chained on the fly (``ds1 + ds2`` of iterable
+    datasets makes one)."""
+
+    def __init__(self, datasets: Iterable[Dataset]):
+        super().__init__()
+        self.datasets = datasets
+
+    def _checked(self) -> Iterator[IterableDataset]:
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield d
+
+    def __iter__(self) -> Iterator[Any]:
+        for d in self._checked():
+            yield from d
+
+    def __len__(self) -> int:
+        return sum(len(d) for d in self._checked())
 
 
 class ConcatDataset(Dataset):

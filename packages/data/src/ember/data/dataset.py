@@ -5,7 +5,16 @@ import (``from torch.utils.data.dataset import Dataset, Subset``).
 """
 from __future__ import annotations
 
-from ._dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
+from ._dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
-           "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
+           "ChainDataset", "Subset", "random_split"]

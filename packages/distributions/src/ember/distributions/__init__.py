@@ -17,6 +17,7 @@ samples carry gradients to the parameters where ``has_rsample``), ``log_prob``,
 from __future__ import annotations
 
 from . import constraints, transforms
+from .constraint_registry import biject_to, transform_to
 from .constraints import Constraint
 from .continuous import (
                          Beta,
@@ -30,10 +31,22 @@ from .continuous import (
                          StudentT,
                          Uniform,
 )
-from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
+from .counts import Multinomial, NegativeBinomial
+from .discrete import (
+                         Bernoulli,
+                         Binomial,
+                         Categorical,
+                         Geometric,
+                         OneHotCategorical,
+                         OneHotCategoricalStraightThrough,
+                         Poisson,
+)
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .matrix import LKJCholesky, Wishart
+from .mixture import MixtureSameFamily
 from .multivariate_normal import LowRankMultivariateNormal, MultivariateNormal
 from .relaxed import (
                          ExpRelaxedCategorical,
@@ -41,35 +54,55 @@ from .relaxed import (
                          RelaxedBernoulli,
                          RelaxedOneHotCategorical,
 )
-from .transformed_distribution import Gumbel, HalfNormal, LogNormal, TransformedDistribution
+from .transformed_distribution import (
+                         Gumbel,
+                         HalfCauchy,
+                         HalfNormal,
+                         LogNormal,
+                         TransformedDistribution,
+)
+from .transformed_families import InverseGamma, Kumaraswamy, LogisticNormal, Pareto, Weibull
 from .transforms import (
                          AbsTransform,
                          AffineTransform,
+                         CatTransform,
                          ComposeTransform,
+                         CorrCholeskyTransform,
+                         CumulativeDistributionTransform,
                          ExpTransform,
                          IndependentTransform,
+                         LowerCholeskyTransform,
+                         PositiveDefiniteTransform,
                          PowerTransform,
                          ReshapeTransform,
                          SigmoidTransform,
                          SoftmaxTransform,
+                         SoftplusTransform,
+                         StackTransform,
                          StickBreakingTransform,
                          TanhTransform,
                          Transform,
                          identity_transform,
 )
+from .univariate import ContinuousBernoulli, FisherSnedecor, GeneralizedPareto, VonMises
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "__version__",
-    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
-    "Cauchy", "Chi2", "ComposeTransform", "Constraint", "Dirichlet", "Distribution",
-    "ExpRelaxedCategorical", "ExpTransform", "Exponential", "Gamma", "Geometric", "Gumbel",
-    "HalfNormal", "Independent", "IndependentTransform", "Laplace", "LogNormal",
-    "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "MultivariateNormal", "Normal",
-    "OneHotCategorical", "Poisson", "PowerTransform", "RelaxedBernoulli",
+    "__version__", "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial",
+    "CatTransform", "Categorical", "Cauchy", "Chi2", "ComposeTransform", "Constraint",
+    "ContinuousBernoulli", "CorrCholeskyTransform", "CumulativeDistributionTransform",
+    "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform", "Exponential",
+    "ExponentialFamily", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric",
+    "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
+    "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal",
+    "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "LowerCholeskyTransform",
+    "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+    "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
+    "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
     "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
-    "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
-    "TransformedDistribution", "Uniform", "constraints", "identity_transform",
-    "kl_divergence", "register_kl", "transforms",
+    "SoftplusTransform", "StackTransform", "StickBreakingTransform", "StudentT",
+    "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "VonMises",
+    "Weibull", "Wishart", "biject_to", "constraints", "identity_transform", "kl_divergence",
+    "register_kl", "transform_to", "transforms",
 ]

@@ -10,6 +10,7 @@ from ember.tensor import Size
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma_sampling import standard_gamma
 from .utils import broadcast_all, broadcast_params, standard_normal, standard_uniform
 
@@ -19,7 +20,7 @@ __all__ = ["Beta", "Cauchy", "Chi2", "Dirichlet", "Exponential", "Gamma", "Lapla
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """Normal (Gaussian) distribution with mean ``loc`` and standard deviation ``scale``."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
@@ -71,6 +72,15 @@ class Normal(Distribution):
 
     def entropy(self):
         return 0.5 + _LOG_SQRT_2PI + self.scale.log()
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal()
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * et.log(-math.pi / y)
 
 
 class Uniform(Distribution):
@@ -134,7 +144,7 @@ class Uniform(Distribution):
         return et.log(self.high - self.low)
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential distribution with rate ``rate``."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -184,6 +194,15 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - et.log(self.rate)
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -et.log(-x)
 
 
 class Laplace(Distribution):
@@ -292,7 +311,7 @@ class Cauchy(Distribution):
         return math.log(4 * math.pi) + self.scale.log()
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma distribution with shape ``concentration`` and ``rate`` (inverse scale).
     ``rsample`` carries implicit reparameterization gradients to ``concentration``."""
 
@@ -335,6 +354,15 @@ class Gamma(Distribution):
         c = self.concentration
         return c - et.log(self.rate) + et.lgamma(c) + (1.0 - c) * et.digamma(c)
 
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return self.concentration - 1, -self.rate
+
+    def _log_normalizer(self, x, y):
+        return et.lgamma(x + 1) + (x + 1) * et.log(-y.reciprocal())
+
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
@@ -360,7 +388,7 @@ class Chi2(Gamma):
         return self.concentration * 2
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Dirichlet distribution with ``concentration`` (its last dim is the event)."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
@@ -422,8 +450,15 @@ class Dirichlet(Distribution):
         return (et.lgamma(c).sum(-1) - et.lgamma(a0) - (k - a0) * et.digamma(a0)
                 - ((c - 1.0) * et.digamma(c)).sum(-1))
 
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x):
+        return et.lgamma(x).sum(-1) - et.lgamma(x.sum(-1))
+
+
+class Beta(ExponentialFamily):
     """Beta distribution with ``concentration1`` (alpha) and ``concentration0`` (beta)."""
 
     arg_constraints = {"concentration1": constraints.positive,
@@ -467,6 +502,13 @@ class Beta(Distribution):
 
     def entropy(self):
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self):
+        return self.concentration1, self.concentration0
+
+    def _log_normalizer(self, x, y):
+        return et.lgamma(x) + et.lgamma(y) - et.lgamma(x + y)
 
     @property
     def concentration1(self):

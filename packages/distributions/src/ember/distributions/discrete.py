@@ -11,6 +11,7 @@ from ember.tensor import Size
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import (
     broadcast_all,
     broadcast_params,
@@ -23,7 +24,7 @@ from .utils import (
 )
 
 __all__ = ["Bernoulli", "Binomial", "Categorical", "Geometric", "OneHotCategorical",
-           "Poisson"]
+           "OneHotCategoricalStraightThrough", "Poisson"]
 
 _BOTH = "Either `probs` or `logits` must be specified, but not both."
 
@@ -37,6 +38,19 @@ def _set_probs_or_logits(dist, probs, logits):
     (param,) = broadcast_all(value)
     setattr(dist, name, param)
     return param, (Size() if isinstance(value, Number) else param.shape)
+
+
+def _set_count_and_param(dist, total_count, probs, logits):
+    """Set ``dist.total_count`` and ``dist.probs`` or ``dist.logits`` (exactly one given),
+    broadcast together, the count in the parameter's dtype; returns the batch shape."""
+    if (probs is None) == (logits is None):
+        raise ValueError(_BOTH)
+    name, value = ("probs", probs) if probs is not None else ("logits", logits)
+    count, param = broadcast_all(total_count, value)
+    dist.total_count = count.to(param.dtype)
+    setattr(dist, name, param)
+    dist._param = param
+    return param.shape
 
 
 def _param_of(dist):
@@ -59,7 +73,31 @@ def _bce_with_logits(logits, target):
     return softplus(logits) - logits * target
 
 
-class Bernoulli(Distribution):
+class _BinaryParameterized(Distribution):
+    """A family parameterized by a probability ``probs`` or its ``logits`` (whichever was
+    given is ``_param``; the other is computed on first use)."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.shape
+
+    def _expand_binary(self, cls, batch_shape, _instance, *names):
+        """``expand`` of the parameters ``names`` and whichever of probs and logits this
+        distribution holds."""
+        new = self._expand_params(cls, batch_shape, _instance, *names, "probs", "logits")
+        new._param = _param_of(new)
+        return new
+
+
+class Bernoulli(_BinaryParameterized, ExponentialFamily):
     """Bernoulli distribution: 1 with probability ``probs`` (or ``sigmoid(logits)``)."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -71,9 +109,7 @@ class Bernoulli(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expand_params(Bernoulli, batch_shape, _instance, "probs", "logits")
-        new._param = _param_of(new)
-        return new
+        return self._expand_binary(Bernoulli, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -88,18 +124,6 @@ class Bernoulli(Distribution):
     def variance(self):
         return self.probs * (1 - self.probs)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.shape
-
     def sample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)
         with no_grad():
@@ -113,6 +137,15 @@ class Bernoulli(Distribution):
 
     def entropy(self):
         return _bce_with_logits(self.logits, self.probs)
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (et.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return et.log1p(et.exp(x))
 
     def enumerate_support(self, expand=True):
         values = et.arange(2, dtype=self._param.dtype, device=self._param.device)
@@ -281,7 +314,20 @@ class OneHotCategorical(Distribution):
         return values
 
 
-class Poisson(Distribution):
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical with a straight-through gradient estimator: ``rsample`` returns
+    the one-hot sample, with the gradient of ``probs`` passed through it (Bengio et al.,
+    2013)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=Size()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
+
+
+class Poisson(ExponentialFamily):
     """Poisson distribution with ``rate``."""
 
     arg_constraints = {"rate": constraints.nonnegative}
@@ -317,8 +363,15 @@ class Poisson(Distribution):
         rate, value = broadcast_all(self.rate, value)
         return value.xlogy(rate) - rate - et.lgamma(value + 1)
 
+    @property
+    def _natural_params(self):
+        return (et.log(self.rate),)
 
-class Binomial(Distribution):
+    def _log_normalizer(self, x):
+        return et.exp(x)
+
+
+class Binomial(_BinaryParameterized):
     """Binomial distribution: successes in ``total_count`` Bernoulli trials with ``probs``
     (or ``logits``)."""
 
@@ -327,22 +380,11 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError(_BOTH)
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.to(self.probs.dtype)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.to(self.logits.dtype)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(self._param.shape, validate_args=validate_args)
+        batch_shape = _set_count_and_param(self, total_count, probs, logits)
+        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expand_params(Binomial, batch_shape, _instance,
-                                  "total_count", "probs", "logits")
-        new._param = _param_of(new)
-        return new
+        return self._expand_binary(Binomial, batch_shape, _instance, "total_count")
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -359,18 +401,6 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.shape
 
     def sample(self, sample_shape=Size()):
         shape = tuple(self._extended_shape(sample_shape))
@@ -412,14 +442,14 @@ class Binomial(Distribution):
         return _support_values(values, self._batch_shape, expand)
 
 
-class Geometric(Distribution):
+class Geometric(_BinaryParameterized):
     """Number of failures before the first success in Bernoulli trials with ``probs``."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _, batch_shape = _set_probs_or_logits(self, probs, logits)
+        self._param, batch_shape = _set_probs_or_logits(self, probs, logits)
         super().__init__(batch_shape, validate_args=validate_args)
         if self._validate_args and probs is not None:
             value = self.probs
@@ -433,7 +463,7 @@ class Geometric(Distribution):
                     f"to be positive but found invalid values:\n{invalid_value}")
 
     def expand(self, batch_shape, _instance=None):
-        return self._expand_params(Geometric, batch_shape, _instance, "probs", "logits")
+        return self._expand_binary(Geometric, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -446,14 +476,6 @@ class Geometric(Distribution):
     @property
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=Size()):
         shape = self._extended_shape(sample_shape)

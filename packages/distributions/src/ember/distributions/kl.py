@@ -14,9 +14,12 @@ import ember.tensor as et
 from .continuous import Beta, Cauchy, Dirichlet, Exponential, Gamma, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .distribution import Distribution
+from .exp_family import ExponentialFamily, bregman_terms
 from .independent import Independent
 from .multivariate_normal import LowRankMultivariateNormal, MultivariateNormal, batch_mahalanobis
 from .transformed_distribution import Gumbel, HalfNormal, TransformedDistribution
+from .transformed_families import Pareto
+from .univariate import ContinuousBernoulli
 from .utils import euler_constant, softplus, sum_rightmost
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -149,6 +152,38 @@ def _kl_cauchy_cauchy(p, q):
     t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
     t2 = (4 * p.scale * q.scale).log()
     return t1 - t2
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + et.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - et.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log normalizer between the natural parameters (the
+    gradient of ``F`` at ``p``'s parameters by autograd)."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    p_params = [t.detach().requires_grad_() for t in p._natural_params]
+    q_params = q._natural_params
+    log_norm, grads = bregman_terms(p, p_params)
+    result = q._log_normalizer(*q_params) - log_norm
+    for pt, qt, g in zip(p_params, q_params, grads):
+        result = result - sum_rightmost((qt - pt) * g, len(q.event_shape))
+    return result
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return _where_inf(p.scale < q.scale, result)
 
 
 @register_kl(Dirichlet, Dirichlet)
@@ -307,6 +342,13 @@ def _batch_tensor(p, q):
 
 
 for _p, _q in [(Poisson, Bernoulli), (Poisson, Binomial),
+               (Beta, Pareto), (ContinuousBernoulli, Pareto),
+               (Exponential, ContinuousBernoulli), (Exponential, Pareto),
+               (Gamma, ContinuousBernoulli), (Gamma, Pareto),
+               (Gumbel, ContinuousBernoulli), (Gumbel, Pareto),
+               (Laplace, ContinuousBernoulli), (Laplace, Pareto),
+               (Normal, ContinuousBernoulli), (Normal, Pareto),
+               (Pareto, Beta), (Pareto, ContinuousBernoulli), (Pareto, Uniform),
                (Exponential, Beta), (Exponential, Uniform), (Gamma, Beta), (Gamma, Uniform),
                (Gumbel, Beta), (Gumbel, Exponential), (Gumbel, Gamma), (Gumbel, Uniform),
                (Laplace, Beta), (Laplace, Exponential), (Laplace, Gamma), (Laplace, Uniform),
@@ -326,23 +368,42 @@ def _to_gumbel(q, ez_num, e_exp_neg_x, neg_entropy):
             + et.exp(q.loc / q.scale) * e_exp_neg_x)
 
 
+def _to_exponential(p, q, mean):
+    """KL(p || Exponential q) from p's mean."""
+    return -p.entropy() - q.rate.log() + q.rate * mean
+
+
+def _to_gamma(p, q, mean, e_log_x):
+    """KL(p || Gamma q) from p's mean and E[log x]."""
+    return (-p.entropy() - q.concentration * q.rate.log() + et.lgamma(q.concentration)
+            - (q.concentration - 1) * e_log_x + q.rate * mean)
+
+
+def _to_continuous_bernoulli(p, q):
+    """KL(p || ContinuousBernoulli q) for p on the unit interval."""
+    return -p.entropy() - p.mean * q.logits - et.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
 @register_kl(Bernoulli, Poisson)
 def _kl_bernoulli_poisson(p, q):
     # log q(k) = k log(rate) - rate for k in {0, 1}
     return -p.entropy() - (p.probs * q.rate.log() - q.rate)
 
 
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return _to_continuous_bernoulli(p, q)
+
+
 @register_kl(Beta, Exponential)
 def _kl_beta_exponential(p, q):
-    return -p.entropy() - q.rate.log() + q.rate * p.mean
+    return _to_exponential(p, q, p.mean)
 
 
 @register_kl(Beta, Gamma)
 def _kl_beta_gamma(p, q):
     a, b = p.concentration1, p.concentration0
-    e_log_x = et.digamma(a) - et.digamma(a + b)
-    return (-p.entropy() - q.concentration * q.rate.log() + et.lgamma(q.concentration)
-            - (q.concentration - 1) * e_log_x + q.rate * p.mean)
+    return _to_gamma(p, q, p.mean, et.digamma(a) - et.digamma(a + b))
 
 
 @register_kl(Beta, Normal)
@@ -356,11 +417,25 @@ def _kl_beta_uniform(p, q):
     return _where_inf((q.low > 0) | (q.high < 1), result)
 
 
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return _to_exponential(p, q, p.mean)
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    return _to_normal(p, q, p.mean, p.variance, -p.entropy())
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _where_inf((q.low >= 0) | (q.high <= 1), result)
+
+
 @register_kl(Exponential, Gamma)
 def _kl_exponential_gamma(p, q):
-    e_log_x = -euler_constant - p.rate.log()
-    return (-p.entropy() - q.concentration * q.rate.log() + et.lgamma(q.concentration)
-            - (q.concentration - 1) * e_log_x + q.rate / p.rate)
+    return _to_gamma(p, q, p.mean, -euler_constant - p.rate.log())
 
 
 @register_kl(Exponential, Gumbel)
@@ -376,7 +451,7 @@ def _kl_exponential_normal(p, q):
 
 @register_kl(Gamma, Exponential)
 def _kl_gamma_exponential(p, q):
-    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+    return _to_exponential(p, q, p.concentration / p.rate)
 
 
 @register_kl(Gamma, Gumbel)
@@ -414,6 +489,26 @@ def _kl_normal_laplace(p, q):
     return -p.entropy() + (2 * q.scale).log() + e_abs / q.scale
 
 
+def _pareto_e_log(p):
+    """E[log x] for x ~ Pareto(scale, alpha)."""
+    return p.scale.log() + p.alpha.reciprocal()
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    return _where_inf(p.alpha <= 1, _to_exponential(p, q, p.mean))
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    return _where_inf(p.alpha <= 1, _to_gamma(p, q, p.mean, _pareto_e_log(p)))
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    return _where_inf(p.alpha <= 2, _to_normal(p, q, p.mean, p.variance, -p.entropy()))
+
+
 def _uniform_e_log(lo, hi):
     """E[log x] for x ~ Uniform(lo, hi), lo >= 0."""
     return (_xlogx(hi) - hi - _xlogx(lo) + lo) / (hi - lo)
@@ -430,19 +525,27 @@ def _kl_uniform_beta(p, q):
     return _where_inf((p.high > 1) | (p.low < 0), result)
 
 
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    return _where_inf((p.high >= 1) | (p.low <= 0), _to_continuous_bernoulli(p, q))
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    width = p.high - p.low
+    log_norm = (q.alpha * q.scale.pow(q.alpha) * width).log()
+    result = (q.alpha + 1) * _uniform_e_log(p.low, p.high) - log_norm
+    return _where_inf(p.low < q.scale, result)
+
+
 @register_kl(Uniform, Exponential)
 def _kl_uniform_exponential(p, q):
-    result = -(p.high - p.low).log() - q.rate.log() + q.rate * (p.high + p.low) / 2
-    return _where_inf(p.low < 0, result)
+    return _where_inf(p.low < 0, _to_exponential(p, q, p.mean))
 
 
 @register_kl(Uniform, Gamma)
 def _kl_uniform_gamma(p, q):
-    e_log_x = _uniform_e_log(p.low, p.high)
-    result = (-(p.high - p.low).log() - q.concentration * q.rate.log()
-              + et.lgamma(q.concentration) - (q.concentration - 1) * e_log_x
-              + q.rate * (p.high + p.low) / 2)
-    return _where_inf(p.low < 0, result)
+    return _where_inf(p.low < 0, _to_gamma(p, q, p.mean, _uniform_e_log(p.low, p.high)))
 
 
 @register_kl(Uniform, Gumbel)

@@ -10,7 +10,8 @@ from . import constraints
 from .distribution import Distribution
 from .utils import lazy_property, standard_normal
 
-__all__ = ["LowRankMultivariateNormal", "MultivariateNormal"]
+__all__ = ["CholeskyParameterized", "LowRankMultivariateNormal", "MultivariateNormal",
+           "scale_tril_from"]
 
 
 def _batch_shape(*shapes):
@@ -46,7 +47,43 @@ def _half_log_det(L):
     return L.diagonal(dim1=-2, dim2=-1).log().sum(-1)
 
 
-class MultivariateNormal(Distribution):
+def scale_tril_from(covariance_matrix, precision_matrix, scale_tril):
+    """The lower Cholesky factor ``L`` of a covariance ``L L^T`` given by exactly one of
+    the three (the others None)."""
+    if scale_tril is not None:
+        return scale_tril
+    if covariance_matrix is not None:
+        return et.linalg.cholesky(covariance_matrix)
+    # P = U U^T with U upper-triangular (Cholesky of the reversed matrix), so that
+    # Sigma = P^-1 = L L^T with L = U^-T lower-triangular
+    u = et.linalg.cholesky(precision_matrix.flip(-2, -1)).flip(-2, -1)
+    eye = et.eye(u.shape[-1], dtype=u.dtype, device=u.device)
+    return et.linalg.solve_triangular(u.mT, eye.expand(u.shape), upper=False)
+
+
+class CholeskyParameterized(Distribution):
+    """A family parameterized by one of ``covariance_matrix``, ``precision_matrix`` or
+    ``scale_tril`` (kept as ``_unbroadcasted_scale_tril``); the others are computed on
+    first use, expanded to ``_cov_shape()``."""
+
+    def _cov_shape(self):
+        raise NotImplementedError
+
+    @lazy_property
+    def scale_tril(self):
+        return self._unbroadcasted_scale_tril.expand(self._cov_shape())
+
+    @lazy_property
+    def covariance_matrix(self):
+        L = self._unbroadcasted_scale_tril
+        return et.matmul(L, L.mT).expand(self._cov_shape())
+
+    @lazy_property
+    def precision_matrix(self):
+        return et.cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._cov_shape())
+
+
+class MultivariateNormal(CholeskyParameterized):
     """Multivariate normal with mean ``loc`` and exactly one of ``covariance_matrix``,
     ``precision_matrix`` or ``scale_tril`` (lower-triangular, positive diagonal)."""
 
@@ -77,18 +114,8 @@ class MultivariateNormal(Distribution):
         self.loc = loc.expand(tuple(batch_shape) + (-1,))
         event_shape = self.loc.shape[-1:]
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = et.linalg.cholesky(covariance_matrix)
-        else:
-            # P = U U^T with U upper-triangular (Cholesky of the reversed matrix), so that
-            # Sigma = P^-1 = L L^T with L = U^-T lower-triangular
-            flip = precision_matrix.flip(-2, -1)
-            u = et.linalg.cholesky(flip).flip(-2, -1)
-            eye = et.eye(u.shape[-1], dtype=u.dtype, device=u.device)
-            self._unbroadcasted_scale_tril = et.linalg.solve_triangular(
-                u.mT, eye.expand(u.shape), upper=False)
+        self._unbroadcasted_scale_tril = scale_tril_from(covariance_matrix, precision_matrix,
+                                                         scale_tril)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(MultivariateNormal, _instance)
@@ -104,19 +131,6 @@ class MultivariateNormal(Distribution):
 
     def _cov_shape(self):
         return tuple(self._batch_shape) + tuple(self._event_shape) * 2
-
-    @lazy_property
-    def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(self._cov_shape())
-
-    @lazy_property
-    def covariance_matrix(self):
-        L = self._unbroadcasted_scale_tril
-        return et.matmul(L, L.mT).expand(self._cov_shape())
-
-    @lazy_property
-    def precision_matrix(self):
-        return et.cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._cov_shape())
 
     @property
     def mean(self):

@@ -10,13 +10,13 @@ from ember.autograd import no_grad
 from ember.tensor import Size
 
 from . import constraints
-from .continuous import Normal, Uniform
+from .continuous import Cauchy, Normal, Uniform
 from .distribution import Distribution
 from .independent import Independent
 from .transforms import AbsTransform, AffineTransform, ComposeTransform, ExpTransform, Transform
 from .utils import broadcast_all, euler_constant, sum_rightmost
 
-__all__ = ["Gumbel", "HalfNormal", "LogNormal", "TransformedDistribution"]
+__all__ = ["Gumbel", "HalfCauchy", "HalfNormal", "LogNormal", "TransformedDistribution"]
 
 
 class TransformedDistribution(Distribution):
@@ -69,6 +69,14 @@ class TransformedDistribution(Distribution):
         new.base_dist = self.base_dist.expand(base_batch_shape)
         new.transforms = self.transforms
         return self._expanded(new, batch_shape)
+
+    def _expand_family(self, cls, batch_shape, _instance, *names):
+        """``expand`` for a family ``cls`` defined as a transformed distribution: the named
+        parameters it keeps itself are expanded, the base distribution with them."""
+        new = self._get_checked_instance(cls, _instance)
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        return TransformedDistribution.expand(self, batch_shape, _instance=new)
 
     @constraints.dependent_property(is_discrete=False)
     def support(self):
@@ -149,8 +157,7 @@ class LogNormal(TransformedDistribution):
         super().__init__(base_dist, ExpTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(LogNormal, _instance)
-        return super().expand(batch_shape, _instance=new)
+        return self._expand_family(LogNormal, batch_shape, _instance)
 
     @property
     def loc(self):
@@ -177,40 +184,25 @@ class LogNormal(TransformedDistribution):
         return self.base_dist.entropy() + self.loc
 
 
-class HalfNormal(TransformedDistribution):
-    """``|X|`` for ``X ~ Normal(0, scale)``."""
+class _HalfFolded(TransformedDistribution):
+    """``|X|`` for ``X`` of a family symmetric about 0 (``base_dist``, with location 0):
+    the density doubles on the nonnegative half."""
 
-    arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        base_dist = Normal(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfNormal, _instance)
-        return super().expand(batch_shape, _instance=new)
 
     @property
     def scale(self):
         return self.base_dist.scale
 
     @property
-    def mean(self):
-        return self.scale * math.sqrt(2 / math.pi)
-
-    @property
     def mode(self):
         return et.zeros_like(self.scale)
-
-    @property
-    def variance(self):
-        return self.scale.pow(2) * (1 - 2 / math.pi)
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
+        value = et.as_tensor(value, dtype=self.scale.dtype, device=self.scale.device)
         log_prob = self.base_dist.log_prob(value) + math.log(2)
         return et.where(value >= 0, log_prob, et.full_like(log_prob, -math.inf))
 
@@ -224,6 +216,49 @@ class HalfNormal(TransformedDistribution):
 
     def entropy(self):
         return self.base_dist.entropy() - math.log(2)
+
+
+class HalfNormal(_HalfFolded):
+    """``|X|`` for ``X ~ Normal(0, scale)``."""
+
+    arg_constraints = {"scale": constraints.positive}
+
+    def __init__(self, scale, validate_args=None):
+        base_dist = Normal(0, scale, validate_args=False)
+        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_family(HalfNormal, batch_shape, _instance)
+
+    @property
+    def mean(self):
+        return self.scale * math.sqrt(2 / math.pi)
+
+    @property
+    def variance(self):
+        return self.scale.pow(2) * (1 - 2 / math.pi)
+
+
+class HalfCauchy(_HalfFolded):
+    """``|X|`` for ``X ~ Cauchy(0, scale)``."""
+
+    arg_constraints = {"scale": constraints.positive}
+
+    def __init__(self, scale, validate_args=None):
+        base_dist = Cauchy(0, scale, validate_args=False)
+        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_family(HalfCauchy, batch_shape, _instance)
+
+    @property
+    def mean(self):
+        return et.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype,
+                       device=self.scale.device)
+
+    @property
+    def variance(self):
+        return self.base_dist.variance
 
 
 class Gumbel(TransformedDistribution):
@@ -246,10 +281,7 @@ class Gumbel(TransformedDistribution):
         super().__init__(base_dist, transforms, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Gumbel, _instance)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        return super().expand(batch_shape, _instance=new)
+        return self._expand_family(Gumbel, batch_shape, _instance, "loc", "scale")
 
     def log_prob(self, value):
         if self._validate_args:

@@ -14,13 +14,22 @@ import ember.tensor as et
 from ember.tensor import Tensor
 
 from . import constraints
-from .utils import clamp_probs, softplus, sum_rightmost
+from .utils import (
+    clamp_probs,
+    lazy_property,
+    softplus,
+    sum_rightmost,
+    tril_matrix_to_vec,
+    vec_to_tril_matrix,
+)
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
-    "IndependentTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform",
-    "SoftmaxTransform", "StickBreakingTransform", "TanhTransform", "Transform",
-    "identity_transform",
+    "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+    "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
+    "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+    "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftplusTransform",
+    "SoftmaxTransform", "StackTransform", "StickBreakingTransform", "TanhTransform",
+    "Transform", "identity_transform",
 ]
 
 
@@ -684,3 +693,278 @@ class StickBreakingTransform(Transform):
             raise ValueError("Too few dimensions on input")
         return tuple(shape[:-1]) + (shape[-1] - 1,)
 
+
+
+class SoftplusTransform(Transform):
+    """``y = log(1 + exp(x))``."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, SoftplusTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return softplus(x)
+
+    def _inverse(self, y):
+        # log(exp(y) - 1) = y + log(1 - exp(-y))
+        return (-(-y).expm1()).log() + y
+
+    def log_abs_det_jacobian(self, x, y):
+        return -softplus(-x)
+
+
+def _with_leading_one(x):
+    """``x`` shifted right by one along the last dim, a 1 filling the first place."""
+    ones = et.ones(tuple(x.shape[:-1]) + (1,), dtype=x.dtype, device=x.device)
+    return et.cat([ones, x[..., :-1]], -1)
+
+
+class CorrCholeskyTransform(Transform):
+    """From an unconstrained vector of length ``D(D-1)/2`` to the Cholesky factor of a
+    ``D x D`` correlation matrix (lower triangular, positive diagonal, unit-norm rows):
+    ``tanh`` maps each entry to (-1, 1), then stick breaking per row gives the factor."""
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, CorrCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        eps = et.finfo(x.dtype).eps
+        r = vec_to_tril_matrix(x.tanh().clamp(min=-1 + eps, max=1 - eps), diag=-1)
+        stick = (1 - r ** 2).sqrt().cumprod(-1)
+        r = r + et.eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return r * _with_leading_one(stick)
+
+    def _inverse(self, y):
+        remaining = _with_leading_one(1 - (y * y).cumsum(-1))
+        t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(remaining, diag=-1).sqrt()
+        return (t.log1p() - (-t).log1p()) / 2
+
+    def log_abs_det_jacobian(self, x, y):
+        remaining = tril_matrix_to_vec(1 - (y * y).cumsum(-1), diag=-2)
+        stick_logdet = 0.5 * remaining.log().sum(-1)
+        tanh_logdet = -2 * (x + softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick_logdet + tanh_logdet
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return tuple(shape[:-1]) + (d, d)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return tuple(shape[:-2]) + (d * (d - 1) // 2,)
+
+
+class LowerCholeskyTransform(Transform):
+    """From an unconstrained square matrix to a lower-triangular one with a positive
+    diagonal: the strictly lower part is kept, the diagonal exponentiated (not bijective:
+    the upper part is dropped)."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other):
+        return isinstance(other, LowerCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y):
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(Transform):
+    """From an unconstrained square matrix to a positive definite one: ``L L^T`` with ``L``
+    from :class:`LowerCholeskyTransform`."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other):
+        return isinstance(other, PositiveDefiniteTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        lower = LowerCholeskyTransform()(x)
+        return lower @ lower.mT
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(et.linalg.cholesky(y))
+
+
+class _PiecewiseTransform(Transform):
+    """Transforms ``tseq`` applied to consecutive pieces of ``dim`` (the pieces and how
+    they join back are the subclass's)."""
+
+    def __init__(self, tseq, dim=0, cache_size=0):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    def _checked_pieces(self, z, name):
+        if not -z.dim() <= self.dim < z.dim():
+            raise AssertionError(f"dim {self.dim} out of range for {name} with {z.dim()} "
+                                 "dimensions")
+        size, expected, what = self._expected_size(z)
+        if size != expected:
+            raise AssertionError(f"{name}.size({self.dim}) = {size} must equal {what} "
+                                 f"{expected}")
+        return self._pieces(z)
+
+    def _call(self, x):
+        return self._join([t(p) for t, p in zip(self.transforms, self._checked_pieces(x, "x"))])
+
+    def _inverse(self, y):
+        pieces = self._checked_pieces(y, "y")
+        return self._join([t.inv(p) for t, p in zip(self.transforms, pieces)])
+
+    def _piece_jacobians(self, x, y):
+        return [t.log_abs_det_jacobian(xp, yp) for t, xp, yp in
+                zip(self.transforms, self._checked_pieces(x, "x"),
+                    self._checked_pieces(y, "y"))]
+
+
+class CatTransform(_PiecewiseTransform):
+    """Apply ``tseq[i]`` to the ``i``-th of consecutive pieces of ``dim`` of lengths
+    ``lengths`` (1 each by default) and concatenate the results."""
+
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        super().__init__(tseq, dim, cache_size)
+        self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms "
+                                 f"({len(self.transforms)})")
+
+    @lazy_property
+    def event_dim(self):
+        return max(t.event_dim for t in self.transforms)
+
+    @lazy_property
+    def length(self):
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _expected_size(self, z):
+        return z.size(self.dim), self.length, "length"
+
+    def _pieces(self, z):
+        starts = [sum(self.lengths[:i]) for i in range(len(self.lengths))]
+        return [z.narrow(self.dim, s, n) for s, n in zip(starts, self.lengths)]
+
+    def _join(self, pieces):
+        return et.cat(pieces, self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        jacs = [sum_rightmost(j, self.event_dim - t.event_dim)
+                for t, j in zip(self.transforms, self._piece_jacobians(x, y))]
+        dim = self.dim - x.dim() if self.dim >= 0 else self.dim
+        dim = dim + self.event_dim
+        if dim < 0:
+            return et.cat(jacs, dim)
+        total = jacs[0]
+        for j in jacs[1:]:
+            total = total + j
+        return total
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(_PiecewiseTransform):
+    """Apply ``tseq[i]`` to the ``i``-th slice of ``dim`` and stack the results."""
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _expected_size(self, z):
+        return z.size(self.dim), len(self.transforms), "len(transforms)"
+
+    def _pieces(self, z):
+        return [z.select(self.dim, i) for i in range(z.size(self.dim))]
+
+    def _join(self, pieces):
+        return et.stack(pieces, self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        return et.stack(self._piece_jacobians(x, y), self.dim)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+
+
+class CumulativeDistributionTransform(Transform):
+    """``y = distribution.cdf(x)``: from the distribution's support to the unit interval
+    (its inverse is ``icdf``; its log-det-Jacobian the log density)."""
+
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self):
+        return self.distribution.support
+
+    def _call(self, x):
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y):
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self.distribution.log_prob(x)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)

@@ -1,6 +1,7 @@
 """Helpers shared by the distributions (``torch.distributions.utils``)."""
 from __future__ import annotations
 
+import math
 from numbers import Number
 
 import ember.tensor as et
@@ -9,7 +10,8 @@ from ember.tensor import Size, Tensor
 
 __all__ = ["broadcast_all", "logits_to_probs", "probs_to_logits", "clamp_probs",
            "lazy_property", "euler_constant", "sum_rightmost", "standard_normal",
-           "standard_uniform", "softplus", "one_hot", "fmt_value"]
+           "standard_uniform", "softplus", "one_hot", "fmt_value", "tril_matrix_to_vec",
+           "vec_to_tril_matrix"]
 
 #: The Euler-Mascheroni constant.
 euler_constant = 0.57721566490153286060
@@ -95,6 +97,42 @@ def standard_uniform(shape, dtype, device) -> Tensor:
 def one_hot(index: Tensor, num_classes: int, dtype) -> Tensor:
     ar = et.arange(num_classes, device=index.device)
     return (index.unsqueeze(-1) == ar).to(dtype)
+
+
+def _tril_flat_index(n: int, diag: int, device):
+    """Positions (in a flattened ``n x n`` matrix, row by row) of the entries on or below
+    diagonal ``diag``."""
+    rows = et.arange(n, device=device).unsqueeze(-1)
+    cols = et.arange(n, device=device)
+    return et.nonzero((cols < rows + (diag + 1)).reshape(-1)).reshape(-1)
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The entries of (a batch of) ``D x D`` matrices on or below diagonal ``diag``, row by
+    row, as vectors."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    flat = mat.reshape(tuple(mat.shape[:-2]) + (n * n,))
+    return flat.index_select(-1, _tril_flat_index(n, diag, mat.device))
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """The inverse of :func:`tril_matrix_to_vec`: (a batch of) vectors laid out row by row
+    as the entries on or below diagonal ``diag`` of ``D x D`` matrices, zeros elsewhere."""
+    m = vec.shape[-1]
+    b = 1 + 2 * diag
+    n = (-b + math.sqrt(b * b + 8 * m + 4 * abs(diag) * (diag + 1))) / 2
+    if abs(round(n) - n) > et.finfo(vec.dtype).eps:
+        raise ValueError(f"The size of last dimension is {m} which cannot be expressed as "
+                         "the lower triangular part of a square D x D matrix.")
+    n = round(n)
+    # every entry above the band reads the zero appended after the vector's entries
+    padded = et.cat([vec, et.zeros(tuple(vec.shape[:-1]) + (1,), dtype=vec.dtype,
+                                   device=vec.device)], -1)
+    source = et.full((n * n,), m, dtype=et.int64, device=vec.device)
+    source[_tril_flat_index(n, diag, vec.device)] = et.arange(m, device=vec.device)
+    return padded.index_select(-1, source).reshape(tuple(vec.shape[:-1]) + (n, n))
 
 
 class lazy_property:

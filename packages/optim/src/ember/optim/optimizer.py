@@ -469,13 +469,14 @@ def _as_id(key: Any) -> Any:
     return key
 
 
-_SCALAR_STATE = ("step", "mu_product")
+_SCALAR_STATE = ("step", "mu_product", "eta", "mu")
 
 
 def _cast(param: Tensor, value: Any, key: Any = None) -> Any:
     """Deep-copy ``value``, moving tensors to ``param``'s device (and dtype, for floating
-    parameters). The 0-d CPU counters ``step`` and ``mu_product`` keep their dtype (PyTorch
-    casts ``mu_product`` too, which makes a resumed NAdam drift from one that never stopped)."""
+    parameters). The 0-d CPU counters ``step``, ``mu_product`` (NAdam) and ``eta``, ``mu``
+    (ASGD) keep their dtype (PyTorch casts all but ``step``, which makes a resumed NAdam or
+    ASGD drift from one that never stopped)."""
     if isinstance(value, Tensor):
         if key in _SCALAR_STATE:
             return value.clone()
