@@ -10,9 +10,10 @@ the op's name for tracebacks and Python's own TypeErrors.
 """
 from __future__ import annotations
 
+import inspect
 import types
 
-__all__ = ["compiled", "named"]
+__all__ = ["compiled", "named", "parameter_source"]
 
 _CODE: dict[str, types.CodeType] = {}
 
@@ -37,3 +38,40 @@ def named(fn, name: str, qualname: str, like, filename: str, **attrs):
     for k, v in attrs.items():
         setattr(fn, k, v)
     return fn
+
+
+_P = inspect.Parameter
+
+
+def parameter_source(params: list, env: dict) -> tuple[list, list, list, bool]:
+    """The source pieces of a function with parameters ``params`` (``inspect.Parameter``s):
+    ``decl`` (the parameter list, defaults as the globals ``_d<i>``, which go into ``env``),
+    ``call`` (the arguments that pass each on as it was declared), the names, and whether the
+    list has a ``*`` (so a keyword-only ``out=`` can follow without one)."""
+    decl, call, names = [], [], []
+    star = False
+    for i, p in enumerate(params):
+        default = "" if p.default is _P.empty else f"=_d{i}"
+        if default:
+            env[f"_d{i}"] = p.default
+        if p.kind is _P.VAR_POSITIONAL:
+            decl.append(f"*{p.name}")
+            call.append(f"*{p.name}")
+            star = True
+        elif p.kind is _P.VAR_KEYWORD:
+            decl.append(f"**{p.name}")
+            call.append(f"**{p.name}")
+        elif p.kind is _P.KEYWORD_ONLY:
+            if not star:
+                decl.append("*")
+                star = True
+            decl.append(p.name + default)
+            call.append(f"{p.name}={p.name}")
+        else:
+            decl.append(p.name + default)
+            call.append(p.name)
+        if p.kind is _P.POSITIONAL_ONLY and (i + 1 == len(params) or
+                                             params[i + 1].kind is not _P.POSITIONAL_ONLY):
+            decl.append("/")
+        names.append(p.name)
+    return decl, call, names, star

@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable
 
 from ._checks import broadcast_error
-from ._codegen import compiled, named
+from ._codegen import compiled, named, parameter_source
 from ._tensor import Tensor
 
 __all__ = ["arg_specs", "diagnose", "diagnose_call", "op_names", "composite",
@@ -234,32 +234,7 @@ def composite(fn: Callable | None = None, *, name: str | None = None):
     op = name or fn.__name__
     env = {"_fn": fn, "_diagnose": diagnose, "_op": op, "_specs": arg_specs(sig),
            "_names": op_names(op, fn.__name__)}
-    decl, call, names = [], [], []
-    star = False
-    for i, p in enumerate(params):
-        default = "" if p.default is _P.empty else f"=_d{i}"
-        if default:
-            env[f"_d{i}"] = p.default
-        if p.kind is _P.VAR_POSITIONAL:
-            decl.append(f"*{p.name}")
-            call.append(f"*{p.name}")
-            star = True
-        elif p.kind is _P.VAR_KEYWORD:
-            decl.append(f"**{p.name}")
-            call.append(f"**{p.name}")
-        elif p.kind is _P.KEYWORD_ONLY:
-            if not star:
-                decl.append("*")
-                star = True
-            decl.append(p.name + default)
-            call.append(f"{p.name}={p.name}")
-        else:
-            decl.append(p.name + default)
-            call.append(p.name)
-        if p.kind is _P.POSITIONAL_ONLY and (i + 1 == len(params) or
-                                             params[i + 1].kind is not _P.POSITIONAL_ONLY):
-            decl.append("/")
-        names.append(p.name)
+    decl, call, names, _ = parameter_source(params, env)
     bound = f"({', '.join(names)},)" if names else "()"
     fname = fn.__name__
     src = (f"def _public({', '.join(decl)}):\n"

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._codegen import compiled, named
+from ._codegen import compiled, named, parameter_source
 from ._composite import arg_specs, diagnose, diagnose_call, op_names
 from ._dtype import can_cast, from_numpy_dtype
 from ._tensor import Tensor
@@ -85,34 +85,8 @@ def set_recorder(fn: Callable | None) -> None:
 def _compile(op: OpDef):
     """Build ``op.run`` and ``op.public`` from the implementation's signature."""
     params = list(op.signature.parameters.values())
-    decl, call, names = [], [], []
     env = {"_impl": op.impl, "_op": op, "_state": _state, "_write_out": write_out}
-    star = False
-    for i, p in enumerate(params):
-        name = p.name
-        default = "" if p.default is _P.empty else f"=_d{i}"
-        if default:
-            env[f"_d{i}"] = p.default
-        if p.kind is _P.VAR_POSITIONAL:
-            decl.append(f"*{name}")
-            call.append(f"*{name}")
-            star = True
-        elif p.kind is _P.VAR_KEYWORD:
-            decl.append(f"**{name}")
-            call.append(f"**{name}")
-        elif p.kind is _P.KEYWORD_ONLY:
-            if not star:
-                decl.append("*")
-                star = True
-            decl.append(name + default)
-            call.append(f"{name}={name}")
-        else:
-            decl.append(name + default)
-            call.append(name)
-        if p.kind is _P.POSITIONAL_ONLY and (i + 1 == len(params) or
-                                             params[i + 1].kind is not _P.POSITIONAL_ONLY):
-            decl.append("/")
-        names.append(name)
+    decl, call, names, star = parameter_source(params, env)
     bound = f"({', '.join(names)},)"
     out_decl = ""
     out_check = ""

@@ -348,12 +348,9 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class LocalResponseNorm(Module):
-    """Local response normalization across channels (``torch.nn.LocalResponseNorm``).
-
-    >>> LocalResponseNorm(2)(et.ones(1, 4, 3)).shape
-    ember.Size([1, 4, 3])
-    """
+class _ResponseNorm(Module):
+    """What the local response normalizations share: a window ``size`` and ``alpha``,
+    ``beta``, ``k``."""
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
                  k: float = 1.0) -> None:
@@ -363,14 +360,22 @@ class LocalResponseNorm(Module):
         self.beta = beta
         self.k = k
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
-
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
-class CrossMapLRN2d(Module):
+class LocalResponseNorm(_ResponseNorm):
+    """Local response normalization across channels (``torch.nn.LocalResponseNorm``).
+
+    >>> LocalResponseNorm(2)(et.ones(1, 4, 3)).shape
+    ember.Size([1, 4, 3])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+
+class CrossMapLRN2d(_ResponseNorm):
     """Lua Torch's cross-channel local response normalization of 4-D input
     (``torch.nn.CrossMapLRN2d``): ``x * (k + alpha / size * s) ** -beta`` where ``s`` sums the
     squares over a window of channels. The window is Lua Torch's: channels
@@ -384,11 +389,7 @@ class CrossMapLRN2d(Module):
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
                  k: float = 1) -> None:
-        super().__init__()
-        self.size = size
-        self.alpha = alpha
-        self.beta = beta
-        self.k = k
+        super().__init__(size, alpha, beta, k)
 
     def forward(self, input: Tensor) -> Tensor:
         if input.dim() != 4:
@@ -407,6 +408,3 @@ class CrossMapLRN2d(Module):
         window = window + sq[:, :1] * et.tensor([float(v > 0) for v in lo], dtype=sq.dtype,
                                                 device=dev).view(1, c, 1, 1)
         return input * (window * (self.alpha / self.size) + self.k).pow(-self.beta)
-
-    def extra_repr(self) -> str:
-        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
