@@ -140,6 +140,36 @@ def _atan2(c, g):
     return (g * b * recip if c.needs[0] else None), (-g * a * recip if c.needs[1] else None)
 
 
+@vjp("copysign", save=(0,), out=True)
+def _copysign(c, g):
+    # PyTorch's copysign_tensor_self_backward: the ratio result / input, 0 where input is 0
+    x = c.args[0]
+    zero = x == 0
+    ratio = et.where(zero, 0.0, c.out / et.where(zero, 1.0, x))
+    return g * ratio, None
+
+
+@vjp("logaddexp", save=(0, 1))
+def _logaddexp(c, g):
+    a, b = c.args
+    return ((g / (1 + et.exp(b - a)) if c.needs[0] else None),
+            (g / (1 + et.exp(a - b)) if c.needs[1] else None))
+
+
+@vjp("logaddexp2", save=(0, 1))
+def _logaddexp2(c, g):
+    a, b = c.args
+    return ((g / (1 + et.exp2(b - a)) if c.needs[0] else None),
+            (g / (1 + et.exp2(a - b)) if c.needs[1] else None))
+
+
+@vjp("frexp", out=True)
+def _frexp(c, g):
+    # the mantissa's gradient is g / 2**exponent; the exponent is not differentiable
+    gm = g[0] if isinstance(g, (tuple, list)) else g
+    return (gm / et.exp2(c.out[1].to(gm.dtype)),)
+
+
 @vjp("hypot", save=(0, 1), out=True)
 def _hypot(c, g):
     a, b = c.args

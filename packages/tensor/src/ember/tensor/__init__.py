@@ -86,6 +86,7 @@ from ._serialization import load, save
 from ._shape import *
 from ._special_ops import *
 from ._tensor import Size, Storage, Tensor, is_storage, is_tensor
+from .amp import GradScaler
 
 FloatTensor = _legacy_class("FloatTensor", float32)
 DoubleTensor = _legacy_class("DoubleTensor", float64)
@@ -120,7 +121,7 @@ _bfloat16_hooks.append(_install_bfloat16_opmath)  # installed when bfloat16 is f
 
 __all__ = sorted(
     {"Tensor", "Storage", "Size", "device", "dtype", "OPS", "save", "load", "cuda",
-     "return_types", "amp", "autocast", "is_autocast_enabled", "get_autocast_dtype",
+     "return_types", "amp", "autocast", "is_autocast_enabled", "get_autocast_dtype", "GradScaler",
      "set_printoptions", "get_printoptions", "printoptions", "is_tensor",
      "is_storage", "can_cast", "is_floating_point", "numel",
      "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",

@@ -18,7 +18,7 @@ __all__ = [
     "tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "empty", "zeros", "ones",
     "full", "empty_like", "zeros_like", "ones_like", "full_like", "arange", "range", "linspace",
     "logspace", "eye", "tril", "triu", "empty_strided", "scalar_tensor", "clone", "complex",
-    "OutOfMemoryError", "compile",
+    "OutOfMemoryError", "compile", "empty_permuted", "frombuffer",
 ]
 
 
@@ -334,6 +334,68 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     buf = _xp(to_device(device)).empty(n, dtype=dt.np)
     xp = array_module(buf)
     arr = xp.lib.stride_tricks.as_strided(buf, size, tuple(s * dt.itemsize for s in stride))
+    return _finish(arr, requires_grad)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
+                   requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """An uninitialized tensor of ``size`` whose memory is laid out in the dim order
+    ``physical_layout`` (outermost first): ``empty_permuted((2, 3, 4), (0, 2, 1))`` has
+    strides ``(12, 1, 3)``."""
+    size = tuple(int(s) for s in size)
+    perm = tuple(int(p) for p in physical_layout)
+    if len(perm) != len(size):
+        raise RuntimeError(f"empty_permuted(): Number of dimensions in size does not match the "
+                           f"length of the physical_layout; i.e. len(size) = {len(size)} is "
+                           f"not equal to len(physical_layout) = {len(perm)}")
+    if len(set(perm)) != len(perm):
+        raise RuntimeError("empty_permuted(): Duplicate dim not allowed")
+    bad = [p for p in perm if not 0 <= p < len(size)]
+    if bad:
+        raise IndexError(f"empty_permuted(): Dimension out of range (expected to be in range of "
+                         f"[0, {len(size) - 1}], but got {bad[0]})")
+    phys = empty(*(size[p] for p in perm), dtype=dtype, device=device)
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    arr = phys._data.transpose(inv) if perm else phys._data
+    return _finish(arr, requires_grad)
+
+
+def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
+               requires_grad: bool = False) -> Tensor:
+    """A 1-D tensor sharing memory with an object that exposes the buffer protocol
+    (``bytearray``, ``array.array``, ``memoryview``): ``count`` elements of ``dtype`` from
+    byte ``offset`` (all that fit when ``count`` is -1)."""
+    dt = D.to_dtype(dtype, "frombuffer")
+    try:
+        nbytes = memoryview(buffer).nbytes
+    except TypeError:
+        raise TypeError(f"frombuffer(): object does not implement Python buffer protocol: "
+                        f"{type(buffer).__name__}") from None
+    if offset < 0 or offset >= nbytes:
+        raise ValueError(f"frombuffer(): both buffer length ({nbytes}) and offset ({offset}) "
+                         "must be greater than 0 and less than the buffer length")
+    if count == 0 or count < -1:
+        raise ValueError(f"frombuffer(): count must be positive or -1, but got {count}")
+    item = dt.itemsize
+    if count == -1:
+        if (nbytes - offset) % item:
+            raise ValueError(f"frombuffer(): buffer length ({nbytes - offset} bytes after "
+                             f"offset) must be a multiple of element size ({item})")
+        count = (nbytes - offset) // item
+    elif offset + count * item > nbytes:
+        raise ValueError(f"frombuffer(): requested buffer length ({count} * {item} bytes) "
+                         f"after offset ({offset}) must not be greater than actual buffer "
+                         f"length ({nbytes})")
+    arr = np.frombuffer(buffer, dtype=dt.np, count=count, offset=offset)
+    if not arr.flags.writeable:
+        import warnings
+
+        warnings.warn("The given buffer is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means you can write to the underlying "
+                      "(supposedly non-writable) buffer using the tensor.", UserWarning,
+                      stacklevel=2)
     return _finish(arr, requires_grad)
 
 

@@ -59,11 +59,13 @@ class device:
 
 
 CPU = device("cpu")
+# the device factories use when none is given (``set_default_device``)
+DEFAULT_DEVICE = [CPU]
 
 
 def to_device(d) -> device:
     if d is None:
-        return CPU
+        return DEFAULT_DEVICE[0]
     return d if isinstance(d, device) else device(d)
 
 

@@ -36,7 +36,13 @@ __all__ = [
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "set_deterministic_debug_mode", "get_deterministic_debug_mode", "isposinf", "isneginf",
     "isreal", "signbit", "deg2rad", "rad2deg", "positive", "msort", "pi", "e", "inf", "nan",
-    "newaxis",
+    "newaxis", "deg2rad_", "rad2deg_", "renorm", "renorm_", "cov", "corrcoef", "index_reduce",
+    "index_reduce_", "memory_format", "contiguous_format", "preserve_format", "channels_last",
+    "channels_last_3d", "legacy_contiguous_format", "get_default_device", "set_default_device",
+    "set_default_tensor_type", "get_float32_matmul_precision", "set_float32_matmul_precision",
+    "set_flush_denormal", "set_warn_always", "is_warn_always_enabled", "typename", "is_nonzero",
+    "is_same_size", "is_signed", "get_device", "is_conj", "is_neg", "resolve_conj",
+    "resolve_neg", "detach", "detach_", "fill",
 ]
 
 pi, e, inf, nan, newaxis = math.pi, math.e, math.inf, math.nan, None
@@ -459,9 +465,9 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     from ._reduction import amax
 
     check_dtype("logcumsumexp", input._data.dtype, bool_ok=False, int_ok=False)
+    d = _one_dim(dim, input.dim(), "logcumsumexp")
     if input.dim() == 0:
         return input.clone()
-    d = _one_dim(dim, input.dim(), "logcumsumexp")
     m = amax(input, d, keepdim=True).detach()
     m = where(isinf(m), m * 0, m)
     return log(exp(input - m).cumsum(d)) + m
@@ -636,6 +642,246 @@ kaiser_window.__doc__ = """Kaiser window with shape parameter ``beta``.
     """
 
 
+# ---------------------------------------------------------------------------- index_reduce
+_switches = {"matmul_precision": "highest", "warn_always": False}
+_INDEX_REDUCE = ("prod", "mean", "amax", "amin")
+
+
+@with_out
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """The slices of ``source`` reduced (``prod``, ``mean``, ``amax`` or ``amin``) into the
+    slices ``index`` of ``input`` along ``dim`` (with ``input``'s own values unless
+    ``include_self=False``): :func:`scatter_reduce` with ``index`` spread over the slices, so
+    it has the same gradient.
+
+    >>> index_reduce(ones(3), 0, tensor([0, 0]), tensor([2., 3.]), 'prod')
+    tensor([6., 1., 1.])
+    """
+    for name, pos, v in (("input", 1, input), ("index", 3, index), ("source", 4, source)):
+        if not isinstance(v, Tensor):
+            raise arg_type_error("index_reduce", name, pos, v)
+    check_int("index_reduce", "dim", 2, dim)
+    if reduce not in _INDEX_REDUCE:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    nd = input.dim()
+    d = _one_dim(dim, nd, "index_reduce")
+    if index.dim() > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError("index_reduce_(): Expected dtype int32/int64 for index")
+    if input._data.dtype != source._data.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({scalar_type_name(input._data.dtype)}) and "
+                           f"source ({scalar_type_name(source._data.dtype)}) must have the same "
+                           "scalar type")
+    sd = source.dim()
+    if sd == 0 and nd > 0:
+        raise IndexError(f"index_reduce(): Dimension specified as {dim} but tensor has no "
+                         "dimensions")
+    if max(nd, 1) != max(sd, 1) or any(
+            source.shape[i] != input.shape[i] for i in range(nd) if i != d):
+        raise RuntimeError("index_reduce_(): Source/destination tensor must have same slice "
+                           "shapes. Destination slice shape: "
+                           f"{[s for i, s in enumerate(input.shape) if i != d]} at dimension "
+                           f"{d} and source slice shape: "
+                           f"{[s for i, s in enumerate(source.shape) if i != d]} at dimension 0.")
+    n_idx = index.numel()
+    if (source.shape[d] if sd else 1) != n_idx:
+        raise RuntimeError("index_reduce_(): Number of indices "
+                           f"({n_idx}) should be equal to source.size(dim) "
+                           f"({source.shape[d] if sd else 1})")
+    a = index._data.reshape(-1)
+    size = input.shape[d] if nd else 1
+    if a.size and bool(((a < -size) | (a >= size)).any()):
+        bad = int(a[(a < -size) | (a >= size)][0])
+        raise IndexError(f"index_reduce(): index out of range in self: index {bad} is out of "
+                         f"bounds for dimension {d} with size {size}")
+    if nd == 0:
+        return scatter_reduce(input.reshape(1), 0, index.reshape(-1).long(), source.reshape(1),
+                              reduce, include_self=include_self).reshape(())
+    shape = [1] * nd
+    shape[d] = n_idx
+    xp = array_module(a)
+    full = xp.broadcast_to(xp.where(a < 0, a + size, a).astype(np.int64).reshape(shape),
+                           tuple(source.shape))
+    return scatter_reduce(input, d, _make(xp.ascontiguousarray(full)), source, reduce,
+                          include_self=include_self)
+
+
+def index_reduce_(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                  include_self: bool = True) -> Tensor:
+    """In-place :func:`index_reduce`."""
+    # computed from a copy: the reduction's backward reads the input's old values
+    return input.copy_(index_reduce(input.clone(), dim, index, source, reduce,
+                                    include_self=include_self))
+
+
+def scatter_reduce_(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                    include_self: bool = True) -> Tensor:
+    """In-place :func:`scatter_reduce`."""
+    return input.copy_(scatter_reduce(input.clone(), dim, index, src, reduce,
+                                      include_self=include_self))
+
+
+def fill_diagonal_(input: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Fill the main diagonal (``i, i, ..., i``) in place; for a tall matrix, ``wrap``
+    restarts the diagonal every ``columns + 1`` rows, as NumPy's ``fill_diagonal``.
+
+    >>> zeros(2, 3).fill_diagonal_(1.)
+    tensor([[1., 0., 0.],
+            [0., 1., 0.]])
+    """
+    nd = input.dim()
+    if nd < 2:
+        raise RuntimeError("fill_diagonal_(): dimensions must larger than 1")
+    shape = tuple(input.shape)
+    if nd > 2 and len(set(shape)) != 1:
+        raise RuntimeError("fill_diagonal_(): all dimensions of input must be of equal length")
+    mask = np.zeros(shape, bool)
+    np.fill_diagonal(mask, True, wrap=wrap)
+    xp = array_module(input._data)
+    return input.masked_fill_(_make(mask if xp is np else xp.asarray(mask)), fill_value)
+
+
+# ---------------------------------------------------------------------------- cov, corrcoef
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
+    """The covariance matrix of the variables in ``input``'s rows (observations in columns),
+    with integer frequency weights ``fweights`` and float observation weights ``aweights``
+    (PyTorch's composite, differentiable in ``input``).
+
+    >>> cov(tensor([[0., 1., 2.], [2., 1., 0.]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    import warnings
+
+    from ._creation import tensor
+
+    if not isinstance(input, Tensor):
+        raise arg_type_error("cov", "input", 1, input)
+    if input.dim() > 2:
+        raise RuntimeError("cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.dim()} dimensions")
+    if input.dtype == D.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    x = input.reshape(1, -1) if input.dim() < 2 else input
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        if not isinstance(fweights, Tensor):
+            raise arg_type_error("cov", "fweights", None, fweights)
+        if fweights.dim() > 1:
+            raise RuntimeError("cov(): expected fweights to have one or fewer dimensions but got "
+                               f"fweights with {fweights.dim()} dimensions")
+        if fweights.is_floating_point() or fweights.dtype == D.bool:
+            raise RuntimeError("cov(): expected fweights to have integral dtype but got fweights "
+                               f"with {scalar_type_name(fweights._data.dtype)} dtype")
+        if fweights.numel() != n:
+            raise RuntimeError("cov(): expected fweights to have the same numel as there are "
+                               f"observations in the input but got {fweights.numel()} != {n}")
+        if n and bool((fweights._data < 0).any()):
+            raise RuntimeError("cov(): fweights cannot be negative")
+        w = fweights
+    if aweights is not None:
+        if not isinstance(aweights, Tensor):
+            raise arg_type_error("cov", "aweights", None, aweights)
+        if aweights.dim() > 1:
+            raise RuntimeError("cov(): expected aweights to have one or fewer dimensions but got "
+                               f"aweights with {aweights.dim()} dimensions")
+        if not aweights.is_floating_point():
+            raise RuntimeError("cov(): expected aweights to have floating point dtype but got "
+                               f"aweights with {scalar_type_name(aweights._data.dtype)} dtype")
+        if aweights.numel() != n:
+            raise RuntimeError("cov(): expected aweights to have the same numel as there are "
+                               f"observations in the input but got {aweights.numel()} != {n}")
+        if n and bool((aweights._data < 0).any()):
+            raise RuntimeError("cov(): aweights cannot be negative")
+        w = aweights if w is None else w * aweights
+    if w is None:
+        w_sum = tensor(n, dtype=D.int64, device=input.device)
+    else:
+        w_sum = w.sum()
+        if not bool(w_sum._data != 0):
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+    avg = (x if w is None else x * w).sum(1) / w_sum
+    if w is not None and aweights is not None and correction != 0:
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
+    else:
+        norm = w_sum - correction
+    if bool(norm._data <= 0):
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning, stacklevel=2)
+        norm = norm * 0
+    x = x - avg.unsqueeze(1)
+    c = x.mm((x if w is None else x * w).t())
+    return (c / norm).squeeze()
+
+
+def corrcoef(input: Tensor) -> Tensor:
+    """Pearson correlation coefficients of the variables in ``input``'s rows (the covariance
+    normalized by the standard deviations, clipped to [-1, 1]).
+
+    >>> corrcoef(tensor([[0., 1., 2.], [2., 1., 0.]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    if not isinstance(input, Tensor):
+        raise arg_type_error("corrcoef", "input", 1, input)
+    if input.dim() > 2:
+        raise RuntimeError("corrcoef(): expected input to have two or fewer dimensions but got "
+                           f"an input with {input.dim()} dimensions")
+    c = cov(input)
+    if c.dim() == 0:
+        return c / c
+    sd = c.diagonal().sqrt()
+    c = c / sd.reshape(-1, 1)
+    c = c / sd.reshape(1, -1)
+    return c.clip(-1, 1)
+
+
+# ---------------------------------------------------------------------------- renorm
+@with_out
+def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
+    """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to norm
+    ``maxnorm`` (PyTorch's composite, so gradients flow through the scale too).
+
+    >>> renorm(tensor([[3., 4.], [0.3, 0.4]]), 2, 0, 1)
+    tensor([[0.6000, 0.8000],
+            [0.3000, 0.4000]])
+    """
+    if not isinstance(input, Tensor):
+        raise arg_type_error("renorm", "input", 1, input)
+    if isinstance(maxnorm, Tensor):
+        maxnorm = maxnorm.item()
+    if not isinstance(p, numbers.Real) or isinstance(p, bool):
+        raise TypeError(f"renorm(): argument 'p' (position 2) must be Number, not "
+                        f"{type(p).__name__}")
+    if not isinstance(maxnorm, numbers.Real) or isinstance(maxnorm, bool):
+        raise TypeError(f"renorm(): argument 'maxnorm' (position 4) must be Number, not "
+                        f"{type(maxnorm).__name__}")
+    check_int("renorm", "dim", 3, dim)
+    nd = input.dim()
+    if nd <= 1:
+        raise RuntimeError(f"renorm(): renorm: input needs at least 2 dimensions, got {nd} "
+                           "dimensions")
+    d = _one_dim(dim, nd, "renorm")
+    if p <= 0:
+        raise RuntimeError("renorm(): renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm(): renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if not input.is_floating_point():
+        raise RuntimeError(f"renorm(): Expected a floating point or complex tensor as input. "
+                           f"Got {scalar_type_name(input._data.dtype)}")
+    from ._creation import ones_like
+    from ._pointwise import where
+
+    norms = input.norm(p, [i for i in range(nd) if i != d], keepdim=True)
+    factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), ones_like(norms))
+    return input * factor
+
+
 # ---------------------------------------------------------------------------- in-place forms
 def _check_leaf(t: Tensor, op: str) -> None:
     if t.requires_grad and t.grad_fn is None:
@@ -722,18 +968,20 @@ def _inplace_forms():
         "baddbmm_": _linalg.baddbmm, "addr_": _linalg_ops.addr,
         "cumsum_": _reduction.cumsum, "cumprod_": _reduction.cumprod,
         "tril_": None, "triu_": None, "deg2rad_": deg2rad, "rad2deg_": rad2deg,
-        "renorm_": None,
+        "renorm_": renorm,
     }
     from ._creation import tril, triu
 
     forms["tril_"], forms["triu_"] = tril, triu
-    forms.pop("renorm_")
     return {k: _assign(k, v) for k, v in forms.items()}
 
 
 _INPLACE = _inplace_forms()
 addmm_ = _INPLACE["addmm_"]
 addmv_ = _INPLACE["addmv_"]
+deg2rad_ = _INPLACE["deg2rad_"]
+rad2deg_ = _INPLACE["rad2deg_"]
+renorm_ = _INPLACE["renorm_"]
 
 
 # ---------------------------------------------------------------------------- global switches
@@ -833,11 +1081,254 @@ def get_deterministic_debug_mode() -> int:
     return 1 if _state["warn_only"] else 2
 
 
+# ---------------------------------------------------------------------------- more switches
+class memory_format:
+    """PyTorch's memory formats (``contiguous_format``, ``channels_last``, ...). ember's
+    tensors are laid out row-major: ops that take ``memory_format`` accept these and give the
+    row-major (contiguous) layout."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"ember.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+legacy_contiguous_format = contiguous_format  # PyTorch's alias (the same object)
+
+
+def get_default_device():
+    """The device factories use when none is given (``cpu`` unless
+    :func:`set_default_device` changed it).
+
+    >>> get_default_device()
+    device(type='cpu')
+    """
+    from ._device import DEFAULT_DEVICE
+
+    return DEFAULT_DEVICE[0]
+
+
+def set_default_device(device) -> None:
+    """Make ``device`` (None: ``cpu``) the default device of factory functions."""
+    from ._device import CPU, DEFAULT_DEVICE, to_device
+
+    DEFAULT_DEVICE[0] = CPU if device is None else to_device(device)
+
+
+def set_default_tensor_type(t) -> None:
+    """The legacy form of :func:`set_default_dtype`: a tensor type (``DoubleTensor``) or its
+    name (``'torch.DoubleTensor'``); floating types only."""
+    import warnings
+
+    from ._tensor import _legacy_dtype_from_name
+
+    warnings.warn("set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "set_default_dtype() and set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    if isinstance(t, str):
+        dt = _legacy_dtype_from_name(t)
+    elif isinstance(t, type) and issubclass(t, Tensor) and hasattr(t, "_legacy_dtype"):
+        dt = t._legacy_dtype
+    else:
+        raise TypeError(f"invalid type object: only floating-point types are supported as the "
+                        f"default type, got {t!r}")
+    if not dt.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    D.set_default_dtype(dt)
+
+
+
+
+
+def get_float32_matmul_precision() -> str:
+    """``'highest'``, ``'high'`` or ``'medium'`` (ember's products are always computed at
+    float32's full precision; the setting is kept for code that reads it).
+
+    >>> get_float32_matmul_precision()
+    'highest'
+    """
+    return _switches["matmul_precision"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Set the float32 matrix-product precision: ``'highest'``, ``'high'`` or ``'medium'``
+    (anything else warns and changes nothing, as in PyTorch)."""
+    import warnings
+
+    if precision not in ("highest", "high", "medium"):
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _switches["matmul_precision"] = precision
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Flushing denormal floats to zero is a CPU flag NumPy does not expose: returns False
+    (not supported), as PyTorch does on such a CPU.
+
+    >>> set_flush_denormal(False)
+    False
+    """
+    return False
+
+
+def set_warn_always(b: bool) -> None:
+    """Warn every time (not only once) for warnings PyTorch issues once per process."""
+    _switches["warn_always"] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    """Whether :func:`set_warn_always` is on.
+
+    >>> is_warn_always_enabled()
+    False
+    """
+    return _switches["warn_always"]
+
+
+def typename(obj) -> str:
+    """The type name of ``obj``: a tensor's legacy type (``'ember.FloatTensor'``), else the
+    qualified name of its type.
+
+    >>> typename(3)
+    'int'
+    """
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module, qual = "", ""
+    if hasattr(obj, "__module__"):
+        module = obj.__module__ + "." if obj.__module__ not in (None, "builtins") else ""
+    if hasattr(obj, "__qualname__"):
+        qual = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qual = obj.__name__
+    else:
+        module = type(obj).__module__ + "." if type(obj).__module__ != "builtins" else ""
+        qual = type(obj).__qualname__
+    return module + qual
+
+
+# ---------------------------------------------------------------------------- tensor predicates
+def _need(op: str, name: str, pos: int, v) -> None:
+    if not isinstance(v, Tensor):
+        raise arg_type_error(op, name, pos, v)
+
+
+def is_nonzero(input: Tensor) -> bool:
+    """Whether a one-element tensor is nonzero.
+
+    >>> is_nonzero(tensor([0.5]))
+    True
+    """
+    _need("is_nonzero", "input", 1, input)
+    n = input.numel()
+    if n == 0:
+        raise RuntimeError("is_nonzero(): Boolean value of Tensor with no values is ambiguous")
+    if n > 1:
+        raise RuntimeError("is_nonzero(): Boolean value of Tensor with more than one value is "
+                           "ambiguous")
+    return bool(input._data.reshape(()))
+
+
+def is_same_size(input: Tensor, other: Tensor) -> bool:
+    """Whether the two tensors have the same shape."""
+    _need("is_same_size", "input", 1, input)
+    _need("is_same_size", "other", 2, other)
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_signed(input: Tensor) -> bool:
+    """Whether ``input``'s dtype is signed (every dtype but bool and uint8)."""
+    _need("is_signed", "input", 1, input)
+    return input.is_signed()
+
+
+def get_device(input: Tensor) -> int:
+    """The CUDA device index of ``input``, -1 on the CPU.
+
+    >>> get_device(zeros(1))
+    -1
+    """
+    _need("get_device", "input", 1, input)
+    dev = input.device
+    return -1 if dev.type == "cpu" else (dev.index or 0)
+
+
+def is_conj(input: Tensor) -> bool:
+    """Whether ``input`` is a lazily conjugated view: never for ember's real tensors."""
+    _need("is_conj", "input", 1, input)
+    return False
+
+
+def is_neg(input: Tensor) -> bool:
+    """Whether ``input`` is a lazily negated view: never for ember's real tensors."""
+    _need("is_neg", "input", 1, input)
+    return False
+
+
+def resolve_conj(input: Tensor) -> Tensor:
+    """``input`` with a lazy conjugation materialized: ``input`` itself for real tensors."""
+    _need("resolve_conj", "input", 1, input)
+    return input
+
+
+def resolve_neg(input: Tensor) -> Tensor:
+    """``input`` with a lazy negation materialized: ``input`` itself for real tensors."""
+    _need("resolve_neg", "input", 1, input)
+    return input
+
+
+def detach(input: Tensor) -> Tensor:
+    """A new tensor sharing ``input``'s data, out of the graph (:meth:`Tensor.detach`)."""
+    _need("detach", "input", 1, input)
+    return input.detach()
+
+
+def detach_(input: Tensor) -> Tensor:
+    """Take ``input`` out of the graph in place (:meth:`Tensor.detach_`)."""
+    _need("detach_", "input", 1, input)
+    return input.detach_()
+
+
+def fill(input: Tensor, value) -> Tensor:
+    """A tensor like ``input`` filled with ``value`` (a number or a one-element tensor).
+
+    >>> fill(zeros(2), 3.)
+    tensor([3., 3.])
+    """
+    _need("fill", "input", 1, input)
+    return input.clone().fill_(value)
+
+
+def new_empty_strided(input: Tensor, size, stride, *, dtype=None, device=None,
+                      requires_grad: bool = False, layout=None, pin_memory: bool = False):
+    """An uninitialized tensor with the given size and strides, of ``input``'s dtype and
+    device unless given."""
+    from ._creation import empty_strided
+
+    return empty_strided(size, stride, dtype=input.dtype if dtype is None else dtype,
+                         device=input.device if device is None else device,
+                         requires_grad=requires_grad)
+
+
 # ---------------------------------------------------------------------------- Tensor methods
 _METHODS = ("softmax", "log_softmax", "nan_to_num", "nan_to_num_", "diff", "rot90", "isin",
             "bincount", "histc", "cummax", "cummin", "logcumsumexp", "scatter_reduce",
             "clamp_min_", "clamp_max_", "isposinf", "isneginf", "isreal", "signbit",
-            "deg2rad", "rad2deg", "positive", "msort", "t_", "transpose_", "swapaxes_",
+            "deg2rad", "rad2deg", "positive", "msort", "renorm", "cov", "corrcoef",
+            "index_reduce", "index_reduce_", "scatter_reduce_", "fill_diagonal_", "is_nonzero",
+            "is_same_size", "get_device", "is_conj", "is_neg", "resolve_conj", "resolve_neg",
+            "new_empty_strided", "t_", "transpose_", "swapaxes_",
             "swapdims_", "squeeze_", "unsqueeze_")
 
 

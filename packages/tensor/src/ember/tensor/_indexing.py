@@ -30,7 +30,7 @@ from ._tensor import Tensor, _legacy_name, _ptr, _root, _wrap_dim
 __all__ = [
     "getitem", "getitem_backward", "setitem", "setitem_copy", "index_put", "index_put_",
     "index_select", "masked_select", "masked_scatter", "masked_scatter_", "nonzero", "argwhere",
-    "take", "take_along_dim",
+    "take", "take_along_dim", "put", "put_", "unravel_index",
 ]
 
 _make = Tensor._make
@@ -838,3 +838,89 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
         else:  # a size-1 dim of input broadcast against indices
             items.append(_make(xp.zeros(shp, dtype=np.int64)))
     return getitem(input, tuple(items))
+
+
+# ---------------------------------------------------------------------------- put, unravel_index
+def _put_args(op: str, input: Tensor, index: Tensor, source: Tensor):
+    """The flat index (wrapped, int64) and the flat source of :func:`put`, checked as PyTorch
+    does: integer indices in range, one source element per index, one dtype."""
+    for name, pos, v in (("input", 1, input), ("index", 2, index), ("source", 3, source)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not "
+                            f"{type(v).__name__}")
+    a = index._data
+    if a.dtype != _INT64:
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got "
+                           f"{_tname(a.dtype)}")
+    if input._data.dtype != source._data.dtype:
+        raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {_tname(input._data.dtype)} and source.dtype = "
+                           f"{_tname(source._data.dtype)}")
+    if a.size != source._data.size:
+        raise IndexError(f"{op}(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source._data.size}, "
+                         f"index.numel() = {a.size}")
+    n = input._data.size
+    if a.size:
+        bad = a[(a >= n) | (a < -n)] if n else a
+        if bad.size:
+            raise IndexError(f"{op}(): out of range: tried to access index "
+                             f"{int(bad.reshape(-1)[0])} on a tensor of {n} elements.")
+    flat = index.reshape(-1)
+    if a.size and bool((a < 0).any()):
+        flat = Tensor._make(array_module(a).where(a < 0, a + n, a).reshape(-1))
+    return flat, source.reshape(-1)
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """A copy of ``input`` with ``source``'s elements written at the flat indices ``index``
+    (added there with ``accumulate``), as if ``input`` were 1-D.
+
+    >>> put(zeros(2, 2), tensor([0, 3]), tensor([1., 2.]))
+    tensor([[1., 0.],
+            [0., 2.]])
+    """
+    idx, src = _put_args("put", input, index, source)
+    return index_put(input.reshape(-1), (idx,), src, accumulate).reshape(tuple(input.shape))
+
+
+def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """In-place :func:`put`.
+
+    >>> zeros(3).put_(tensor([1, 1]), tensor([2., 3.]), accumulate=True)
+    tensor([0., 5., 0.])
+    """
+    idx, src = _put_args("put_", input, index, source)
+    return input.copy_(index_put(input.reshape(-1), (idx,), src, accumulate)
+                       .reshape(tuple(input.shape)))
+
+
+def unravel_index(indices: Tensor, shape) -> tuple:
+    """The coordinates in a tensor of ``shape`` of the flat ``indices`` (one int64 tensor per
+    dim; negative indices count from the end).
+
+    >>> unravel_index(tensor([4, 11]), (3, 4))
+    (tensor([1, 2]), tensor([0, 3]))
+    """
+    if not isinstance(indices, Tensor):
+        raise TypeError(f"unravel_index(): expected 'indices' to be a Tensor, but got "
+                        f"{type(indices).__name__}")
+    a = indices._data
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"unravel_index(): expected 'indices' to be integer dtype, but got "
+                        f"{indices.dtype}")
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"unravel_index(): 'shape' cannot have negative values, but got "
+                         f"{shape}")
+    n = 1
+    for s in shape:
+        n *= s
+    flat = a.astype(_INT64) % n if n else a.astype(_INT64)  # PyTorch wraps, as Python's %
+    out = []
+    for s in reversed(shape):
+        out.append(flat % s if s else flat * 0)
+        flat = flat // s if s else flat
+    return tuple(Tensor._make(c) for c in reversed(out))

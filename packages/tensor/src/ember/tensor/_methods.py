@@ -26,7 +26,9 @@ _FAMILIES = (P, _shape, _reduction, _linalg, _indexing, _scatter, _random, _crea
 # functions whose first argument is a tensor but which PyTorch has no method for
 _NOT_METHODS = {"rand_like", "randn_like", "randint_like", "poisson", "zeros_like",
                 "ones_like", "empty_like", "full_like", "as_tensor", "asarray", "from_numpy",
-                "broadcast_tensors", "meshgrid", "atleast_1d", "atleast_2d", "slice_view"}
+                "broadcast_tensors", "meshgrid", "atleast_1d", "atleast_2d", "slice_view",
+                "combinations", "gradient", "histogramdd", "isin", "linear", "rsub",
+                "std_mean", "var_mean", "getitem", "setitem", "setitem_copy"}
 
 
 def _first_param(fn) -> str | None:

@@ -301,6 +301,7 @@ def add(input, other, *, alpha=1):  # noqa: F811
 def sub(input, other, *, alpha=1):  # noqa: F811
     """``input - alpha * other`` elementwise."""
     if alpha != 1:
+        _check_sub_bool("sub", input, other)  # before alpha turns a bool operand into ints
         other = mul(other, alpha)
     return _sub_plain(input, other)
 
@@ -1018,6 +1019,356 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     d = input._data
     xp = array_module(d)
     return _make(xp.where(m, xp.asarray(v, dtype=d.dtype), d))
+
+
+
+# ------------------------------------------------------------------ more elementwise ops
+# PyTorch's alias names and in-place aliases of the ops above
+arctan2, arctan2_ = atan2, atan2_
+arccos_, arccosh_, arcsin_, arcsinh_ = acos_, acosh_, asin_, asinh_  # noqa: F821
+arctan_, arctanh_, fix_ = atan_, atanh_, trunc_  # noqa: F821
+greater_, greater_equal_, less_, less_equal_, not_equal_ = gt_, ge_, lt_, le_, ne_
+sgn, sgn_ = sign, sign_  # noqa: F821  (real tensors: the sign)
+
+
+def _kind_ok(dt: np.dtype, kinds: str) -> bool:
+    return dt.kind in kinds or (dt == _BF16 and "f" in kinds)
+
+
+def _elementwise(op: str, input, other, compute, kinds: str, float_result: bool = False,
+                 other_name: str | None = None):
+    """``compute(xp, a, b)`` on the operands of a binary op cast to PyTorch's result dtype
+    (bfloat16 computed in float32); ``kinds``: the dtype kinds it has a kernel for;
+    ``other_name``: the second argument must be a tensor (PyTorch's TypeError otherwise).
+    Returns ``(array, dtype)``."""
+    if other_name is not None and not isinstance(other, Tensor):
+        raise TypeError(f"{op}(): argument '{other_name}' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+    da, db, dt = _operands(input, other, op, float_result)
+    if not _kind_ok(dt, kinds):
+        raise not_implemented(op, dt)
+    xp = _xp2(da, db)
+    if dt == _BF16:
+        da = da.astype(_F32) if hasattr(da, "shape") else da
+        db = db.astype(_F32) if hasattr(db, "shape") else db
+    try:
+        with np.errstate(**_quiet):
+            r = xp.asarray(compute(xp, da, db))
+    except ValueError:
+        raise _broadcast_error(op, da, db) from None
+    return r.astype(dt, copy=False), dt
+
+
+def _elementwise_(op: str, input: Tensor, other, compute, kinds: str,
+                  float_result: bool = False, other_name: str | None = None) -> Tensor:
+    """The in-place form of :func:`_elementwise`, written into ``input``."""
+    r, dt = _elementwise(op, input, other, compute, kinds, float_result, other_name)
+    _check_cast(op, dt, input._data.dtype)
+    _check_out_shape(op, r, input._data.shape)
+    _check_inplace(input, op)
+    input._data[...] = r
+    input._bump()
+    return input
+
+
+def _shift(left: bool):
+    def compute(xp, a, b):
+        # PyTorch: a shift by a negative amount or by the width or more gives 0 (-1 for a
+        # negative number shifted right); NumPy's shifts agree, for in-range amounts too
+        return xp.left_shift(a, b) if left else xp.right_shift(a, b)
+    return compute
+
+
+_lshift, _rshift = _shift(True), _shift(False)
+
+
+@defop("bitwise_left_shift", differentiable=False, out=True)
+def bitwise_left_shift(input, other) -> Tensor:
+    """``input << other`` elementwise (integer tensors).
+
+    >>> bitwise_left_shift(tensor([1, 2, 3]), 2)
+    tensor([ 4,  8, 12])
+    """
+    return _make(_elementwise("bitwise_left_shift", input, other, _lshift, "iu")[0])
+
+
+@defop("bitwise_left_shift_", differentiable=False, inplace=True)
+def bitwise_left_shift_(input: Tensor, other) -> Tensor:
+    """In-place :func:`bitwise_left_shift`."""
+    return _elementwise_("bitwise_left_shift_", input, other, _lshift, "iu")
+
+
+@defop("bitwise_right_shift", differentiable=False, out=True)
+def bitwise_right_shift(input, other) -> Tensor:
+    """``input >> other`` elementwise (integer tensors; arithmetic shift).
+
+    >>> bitwise_right_shift(tensor([-8, 8]), 1)
+    tensor([-4,  4])
+    """
+    return _make(_elementwise("bitwise_right_shift", input, other, _rshift, "iu")[0])
+
+
+@defop("bitwise_right_shift_", differentiable=False, inplace=True)
+def bitwise_right_shift_(input: Tensor, other) -> Tensor:
+    """In-place :func:`bitwise_right_shift`."""
+    return _elementwise_("bitwise_right_shift_", input, other, _rshift, "iu")
+
+
+def _copysign(xp, a, b):
+    return xp.copysign(a, b)
+
+
+@defop("copysign", out=True)
+def copysign(input: Tensor, other) -> Tensor:
+    """The magnitude of ``input`` with the sign of ``other`` (integers give the default
+    float dtype).
+
+    >>> copysign(tensor([1., -2.]), -1)
+    tensor([-1., -2.])
+    """
+    return _make(_elementwise("copysign", input, other, _copysign, "biuf", True)[0])
+
+
+@defop("copysign_", inplace=True)
+def copysign_(input: Tensor, other) -> Tensor:
+    """In-place :func:`copysign`."""
+    return _elementwise_("copysign_", input, other, _copysign, "biuf", True)
+
+
+def _gcd(xp, a, b):
+    return xp.gcd(a, b)
+
+
+def _lcm(xp, a, b):
+    return xp.lcm(a, b)
+
+
+@defop("gcd", differentiable=False, out=True)
+def gcd(input: Tensor, other: Tensor) -> Tensor:
+    """Greatest common divisor, elementwise (integer tensors; non-negative).
+
+    >>> gcd(tensor([4, -6, 0]), tensor([6, 4, 0]))
+    tensor([2, 2, 0])
+    """
+    return _make(_elementwise("gcd", input, other, _gcd, "iu", other_name="other")[0])
+
+
+@defop("gcd_", differentiable=False, inplace=True)
+def gcd_(input: Tensor, other: Tensor) -> Tensor:
+    """In-place :func:`gcd`."""
+    return _elementwise_("gcd_", input, other, _gcd, "iu", other_name="other")
+
+
+@defop("lcm", differentiable=False, out=True)
+def lcm(input: Tensor, other: Tensor) -> Tensor:
+    """Least common multiple, elementwise (integer tensors; non-negative).
+
+    >>> lcm(tensor([4, 3]), tensor([6, 5]))
+    tensor([12, 15])
+    """
+    return _make(_elementwise("lcm", input, other, _lcm, "iu", other_name="other")[0])
+
+
+@defop("lcm_", differentiable=False, inplace=True)
+def lcm_(input: Tensor, other: Tensor) -> Tensor:
+    """In-place :func:`lcm`."""
+    return _elementwise_("lcm_", input, other, _lcm, "iu", other_name="other")
+
+
+def _heaviside_operands(op: str, input, values) -> None:
+    if isinstance(input, Tensor) and isinstance(values, Tensor) and \
+            input._data.dtype != values._data.dtype:
+        raise RuntimeError(f"{op}(): heaviside is not yet implemented for tensors with "
+                           "different dtypes.")
+
+
+def _heaviside(xp, a, b):
+    return xp.where(a == 0, b, a > 0)
+
+
+@defop("heaviside", differentiable=False, out=True)
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    """The Heaviside step: 0 where ``input < 0``, ``values`` where it is 0, 1 where it is
+    positive (NaN gives 0, as in PyTorch).
+
+    >>> heaviside(tensor([-1., 0., 2.]), tensor(0.5))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    _heaviside_operands("heaviside", input, values)
+    return _make(_elementwise("heaviside", input, values, _heaviside, "biuf",
+                              other_name="values")[0])
+
+
+@defop("heaviside_", differentiable=False, inplace=True)
+def heaviside_(input: Tensor, values: Tensor) -> Tensor:
+    """In-place :func:`heaviside`."""
+    _heaviside_operands("heaviside_", input, values)
+    return _elementwise_("heaviside_", input, values, _heaviside, "biuf", other_name="values")
+
+
+def _logaddexp(xp, a, b):
+    return xp.logaddexp(a, b)
+
+
+def _logaddexp2(xp, a, b):
+    return xp.logaddexp2(a, b)
+
+
+@defop("logaddexp", out=True)
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+    """``log(exp(input) + exp(other))`` without overflow (floating tensors).
+
+    >>> logaddexp(tensor([0.]), tensor([0.]))
+    tensor([0.6931])
+    """
+    return _make(_elementwise("logaddexp", input, other, _logaddexp, "f",
+                              other_name="other")[0])
+
+
+@defop("logaddexp2", out=True)
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
+    """``log2(2**input + 2**other)`` without overflow (floating tensors).
+
+    >>> logaddexp2(tensor([1.]), tensor([1.]))
+    tensor([2.])
+    """
+    return _make(_elementwise("logaddexp2", input, other, _logaddexp2, "f",
+                              other_name="other")[0])
+
+
+def _nextafter(xp, a, b):
+    return xp.nextafter(a, b)
+
+
+@defop("nextafter", differentiable=False, out=True)
+def nextafter(input: Tensor, other: Tensor) -> Tensor:
+    """The next representable value after ``input`` towards ``other`` (floating tensors).
+
+    >>> nextafter(tensor([1.], dtype=float64), tensor([2.], dtype=float64)) > 1
+    tensor([True])
+    """
+    _no_bf16_nextafter("nextafter", input, other)
+    return _make(_elementwise("nextafter", input, other, _nextafter, "f",
+                              other_name="other")[0])
+
+
+@defop("nextafter_", differentiable=False, inplace=True)
+def nextafter_(input: Tensor, other: Tensor) -> Tensor:
+    """In-place :func:`nextafter`."""
+    _no_bf16_nextafter("nextafter_", input, other)
+    return _elementwise_("nextafter_", input, other, _nextafter, "f", other_name="other")
+
+
+def _no_bf16_nextafter(op: str, input, other) -> None:
+    # computed in float32 the step would be float32's, not bfloat16's
+    for t in (input, other):
+        if isinstance(t, Tensor) and t._data.dtype == _BF16:
+            raise not_implemented(op, t._data.dtype)
+
+
+def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    """``input * 2**other`` (PyTorch's composite: integers give the default float dtype).
+
+    >>> ldexp(tensor([1., 3.]), tensor([2, 1]))
+    tensor([4., 6.])
+    """
+    if not isinstance(other, Tensor):
+        raise TypeError(f"ldexp(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+    _ldexp_check("ldexp", input, other)
+    return mul(input, _pow(2.0, other))
+
+
+def _ldexp_check(op: str, input, other: Tensor) -> None:
+    # PyTorch's kernel for a floating input has no bool exponent
+    if other._data.dtype.kind == "b" and isinstance(input, Tensor) and input.is_floating_point():
+        raise not_implemented(op, other._data.dtype)
+
+
+ldexp = with_out(ldexp)
+
+
+def ldexp_(input: Tensor, other: Tensor) -> Tensor:
+    """In-place :func:`ldexp`."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"ldexp_(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(other).__name__}")
+    _ldexp_check("ldexp_", input, other)
+    return mul_(input, _pow(2.0, other))
+
+
+class _frexp_type(tuple):
+    """PyTorch's ``torch.return_types.frexp``: ``(mantissa, exponent)``."""
+
+    __slots__ = ()
+    _fields = ("mantissa", "exponent")
+
+    def __new__(cls, mantissa, exponent):
+        return tuple.__new__(cls, (mantissa, exponent))
+
+    mantissa = property(lambda self: self[0])
+    exponent = property(lambda self: self[1])
+
+    def __repr__(self) -> str:
+        return f"frexp(mantissa={self[0]!r}, exponent={self[1]!r})"
+
+    def __reduce__(self):
+        return (_frexp_type, tuple(self))
+
+
+@defop("frexp", out=True)
+def frexp(input: Tensor):
+    """``(mantissa, exponent)`` with ``input = mantissa * 2**exponent`` and ``|mantissa|`` in
+    ``[0.5, 1)`` (floating tensors; the exponent is int32).
+
+    >>> frexp(tensor([8.])).exponent
+    tensor([4], dtype=ember.int32)
+    """
+    d = input._data
+    if d.dtype.kind != "f" and d.dtype != _BF16:
+        raise RuntimeError("frexp(): torch.frexp() only supports floating-point dtypes")
+    xp = array_module(d)
+    m, e = xp.frexp(d.astype(_F32) if d.dtype == _BF16 else d)
+    return _frexp_type(_make(m.astype(d.dtype, copy=False)),
+                       _make(e.astype(np.int32, copy=False)))
+
+
+@defop("bitwise_not_", differentiable=False, inplace=True)
+def bitwise_not_(input: Tensor) -> Tensor:
+    """In-place :func:`bitwise_not`."""
+    d = input._data
+    if d.dtype.kind not in "biu":
+        raise not_implemented("bitwise_not_", d.dtype)
+    return _write(input, array_module(d).invert(d), "bitwise_not_")
+
+
+@defop("logical_not_", differentiable=False, inplace=True)
+def logical_not_(input: Tensor) -> Tensor:
+    """In-place :func:`logical_not` (the tensor keeps its dtype: 0 or 1)."""
+    d = input._data
+    return _write(input, array_module(d).logical_not(d), "logical_not_")
+
+
+def float_power_(input: Tensor, exponent) -> Tensor:
+    """In-place :func:`float_power` (the tensor must be float64)."""
+    if input._data.dtype != np.float64:
+        raise RuntimeError(f"float_power_(): the base given to float_power_ has dtype "
+                           f"{scalar_type_name(input._data.dtype)} but the operation's result "
+                           "requires dtype Double")
+    if isinstance(exponent, Tensor):
+        exponent = exponent.to(dtype=D.float64)
+    return _pow_(input, exponent)
+
+
+def rsub(input: Tensor, other, *, alpha=1) -> Tensor:
+    """``other - alpha * input`` (subtraction with the operands swapped).
+
+    >>> rsub(tensor([1., 2.]), 5)
+    tensor([4., 3.])
+    """
+    if alpha != 1:
+        input = mul(input, alpha)
+    return _sub_plain(other, input)
 
 
 __all__ = sorted(

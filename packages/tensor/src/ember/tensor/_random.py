@@ -26,6 +26,7 @@ import os
 import numpy as np
 
 from . import _dtype as D
+from ._checks import scalar_type_name
 from ._creation import _finish, _size, _size_kw, _xp
 from ._device import device, to_device
 from ._registry import array_module, defop
@@ -36,6 +37,7 @@ __all__ = [
     "set_rng_state", "fork_rng", "rand", "rand_like", "randn", "randn_like", "randint",
     "randint_like", "randperm", "normal", "multinomial", "bernoulli", "poisson", "uniform_",
     "normal_", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_", "log_normal_",
+    "binomial",
 ]
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's default CPU seed
@@ -658,6 +660,34 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
     g = _resolve(generator, dev, "poisson")
     host = _host(lam).astype(np.float64)
     return Tensor._make(_host_draw(g, dev, lambda r: r.poisson(host)).astype(lam.dtype))
+
+
+@defop("binomial", differentiable=False)
+def binomial(count: Tensor, prob: Tensor, generator: Generator | None = None) -> Tensor:
+    """Binomial draws: the number of successes in ``count`` trials of probability ``prob``
+    (broadcast; floating tensors, the result in ``count``'s dtype)."""
+    if not isinstance(count, Tensor) or not isinstance(prob, Tensor):
+        bad, name = (count, "count") if not isinstance(count, Tensor) else (prob, "prob")
+        raise TypeError(f"binomial(): argument '{name}' must be Tensor, not "
+                        f"{type(bad).__name__}")
+    n, p = count._data, prob._data
+    if n.dtype.kind != "f":
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
+                         f"{scalar_type_name(n.dtype)}")
+    if p.dtype.kind != "f":
+        raise ValueError(f"binomial only supports floating-point dtypes for prob, got: "
+                         f"{scalar_type_name(p.dtype)}")
+    shape = np.broadcast_shapes(n.shape, p.shape)
+    hn, hp = _host(n).astype(np.float64), _host(p).astype(np.float64)
+    if hp.size and bool(((hp < 0) | (hp > 1) | (hp != hp)).any()):
+        raise RuntimeError("binomial(): expected 0 <= prob <= 1")
+    if hn.size and bool(((hn < 0) | (hn != hn)).any()):
+        raise RuntimeError("binomial(): expected count >= 0")
+    dev = count.device
+    g = _resolve(generator, dev, "binomial")
+    hn, hp = np.broadcast_to(hn, shape), np.broadcast_to(hp, shape)
+    return Tensor._make(_host_draw(g, dev, lambda r: r.binomial(hn.astype(np.int64), hp))
+                        .astype(n.dtype))
 
 
 # --------------------------------------------------------------------------- in-place samplers

@@ -31,7 +31,8 @@ __all__ = [
     "sum", "mean", "prod", "std", "var", "std_mean", "var_mean", "norm", "amax", "amin", "max",
     "min", "argmax", "argmin", "logsumexp", "all", "any", "cumsum", "cumprod", "median",
     "mode", "unique", "topk", "sort", "argsort", "kthvalue", "count_nonzero", "aminmax",
-    "nansum", "nanmean",
+    "nansum", "nanmean", "quantile", "nanquantile", "nanmedian", "histogram", "histogramdd",
+    "trapezoid", "trapz", "cumulative_trapezoid", "gradient", "unique_consecutive",
 ]
 
 _make = Tensor._make
@@ -62,6 +63,9 @@ class return_types:
     topk = _return_type("topk", ["values", "indices"])
     sort = _return_type("sort", ["values", "indices"])
     aminmax = _return_type("aminmax", ["min", "max"])
+    nanmedian = _return_type("nanmedian", ["values", "indices"])
+    histogram = _return_type("histogram", ["hist", "bin_edges"])
+    histogramdd = _return_type("histogramdd", ["hist", "bin_edges"])
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -978,4 +982,487 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
         i += 1
     if return_counts:
         out.append(_make(res[i].astype(_int64, copy=False)))
+    return tuple(out)
+
+
+
+@defop("unique_consecutive", differentiable=False)
+def unique_consecutive(input: Tensor, return_inverse: bool = False,
+                       return_counts: bool = False, dim=None):
+    """The first element of every run of equal consecutive elements (of the flattened tensor,
+    or runs of equal slices along ``dim``); optionally the inverse indices and the run lengths.
+
+    >>> unique_consecutive(tensor([1, 1, 2, 2, 3, 1]), return_counts=True)
+    (tensor([1, 2, 3, 1]), tensor([2, 2, 1, 1]))
+    """
+    d = input._data
+    xp = array_module(d)
+    if dim is None:
+        rows = d.reshape(-1)
+        change = rows[1:] != rows[:-1]
+        inv_shape = d.shape
+    else:
+        ax = _one_dim(dim, d.ndim, "unique_consecutive")
+        if d.ndim == 0:
+            rows = d.reshape(1, 1)
+        else:
+            rows = xp.moveaxis(d, ax, 0).reshape(d.shape[ax], -1)
+        change = (rows[1:] != rows[:-1]).any(axis=1) if rows.shape[1] else \
+            xp.zeros(builtins.max(rows.shape[0] - 1, 0), bool)
+        inv_shape = (rows.shape[0],)
+    n = rows.shape[0]
+    keep = xp.concatenate([xp.ones(builtins.min(n, 1), bool), change])
+    starts = xp.nonzero(keep)[0]
+    if dim is None:
+        vals = rows[keep]
+    else:
+        vals = xp.take(d.reshape(1) if d.ndim == 0 else d, starts, axis=0 if d.ndim == 0
+                       else ax)
+    out = [_make(vals)]
+    if return_inverse:
+        inv = (xp.cumsum(keep) - 1).astype(_int64)
+        out.append(_make(inv.reshape(inv_shape)))
+    if return_counts:
+        out.append(_make(xp.diff(xp.concatenate([starts, xp.asarray([n])])).astype(_int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+# ---------------------------------------------------------------------------- statistics
+_QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
+              ignore_nan: bool) -> Tensor:
+    """PyTorch's ``quantile_impl`` composed of registry ops (sort, gather, lerp), so the
+    gradient flows to the selected elements: ranks ``q * (n - 1)`` over each sorted row (the
+    count of non-NaN values for ``nanquantile``; a row holding NaN gives NaN for
+    ``quantile``), moved by ``interpolation``, then interpolated between neighbours."""
+    from ._creation import full_like, tensor
+    from ._pointwise import isnan, lerp, logical_not, where
+    from ._scatter import gather
+
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if interpolation not in _QUANTILE_MODES:
+        raise RuntimeError(f"{op}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest. Got {interpolation}")
+    d = input._data
+    if not isinstance(q, Tensor):
+        if not isinstance(q, numbers.Real) or isinstance(q, bool):
+            raise TypeError(f"{op}(): argument 'q' (position 2) must be Tensor or float, not "
+                            f"{type(q).__name__}")
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"{op}() q must be in the range [0, 1] but got {q}")
+    if d.size == 0:
+        raise RuntimeError(f"{op}() input tensor must be non-empty")
+    if isinstance(q, Tensor) and q.dim() > 1:
+        raise RuntimeError(f"{op}() q must be a scalar or 1D tensor")
+    if d.dtype not in (_float32, np.dtype(np.float64)):
+        raise RuntimeError(f"{op}() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor):
+        if q._data.dtype != d.dtype:
+            raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor")
+        qd = q._data
+        if not bool(((qd >= 0) & (qd <= 1)).all()):
+            raise RuntimeError(f"{op}() q values must be in the range [0, 1]")
+        qt = q
+    else:
+        qt = tensor(q, dtype=input.dtype, device=input.device)
+    nd = d.ndim
+    if dim is None:
+        srt = sort(input.reshape(-1))[0]
+        if keepdim:
+            srt = srt.reshape((1,) * nd + (-1,))
+    else:
+        ax = _one_dim(dim, nd, op)
+        x = input.reshape(1) if nd == 0 else input.unsqueeze(-1).transpose(ax, -1)
+        srt = sort(x, -1)[0]
+        if not keepdim and nd:
+            srt = srt.squeeze(ax)
+    n = srt.shape[-1]
+    qv = qt.reshape(-1)
+    if ignore_nan:
+        ranks = qv * (logical_not(isnan(srt)).sum(-1, keepdim=True) - 1)
+        ranks = where(ranks < 0, full_like(ranks, 0), ranks)
+    else:
+        has_nan = isnan(srt).any(-1, keepdim=True)
+        ranks = where(has_nan, tensor(float(n - 1), dtype=input.dtype, device=input.device),
+                      qv * (n - 1))
+    if interpolation == "lower":
+        ranks = ranks.floor()
+    elif interpolation == "higher":
+        ranks = ranks.ceil()
+    elif interpolation == "nearest":
+        ranks = ranks.round()
+    below = ranks.long()
+    out = gather(srt, -1, below)
+    if interpolation in ("linear", "midpoint"):
+        weights = full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
+        out = lerp(out, gather(srt, -1, ranks.ceil().long()), weights)
+    return out.squeeze(-1) if qt.dim() == 0 else out.movedim(-1, 0)
+
+
+@with_out
+def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *,
+             interpolation: str = "linear") -> Tensor:
+    """The ``q``-th quantiles (a float or a 1-D tensor of them, in [0, 1]) of all elements or
+    along ``dim``; ``interpolation``: ``linear``, ``lower``, ``higher``, ``midpoint`` or
+    ``nearest``. A slice holding NaN gives NaN. A 1-D ``q`` puts the quantiles first.
+
+    >>> quantile(tensor([1., 2., 3., 4.]), 0.5)
+    tensor(2.5000)
+    """
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+@with_out
+def nanquantile(input: Tensor, q, dim=None, keepdim: bool = False, *,
+                interpolation: str = "linear") -> Tensor:
+    """:func:`quantile` ignoring NaN (a slice of NaN only gives NaN).
+
+    >>> nanquantile(tensor([1., float('nan'), 3.]), 0.5)
+    tensor(2.)
+    """
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+@with_out
+def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
+    """The lower median ignoring NaN (NaN where a slice holds NaN only); with ``dim``,
+    ``(values, indices)`` along it. Composed of a stable sort and gathers, so the gradient
+    goes to the selected element.
+
+    >>> nanmedian(tensor([1., float('nan'), 3., 2.]))
+    tensor(2.)
+    """
+    from ._pointwise import isnan, logical_not
+    from ._scatter import gather
+
+    if not isinstance(input, Tensor):
+        raise TypeError(f"nanmedian(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    d = input._data
+    if d.dtype.kind == "b":
+        raise NotImplementedError("nanmedian(): not implemented for 'Bool'")
+    if dim is None:
+        if d.size == 0:
+            from ._creation import full
+
+            return full((), math.nan if d.dtype.kind == "f" else 0, dtype=input.dtype,
+                        device=input.device)
+        srt = sort(input.reshape(-1), stable=True)[0]
+        k = logical_not(isnan(srt)).sum() if d.dtype.kind == "f" else d.size
+        pos = builtins.max((int(k) - 1) // 2, 0)
+        return srt[pos]
+    ax = _one_dim(dim, d.ndim, "nanmedian")
+    _check_nonempty(d, (ax,), "nanmedian")
+    if d.ndim == 0:
+        return return_types.nanmedian(input.clone(), input.new_zeros((), dtype=D.int64))
+    if d.size == 0:
+        return return_types.nanmedian(*_empty_pair(d, ax, keepdim))
+    srt, idx = sort(input, ax, stable=True)
+    k = logical_not(isnan(input)).sum(ax, keepdim=True)
+    pos = ((k - 1) // 2).clamp(min=0)
+    vals, inds = gather(srt, ax, pos), gather(idx, ax, pos)
+    if not keepdim:
+        vals, inds = vals.squeeze(ax), inds.squeeze(ax)
+    return return_types.nanmedian(vals, inds)
+
+
+def _hist_edges(op: str, d, bins, rng, dim: int):
+    """The bin edges (an array of ``d``'s dtype) of one dimension: ``bins`` equal bins over
+    ``rng`` (default: the data's min and max, widened by 0.5 each way when equal), or the
+    given 1-D edge tensor."""
+    xp = array_module(d)
+    if isinstance(bins, Tensor):
+        e = bins._data
+        if e.dtype != d.dtype:
+            raise RuntimeError(f"torch.{op}: input tensor and bins tensors should have the same "
+                               f"dtype, but got input with dtype {_type_name(d.dtype).lower()} "
+                               f"and bins for dimension {dim} with dtype "
+                               f"{_type_name(e.dtype).lower()}")
+        if e.ndim != 1:
+            raise RuntimeError(f"torch.{op}: bins tensor should have one dimension, but got "
+                               f"{e.ndim} dimensions in the bins tensor for dimension {dim}")
+        if e.size < 1:
+            raise RuntimeError(f"torch.{op}: bins tensor should have at least 1 element, but "
+                               f"got {e.size} elements for dimension {dim}")
+        if e.size > 1 and bool((e[1:] < e[:-1]).any()):
+            raise RuntimeError(f"torch.{op}: bin edges must be increasing for dimension {dim}")
+        return e
+    if not _is_int(bins):
+        raise TypeError(f"{op}(): argument 'bins' (position 2) must be int or Tensor, not "
+                        f"{type(bins).__name__}")
+    bins = int(bins)
+    if bins <= 0:
+        raise RuntimeError(f"torch.{op}(): bins must be > 0, but got {bins} for dimension {dim}")
+    if rng is not None:
+        lo, hi = float(rng[0]), float(rng[1])
+    elif d.size:
+        lo, hi = float(d.min()), float(d.max())
+    else:
+        lo, hi = 0.0, 1.0
+    if lo > hi:
+        raise RuntimeError(f"torch.{op}: min should not exceed max, but got min {lo:g} max "
+                           f"{hi:g} for dimension {dim}")
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.{op}: range of [{lo}, {hi}] is not finite")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    # PyTorch's linspace in the input's dtype
+    step = (hi - lo) / bins
+    i = xp.arange(bins + 1, dtype=np.float64)
+    e = xp.where(i < (bins + 1) // 2, lo + step * i, hi - step * (bins - i))
+    return e.astype(d.dtype)
+
+
+def _hist_check(op: str, input: Tensor, bins, weight, inner: int | None):
+    d = input._data
+    for i, b in enumerate(bins if isinstance(bins, (list, tuple)) else [bins]):
+        if isinstance(b, Tensor) and b._data.dtype != d.dtype:
+            raise RuntimeError(f"torch.{op}: input tensor and bins tensors should have the same "
+                               f"dtype, but got input with dtype {_type_name(d.dtype).lower()} "
+                               f"and bins for dimension {i} with dtype "
+                               f"{_type_name(b._data.dtype).lower()}")
+    if d.dtype not in (_float32, np.dtype(np.float64)):
+        raise NotImplementedError(f"{op}(): \"histogramdd\" not implemented for "
+                                  f"'{_type_name(d.dtype)}'")
+    if weight is None:
+        return None
+    w = weight._data
+    if w.shape != (d.shape if inner is None else d.shape[:-1]):
+        shown = [d.size, 1] if inner is None else list(d.shape)
+        raise RuntimeError(f"torch.{op}: if weight tensor is provided it should have the same "
+                           "shape as the input tensor excluding its innermost dimension, but "
+                           f"got input with shape {shown} and weight with shape "
+                           f"{list(w.shape)}")
+    if w.dtype != d.dtype:
+        raise RuntimeError(f"torch.{op}: if weight tensor is provided, input tensor and weight "
+                           f"tensor should have the same dtype, but got "
+                           f"input({_type_name(d.dtype).lower()}), and "
+                           f"weight({_type_name(w.dtype).lower()})")
+    return w
+
+
+@defop("histogram", differentiable=False, out=True)
+def histogram(input: Tensor, bins, *, range=None, weight: Tensor | None = None,  # noqa: A002
+              density: bool = False):
+    """``(hist, bin_edges)`` of all elements: ``bins`` equal bins over ``range`` (default:
+    the data's min and max) or the given increasing edges; ``weight``: per-element weights;
+    ``density``: normalized to integrate to 1. Floating inputs only.
+
+    >>> histogram(tensor([1., 2., 1.]), bins=2).hist
+    tensor([2., 1.])
+    """
+    w = _hist_check("histogram", input, bins, weight, None)
+    d = input._data
+    edges = _hist_edges("histogram", d, bins, range, 0)
+    xp = array_module(d)
+    with np.errstate(**_quiet):  # density of no samples: 0 / 0
+        hist, _ = xp.histogram(d.reshape(-1), bins=edges, weights=None if w is None else
+                               w.reshape(-1), density=density)
+    return return_types.histogram(_make(hist.astype(d.dtype)), _make(edges.copy()))
+
+
+@defop("histogramdd", differentiable=False)
+def histogramdd(input: Tensor, bins, *, range=None, weight: Tensor | None = None,  # noqa: A002
+                density: bool = False):
+    """The D-dimensional histogram of the points in ``input``'s last dimension (shape
+    ``(..., D)``): ``(hist, bin_edges)`` with one edge tensor per dimension; ``bins`` is an
+    int, one int per dimension or one edge tensor per dimension; ``range``: ``[lo0, hi0, lo1,
+    hi1, ...]``.
+
+    >>> histogramdd(tensor([[0., 0.], [1., 1.]]), bins=2).hist
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    d = input._data
+    if d.ndim < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    w = _hist_check("histogramdd", input, bins, weight, d.shape[-1])
+    k = d.shape[-1]
+    pts = d.reshape(-1, k)
+    if isinstance(bins, (list, tuple)):
+        if len(bins) != k:
+            raise RuntimeError(f"torch.histogramdd: expected {k} sequences of bin edges for "
+                               f"each of the {k} dimensions of the input, but got {len(bins)}")
+        per = list(bins)
+    else:
+        per = [bins] * k
+    if range is not None and len(range) != 2 * k:
+        raise RuntimeError(f"torch.histogramdd: for a {k}-dimensional histogram range should "
+                           f"have {2 * k} elements, but got {len(range)}")
+    edges = [_hist_edges("histogramdd", pts[:, i], per[i], None if range is None else
+                         range[2 * i:2 * i + 2], i) for i in builtins.range(k)]
+    xp = array_module(d)
+    with np.errstate(**_quiet):
+        hist, _ = xp.histogramdd(pts, bins=edges, weights=None if w is None else
+                                 w.reshape(-1), density=density)
+    return return_types.histogramdd(_make(hist.astype(d.dtype)),
+                                    tuple(_make(e.copy()) for e in edges))
+
+
+def _trapz_x(op: str, y: Tensor, x: Tensor, dim: int) -> Tensor:
+    """PyTorch's spacing from sample points: ``x`` (1-D along ``dim``, or broadcast against
+    ``y`` from the left) differenced along ``dim``."""
+    if x.dim() == 1:
+        if x.shape[0] != y.shape[dim]:
+            raise RuntimeError(f"{op}: There must be one `x` value for each sample point")
+        shape = [1] * y.dim()
+        shape[dim] = x.shape[0]
+        x = x.reshape(shape)
+    elif x.dim() < y.dim():
+        x = x.reshape((1,) * (y.dim() - x.dim()) + tuple(x.shape))
+    return x.narrow(dim, 1, x.shape[dim] - 1) - x.narrow(dim, 0, x.shape[dim] - 1)
+
+
+def _trapz_args(op: str, y, x, dx, dim):
+    if not isinstance(y, Tensor):
+        raise TypeError(f"{op}(): argument 'y' (position 1) must be Tensor, not "
+                        f"{type(y).__name__}")
+    if x is not None and not isinstance(x, Tensor):
+        raise TypeError(f"{op}() received an invalid combination of arguments: 'x' must be a "
+                        f"Tensor, not {type(x).__name__}")
+    if x is not None and dx is not None:
+        raise TypeError(f"{op}() received an invalid combination of arguments: give either "
+                        "'x' or 'dx', not both")
+    if dx is not None and (not isinstance(dx, numbers.Real) or isinstance(dx, bool)):
+        raise RuntimeError(f"{op}: Currently, we only support dx as a real number.")
+    if y.dim() == 0:
+        raise IndexError(f"{op}(): Dimension specified as {dim} but tensor has no dimensions")
+    d = _one_dim(dim, y.dim(), op)
+    if y.dtype == D.bool or (x is not None and x.dtype == D.bool):
+        raise RuntimeError(f"{op}: received a bool input for `{'y' if y.dtype == D.bool else 'x'}`"
+                           ", but bool is not supported")
+    return d
+
+
+def trapezoid(y: Tensor, x: Tensor | None = None, *, dx=None, dim: int = -1) -> Tensor:
+    """The trapezoidal rule along ``dim``: over sample points ``x`` or a constant spacing
+    ``dx`` (default 1).
+
+    >>> trapezoid(tensor([1., 2., 3.]))
+    tensor(4.)
+    """
+    d = _trapz_args("trapezoid", y, x, dx, dim)
+    if y.shape[d] == 0:
+        shape = list(y.shape)
+        del shape[d]
+        return y.new_zeros(shape)
+    if x is not None:
+        step = _trapz_x("trapezoid", y, x, d)
+        n = y.shape[d]
+        return ((y.narrow(d, 0, n - 1) + y.narrow(d, 1, n - 1)) * step).sum(d) / 2.0
+    dx = 1 if dx is None else dx
+    return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * dx
+
+
+def trapz(y: Tensor, x: Tensor | None = None, *, dx=None, dim: int = -1) -> Tensor:
+    """Alias of :func:`trapezoid`."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx=None,
+                         dim: int = -1) -> Tensor:
+    """The running trapezoidal integral along ``dim`` (one element fewer than ``y``).
+
+    >>> cumulative_trapezoid(tensor([1., 2., 3.]))
+    tensor([1.5000, 4.0000])
+    """
+    d = _trapz_args("cumulative_trapezoid", y, x, dx, dim)
+    n = y.shape[d]
+    left, right = y.narrow(d, 0, builtins.max(n - 1, 0)), y.narrow(d, builtins.min(n, 1),
+                                                                  builtins.max(n - 1, 0))
+    if x is not None:
+        step = _trapz_x("cumulative_trapezoid", y, x, d)
+        return cumsum((left + right) * step, d) / 2.0
+    dx = 1 if dx is None else dx
+    return cumsum(dx / 2.0 * (left + right), d)
+
+
+def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tuple:
+    """The gradient by central differences in the interior and one-sided differences of
+    ``edge_order`` (1 or 2) at the boundaries, along ``dim`` (every dim by default);
+    ``spacing``: a scalar, one scalar per dim, or one 1-D coordinate tensor per dim.
+
+    >>> gradient(tensor([1., 4., 9.]))
+    (tensor([3., 4., 5.]),)
+    """
+    from ._shape import cat
+
+    if not isinstance(input, Tensor):
+        raise TypeError(f"gradient(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    nd = input.dim()
+    dims = None if dim is None else ([dim] if _is_int(dim) else list(dim))
+    if isinstance(spacing, (list, tuple)):
+        sp = list(spacing)
+        n_sp = len(sp)
+    else:
+        sp, n_sp = None, None
+    if input.dtype == D.uint8:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
+    if n_sp is not None and dims is None and n_sp != nd:
+        raise RuntimeError("torch.gradient expected spacing to be unspecified, a scalar, or a "
+                           f"list of length equal to 'self.dim() = {nd}', since dim argument "
+                           f"was not given, but got a list of length {n_sp}")
+    if n_sp is not None and dims is not None and n_sp != len(dims):
+        raise RuntimeError("torch.gradient expected spacing to be unspecified, a scalar or it's "
+                           "spacing and dim arguments to have the same length, but got a "
+                           f"spacing argument of length {n_sp} and a dim argument of length "
+                           f"{len(dims)}.")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = list(builtins.range(nd)) if dims is None else [_wrap(x, nd, "gradient")
+                                                           for x in dims]
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("gradient(): dim appears multiple times in the list of dims")
+    for a in dims:
+        if input.shape[a] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+    if sp is None:
+        sp = [spacing] * len(dims)
+
+    def sl(a, start, stop=None):
+        n = input.shape[a]
+        start = start % n if start < 0 else start
+        stop = n if stop is None else (stop % n if stop < 0 else stop)
+        return input.narrow(a, start, stop - start)
+
+    out = []
+    for a, h in zip(dims, sp):
+        if isinstance(h, Tensor):
+            if h.dim() != 1:
+                raise RuntimeError("torch.gradient expected each element of spacing to have one "
+                                   f"dimension, but got an element with {h.dim()} dimensions!")
+            shape = [1] * nd
+            shape[a] = -1
+            ax = h[1:] - h[:-1]
+            dx1, dx2 = ax[:-1], ax[1:]
+            ca = (-dx2 / (dx1 * (dx1 + dx2))).reshape(shape)
+            cb = ((dx2 - dx1) / (dx1 * dx2)).reshape(shape)
+            cc = (dx1 / (dx2 * (dx1 + dx2))).reshape(shape)
+            center = ca * sl(a, 0, -2) + cb * sl(a, 1, -1) + cc * sl(a, 2)
+            if edge_order == 1:
+                pre = (sl(a, 1, 2) - sl(a, 0, 1)) / ax[0]
+                app = (sl(a, -1) - sl(a, -2, -1)) / ax[-1]
+            else:
+                a0, a1, z1, z2 = ax[0], ax[1], ax[-1], ax[-2]
+                pre = (-(2.0 * a0 + a1) / (a0 * (a0 + a1)) * sl(a, 0, 1)
+                       + (a0 + a1) / (a0 * a1) * sl(a, 1, 2)
+                       + (-a0) / (a1 * (a0 + a1)) * sl(a, 2, 3))
+                app = (z1 / (z2 * (z1 + z2)) * sl(a, -3, -2)
+                       - (z1 + z2) / (z1 * z2) * sl(a, -2, -1)
+                       + (2 * z1 + z2) / (z1 * (z1 + z2)) * sl(a, -1))
+        else:
+            center = (sl(a, 2) - sl(a, 0, -2)) / h / 2
+            if edge_order == 1:
+                pre = (sl(a, 1, 2) - sl(a, 0, 1)) / h
+                app = (sl(a, -1) - sl(a, -2, -1)) / h
+            else:
+                pre = (sl(a, 0, 1) * -1.5 + sl(a, 1, 2) * 2 - sl(a, 2, 3) * 0.5) / h
+                app = (sl(a, -3, -2) * 0.5 + sl(a, -2, -1) * -2 + sl(a, -1) * 1.5) / h
+        out.append(cat([pre, center, app], a))
     return tuple(out)

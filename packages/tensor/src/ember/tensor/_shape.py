@@ -26,7 +26,10 @@ __all__ = [
     "diagonal", "split", "tensor_split", "chunk", "unbind", "cat", "concat", "concatenate",
     "stack", "hstack", "vstack", "flatten", "unflatten", "ravel", "contiguous", "meshgrid",
     "atleast_1d", "atleast_2d", "slice_view", "flip", "fliplr", "flipud", "roll", "repeat",
-    "tile", "repeat_interleave", "narrow_copy",
+    "tile", "repeat_interleave", "narrow_copy", "atleast_3d", "column_stack", "row_stack",
+    "dstack", "hsplit", "vsplit", "dsplit", "unsafe_chunk", "unsafe_split",
+    "unsafe_split_with_sizes", "split_with_sizes", "combinations", "sum_to_size", "as_strided_",
+    "as_strided_scatter", "resize_", "resize_as_",
 ]
 
 _make = Tensor._make
@@ -1013,3 +1016,270 @@ def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
         raise RuntimeError(f"{op}(): start ({start}) + length ({length}) exceeds dimension "
                            f"size ({size}).")
     return clone(getitem(input, (slice(None),) * dim + (slice(start, start + length),)))
+
+
+# ------------------------------------------------------------------ more stacking and splitting
+def _tensor_list(tensors, op: str) -> list:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    for j, x in enumerate(tensors):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {j} in argument 0, but got "
+                            f"{type(x).__name__}")
+    return list(tensors)
+
+
+def atleast_3d(*tensors):
+    """Each tensor viewed with at least three dims: ``()`` -> ``(1, 1, 1)``, ``(n,)`` ->
+    ``(1, n, 1)``, ``(m, n)`` -> ``(m, n, 1)``; one tensor gives a tensor, several (or one
+    list of them) a tuple.
+
+    >>> atleast_3d(tensor([1., 2.])).shape
+    ember.Size([1, 2, 1])
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(atleast_3d(x) for x in _tensor_list(tensors[0], "atleast_3d"))
+    if len(tensors) != 1:
+        return tuple(atleast_3d(x) for x in _tensor_list(tensors, "atleast_3d"))
+    x = tensors[0]
+    if not isinstance(x, Tensor):
+        raise TypeError(f"atleast_3d(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    nd = x._data.ndim
+    if nd == 0:
+        return reshape(x, 1, 1, 1)
+    if nd == 1:
+        return unsqueeze(unsqueeze(x, 0), 2)
+    return unsqueeze(x, 2) if nd == 2 else x
+
+
+def column_stack(tensors) -> Tensor:
+    """The tensors side by side as columns: 0-d and 1-d ones become ``(n, 1)`` columns.
+
+    >>> column_stack([tensor([1, 2]), tensor([3, 4])])
+    tensor([[1, 3],
+            [2, 4]])
+    """
+    ts = _tensor_list(tensors, "column_stack")
+    if not ts:
+        raise RuntimeError("column_stack(): column_stack expects a non-empty TensorList")
+    return hstack([reshape(x, x.numel(), 1) if x._data.ndim <= 1 else x for x in ts])
+
+
+def row_stack(tensors) -> Tensor:
+    """Alias of :func:`vstack`."""
+    ts = _tensor_list(tensors, "row_stack")
+    if not ts:
+        raise RuntimeError("row_stack(): vstack expects a non-empty TensorList")
+    return vstack(ts)
+
+
+def dstack(tensors) -> Tensor:
+    """The tensors stacked depth-wise (along dim 2, after :func:`atleast_3d`).
+
+    >>> dstack([tensor([1, 2]), tensor([3, 4])]).shape
+    ember.Size([1, 2, 2])
+    """
+    ts = _tensor_list(tensors, "dstack")
+    if not ts:
+        raise RuntimeError("dstack(): dstack expects a non-empty TensorList")
+    return cat([atleast_3d(x) for x in ts], 2)
+
+
+def _dir_split(op: str, input: Tensor, indices_or_sections, min_dims: int, dim: int) -> tuple:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    nd = input._data.ndim
+    if nd < min_dims:
+        raise RuntimeError(f"torch.{op} requires a tensor with at least {min_dims} dimension, "
+                           f"but got a tensor with {nd} dimensions!")
+    if isinstance(indices_or_sections, numbers.Integral) and \
+            not isinstance(indices_or_sections, bool):
+        n = int(indices_or_sections)
+        size = input._data.shape[dim]
+        if n == 0 or size % n:
+            raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {size} is not divisible by the "
+                               f"split_size {n}!")
+    elif not isinstance(indices_or_sections, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'indices_or_sections' must be int or tuple of ints, "
+                        f"not {type(indices_or_sections).__name__}")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+def hsplit(input: Tensor, indices_or_sections) -> tuple:
+    """Split horizontally (along dim 1, or 0 for a 1-D tensor) into equal parts or at the
+    given indices (views)."""
+    nd = input._data.ndim if isinstance(input, Tensor) else 0
+    return _dir_split("hsplit", input, indices_or_sections, 1, 1 if nd > 1 else 0)
+
+
+def vsplit(input: Tensor, indices_or_sections) -> tuple:
+    """Split vertically (along dim 0) into equal parts or at the given indices (views)."""
+    return _dir_split("vsplit", input, indices_or_sections, 2, 0)
+
+
+def dsplit(input: Tensor, indices_or_sections) -> tuple:
+    """Split depth-wise (along dim 2) into equal parts or at the given indices (views)."""
+    return _dir_split("dsplit", input, indices_or_sections, 3, 2)
+
+
+def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """Split into pieces of the given sizes, which must sum to the size of ``dim`` (views)."""
+    if isinstance(split_sizes, numbers.Integral):
+        raise TypeError(f"split_with_sizes(): argument 'split_sizes' (position 2) must be tuple "
+                        f"of ints, not {type(split_sizes).__name__}")
+    return split(input, list(split_sizes), dim)
+
+
+def _as_op(op: str, fn, *args):
+    """``fn(*args)`` with its errors naming ``op`` (the public name called)."""
+    try:
+        return fn(*args)
+    except (RuntimeError, IndexError, ValueError) as exc:
+        if len(exc.args) == 1 and isinstance(exc.args[0], str) and op not in exc.args[0]:
+            exc.args = (f"{op}(): {exc.args[0]}",)
+        raise
+
+
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """:func:`chunk` (PyTorch's form without view tracking; ember's pieces are views)."""
+    return _as_op("unsafe_chunk", chunk, input, chunks, dim)
+
+
+def unsafe_split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """:func:`split` (PyTorch's form without view tracking)."""
+    return _as_op("unsafe_split", split, tensor, split_size_or_sections, dim)
+
+
+def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """:func:`split_with_sizes` (PyTorch's form without view tracking)."""
+    return _as_op("unsafe_split_with_sizes", split_with_sizes, input, split_sizes, dim)
+
+
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """The length-``r`` combinations of the elements of a 1-D tensor, one per row (as
+    ``itertools.combinations`` / ``combinations_with_replacement``).
+
+    >>> combinations(tensor([1, 2, 3]))
+    tensor([[1, 2],
+            [1, 3],
+            [2, 3]])
+    """
+    import itertools
+
+    if not isinstance(input, Tensor):
+        raise TypeError(f"combinations(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    check_int("combinations", "r", 2, r)
+    if input._data.ndim != 1:
+        raise RuntimeError(f"combinations(): Expect a 1D vector, but got shape "
+                           f"{list(input._data.shape)}")
+    if r < 0:
+        raise RuntimeError(f"combinations(): Expect a non-negative number, but got {r}")
+    if r == 0:
+        return index_select(input, 0, Tensor._make(np.zeros(0, np.int64)))
+    make = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    idx = np.asarray(list(make(range(input._data.shape[0]), int(r))), np.int64).reshape(-1)
+    xp = array_module(input._data)
+    idx = Tensor._make(idx if xp is np else xp.asarray(idx))
+    return reshape(index_select(input, 0, idx), -1, int(r))
+
+
+def sum_to_size(input: Tensor, *size) -> Tensor:
+    """``input`` summed down to ``size``, which it must be expandable to (the reduction of a
+    broadcast: sums over leading dims and over dims of size 1 in ``size``).
+
+    >>> ones(2, 3).sum_to_size(1, 3)
+    tensor([[2., 2., 2.]])
+    """
+    if len(size) == 1 and isinstance(size[0], (list, tuple, Size)):
+        size = tuple(size[0])
+    size = tuple(int(s) for s in size)
+    shape = tuple(input._data.shape)
+    lead = len(shape) - len(size)
+    ok = lead >= 0 and all(s == 1 or s == n for s, n in zip(size, shape[lead:]))
+    if not ok:
+        raise RuntimeError(f"sum_to_size(): size {{{list(size)}}} is not expandable to size "
+                           f"{{{list(shape)}}}.")
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(size)
+                                if s == 1 and shape[lead + i] != 1]
+    if not dims:
+        return input
+    return reshape(input.sum(dims, keepdim=True), size)
+
+
+def as_strided_(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """In-place :func:`as_strided`: ``input`` becomes the view of its storage with the given
+    size, stride and offset."""
+    if input.requires_grad and input.grad_fn is None:
+        raise RuntimeError("as_strided_(): a leaf Variable that requires grad is being used in "
+                           "an in-place operation.")
+    view = as_strided(input, size, stride, storage_offset)
+    input._data = view._data
+    input._bump()
+    return input
+
+
+def as_strided_scatter(input: Tensor, src: Tensor, size, stride,
+                       storage_offset: int | None = None) -> Tensor:
+    """A copy of ``input`` with ``src`` written into its :func:`as_strided` view (composed of
+    registry ops: the gradient flows to both).
+
+    >>> as_strided_scatter(zeros(4), ones(2), (2,), (2,))
+    tensor([1., 0., 1., 0.])
+    """
+    if not isinstance(src, Tensor):
+        raise TypeError(f"as_strided_scatter(): argument 'src' (position 2) must be Tensor, "
+                        f"not {type(src).__name__}")
+    if storage_offset is not None:
+        check_int("as_strided_scatter", "storage_offset", 5, storage_offset)
+    out = clone(input)
+    view = as_strided(out, size, stride, storage_offset)
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"as_strided_scatter(): expected src to have a size equal to the "
+                           f"slice of self. src size = {list(src.shape)}, slice size = "
+                           f"{list(view.shape)}")
+    view.copy_(src)
+    return out
+
+
+def resize_(input: Tensor, *sizes, memory_format=None) -> Tensor:
+    """Give ``input`` the shape ``sizes`` (contiguous), keeping the elements of its storage
+    from its offset on; new elements are uninitialized (zero). The storage grows when it must
+    (other views then keep the old one)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (list, tuple, Size)):
+        sizes = tuple(sizes[0])
+    sizes = tuple(int(s) for s in sizes)
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"resize_(): Trying to create tensor with negative dimension "
+                           f"{min(sizes)}: {list(sizes)}")
+    if input.requires_grad:
+        raise RuntimeError("resize_(): cannot resize variables that require grad")
+    d = input._data
+    if sizes == d.shape:
+        return input
+    root = _root(d)
+    offset = (_ptr(d) - _ptr(root)) // d.itemsize if d.size else 0
+    n = math.prod(sizes)
+    xp = array_module(d)
+    flat = root.reshape(-1).view(d.dtype) if root.dtype != d.dtype else root.reshape(-1)
+    if offset + n <= flat.size:
+        input._data = flat[offset:offset + n].reshape(sizes)
+    else:
+        buf = xp.zeros(offset + n, d.dtype)
+        buf[:flat.size] = flat
+        input._data = buf[offset:].reshape(sizes)
+    input._bump()
+    return input
+
+
+def resize_as_(input: Tensor, the_template: Tensor, *, memory_format=None) -> Tensor:
+    """:func:`resize_` to ``the_template``'s shape."""
+    if not isinstance(the_template, Tensor):
+        raise TypeError(f"resize_as_(): argument 'the_template' (position 2) must be Tensor, "
+                        f"not {type(the_template).__name__}")
+    return resize_(input, tuple(the_template.shape))

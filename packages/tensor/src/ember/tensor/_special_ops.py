@@ -138,6 +138,9 @@ def _mvlgamma(input: Tensor, p: int) -> Tensor:
     from ._creation import arange
     from ._reduction import sum as _sum
 
+    if not isinstance(p, (int, np.integer)) or isinstance(p, bool):
+        raise TypeError(f"mvlgamma(): argument 'p' (position 2) must be int, not "
+                        f"{type(p).__name__}")
     if p < 1:
         raise RuntimeError(f"p has to be greater than or equal to 1, got {p}")
     d = input._data

@@ -558,9 +558,11 @@ _add(
       lambda d, rng: [Sample((np.asarray([0.0, np.nan, np.inf, -np.inf, 1.0], d),))],
       dtypes=FLOAT_H, differentiable=False, out_dtype="bool"),
     E("logical_not", et.logical_not, _r(np.logical_not), unary_samples(-1, 1),
-      dtypes=("bool", "int64", "float32"), differentiable=False, out_dtype="bool"),
+      dtypes=("bool", "int64", "float32"), differentiable=False, out_dtype="bool",
+      inplace="logical_not_", ops=("logical_not", "logical_not_")),
     E("bitwise_not", et.bitwise_not, _r(np.invert), unary_samples(-5, 5),
-      dtypes=("bool", "uint8", "int32", "int64"), differentiable=False),
+      dtypes=("bool", "uint8", "int32", "int64"), differentiable=False,
+      inplace="bitwise_not_", ops=("bitwise_not", "bitwise_not_")),
 )
 
 # binary ops

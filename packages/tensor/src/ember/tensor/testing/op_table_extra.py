@@ -17,7 +17,7 @@ import ember.tensor as et
 from ember.tensor import linalg as LA
 from ember.tensor import special as SP
 
-from ._harness import FLOAT, INT, OpEntry, Sample, _rand
+from ._harness import FLOAT, FLOAT_H, INT, OpEntry, Sample, _nz, _rand, binary_samples
 
 __all__ = ["EXTRA_ENTRIES", "EXTRA_NON_TABLE_OPS"]
 
@@ -594,7 +594,487 @@ _EXTRA = [
       method=None, dtypes=FLOAT + INT, ops=("roll",)),
 ]
 
-EXTRA_ENTRIES: list[OpEntry] = _LINALG + _SPECIAL + _EXTRA
+# --------------------------------------------------------------------------- elementwise
+_SHIFT_INTS = ("uint8", "int8", "int32", "int64")
+
+
+def _shift_samples(d, rng):
+    a = _rand((2, 3), d, rng, 0, 9)
+    return [_S(a, _rand((2, 3), d, rng, 0, 3)), _S(a, _rand((3,), d, rng, 0, 3)),
+            _S(a, 2, note=" scalar"), _S(_rand((), d, rng, 0, 9), _rand((2, 3), d, rng, 0, 3))]
+
+
+def _np_heaviside(x, v):
+    return np.where(x == 0, v, x > 0).astype(np.result_type(x, v))
+
+
+def _heaviside_samples(d, rng):
+    x = _rand((2, 3), d, rng, -2, 2)
+    x.reshape(-1)[::2] = 0
+    return [_S(x, _rand((2, 3), d, rng)), _S(x, _rand((), d, rng)), _S(x, _rand((3,), d, rng))]
+
+
+def _np_renorm(x, p, dim, maxnorm):
+    axes = tuple(i for i in range(x.ndim) if i != dim % x.ndim)
+    a = np.abs(x.astype(np.float64))
+    n = a.max(axis=axes, keepdims=True) if p == math.inf else \
+        (a ** p).sum(axis=axes, keepdims=True) ** (1 / p)
+    return (x * np.where(n > maxnorm, maxnorm / (n + 1e-7), 1.0)).astype(x.dtype)
+
+
+def _copysign_samples(d, rng):
+    return [_S(_nz((2, 3), d, rng), _nz((2, 3), d, rng), grad=(0,)),
+            _S(_nz((2, 3), d, rng), _nz((3,), d, rng), grad=(0,)),
+            _S(_nz((2, 3), d, rng), -1.5, grad=(0,))]
+
+
+def _float_of(d):
+    return d if d.startswith("float") else "float32"
+
+
+_POINTWISE = [
+    E("arctan2", et.arctan2, np.arctan2,
+      lambda d, rng: [_S(_rand((2, 3), d, rng), _nz((2, 3), d, rng)),
+                      _S(_rand((2, 3), d, rng), _nz((3,), d, rng))], dtypes=FLOAT,
+      out_dtype="promote_float", operands=(0, 1), inplace="arctan2_", ops=("atan2", "atan2_")),
+    E("fix", et.fix, np.trunc, lambda d, rng: [_S(_rand((2, 3), d, rng, -5, 5))],
+      dtypes=FLOAT + INT, differentiable=False, inplace="fix_", ops=("trunc", "trunc_")),
+    E("sgn", et.sgn, np.sign, lambda d, rng: [_S(_rand((2, 3), d, rng, -3, 3)),
+                                               _S(_rand((), d, rng))],
+      dtypes=FLOAT_H + INT, differentiable=False, inplace="sgn_", ops=("sign", "sign_")),
+    E("bitwise_left_shift", et.bitwise_left_shift, np.left_shift, _shift_samples,
+      dtypes=_SHIFT_INTS, out_dtype="promote", operands=(0, 1), differentiable=False,
+      inplace="bitwise_left_shift_", ops=("bitwise_left_shift", "bitwise_left_shift_")),
+    E("bitwise_right_shift", et.bitwise_right_shift, np.right_shift, _shift_samples,
+      dtypes=_SHIFT_INTS, out_dtype="promote", operands=(0, 1), differentiable=False,
+      inplace="bitwise_right_shift_", ops=("bitwise_right_shift", "bitwise_right_shift_")),
+    E("copysign", et.copysign, np.copysign, _copysign_samples, dtypes=FLOAT_H + INT,
+      out_dtype="promote_float", operands=(0, 1), inplace="copysign_",
+      ops=("copysign", "copysign_")),
+    E("gcd", et.gcd, np.gcd, binary_samples(-12, 12, low2=-8, high2=8), dtypes=_SHIFT_INTS,
+      out_dtype="promote", operands=(0, 1), differentiable=False, inplace="gcd_",
+      ops=("gcd", "gcd_")),
+    E("lcm", et.lcm, np.lcm, binary_samples(-12, 12, low2=-8, high2=8), dtypes=INT,
+      out_dtype="promote", operands=(0, 1), differentiable=False, inplace="lcm_",
+      ops=("lcm", "lcm_")),
+    E("heaviside", et.heaviside, _np_heaviside, _heaviside_samples, dtypes=FLOAT + INT,
+      operands=(0, 1), differentiable=False, inplace="heaviside_",
+      ops=("heaviside", "heaviside_")),
+    E("logaddexp", et.logaddexp, np.logaddexp, binary_samples(-3, 3), dtypes=FLOAT_H,
+      out_dtype="promote", operands=(0, 1)),
+    E("logaddexp2", et.logaddexp2, np.logaddexp2, binary_samples(-3, 3), dtypes=FLOAT_H,
+      out_dtype="promote", operands=(0, 1)),
+    E("nextafter", et.nextafter, np.nextafter,
+      lambda d, rng: [_S(_rand((2, 3), d, rng), _rand((2, 3), d, rng)),
+                      _S(_rand((2, 3), d, rng), _rand((), d, rng))],
+      out_dtype="promote", operands=(0, 1), differentiable=False, inplace="nextafter_",
+      ops=("nextafter", "nextafter_")),
+    E("ldexp", et.ldexp, lambda a, b: (a * np.power(2.0, b)).astype(
+        a.dtype if a.dtype.kind == "f" else np.float32),
+      lambda d, rng: [_S(_rand((2, 3), d, rng), _rand((2, 3), "int64", rng, -3, 3)),
+                      _S(_rand((2, 3), d, rng), _rand((3,), "int32", rng, -3, 3))],
+      dtypes=FLOAT, out_dtype="float", inplace="ldexp_", ops=("mul", "pow")),
+    E("frexp", et.frexp, lambda x: tuple(np.frexp(x)),
+      lambda d, rng: [_S(_rand((2, 3), d, rng, -6, 6)),  # 0 and powers of two: no gradient
+                      _S(np.asarray([0.0, -0.0, 1.0, 0.75, -8.0], d), grad=())],
+      dtypes=FLOAT_H, out_dtype=_dtypes("same", "int32")),
+    E("float_power_f64", et.float_power, lambda a, b: np.power(a, b),
+      lambda d, rng: [_S(_rand((2, 3), d, rng, 0.5, 2), 2.0), _S(_rand((2, 3), d, rng, 0.5, 2),
+                                                                  _rand((3,), d, rng))],
+      dtypes=("float64",), method="float_power", operands=(0, 1), inplace="float_power_",
+      ops=("pow", "pow_")),
+    E("rsub", et.rsub, lambda a, b, alpha=1: np.asarray(b - alpha * a),
+      lambda d, rng: [_S(_rand((2, 3), d, rng), _rand((3,), d, rng)),
+                      _S(_rand((2, 3), d, rng), 2.5), _S(_rand((3,), d, rng), _rand((3,), d, rng),
+                                                         alpha=2)],
+      dtypes=FLOAT + INT, method=None, out_dtype="promote", operands=(0, 1), ops=("sub",)),
+    E("renorm", et.renorm, _np_renorm,
+      lambda d, rng: [_S(_rand((3, 4), d, rng), 2, 0, 1.0), _S(_rand((3, 4), d, rng), 1, 1, 1.5),
+                      _S(_rand((2, 3, 4), d, rng), 3.0, -1, 1.0),
+                      _S(_rand((3, 4), d, rng), math.inf, 0, 1.0)],
+      inplace="renorm_", ops=("norm", "where", "mul")),
+]
+for _n in ("arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"):
+    _lo, _hi = (1.2, 3.0) if _n == "arccosh" else (-0.8, 0.8)
+    _POINTWISE.append(E(_n, getattr(et, _n), getattr(np, _n),
+                        (lambda lo, hi: lambda d, rng: [_S(_rand((2, 3), d, rng, lo, hi))])(
+                            _lo, _hi), out_dtype="float", inplace=_n + "_",
+                        ops=(_n[3:].replace("a", "", 0) and "a" + _n[3:],
+                             "a" + _n[3:] + "_")))
+
+# --------------------------------------------------------------------------- statistics
+def _np_quantile(nan):
+    def ref(x, q, dim=None, keepdim=False, interpolation="linear"):
+        f = np.nanquantile if nan else np.quantile
+        with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
+            __import__("warnings").simplefilter("ignore")
+            r = f(x.astype(np.float64), q, axis=dim, keepdims=keepdim, method=interpolation)
+        return np.asarray(r).astype(x.dtype)
+    return ref
+
+
+def _quantile_samples(nan):
+    def gen(d, rng):
+        x = _rand((3, 5), d, rng, distinct=True)
+        q = np.asarray([0.0, 0.25, 0.6, 1.0], d)
+        out = [_S(x, 0.3), _S(x, q, 1), _S(x, 0.5, 0, True), _S(_rand((2, 3, 4), d, rng,
+                                                                   distinct=True), q, -1),
+               _S(_rand((7,), d, rng, distinct=True), np.asarray(0.9, d))]
+        out += [_S(x, q[:3], 1, interpolation=m)
+                for m in ("lower", "higher", "midpoint", "nearest")]
+        y = x.copy()
+        y[0, 1] = y[2, 2] = y[2, 4] = np.nan
+        y[1] = np.nan
+        out += [_S(y, q, 1, grad=()), _S(y, 0.5, grad=())]
+        return out
+    return gen
+
+
+def _np_nanmedian(x, dim=None, keepdim=False):
+    if dim is None:
+        v = np.sort(x.reshape(-1))
+        k = int((~np.isnan(v)).sum()) if v.dtype.kind == "f" else v.size
+        return np.asarray(v[max((k - 1) // 2, 0)])
+    i = np.argsort(x, axis=dim, kind="stable")
+    v = np.take_along_axis(x, i, dim)
+    k = (~np.isnan(x)).sum(dim, keepdims=True) if x.dtype.kind == "f" else \
+        np.full_like(v.take([0], dim), x.shape[dim], dtype=np.int64)
+    pos = np.maximum((k - 1) // 2, 0)
+    vals, inds = np.take_along_axis(v, pos, dim), np.take_along_axis(i, pos, dim)
+    if not keepdim:
+        vals, inds = vals.squeeze(dim), inds.squeeze(dim)
+    return vals, inds.astype(np.int64)
+
+
+def _nanmedian_samples(d, rng):
+    x = _rand((3, 5), d, rng, distinct=True)
+    y = x.copy()
+    if np.dtype(d).kind == "f":
+        y[0, 1] = y[2, 2] = y[2, 4] = np.nan
+        y[1] = np.nan
+    return [_S(x), _S(x, 1), _S(x, 0, True), _S(y, grad=()), _S(y, 1, grad=()),
+            _S(_rand((6,), d, rng, distinct=True), -1)]
+
+
+def _np_cov(x, correction=1, fweights=None, aweights=None):
+    r = np.cov(x, ddof=correction, fweights=fweights, aweights=aweights)
+    return np.asarray(r).astype(x.dtype if x.dtype.kind == "f" else np.float32)
+
+
+def _cov_samples(d, rng):
+    fw = np.asarray([1, 2, 0, 3, 1], np.int64)
+    aw = rng.random(5).astype(d if np.dtype(d).kind == "f" else "float32") + 0.1
+    return [_S(_rand((3, 5), d, rng)), _S(_rand((5,), d, rng)),
+            _S(_rand((2, 5), d, rng), correction=0),
+            _S(_rand((3, 5), d, rng), fweights=fw),
+            _S(_rand((3, 5), d, rng), aweights=aw),
+            _S(_rand((3, 5), d, rng), correction=2, fweights=fw, aweights=aw)]
+
+
+def _np_histogram(x, bins, range=None, weight=None, density=False):
+    if isinstance(bins, int):
+        lo, hi = range if range is not None else (x.min(), x.max())
+        bins = np.linspace(lo, hi, bins + 1)
+    h, e = np.histogram(x.reshape(-1), bins, weights=None if weight is None else
+                        weight.reshape(-1), density=density)
+    return h.astype(x.dtype), np.asarray(e).astype(x.dtype)
+
+
+def _hist_samples(d, rng):
+    x = _rand((4, 5), d, rng, -3, 3)
+    return [_S(x, 4), _S(x, np.asarray([-2.0, -0.5, 0.0, 2.5], d)),
+            _S(x, 3, range=(-1.0, 1.0)), _S(x, 5, weight=_rand((4, 5), d, rng, 0, 1)),
+            _S(x, 3, density=True), _S(_rand((7,), d, rng), 2, weight=_rand((7,), d, rng, 0, 2),
+                                       density=True)]
+
+
+def _histdd(x, bins, **kw):
+    r = et.histogramdd(x, bins, **kw)
+    return (r.hist,) + tuple(r.bin_edges)
+
+
+def _np_histdd(x, bins, range=None, weight=None, density=False):
+    k = x.shape[-1]
+    pts = x.reshape(-1, k)
+    if not isinstance(bins, (list, tuple)):
+        bins = [bins] * k
+    edges = []
+    for i, b in enumerate(bins):
+        if isinstance(b, int):
+            lo, hi = (range[2 * i], range[2 * i + 1]) if range is not None else (
+                pts[:, i].min(), pts[:, i].max())
+            b = np.linspace(lo, hi, b + 1)
+        edges.append(np.asarray(b))
+    h, _ = np.histogramdd(pts, edges, weights=None if weight is None else weight.reshape(-1),
+                          density=density)
+    return (h.astype(x.dtype),) + tuple(e.astype(x.dtype) for e in edges)
+
+
+def _np_trapezoid(y, x=None, dx=None, dim=-1):
+    r = np.trapezoid(y, x, dx=1.0 if dx is None else dx, axis=dim)
+    return np.asarray(r).astype(y.dtype if y.dtype.kind == "f" else np.float32)
+
+
+def _np_cumtrapz(y, x=None, dx=None, dim=-1):
+    from scipy.integrate import cumulative_trapezoid
+
+    r = cumulative_trapezoid(y, x, dx=1.0 if dx is None else dx, axis=dim)
+    return np.asarray(r).astype(y.dtype if y.dtype.kind == "f" else np.float32)
+
+
+def _trapz_samples(d, rng):
+    x = np.sort(_rand((5,), "float64", rng, 0, 4)).astype(d if np.dtype(d).kind == "f"
+                                                        else "float32")
+    return [_S(_rand((3, 5), d, rng)), _S(_rand((3, 5), d, rng), dx=0.5),
+            _S(_rand((5, 3), d, rng), dim=0, dx=2),
+            _S(_rand((3, 5), d, rng), x), _S(_rand((3, 5), d, rng),
+                                             np.sort(_rand((3, 5), d, rng), -1))]
+
+
+def _np_gradient(x, spacing=1, dim=None, edge_order=1):
+    axes = tuple(range(x.ndim)) if dim is None else ((dim,) if isinstance(dim, int) else
+                                                      tuple(dim))
+    sp = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(axes)
+    r = np.gradient(x.astype(np.float64), *sp, axis=axes, edge_order=edge_order)
+    r = r if isinstance(r, (list, tuple)) else [r]
+    return tuple(np.asarray(a).astype(x.dtype if x.dtype.kind == "f" else np.float32)
+                 for a in r)
+
+
+def _gradient_samples(d, rng):
+    c0 = np.asarray([0.0, 1.0, 2.5, 3.0], d if np.dtype(d).kind == "f" else "float32")
+    c1 = np.asarray([0.0, 0.5, 2.0, 2.5, 4.0], c0.dtype)
+    return [_S(_rand((4, 5), d, rng)), _S(_rand((6,), d, rng), spacing=2.0),
+            _S(_rand((4, 5), d, rng), spacing=[2.0, 0.5], edge_order=2),
+            _S(_rand((4, 5), d, rng), dim=1), _S(_rand((4, 5), d, rng), spacing=[3.0], dim=[0]),
+            _S(_rand((4, 5), d, rng), spacing=[c0, c1]),
+            _S(_rand((4, 5), d, rng), spacing=[c1], dim=-1, edge_order=2)]
+
+
+_STATS = [
+    E("quantile", et.quantile, _np_quantile(False), _quantile_samples(False),
+      ops=("sort", "gather", "lerp")),
+    E("nanquantile", et.nanquantile, _np_quantile(True), _quantile_samples(True),
+      ops=("sort", "gather", "lerp")),
+    E("nanmedian", et.nanmedian, _np_nanmedian, _nanmedian_samples, dtypes=FLOAT + INT,
+      out_dtype=lambda s, d: d if len(s.args) == 1 else (d, "int64"), ops=("sort", "gather")),
+    E("cov", et.cov, _np_cov, _cov_samples, dtypes=FLOAT + INT,
+      out_dtype=lambda s, d: d if d.startswith("float") else "float32",
+      ops=("mm", "sum", "div")),
+    E("corrcoef", et.corrcoef, lambda x: np.clip(np.corrcoef(x), -1, 1).astype(
+        x.dtype if x.dtype.kind == "f" else np.float32),
+      lambda d, rng: [_S(_rand((3, 6), d, rng)), _S(_rand((2, 4), d, rng))],
+      dtypes=FLOAT + INT, out_dtype=lambda s, d: d if d.startswith("float") else "float32",
+      ops=("mm", "sqrt", "clamp")),
+    E("histogram", et.histogram, _np_histogram, _hist_samples, differentiable=False),
+    E("histogramdd", _histdd, _np_histdd,
+      lambda d, rng: [_S(_rand((6, 2), d, rng), 3), _S(_rand((2, 5, 2), d, rng), [2, 4]),
+                      _S(_rand((6, 3), d, rng), 2, range=[-1.0, 1.0, -2.0, 2.0, 0.0, 1.0]),
+                      _S(_rand((6, 2), d, rng), [np.asarray([-2.0, 0.0, 2.0], d),
+                                                 np.asarray([-1.0, 1.0], d)],
+                         weight=_rand((6,), d, rng, 0, 1), density=True)],
+      method=None, differentiable=False, ops=("histogramdd",)),
+    E("trapezoid", et.trapezoid, _np_trapezoid, _trapz_samples, dtypes=FLOAT + INT,
+      out_dtype=lambda s, d: d if d.startswith("float") else "float32", operands=(0, 1),
+      method=None, ops=("sum", "mul")),
+    E("trapz", et.trapz, _np_trapezoid, _trapz_samples, dtypes=FLOAT,
+      operands=(0, 1), method=None, ops=("sum", "mul")),
+    E("cumulative_trapezoid", et.cumulative_trapezoid, _np_cumtrapz, _trapz_samples,
+      dtypes=FLOAT + INT, out_dtype=lambda s, d: d if d.startswith("float") else "float32",
+      operands=(0, 1), method=None, ops=("cumsum", "mul")),
+    E("gradient", et.gradient, _np_gradient, _gradient_samples, dtypes=FLOAT + INT,
+      out_dtype=lambda s, d: d if d.startswith("float") else "float32", method=None,
+      ops=("cat", "sub", "div")),
+]
+
+# --------------------------------------------------------------------------- shape and index
+def _np_split(x, size, dim=0):
+    cuts = list(range(size, x.shape[dim], size)) if isinstance(size, int) else \
+        list(np.cumsum(size)[:-1])
+    return tuple(np.split(x, cuts, axis=dim))
+
+
+def _np_atleast_3d(*xs):
+    r = tuple(np.atleast_3d(x) if x.ndim != 1 else x.reshape(1, -1, 1) for x in xs)
+    return r[0] if len(r) == 1 else r
+
+
+def _np_combinations(x, r=2, with_replacement=False):
+    import itertools
+
+    f = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = [list(c) for c in f(x.tolist(), r)]
+    return np.asarray(rows, x.dtype).reshape(-1, r) if r else np.zeros(0, x.dtype)
+
+
+def _np_unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
+    if dim is None:
+        rows = x.reshape(-1)
+        change = rows[1:] != rows[:-1]
+    else:
+        rows = np.moveaxis(x, dim, 0).reshape(x.shape[dim], -1)
+        change = (rows[1:] != rows[:-1]).any(1)
+    keep = np.concatenate([[True], change])
+    starts = np.nonzero(keep)[0]
+    out = [rows[keep] if dim is None else np.take(x, starts, axis=dim)]
+    if return_inverse:
+        out.append((np.cumsum(keep) - 1).reshape(x.shape if dim is None else -1))
+    if return_counts:
+        out.append(np.diff(np.append(starts, rows.shape[0])))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _uc_samples(d, rng):
+    x = np.asarray([1, 1, 2, 2, 2, 0, 1, 1], d)
+    m = np.asarray([[1, 2, 1], [1, 2, 1], [0, 2, 1], [0, 2, 1]], d)
+    return [_S(x), _S(x, True, True), _S(x.reshape(2, 4), return_inverse=True),
+            _S(m, return_counts=True, dim=0), _S(m, True, True, 1)]
+
+
+def _np_sum_to_size(x, *size):
+    lead = x.ndim - len(size)
+    r = x.sum(tuple(range(lead))) if lead else x
+    axes = tuple(i for i, s in enumerate(size) if s == 1 and r.shape[i] != 1)
+    return r.sum(axes, keepdims=True) if axes else r
+
+
+def _np_as_strided_scatter(x, src, size, stride, offset=0):
+    out = x.copy().reshape(-1)
+    for idx in np.ndindex(*size):
+        out[offset + sum(i * s for i, s in zip(idx, stride))] = src[idx]
+    return out.reshape(x.shape)
+
+
+def _np_put(x, index, source, accumulate=False):
+    out = x.copy().reshape(-1)
+    idx = np.where(index < 0, index + out.size, index).reshape(-1)
+    if accumulate:
+        np.add.at(out, idx, source.reshape(-1))
+    else:
+        out[idx] = source.reshape(-1)
+    return out.reshape(x.shape)
+
+
+def _np_index_reduce(x, dim, index, source, reduce, include_self=True):
+    full = np.broadcast_to(index.reshape([-1 if i == dim else 1 for i in range(x.ndim)]),
+                           source.shape)
+    return _np_scatter_reduce(x, dim, full, source, reduce, include_self)
+
+
+def _ir_samples(d, rng):
+    idx = np.asarray([0, 2, 0], np.int64)
+    out = []
+    for red in ("prod", "mean", "amax", "amin"):
+        out.append(_S(_rand((3, 4), d, rng, 0.5, 2, distinct=True), 0, idx,
+                      _rand((3, 4), d, rng, 0.5, 2, distinct=True), red, grad=(0, 3)))
+    out.append(_S(_rand((4, 3), d, rng, 0.5, 2, distinct=True), 1, idx[:2],
+                  _rand((4, 2), d, rng, 0.5, 2, distinct=True), "amin", include_self=False,
+                  grad=(0, 3)))
+    out.append(_S(_rand((4, 3), d, rng, 0.5, 2), 1, idx[:2], _rand((4, 2), d, rng, 0.5, 2),
+                  "mean", include_self=False, grad=(0, 3)))
+    return out
+
+
+def _np_fill_diagonal(x, value, wrap=False):
+    out = x.copy()
+    np.fill_diagonal(out, value, wrap=wrap)
+    return out
+
+
+def _dsplit_ref(n):
+    def ref(x, s):
+        if isinstance(s, int):
+            return tuple(np.split(x, s, axis=n if x.ndim > 1 or n != 1 else 0))
+        return tuple(np.split(x, s, axis=n if x.ndim > 1 or n != 1 else 0))
+    return ref
+
+
+_SHAPE = [
+    E("atleast_3d", et.atleast_3d, _np_atleast_3d,
+      lambda d, rng: [_S(_rand((), d, rng)), _S(_rand((3,), d, rng)), _S(_rand((2, 3), d, rng)),
+                      _S(_rand((2, 3, 4), d, rng)), _S(_rand((3,), d, rng), _rand((), d, rng))],
+      dtypes=FLOAT + INT, method=None, view=False, operands=(0, 1),
+      ops=("view", "unsqueeze")),
+    E("column_stack", et.column_stack, lambda ts: np.column_stack(ts),
+      lambda d, rng: [_S([_rand((3,), d, rng), _rand((3, 2), d, rng), _rand((3,), d, rng)]),
+                      _S([_rand((), d, rng), _rand((), d, rng)])],
+      dtypes=FLOAT + INT, method=None, ops=("cat",)),
+    E("row_stack", et.row_stack, lambda ts: np.vstack(ts),
+      lambda d, rng: [_S([_rand((3,), d, rng), _rand((2, 3), d, rng)])], dtypes=FLOAT + INT,
+      method=None, ops=("cat",)),
+    E("dstack", et.dstack, lambda ts: np.dstack(ts),
+      lambda d, rng: [_S([_rand((2, 3), d, rng), _rand((2, 3, 2), d, rng)]),
+                      _S([_rand((3,), d, rng), _rand((3,), d, rng)])],
+      dtypes=FLOAT + INT, method=None, ops=("cat",)),
+    E("hsplit", et.hsplit, _dsplit_ref(1),
+      lambda d, rng: [_S(_rand((3, 4), d, rng), 2), _S(_rand((3, 4), d, rng), [1, 3]),
+                      _S(_rand((6,), d, rng), 3)],
+      dtypes=FLOAT + INT, ops=("slice_view",)),
+    E("vsplit", et.vsplit, _dsplit_ref(0),
+      lambda d, rng: [_S(_rand((4, 3), d, rng), 2), _S(_rand((4, 3), d, rng), [1, 2])],
+      dtypes=FLOAT + INT, ops=("slice_view",)),
+    E("dsplit", et.dsplit, _dsplit_ref(2),
+      lambda d, rng: [_S(_rand((2, 3, 4), d, rng), 2), _S(_rand((2, 3, 4), d, rng), [3])],
+      dtypes=FLOAT + INT, ops=("slice_view",)),
+    E("split_with_sizes_fn", et.split_with_sizes, lambda x, s, dim=0: _np_split(x, s, dim),
+      lambda d, rng: [_S(_rand((5, 3), d, rng), [2, 3]), _S(_rand((2, 5), d, rng), [1, 0, 4], 1)],
+      dtypes=FLOAT + INT, ops=("slice_view",)),
+    E("unsafe_split_with_sizes", et.unsafe_split_with_sizes,
+      lambda x, s, dim=0: _np_split(x, s, dim),
+      lambda d, rng: [_S(_rand((5, 3), d, rng), [2, 3])], dtypes=FLOAT, method=None,
+      ops=("slice_view",)),
+    E("unsafe_split", et.unsafe_split, lambda x, s, dim=0: _np_split(x, s, dim),
+      lambda d, rng: [_S(_rand((5, 3), d, rng), 2), _S(_rand((2, 5), d, rng), 3, 1)],
+      dtypes=FLOAT + INT, ops=("slice_view",)),
+    E("unsafe_chunk", et.unsafe_chunk,
+      lambda x, n, dim=0: _np_split(x, -(-x.shape[dim] // n), dim),
+      lambda d, rng: [_S(_rand((5, 3), d, rng), 2), _S(_rand((2, 6), d, rng), 3, 1)],
+      dtypes=FLOAT + INT, ops=("slice_view",)),
+    E("combinations", et.combinations, _np_combinations,
+      lambda d, rng: [_S(_rand((4,), d, rng)), _S(_rand((4,), d, rng), 3),
+                      _S(_rand((3,), d, rng), with_replacement=True), _S(_rand((3,), d, rng), 0),
+                      _S(_rand((2,), d, rng), 3)],
+      dtypes=FLOAT + INT, method=None, ops=("index_select",)),
+    E("sum_to_size", lambda x, *s: x.sum_to_size(*s), _np_sum_to_size,
+      lambda d, rng: [_S(_rand((3, 4), d, rng), 1, 4), _S(_rand((2, 3, 4), d, rng), 3, 1),
+                      _S(_rand((3, 4), d, rng), 3, 4)],
+      method=None, ops=("sum",)),
+    E("as_strided_scatter", et.as_strided_scatter, _np_as_strided_scatter,
+      lambda d, rng: [_S(_rand((6,), d, rng), _rand((2, 2), d, rng), (2, 2), (1, 2)),
+                      _S(_rand((3, 4), d, rng), _rand((3,), d, rng), (3,), (5,), 0)],
+      operands=(0, 1), ops=("as_strided", "clone", "copy_"),
+      layouts=("contig",)),  # a strided input's clone keeps its strides: as_strided reads them
+    E("unique_consecutive", et.unique_consecutive, _np_unique_consecutive, _uc_samples,
+      dtypes=FLOAT + INT, differentiable=False,
+      out_dtype=lambda s, d: d if not (s.kwargs or len(s.args) > 1) else tuple(
+          [d] + ["int64"] * (len(_np_unique_consecutive(*s.args, **s.kwargs)) - 1))),
+    E("put", et.put, _np_put,
+      lambda d, rng: [_S(_rand((3, 4), d, rng), np.asarray([0, 5, -1], np.int64),
+                         _rand((3,), d, rng), grad=(0, 2)),
+                      _S(_rand((3, 4), d, rng), np.asarray([[0, 0], [11, 3]], np.int64),
+                         _rand((2, 2), d, rng), True, grad=(0, 2))],
+      dtypes=FLOAT + INT, inplace="put_", ops=("index_put",)),
+    E("unravel_index", et.unravel_index,
+      lambda i, s: tuple(np.asarray(c, np.int64) for c in np.unravel_index(i % np.prod(s), s)),
+      lambda d, rng: [_S(np.asarray([4, 11, 0, 7], np.int64), (3, 4)),
+                      _S(np.asarray([[5, 23], [-1, 12]], np.int64), (2, 3, 4)),
+                      _S(np.asarray(5, np.int64), 7)],
+      dtypes=("int64",), method=None, differentiable=False,
+      out_dtype=lambda s, d: tuple(["int64"] * (1 if isinstance(s.args[1], int) else
+                                                len(s.args[1])))),
+    E("index_reduce", et.index_reduce, _np_index_reduce, _ir_samples, operands=(0, 3),
+      inplace="index_reduce_", ops=("scatter_reduce",)),
+    E("scatter_reduce_", lambda x, *a, **k: x.clone().scatter_reduce_(*a, **k),
+      _np_scatter_reduce, _sr_samples, method=None, operands=(0, 3),
+      ops=("scatter_reduce", "copy_")),
+    E("fill_diagonal_", lambda x, *a, **k: x.clone().fill_diagonal_(*a, **k),
+      _np_fill_diagonal,
+      lambda d, rng: [_S(_rand((3, 4), d, rng), 2.0), _S(_rand((7, 3), d, rng), -1.0, True),
+                      _S(_rand((3, 3, 3), d, rng), 0.5)],
+      dtypes=FLOAT + INT, method=None, ops=("masked_fill_",)),
+]
+
+EXTRA_ENTRIES: list[OpEntry] = _LINALG + _SPECIAL + _EXTRA + _POINTWISE + _STATS + _SHAPE
 
 # registry ops of these modules exercised through other entries' ``ops`` or elsewhere
-EXTRA_NON_TABLE_OPS: set[str] = set()
+EXTRA_NON_TABLE_OPS: set[str] = {"binomial"}  # a sampler: tests/parity checks its moments
