@@ -407,3 +407,154 @@ def test_rules_match_unbatched(name, fn, shapes):
     for ex, gr in zip(exs, grads_ref):
         for t, g in zip(ex, gr):
             np.testing.assert_allclose(t.grad.numpy(), g, rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------ mechanism
+def test_row_indexing_batches_across_indices_and_lengths():
+    """``x[i]``, ``x[a:b]``, ``select``/``narrow`` along dim 0 with per-example indices, on
+    sequences of different lengths, run as one group per kind of result (one index_select
+    over the sources' rows), with the unbatched values and gradients."""
+    rng = np.random.default_rng(11)
+    w = param(rng, 4, 3)
+    seqs = [et.tensor(rng.standard_normal((int(n), 4))) for n in (3, 5, 4, 6, 2)]
+
+    def loss_fn():
+        out = []
+        for k, s in enumerate(seqs):
+            h = et.tanh(s @ w)                       # (n, 3), a batched result
+            n = s.shape[0]
+            parts = [h[i] for i in range(n)] + [h.select(0, -1), s[k % n] @ w]
+            win = h[max(n - 2, 0):n] * 2 + h.narrow(0, 0, 2)
+            out.append(et.stack(parts).sum() + win.sum() + h[1:, 1:].sum())
+        return et.stack(out).sum()
+
+    run_both([w], loss_fn, "float64")
+    with autobatch() as ctx:
+        loss_fn()
+    assert ctx.stats["unbatched"] == {}, ctx.stats["unbatched"]
+    with autobatch() as ctx:
+        hs = [et.tanh(s @ w) for s in seqs]             # a matmul and a tanh per length
+        rows = [h[i] for h in hs for i in range(h.shape[0])]
+        total = et.stack(rows).sum()
+    assert ctx.stats["groups"] == 5 + 5 + 1 + 1 + 1, ctx.stats   # every h[i] in one group
+    ref = sum(et.tanh(s @ w).sum() for s in seqs)
+    np.testing.assert_allclose(total.item(), ref.item(), rtol=1e-12)
+
+
+def test_row_index_out_of_range_raises_at_the_call():
+    x = et.ones(3, 2)
+    with autobatch():
+        y = x * 2
+        with pytest.raises(IndexError):
+            y[5]
+
+
+def test_groups_of_one_signature_at_different_depths_merge():
+    """The loss after sequences of different lengths is one group, not one per length."""
+    rng = np.random.default_rng(12)
+    w = param(rng, 3, 3)
+    xs = [et.tensor(rng.standard_normal((1, 3))) for _ in range(6)]
+
+    def loss_fn():
+        losses = []
+        for k, x in enumerate(xs):
+            for _ in range(k + 1):                   # a different depth per example
+                x = et.tanh(x @ w)
+            losses.append(x.logsumexp(1).sum())
+        return et.stack(losses).sum()
+
+    run_both([w], loss_fn, "float64")
+    with autobatch() as ctx:
+        loss_fn()
+    # 6 levels of matmul and tanh, then logsumexp and sum once each (not once per depth),
+    # the stack and the sum
+    assert ctx.stats["groups"] == 6 * 2 + 2 + 2, ctx.stats
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(2, 5), (5,), (2, 5, 3)])
+def test_cross_entropy_rule(reduction, shape):
+    rng = np.random.default_rng(13)
+    w = param(rng, *shape)
+    red = {"none": 0, "mean": 1, "sum": 2}[reduction]
+    xs = [et.tensor(rng.standard_normal(shape)) for _ in range(4)]
+    tshape = () if len(shape) == 1 else (shape[0],) + tuple(shape[2:])
+    ts = [et.tensor(rng.integers(0, 5, tshape)) for _ in range(4)]
+    if len(shape) > 1:
+        ts[1] = et.tensor(np.full(tshape, 3))
+        ts[2] = et.tensor(np.where(rng.random(tshape) < 0.5, -100, 1))
+
+    def loss_fn():
+        return et.stack([et.cross_entropy_loss(x * w, t, None, red, -100, 0.1).sum()
+                         for x, t in zip(xs, ts)]).sum()
+
+    run_both([w], loss_fn, "float64")
+    with autobatch() as ctx:
+        loss_fn()
+    assert ctx.stats["unbatched"] == {}, ctx.stats["unbatched"]
+
+
+def test_flat_buffers_with_shared_and_broadcast_operands():
+    """Values of rank 2 and 3 through the row-wise rules (flat buffers), with shared
+    operands of one row, of a lower rank, and a one-row state every example starts from."""
+    rng = np.random.default_rng(14)
+    w, v = param(rng, 4, 6), param(rng, 1, 6)
+    bias, h0 = param(rng, 6), et.zeros(1, 6, dtype=et.float64)
+    xs = [et.tensor(rng.standard_normal((2, 4))) for _ in range(3)] + \
+        [et.tensor(rng.standard_normal((1, 4)))]
+    cube = [et.tensor(rng.standard_normal((2, 3, 4))) for _ in range(3)]
+
+    def loss_fn():
+        out = []
+        for x in xs:
+            h = et.linear(x, w.t(), bias) * v + h0          # (r, 6) rows
+            a, b = h.chunk(2, 1)
+            tail = h0[:, :3].expand(x.shape[0], 3)
+            out.append((et.cat([a.sigmoid(), b, tail], 1) * 1.5).sum())
+        for c in cube:
+            out.append(et.tanh(c @ w).narrow(2, 1, 3).sum() + (c + bias[:4]).sum())
+        return et.stack(out).sum()
+
+    run_both([w, v, bias], loss_fn, "float64")
+    with autobatch() as ctx:
+        loss_fn()
+    assert ctx.stats["unbatched"] == {}, ctx.stats["unbatched"]
+
+
+def test_pending_values_read_after_a_flush():
+    """Values computed before a flush (``.item()``) feed the calls recorded after it."""
+    rng = np.random.default_rng(15)
+    w = param(rng, 3, 3)
+    xs = [et.tensor(rng.standard_normal((1, 3))) for _ in range(5)]
+
+    def loss_fn():
+        hs = [et.tanh(x @ w) for x in xs]
+        scale = float(hs[0].sum().item())            # runs the pending graph
+        return et.stack([(h @ w).sum() * scale + h.sum() for h in hs]).sum()
+
+    run_both([w], loss_fn, "float64")
+
+
+def test_slices_of_one_value():
+    """Slices tiling a dim (chunk) run as one split; slices with gaps or overlaps, and a
+    slice read by one example only, run as slices; all with the unbatched gradients."""
+    rng = np.random.default_rng(16)
+    w = param(rng, 3, 6)
+    xs = [et.tensor(rng.standard_normal((2, 3))) for _ in range(4)]
+
+    def loss_fn():
+        out = []
+        for k, x in enumerate(xs):
+            h = x @ w                                   # (2, 6)
+            a, b, c = h.chunk(3, 1)
+            gap = h.narrow(1, 0, 2) * h.narrow(1, 3, 2)         # leaves a gap
+            over = h.narrow(1, 0, 4).sum() + h.narrow(1, 2, 4).sum()  # overlaps
+            out.append((a * b.sigmoid() + c).sum() + gap.sum() * 0.5 + over)
+            if k == 0:
+                out.append(h.narrow(1, 5, 1).sum())
+        return et.stack(out).sum()
+
+    run_both([w], loss_fn, "float64")
+    with autobatch() as ctx:
+        loss_fn()
+    assert ctx.stats["unbatched"] == {}, ctx.stats["unbatched"]

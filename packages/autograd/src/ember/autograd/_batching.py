@@ -25,7 +25,7 @@ from __future__ import annotations
 from ember.tensor import Tensor
 from ember.tensor.extension import OPS
 
-__all__ = ["Batch", "RULES", "EAGER", "RANDOM"]
+__all__ = ["Batch", "RULES", "FLAT_RULES", "EAGER", "RANDOM", "ROWS", "reshape"]
 
 
 class Batch:
@@ -47,14 +47,7 @@ class Batch:
 
     def reshape(self, t, shape):
         """``t`` reshaped (a view when the layout allows it, else a copy)."""
-        shape = tuple(shape)
-        if tuple(t.shape) == shape:
-            return t
-        if not t.is_contiguous():
-            t = self.do("clone", t, None) if "clone" in OPS else t.contiguous()
-            if not t.is_contiguous():
-                t = self.do("_ascontiguous", t)
-        return self.do("view", t, shape)
+        return reshape(self.call, t, shape)
 
     def stack_of(self, j):
         """Argument ``j`` with the examples along dimension 0 (a shared tensor expanded)."""
@@ -74,6 +67,19 @@ class Batch:
         if len(s) >= rank:
             return a
         return self.reshape(a, (self.n,) + (1,) * (rank - len(s)) + tuple(s))
+
+
+def reshape(call, t, shape):
+    """``t`` reshaped through the recorder ``call`` (a view when the layout allows it, else a
+    copy)."""
+    shape = tuple(shape)
+    if tuple(t.shape) == shape:
+        return t
+    if not t.is_contiguous():
+        t = call(OPS["clone"], (t, None)) if "clone" in OPS else t.contiguous()
+        if not t.is_contiguous():
+            t = call(OPS["_ascontiguous"], (t,))
+    return call(OPS["view"], (t, shape))
 
 
 def _wrap(d, nd):
@@ -165,8 +171,11 @@ def reduction(param="dim", none="all"):
         args = list(b.args)
         dim = args[i]
         if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
-            if none != "all" or not nd:
+            if none != "all":
                 return None
+            if not nd:  # a 0-d value: reduce a unit dim
+                args[0] = b.reshape(args[0], (b.n, 1))
+                nd = 1
             args[i] = tuple(range(1, nd + 1))
         else:
             args[i] = _shift_dims(dim, nd)
@@ -348,6 +357,35 @@ def argreduce(b: Batch):
     return b.reshape(out, (b.n,) + tuple(b.out_shapes[0]))
 
 
+def cross_entropy(b: Batch):
+    """``cross_entropy_loss`` with class-index targets: every example's rows in one call
+    without reduction, then each example's own reduction (a mean over its counted targets)."""
+    # cross_entropy_loss(input, target, weight, reduction, ignore_index, label_smoothing)
+    red = b.args[3]
+    if not b.stacked[0] or b.stacked[2] or red not in (0, 1, 2) or \
+            (red == 1 and b.args[2] is not None):
+        return None
+    sx, st = b.shapes[0], b.shapes[1]
+    if not sx or len(st) != max(len(sx) - 1, 0):
+        return None
+    t = b.stack_of(1)
+    x = b.args[0]
+    if len(sx) > 1:  # (N, C, d...) per example: the examples' N rows one after another
+        x = b.reshape(x, (-1,) + tuple(sx[1:]))
+        t = b.reshape(t, (-1,) + tuple(st[1:]))
+    loss = b.reshape(b.run(x, t, b.args[2], 0, b.args[4], b.args[5]), (b.n,) + tuple(st))
+    if red == 0:
+        return loss
+    dims = tuple(range(1, len(st) + 1))
+    total = b.do("sum", loss, dims, False, None) if dims else loss
+    if red == 2:
+        return total
+    count = b.do("ne", b.stack_of(1), b.args[4])
+    if dims:
+        count = b.do("sum", count, dims, False, None)
+    return b.do("div", total, count)
+
+
 # ---------------------------------------------------------------------------- the table
 RULES: dict = {}
 
@@ -378,12 +416,142 @@ RULES.update({
     "index_select": shared_index_dim_op, "index_add": index_dim_op,
     "index_copy": index_dim_op, "index_fill": index_dim_op,
     "argmax": argreduce, "argmin": argreduce, "bernoulli": elementwise,
+    "cross_entropy_loss": cross_entropy,
+})
+
+
+# ---------------------------------------------------------------------------- flat rules
+# A batched buffer of per-example values of rank 2 or more is *flat*: the examples' rows one
+# after another, ``(n * s[0],) + s[1:]`` (``(n,) + s`` below rank 2). A flat rule takes the
+# stacked arguments as such buffers and returns its results as such buffers, so row-wise ops
+# run on one matrix with no reshaping; it returns None when it does not apply, and the op's
+# rule in RULES then runs on the arguments viewed with the examples along dim 0.
+
+def _rows_of(s):
+    return s[0] if s is not None and len(s) >= 2 and s[0] > 0 else 0
+
+
+def _phys(n, s):
+    r = _rows_of(s)
+    return (n * r,) + tuple(s[1:]) if r else (n,) + tuple(s)
+
+
+def flat_elementwise(b: Batch):
+    """Stacked arguments of the result's shape; shared ones broadcast within a row."""
+    out = b.out_shapes[0]
+    if not _rows_of(out):
+        return None
+    for j, st in enumerate(b.stacked):
+        if st is True:
+            if tuple(b.shapes[j]) != tuple(out):
+                return None
+        elif st:
+            return None
+        elif isinstance(b.args[j], Tensor):
+            sh = tuple(b.args[j].shape)
+            if len(sh) >= len(out) and (len(sh) > len(out) or sh[0] != 1):
+                return None
+    return b.run(*b.args)
+
+
+def flat_linear(b: Batch):
+    if not b.stacked[0] or b.stacked[1] or b.stacked[2] or not b.shapes[0]:
+        return None
+    x = b.args[0]
+    if x.dim() == 2:
+        return b.run(x, b.args[1], b.args[2])
+    out = b.run(b.reshape(x, (-1, b.shapes[0][-1])), b.args[1], b.args[2])
+    return b.reshape(out, _phys(b.n, b.out_shapes[0]))
+
+
+def flat_matmul(b: Batch):
+    sa, sb = b.shapes[0], b.shapes[1]
+    if not (b.stacked[0] and not b.stacked[1] and len(sb) == 2 and len(sa) >= 1):
+        return None
+    x = b.args[0]
+    if x.dim() == 2:
+        return b.run(x, b.args[1])
+    out = b.run(b.reshape(x, (-1, sa[-1])), b.args[1])
+    return b.reshape(out, _phys(b.n, b.out_shapes[0]))
+
+
+def flat_cell(b: Batch):
+    """``lstm_cell_fused`` / ``gru_cell_fused`` on (rows, features) values: rows in, rows
+    out; a shared one-row argument is expanded to every row."""
+    r = None
+    args = list(b.args)
+    for j, s in enumerate(b.shapes):
+        if s is None:
+            continue
+        if len(s) != 2:
+            return None
+        if r is None:
+            r = s[0]
+        elif s[0] != r:
+            return None
+        if b.stacked[j] is not True:
+            if b.stacked[j] or s[0] != 1:
+                return None
+            args[j] = b.do("expand", args[j], (b.n, s[1]))
+    return b.run(*args)
+
+
+def flat_embedding(b: Batch):
+    if b.stacked[0] or not b.stacked[1] or b.args[3]:
+        return None
+    idx = b.args[1]
+    if len(b.shapes[1]) == 1:  # (n, L) indices: (n * L) rows
+        idx = b.reshape(idx, (-1,))
+    args = list(b.args)
+    args[1] = idx
+    return b.run(*args)
+
+
+def flat_slice_view(b: Batch):
+    """A slice within each row (a per-example dim after the first)."""
+    s = b.shapes[0]
+    if not _rows_of(s):
+        return None
+    d = _wrap(b.args[1], len(s))
+    if d == 0:
+        return None
+    return b.run(b.args[0], d, *b.args[2:])
+
+
+def flat_cat(b: Batch):
+    """``cat`` along a per-example dim after the first, of values of one number of rows."""
+    ts, shapes = b.args[0], b.shapes[0]
+    r = _rows_of(shapes[0])
+    if not r or any(_rows_of(s) != r or len(s) != len(shapes[0]) for s in shapes):
+        return None
+    d = _wrap(b.args[1], len(shapes[0]))
+    if d == 0:
+        return None
+    parts = []
+    for t, st, s in zip(ts, b.stacked[0], shapes):
+        if not st:
+            if r != 1:
+                return None
+            t = b.do("expand", t, (b.n,) + tuple(s[1:]))
+        parts.append(t)
+    return b.run(parts, d)
+
+
+FLAT_RULES: dict = {n: flat_elementwise for n, r in RULES.items() if r is elementwise}
+FLAT_RULES.update({
+    "linear": flat_linear, "matmul": flat_matmul, "lstm_cell_fused": flat_cell,
+    "gru_cell_fused": flat_cell, "embedding": flat_embedding, "slice_view": flat_slice_view,
+    "cat": flat_cat,
 })
 
 # ops whose result's shape depends on the values (or that write their argument): never
 # deferred; they run at once, after the pending graph has been run
 EAGER = {"nonzero", "unique", "multinomial", "masked_select", "_ctc_loss",
          "_ctc_loss_backward"}
+# ops that take rows of their first argument (``x[i]``, ``x[a:b]``, ``select``, ``narrow``
+# along dim 0): calls that differ only in which rows are batched together, as one
+# ``index_select`` over the sources' rows (see autobatch's ``_State.record_rows``)
+ROWS = {"getitem", "select", "slice_view"}
 # out-of-place random ops: deferred, but their result's shape is found without running them
 # (running them to learn it would draw from the generator)
 RANDOM = {"bernoulli", "poisson"}

@@ -1,26 +1,28 @@
 """Automatic batching of per-example code (DyNet's on-the-fly operation batching).
 
 Inside ``with autobatch():`` every registry op is deferred: the call returns a *pending*
-tensor, which knows its shape, dtype, device and ``requires_grad`` but not its values, and is
-recorded in a pending graph. The graph runs when the context exits or when Python needs a value
-(``.item()``, ``bool()``, ``.tolist()``, ``.numpy()``, printing, an op that must run at once).
-Running it, the pending calls are grouped by *signature*: the op, its non-tensor arguments,
-grad mode, the shapes, dtypes and devices of its tensor arguments, and which tensor arguments are
-parameters (leaves that require grad, shared by every example, like a weight). The calls of one
-group, all of whose inputs are ready, run as ONE call of the op on their inputs stacked along a
-new leading dimension, through autograd's ordinary recording, so backward runs batched too. Each
-example's result is then a row of the batched result: pending tensors stay pointers (group, row)
-into the batched buffers, and the next groups gather their inputs with index arrays (one
-``index_select`` per argument), never with a Python object per example.
+tensor, which knows its shape, dtype, device and ``requires_grad`` but not its values, and adds
+a row to its *group*: the calls of one signature (the op, its non-tensor arguments, grad mode,
+the types of its tensor arguments, which of them are parameters, shared by every example, and
+the depth: one more than the deepest pending call it reads). The graph runs when the context
+exits or when Python needs a value (``.item()``, ``bool()``, ``.tolist()``, ``.numpy()``,
+printing, an op that must run at once).
 
-Scheduling is by depth: a call's depth is one more than the deepest pending call it reads, and
-the groups run depth by depth. For a tree network this runs all nodes of one height, across
-every tree of the minibatch, together.
+The pending graph holds no Python object per call: a value is an integer *code* (row ``r`` of
+output buffer ``b``: ``b << 32 | r``; a concrete per-example tensor: a negative number), and a
+group keeps its first call and the codes of its calls' tensor arguments in one list of ints.
+Running the graph, the groups run depth by depth (groups of one signature at different depths
+merged where the dependencies allow), each as ONE call of the op, through autograd's ordinary
+recording, so backward runs batched too; its inputs are gathered by NumPy over the code columns
+(a buffer, a slice, or one ``index_select`` over the concatenated sources). Values of rank 2 or
+more live *flat* in the batched buffers (the examples' rows one after another), so row-wise ops
+need no reshaping. A pending tensor becomes a real tensor (its rows of the buffer) only when
+user code touches it.
 
-How an op is batched is its batching rule (``_batching.RULES``); an op without one still runs,
-one example at a time, and gives the same results. A pending tensor handed to code outside the
-registry reads as an array (``unwrap(t)``) that answers its shape, dtype and rank at once and
-runs the pending graph for anything else.
+How an op is batched is its batching rule (``_batching.RULES``, ``FLAT_RULES``); an op without
+one still runs, one example at a time, and gives the same results. A pending tensor handed to
+code outside the registry reads as an array (``unwrap(t)``) that answers its shape, dtype and
+rank at once and runs the pending graph for anything else. See docs/autobatch.md.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import threading
 
 import numpy as np
 
-from ember.tensor import Size, Tensor
+from ember.tensor import Tensor
 from ember.tensor import device as _device
 from ember.tensor.extension import OPS, get_recorder, set_recorder
 from ember.tensor.extension import unwrap as _unwrap
@@ -43,52 +45,35 @@ __all__ = ["autobatch", "is_pending", "flush"]
 _new = object.__new__
 _CPU = _device("cpu")
 _TensorType = Tensor
-_META: dict = {}          # signature -> output structure (see _infer); shared by all contexts
+_META: dict = {}          # signature -> (kind, [(type, is_float), ...]); shared by all contexts
 _EAGER_KEYS: set = set()  # signatures that could not be deferred (run at once)
 _local = threading.local()
 _RULES = _batching.RULES
+_FLAT_RULES = _batching.FLAT_RULES
 _EAGER_OPS = _batching.EAGER
+_ROWS_OPS = _batching.ROWS
+_OPKIND: dict = {}  # op -> 0 deferred as is, 1 run at once, 2 a rows op (see record_rows)
+_RANDOM = _batching.RANDOM
 _get_ident = threading.get_ident
 _SELECT = OPS["select"]
 _INDEX_SELECT = OPS["index_select"]
 _SLICE = OPS["slice_view"]
+_SPLIT = OPS["split_with_sizes"]
 _CAT = OPS["cat"]
 _STACK = OPS["stack"]
-_UNSQUEEZE = OPS["unsqueeze"]
+_ndarray = np.ndarray
+_DATA = "_data"  # a new pending tensor's array stand-in is set by name (not ember-tensor's code)
 
-
-# A deferred per-example call is a list [bound, depth, group, row, vals]: ``bound`` the call,
-# ``depth`` one more than the deepest pending call it reads (0 once it has run), ``group`` its
-# signature's group at that depth and ``row`` its row in the group's batched results, ``vals``
-# its own results when its group ran one example at a time. Lists, not objects: a tree of
-# thousands of calls is built in Python, and this is the cheapest record that holds them.
-_B, _D, _G, _R, _V = range(5)
-
-# Each distinct (shape, numpy dtype, device) of a pending tensor gets a small integer: the
-# signature holds it (hashing an int, not a tuple with a dtype in it) and the tensor answers
-# its metadata from it.
-_TYPES: list = []
-_TIDS: dict = {}
-
-
-def _tid(shape, dtype, dev):
-    t = (shape, dtype, dev)
-    i = _TIDS.get(t)
-    if i is None:
-        i = _TIDS[t] = len(_TYPES)
-        _TYPES.append(t)
-    return i
-
-
-class _Group:
-    """The deferred calls of one signature at one depth."""
-
-    __slots__ = ("key", "op", "gm", "nodes", "outs", "meta", "st")
-
-    def __init__(self, key, op, gm, meta, st):
-        self.key, self.op, self.gm, self.meta, self.st = key, op, gm, meta, st
-        self.nodes = []
-        self.outs = None
+# Where a per-example value lives, as one integer (its *code*): a pending value is row ``r`` of
+# output buffer ``b`` (output ``k`` of the group whose buffers start at ``b - k``), coded
+# ``b << 32 | r``; a concrete tensor (a per-example constant: word ids, a label) is coded
+# ``-id(tensor)``. A group keeps the codes of its calls' tensor arguments in one flat list of
+# ints, so gathering an argument for the whole group is NumPy over an int array (one source
+# buffer? which rows? in order?), never a Python object per example.
+_ROW_BITS = 32
+_MASK = (1 << _ROW_BITS) - 1
+_BID_WRAP = 1 << 30
+_next_bid = [1]
 
 
 # ------------------------------------------------------------------------------ pending
@@ -108,14 +93,20 @@ class _Flags:
 
 
 class _Unready:
-    """What ``unwrap`` returns for a pending tensor: its shape, dtype, rank, size, item size
-    and (row-major) strides at once; anything else runs the pending graph and answers from the
-    real array."""
+    """The array of a pending tensor (what ``unwrap`` returns for it): answers its shape,
+    dtype, rank, size, item size and (row-major) strides at once; anything else runs the pending
+    graph and answers from the real array.
 
-    __slots__ = ("_t", "shape", "dtype", "ndim")
+    It is also the pending tensor's record: ``_g`` the group of its call and ``_c`` its code
+    (which output of the group, which row). Each distinct (shape, dtype, device) is a subclass
+    holding them as class attributes (see :func:`_type`); that class is the value's *type* in
+    signatures (hashed by identity)."""
 
-    def __init__(self, t, shape, dtype):
-        self._t, self.shape, self.dtype, self.ndim = t, shape, dtype, len(shape)
+    __slots__ = ("_g", "_c")
+    shape: tuple = ()
+    dtype = None
+    ndim = 0
+    dev = None  # None: CPU; else the CUDA device number
 
     @property
     def size(self):
@@ -145,12 +136,11 @@ class _Unready:
         return _Flags(self.ndim)
 
     def _real(self):
-        t = self._t
-        if t.__class__ is _Pending:
-            t._materialize()
-        return _unwrap(t)
+        return _unwrap(_value(self))
 
     def __getattr__(self, name):
+        if name in _Unready.__slots__:  # pragma: no cover - an unset slot: a bug
+            raise AttributeError(name)
         return getattr(self._real(), name)
 
     def __array__(self, dtype=None, copy=None):
@@ -187,82 +177,127 @@ for _name in ("__getitem__", "__setitem__", "__iter__", "__bool__", "__float__",
     setattr(_Unready, _name, _fwd(_name))
 _Unready.__hash__ = object.__hash__
 
+_TYPES: dict = {}  # (shape, numpy dtype, device) -> its _Unready subclass
+
+
+def _type(shape, dtype, dev):
+    """The ``_Unready`` subclass of one (shape, dtype, device)."""
+    k = (shape, dtype, dev)
+    t = _TYPES.get(k)
+    if t is None:
+        t = _TYPES[k] = type("_Unready", (_Unready,), {
+            "__slots__": (), "shape": shape, "dtype": dtype, "ndim": len(shape), "dev": dev,
+            "r": _flat_rows(shape)})
+    return t
+
+
+def _flat_rows(shape):
+    """Rows per example in a batched buffer: values of rank 2 or more are kept *flat*, the
+    examples' rows one after another, ``(n * shape[0],) + shape[1:]`` (so row-wise ops run on
+    them as one matrix, with no reshaping); 0 for the others, kept as ``(n,) + shape``."""
+    return shape[0] if len(shape) >= 2 and shape[0] > 0 else 0
+
+
+def _phys(n, shape):
+    """The shape of the batched buffer of ``n`` values of ``shape``."""
+    r = _flat_rows(shape)
+    return (n * r,) + tuple(shape[1:]) if r else (n,) + tuple(shape)
+
+
+def _type_of(d):
+    """The type of a concrete array."""
+    return _type(d.shape, d.dtype, None if d.__class__ is _ndarray else d.device.id)
+
+
+def _value(u):
+    """The real per-example tensor of the pending value ``u`` (running the pending graph if its
+    call has not run)."""
+    g = u._g
+    if g.depth:
+        g.st.flush()
+    return _made(g, u._c)
+
+
+def _made(g, c):
+    """The value coded ``c`` of the (run) group ``g``: a row of its batched result, its own
+    result when the group ran one call at a time, or the one result of a call every example
+    made alike. Made once per value (the group keeps it)."""
+    made = g.made
+    if made is None:
+        made = g.made = {}
+    else:
+        v = made.get(c)
+        if v is not None:
+            return v
+    k, r = ((c >> _ROW_BITS) - g.bid) % _BID_WRAP, c & _MASK
+    if g.alias is not None:  # its calls ran in a later group of the same signature
+        g, off = g.alias
+        r += off
+    if g.outs is not None:
+        if g.phys is not None:
+            r = int(g.phys[r])
+        f = g.outm[k][0].r
+        prev = _grad.enabled
+        _grad.enabled = g.gm
+        try:
+            if f:  # flat: the example's rows
+                v = g.st.inner(_SLICE, (g.outs[k], 0, r * f, (r + 1) * f, 1))
+            else:
+                v = g.st.inner(_SELECT, (g.outs[k], 0, r))
+        finally:
+            _grad.enabled = prev
+    elif g.same is not None:
+        v = g.same[k]
+    elif g.vals is not None:
+        v = g.vals[r][k]
+    else:
+        raise RuntimeError("autobatch: this pending tensor's op never ran (running the "
+                           "pending graph raised an error before it)")
+    made[c] = v
+    return v
+
+
+def _rows(g, codes, off=0):
+    """The rows of ``g``'s batched results that hold the values coded ``codes`` (calls from
+    ``off`` on)."""
+    rows = codes & _MASK
+    if off:
+        rows = rows + off
+    return rows if g.phys is None else g.phys[rows]
+
 
 class _Pending(Tensor):
     """A tensor whose op has been deferred. Its metadata is known; its values, its
     ``grad_fn`` and its storage exist once the pending graph has run, when the object turns
-    into an ordinary Tensor (a row of its group's batched result)."""
+    into an ordinary Tensor (a row of its group's batched result). Its ``_data`` is an
+    ``_Unready``, so the Tensor's own metadata accessors (shape, dtype, dim, size, ...) answer
+    without running anything."""
 
     __slots__ = ()
 
-    # -- metadata, known without running anything
-    @property
-    def _data(self):
-        shape, dtype, _ = _TYPES[self.__dict__["_pt"]]
-        return _Unready(self, shape, dtype)
-
-    @_data.setter
-    def _data(self, value):
-        self._materialize()  # now a plain Tensor: its array lives in its __dict__
-        vars(self)["_data"] = value
-
-    @property
-    def shape(self):
-        return Size(_TYPES[self.__dict__["_pt"]][0])
-
     @property
     def device(self):
-        dev = _TYPES[self.__dict__["_pt"]][2]
+        dev = _unwrap(self).dev
         return _CPU if dev is None else _device("cuda", dev)
 
     @property
     def is_cuda(self):
-        return _TYPES[self.__dict__["_pt"]][2] is not None
+        return _unwrap(self).dev is not None
 
     @property
     def is_cpu(self):
-        return _TYPES[self.__dict__["_pt"]][2] is None
-
-    def size(self, dim=None):
-        s = self.shape
-        if dim is None:
-            return s
-        nd = len(s)
-        if not -nd <= dim < max(nd, 1):
-            raise IndexError(f"Dimension out of range (expected to be in range of "
-                             f"[{-max(nd, 1)}, {max(nd, 1) - 1}], but got {dim})")
-        return s[dim] if nd else 1
-
-    def dim(self):
-        return len(_TYPES[self.__dict__["_pt"]][0])
-
-    ndimension = dim
-
-    @property
-    def ndim(self):
-        return len(_TYPES[self.__dict__["_pt"]][0])
+        return _unwrap(self).dev is None
 
     @property
     def is_leaf(self):
-        return not self.__dict__["_requires_grad"]
-
-    def __len__(self):
-        s = _TYPES[self.__dict__["_pt"]][0]
-        if not s:
-            raise TypeError("len() of a 0-d tensor")
-        return s[0]
+        return not self._requires_grad
 
     # -- everything else needs the value
     def _materialize(self):
         """Run the pending graph (if this tensor's op has not run yet) and become the real
         tensor: a row of the batched result."""
         d = self.__dict__
-        nd = d["_pn"]
-        if nd[_D]:
-            nd[_G].st.flush()
-        v = _value_of(nd, d["_pk"])
-        for k in ("_pn", "_pk", "_pt"):
-            d.pop(k, None)
+        v = _value(d["_data"])
         d.update(v.__dict__)
         self.__class__ = Tensor
         return self
@@ -308,19 +343,6 @@ for _name in ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__
         setattr(_Pending, _name, _resolving_method(_name))
 
 
-def _value_of(nd, k):
-    """The real per-example tensor of output ``k`` of the (run) node ``nd``."""
-    grp = nd[_G]
-    if grp.outs is None:
-        return nd[_V][k]
-    prev = _grad.enabled
-    _grad.enabled = grp.gm
-    try:
-        return grp.st.inner(_SELECT, (grp.outs[k], 0, nd[_R]))
-    finally:
-        _grad.enabled = prev
-
-
 def is_pending(t) -> bool:
     """True for a tensor whose op was deferred by :func:`autobatch` and has not been
     materialized yet."""
@@ -328,18 +350,6 @@ def is_pending(t) -> bool:
 
 
 # ------------------------------------------------------------------------------ signatures
-def _tkey(a):
-    """Signature entry of a concrete tensor argument: parameters (leaves that require grad)
-    by identity, as shared operands; other tensors by shape, dtype and device."""
-    d = _unwrap(a)
-    if d.__class__ is _Unready:  # an ordinary Tensor over a pending tensor's array
-        d = d._real()
-    dev = None if d.__class__ is np.ndarray else d.device.id
-    if a._requires_grad and a.grad_fn is None:
-        return ("w", id(a), _tid(d.shape, d.dtype, dev))
-    return ("t", _tid(d.shape, d.dtype, dev))
-
-
 class _Unhashable(Exception):
     pass
 
@@ -359,123 +369,384 @@ def _vkey(v):
     return (c, v)
 
 
+class _Group:
+    """The deferred calls of one signature at one depth: the first call (``first``), the
+    number of calls (``n``) and the codes of their tensor arguments (``codes``: ``m`` per call,
+    in the order of ``plan``; the calls themselves are not kept); once run, the batched results
+    (``outs``), the one result of a call every example made alike (``same``), or per call
+    results (``vals``)."""
+
+    __slots__ = ("op", "gm", "st", "depth", "first", "n", "codes", "m", "plan", "shapes",
+                 "kind", "outm", "one", "diff", "bid", "base", "outs", "same", "vals", "made",
+                 "rows", "phys", "mkey", "alias", "merged", "latest", "fdepth",
+                 "C")
+
+
+def _plan(bound):
+    """Where a group's codes come from: per argument, the code column of a coded tensor (an
+    int), None for anything shared by the group (a parameter, a non-tensor), or for a list
+    argument a list of those; and the per-example shapes of the tensor arguments. Mirrors
+    ``_State.record``: every tensor but a parameter is coded."""
+    plan, shapes, m = [], [], 0
+    for a in bound:
+        c = a.__class__
+        if c is _Pending or isinstance(a, _TensorType):
+            shapes.append(tuple(a.shape))
+            if c is _Pending or not _is_param(a):
+                plan.append(m)
+                m += 1
+            else:
+                plan.append(None)
+        elif (c is list or c is tuple) and any(isinstance(b, _TensorType) for b in a):
+            sub, shs = [], []
+            for b in a:
+                if isinstance(b, _TensorType):
+                    shs.append(tuple(b.shape))
+                    if b.__class__ is _Pending or not _is_param(b):
+                        sub.append(m)
+                        m += 1
+                        continue
+                else:
+                    shs.append(None)
+                sub.append(None)
+            plan.append(sub)
+            shapes.append(shs)
+        else:
+            plan.append(None)
+            shapes.append(None)
+    return plan, shapes, m
+
+
+def _is_param(a):
+    """A concrete tensor shared by identity (a leaf that requires grad, like a weight)."""
+    return a._requires_grad and a.grad_fn is None
+
+
 # ------------------------------------------------------------------------------ the state
 class _State:
     """One active ``autobatch()`` context (per thread)."""
 
     def __init__(self, inner):
         self.inner = inner
-        self.levels: dict = {}  # depth -> {signature: _Group}
-        self.count = 0          # pending calls not yet run
+        self.groups: dict = {}  # (signature, depth) -> _Group, for the calls not run yet
+        self.levels: dict = {}  # depth -> [_Group]
         self.flushing = False
         self.active = True
         self.tid = threading.get_ident()
         self.groups_run = 0
         self.calls_run = 0
         self.unbatched = {}  # op name -> groups of several calls run one call at a time
+        self.wkeys = {}      # id(parameter) -> (its array, its signature entry)
+        # until the next flush: output buffer number -> its group (the groups of the pending
+        # calls, and the groups run before whose values they read); the concrete per-example
+        # tensors the pending calls read, coded -1 - position, by id
+        self.table: dict = {}
+        self.consts: list = []
+        self.cids: dict = {}
+        self.record = self.recorder()
 
     # -- the recorder -----------------------------------------------------------------
-    def record(self, op, bound):
-        if self.flushing or _get_ident() != self.tid:
-            return self.inner(op, bound)
-        if op.inplace or op.name in _EAGER_OPS:
-            return self.eager(op, bound)
+    def recorder(self):
+        """The recorder installed in front of autograd's: ``record(op, bound)`` defers the
+        call and returns its pending result(s). A closure over this state, so the hot path
+        reads its state from cells, not attributes."""
+        st = self
+        tid = self.tid
+        groups = self.groups
+        inner = self.inner
+        grad = _grad
+        opkind = _OPKIND
+        Pending = _Pending
+        unwrap = _unwrap
+        TensorType = _TensorType
+        new = _new
+
+        def record(op, bound):
+            # (while the graph runs, and in backward, the recorder is swapped out: see flush
+            # and _outside; ``flushing`` guards a recorder captured before that)
+            if _get_ident() != tid or st.flushing:
+                return inner(op, bound)
+            kind = opkind.get(op, -1)
+            if kind:
+                if kind < 0:
+                    kind = opkind[op] = (1 if op.inplace or op.name in _EAGER_OPS else
+                                         2 if op.name in _ROWS_OPS else 0)
+                if kind == 1:
+                    return st.eager(op, bound)
+                if kind == 2 and (op.name == "getitem" or (bound[1].__class__ is int and
+                                                           bound[1] <= 0)):
+                    p = st.record_rows(op, bound)
+                    if p is not None:
+                        return p
+            # the signature: op, grad mode, then per argument its type (a pending value's or
+            # a concrete tensor's), an int or None as itself, other plain values after their
+            # class, a parameter as ("w", id, type); then the depth. The codes of the tensor
+            # arguments go to ``codes``; the call itself is not kept.
+            gm = grad.enabled
+            key = [op, gm]
+            codes = []
+            depth = 0
+            rg = False
+            try:
+                for a in bound:
+                    c = a.__class__
+                    if c is Pending:
+                        u = unwrap(a)
+                        key.append(u.__class__)
+                        codes.append(u._c)
+                        d = u._g.depth
+                        if d > depth:
+                            depth = d
+                        elif not d:
+                            st.keep(u._g)
+                        if a._requires_grad:
+                            rg = True
+                    elif c is int or a is None:
+                        key.append(a)
+                    elif c is TensorType or isinstance(a, TensorType):
+                        key.append(st.tkey(a, codes))
+                        if a._requires_grad:
+                            rg = True
+                    elif c is list or c is tuple:
+                        sub = [c]
+                        for b in a:
+                            bc = b.__class__
+                            if bc is Pending:
+                                u = unwrap(b)
+                                sub.append(u.__class__)
+                                codes.append(u._c)
+                                d = u._g.depth
+                                if d > depth:
+                                    depth = d
+                                elif not d:
+                                    st.keep(u._g)
+                                if b._requires_grad:
+                                    rg = True
+                            elif bc is int or b is None:
+                                sub.append(b)
+                            elif bc is TensorType or isinstance(b, TensorType):
+                                sub.append(st.tkey(b, codes))
+                                if b._requires_grad:
+                                    rg = True
+                            else:
+                                sub.append(_vkey(b))
+                        key.append(tuple(sub))
+                    elif c is float or c is bool or c is str:
+                        key.append(c)
+                        key.append(a)
+                    elif c is slice:
+                        key.append(("slice", a.start, a.stop, a.step))
+                    else:
+                        key.append(_vkey(a))
+                key.append(depth + 1)
+                key = tuple(key)
+                grp = groups.get(key)
+            except _Unhashable:
+                return st.eager(op, bound)
+            if grp is None:
+                grp = st.new_group(op, bound, key, gm, depth + 1)
+                if grp is None:
+                    return st.eager(op, bound)
+            row = grp.n
+            grp.n = row + 1
+            if codes:
+                grp.codes += codes
+            one = grp.one
+            if one is not None:
+                u = new(one)
+                u._g = grp
+                u._c = grp.base | row
+                p = new(Pending)
+                setattr(p, _DATA, u)
+                if rg and grp.diff:
+                    p._requires_grad = True
+                return p
+            rg = rg and grp.diff
+            res = []
+            for t, f, base in grp.outm:
+                u = new(t)
+                u._g = grp
+                u._c = base | row
+                p = new(Pending)
+                setattr(p, _DATA, u)
+                if rg and f:
+                    p._requires_grad = True
+                res.append(p)
+            kind = grp.kind
+            if kind is None:
+                return res[0]
+            return kind(*res) if hasattr(kind, "_fields") else kind(res)
+
+        return record
+
+    def record_rows(self, op, bound):
+        """``x[i]``, ``x[a:b:s]``, ``select(x, 0, i)``, ``narrow(x, 0, a, n)``: calls that
+        differ only in which rows of ``x`` they take (and in ``x``'s number of rows) share a
+        signature; the rows are per-call data (the second code column), and the group runs
+        as one ``index_select`` over the rows of its sources. None: not such a call."""
+        name = op.name
+        if name != "getitem":
+            dim = bound[1]
+            if dim.__class__ is not int or dim > 0:
+                return None
+        x = bound[0]
+        c = x.__class__
+        if c is _Pending:
+            t = _unwrap(x).__class__
+        elif c is _TensorType or isinstance(x, _TensorType):
+            d = _unwrap(x)
+            if d.__class__ is not _ndarray and isinstance(d, _Unready):
+                return None
+            t = _type_of(d)
+        else:
+            return None
+        if not t.ndim:
+            return None
+        D = t.shape[0]
+        if name == "getitem":
+            idx = bound[1]
+            if idx.__class__ is tuple:
+                if not idx or any(i != _FULL and i is not Ellipsis for i in idx[1:]):
+                    return None
+                idx = idx[0]
+            if idx.__class__ is int:
+                i = idx
+            elif idx.__class__ is slice:
+                i = None
+                start, stop, step = idx.indices(D)
+            else:
+                return None
+        elif name == "select":
+            if dim not in (0, -t.ndim) or bound[2].__class__ is not int:
+                return None
+            i = bound[2]
+        else:  # slice_view
+            if dim not in (0, -t.ndim) or not all(v.__class__ is int for v in bound[2:]):
+                return None
+            i = None
+            start, stop, step = slice(bound[2], bound[3], bound[4]).indices(D)
+        if i is not None:
+            if not -D <= i < D:
+                return None  # the ordinary path raises the error
+            start, L, step, drop = i % D, 1, 1, True
+        else:
+            if step <= 0:
+                return None
+            L, drop = len(range(start, stop, step)), False
+            if not L:
+                return None
         gm = _grad.enabled
-        key = [op, gm]
-        depth = 0
-        rg = False
-        try:
-            for a in bound:
-                c = a.__class__
-                if c is _Pending:
-                    pd = a.__dict__
-                    key.append(pd["_pt"])
-                    d = pd["_pn"][1]
-                    if d > depth:
-                        depth = d
-                    if pd["_requires_grad"]:
-                        rg = True
-                elif c is _TensorType or isinstance(a, _TensorType):
-                    key.append(_tkey(a))
-                    if a._requires_grad:
-                        rg = True
-                elif c is list or c is tuple:
-                    sub = [c]
-                    for b in a:
-                        bc = b.__class__
-                        if bc is _Pending:
-                            pd = b.__dict__
-                            sub.append(pd["_pt"])
-                            d = pd["_pn"][1]
-                            if d > depth:
-                                depth = d
-                            if pd["_requires_grad"]:
-                                rg = True
-                        elif bc is _TensorType or isinstance(b, _TensorType):
-                            sub.append(_tkey(b))
-                            if b._requires_grad:
-                                rg = True
-                        else:
-                            sub.append(_vkey(b))
-                    key.append(tuple(sub))
-                elif c is int or c is bool or a is None or c is float or c is str:
-                    key.append(c)
-                    key.append(a)
-                elif c is slice:
-                    key.append(("slice", a.start, a.stop, a.step))
-                else:
-                    key.append(_vkey(a))
-            key = tuple(key)
-            meta = _META.get(key)
-        except _Unhashable:
-            return self.eager(op, bound)
+        key = (_ROWS_KEY, gm, t.dtype, t.dev, t.shape[1:], drop, L, step)
+        if c is _Pending:
+            u = _unwrap(x)
+            code = u._c
+            depth = u._g.depth
+            if not depth:
+                self.keep(u._g)
+        else:
+            i = self.cids.get(id(x))
+            if i is None:
+                i = self.cids[id(x)] = -1 - len(self.consts)
+                self.consts.append(x)
+            code, depth = i, 0
+        key = key + (depth + 1,)
+        grp = self.groups.get(key)
+        if grp is None:
+            out = t.shape[1:] if drop else (L,) + t.shape[1:]
+            canon = (x, 0, start) if drop else (x, 0, start, start + L * step, step)
+            grp = self.new_group(_SELECT if drop else _SLICE, canon, key, gm, depth + 1,
+                                 (None, [(_type(out, t.dtype, t.dev), t.dtype.kind == "f")]))
+            grp.rows = (drop, L, step)
+            grp.plan, grp.m = [0, None, 1] + [None] * (len(canon) - 3), 2
+        row = grp.n
+        grp.n = row + 1
+        grp.codes += (code, start)
+        u = _new(grp.outm[0][0])
+        u._g = grp
+        u._c = grp.base | row
+        p = _new(_Pending)
+        setattr(p, _DATA, u)
+        if x._requires_grad and grp.diff:
+            p._requires_grad = True
+        return p
+
+    def keep(self, g):
+        """A group run before (its values read by a pending call): reachable by code."""
+        table = self.table
+        if g.bid not in table:
+            for k in range(len(g.outm)):
+                table[(g.bid + k) % _BID_WRAP] = g
+
+    def tkey(self, a, codes):
+        """Signature entry of a concrete tensor argument: parameters (leaves that require
+        grad) by identity, as shared operands; other tensors by type, with a code."""
+        d = _unwrap(a)
+        if d.__class__ is not _ndarray and isinstance(d, _Unready):
+            d = d._real()  # an ordinary Tensor over a pending tensor's array
+        if a._requires_grad and a.grad_fn is None:
+            ent = self.wkeys.get(id(a))
+            if ent is None or ent[0] is not d:
+                ent = self.wkeys[id(a)] = (d, ("w", id(a), _type_of(d)))
+            return ent[1]
+        i = self.cids.get(id(a))
+        if i is None:
+            i = self.cids[id(a)] = -1 - len(self.consts)
+            self.consts.append(a)
+        codes.append(i)
+        return _type_of(d)
+
+    def new_group(self, op, bound, key, gm, depth, meta=None):
+        mkey = key[:-1]
         if meta is None:
-            if key in _EAGER_KEYS or (op.name == "getitem" and _bool_index(bound[1])):
-                return self.eager(op, bound)
-            meta = self.infer(op, bound, key)
+            meta = _META.get(mkey)
+        if meta is None:
+            if mkey in _EAGER_KEYS or (op.name == "getitem" and _bool_index(bound[1])):
+                return None
+            meta = self.infer(op, bound, mkey)
             if meta is None:
-                return self.eager(op, bound)
-        depth += 1
+                return None
+        kind, outs = meta
+        g = _Group()
+        g.op, g.gm, g.st, g.depth, g.kind = op, gm, self, depth, kind
+        g.diff = gm and op.differentiable
+        g.first, g.n, g.codes = bound, 0, []
+        g.plan, g.shapes, g.m = _plan(bound)
+        g.outs = g.same = g.vals = g.made = g.rows = g.phys = g.alias = g.merged = None
+        g.mkey = mkey
+        g.C = None
+        bid = g.bid = _next_bid[0]
+        g.base = bid << _ROW_BITS
+        _next_bid[0] = (bid + len(outs)) % _BID_WRAP or 1
+        g.outm = [(t, f, ((bid + k) % _BID_WRAP) << _ROW_BITS) for k, (t, f) in enumerate(outs)]
+        # one output that requires grad whenever an input does: the recorder's short path
+        g.one = outs[0][0] if kind is None and (outs[0][1] or not g.diff) else None
+        for k in range(len(outs)):
+            self.table[(bid + k) % _BID_WRAP] = g
+        self.groups[key] = g
         level = self.levels.get(depth)
         if level is None:
-            level = self.levels[depth] = {}
-        grp = level.get(key)
-        if grp is None:
-            grp = level[key] = _Group(key, op, gm, meta, self)
-        nodes = grp.nodes
-        nd = [bound, depth, grp, len(nodes), None]
-        nodes.append(nd)
-        self.count += 1
-        kind, outs = meta
-        rg = rg and gm and op.differentiable
-        if kind is None:
-            p = _new(_Pending)
-            p.__dict__ = {"_pn": nd, "_pk": 0, "_pt": outs[0], "_requires_grad": rg and outs[1]}
-            return p
-        res = []
-        for k, o in enumerate(outs):
-            p = _new(_Pending)
-            p.__dict__ = {"_pn": nd, "_pk": k, "_pt": o[0], "_requires_grad": rg and o[1]}
-            res.append(p)
-        return kind(*res) if hasattr(kind, "_fields") else kind(res)
+            self.levels[depth] = [g]
+        else:
+            level.append(g)
+        return g
 
     # -- an op that cannot wait -------------------------------------------------------
     def eager(self, op, bound):
         """Run the pending graph, then ``op`` at once on real tensors."""
-        if self.count:
+        if self.levels:
             self.flush()
         return self.inner(op, _realize(bound))
 
     # -- the output structure of a signature ------------------------------------------
     def infer(self, op, bound, key):
-        """``(kind, outs)``: kind None for one tensor (``outs`` its (shape, dtype, device)),
-        else the tuple/list/namedtuple type and one (shape, dtype, device) per output; found
-        by running the op once on placeholder inputs of the right shapes (ones, zeros for
-        integer tensors), cached per signature. None: the op cannot be deferred."""
-        if op.name in _batching.RANDOM:
+        """``(kind, [(type, is_float), ...])``: kind None for one tensor, else the
+        tuple/list/namedtuple type of the outputs; found by running the op once on placeholder
+        inputs of the right shapes (ones, zeros for integer tensors), cached per signature.
+        None: the op cannot be deferred."""
+        if op.name in _RANDOM:
             x = bound[0]
             dt = _np_dtype(x)
-            _META[key] = meta = (None, (_tid(tuple(x.shape), dt, _dev(x)), dt.kind == "f"))
+            _META[key] = meta = (None, [(_type(tuple(x.shape), dt, _dev(x)), dt.kind == "f")])
             return meta
         dummy = tuple(_placeholder(a) for a in bound)
         prev_rec = get_recorder()
@@ -492,10 +763,10 @@ class _State:
             _grad.enabled = prev
             set_recorder(prev_rec)
         if isinstance(out, _TensorType):
-            meta = (None, _out_key(out))
+            meta = (None, [_out_key(out)])
         elif isinstance(out, (tuple, list)) and out and all(isinstance(o, _TensorType)
                                                              for o in out):
-            meta = (type(out), tuple(_out_key(o) for o in out))
+            meta = (type(out), [_out_key(o) for o in out])
         else:
             _EAGER_KEYS.add(key)
             return None
@@ -516,201 +787,500 @@ class _State:
         try:
             while self.levels:
                 levels, self.levels = self.levels, {}
+                self.groups.clear()
+                self.schedule(levels)
                 for depth in sorted(levels):
-                    for grp in levels[depth].values():
-                        self.run_group(grp)
-            self.count = 0
+                    grps = levels[depth]
+                    self.split_slices(grps)
+                    for grp in grps:
+                        if grp.alias is None and grp.depth:
+                            self.run_group(grp)
         finally:
             _grad.enabled = prev
             set_recorder(prev_rec)
             self.flushing = False
+            self.table, self.consts, self.cids = {}, [], {}
+
+    def value(self, c):
+        """The value coded ``c`` (a pending call's result, or a concrete tensor)."""
+        if c < 0:
+            return self.consts[-1 - c]
+        return _made(self.source(c >> _ROW_BITS), c)
+
+    def source(self, b):
+        g = self.table.get(b)
+        if g is None:
+            raise RuntimeError("autobatch: a pending tensor of another autobatch() context "
+                               "that did not run its pending graph was used")
+        return g
+
+    def locate(self, b):
+        """``(group, k, offset)``: where the values of output buffer ``b`` are: output ``k``
+        of ``group``, from call ``offset`` on (a group merged into a later one)."""
+        g = self.source(b)
+        k = (b - g.bid) % _BID_WRAP
+        if g.alias is None:
+            return g, k, 0
+        t, off = g.alias
+        return t, k, off
+
+    def schedule(self, levels):
+        """Merge groups of one signature at different depths where the dependencies allow:
+        going from the deepest level up, a group whose results are first read at depth ``d``
+        may run as late as ``d - 1``, so it joins the deepest group of its signature at or
+        before that (its calls appended to that group's; ``alias`` says where). Calls every
+        example makes at its own depth (a loss after sequences of different lengths) then run
+        as one group."""
+        order = [g for d in sorted(levels, reverse=True) for g in levels[d]]
+        seen = {}
+        for g in order:
+            if g.mkey in seen:
+                break
+            seen[g.mkey] = 1
+        else:
+            return  # no signature at two depths
+        inf = 1 << 62
+        for g in order:
+            g.latest = inf
+        by_key = {}
+        table = self.table
+        for g in order:
+            C = g.C = np.array(g.codes, dtype=np.int64).reshape(g.n, g.m) if g.m else None
+            fd = g.depth
+            cands = by_key.get(g.mkey)
+            if cands:
+                best = None
+                for t in cands:
+                    if g.depth < t.fdepth <= g.latest and (best is None or
+                                                           t.fdepth > best.fdepth):
+                        best = t
+                if best is not None:
+                    g.alias = (best, best.n)
+                    best.n += g.n
+                    best.codes += g.codes
+                    best.C = None
+                    if best.merged is None:
+                        best.merged = []
+                    best.merged.append(g)
+                    fd = best.fdepth
+            g.fdepth = fd
+            if g.alias is None:
+                by_key.setdefault(g.mkey, []).append(g)
+            if C is not None:
+                pend = C[C >= 0]
+                for b in np.unique(pend >> _ROW_BITS).tolist():
+                    s = table.get(b)
+                    if s is not None and s.depth and fd - 1 < s.latest:
+                        s.latest = fd - 1
+
+    def call(self, grp, row, C):
+        """The bound call of row ``row`` of ``grp`` (from its first call and its codes)."""
+        first = grp.first
+        if row == 0:
+            return first
+        if grp.rows is not None:
+            _, L, step = grp.rows
+            x, s = self.value(int(C[row, 0])), int(C[row, 1])
+            return (x, 0, s) if len(first) == 3 else (x, 0, s, s + L * step, step)
+        args = list(first)
+        for pos, pl in enumerate(grp.plan):
+            if pl is None:
+                continue
+            if pl.__class__ is int:
+                args[pos] = self.value(int(C[row, pl]))
+            else:
+                seq = list(first[pos])
+                for i, q in enumerate(pl):
+                    if q is not None:
+                        seq[i] = self.value(int(C[row, q]))
+                args[pos] = seq if first[pos].__class__ is list else tuple(seq)
+        return tuple(args)
 
     def run_group(self, grp):
-        nodes = grp.nodes
-        n = len(nodes)
+        n = grp.n
         op = grp.op
         _grad.enabled = grp.gm
         self.groups_run += 1
         self.calls_run += n
-        rule = _RULES.get(op.name)
+        C = grp.C
+        if C is None and grp.m:
+            C = np.array(grp.codes, dtype=np.int64).reshape(n, grp.m)
+        rule = _RULES.get(op.name) if grp.rows is None else _take_rows
         if rule is not None and n > 1:
             try:
-                outs = self.run_batched(grp, rule)
+                done = self.run_batched(grp, rule, C)
             except Exception:
-                outs = None
-            if outs is not None:
-                if outs[0] is _SAME:
-                    for nd in nodes:
-                        nd[_V] = outs[1]
-                else:
-                    grp.outs = outs
-                for nd in nodes:
-                    nd[_D] = 0
-                    nd[_B] = None
-                grp.nodes = None
+                done = False
+            if done:
+                self.ran(grp)
                 return
         if n > 1:
             self.unbatched[op.name] = self.unbatched.get(op.name, 0) + 1
+        elif op is _STACK and self.stack_rows(grp, C):
+            return
         inner = self.inner
-        for nd in nodes:
+        vals = []
+        for row in range(n):
+            b = _realize(self.call(grp, row, C))
             try:
-                out = inner(op, _realize(nd[_B]))
+                out = inner(op, b)
             except Exception as exc:
-                _note(exc, op, nd[_B])
+                _note(exc, op, b)
                 raise
-            nd[_V] = (out,) if isinstance(out, _TensorType) else tuple(out)
-            nd[_D] = 0
-            nd[_B] = None
-        grp.nodes = None
+            vals.append((out,) if isinstance(out, _TensorType) else tuple(out))
+        grp.vals = vals
+        self.ran(grp)
 
-    def run_batched(self, grp, rule):
-        nodes = grp.nodes
-        n = len(nodes)
-        first = nodes[0][_B]
-        args, stacked, shapes = [], [], []
-        for j, a in enumerate(first):
-            c = a.__class__
-            if c is _Pending or isinstance(a, _TensorType):
-                t, s = _gather([nd[_B][j] for nd in nodes], n)
-                args.append(t)
-                stacked.append(s)
-                shapes.append(tuple(a.shape))
-            elif (c is list or c is tuple) and any(isinstance(b, _TensorType) for b in a):
-                ts, ss, shs = [], [], []
-                for i, b in enumerate(a):
-                    if isinstance(b, _TensorType):
-                        t, s = _gather([nd[_B][j][i] for nd in nodes], n)
-                        ts.append(t)
-                        ss.append(s)
-                        shs.append(tuple(b.shape))
-                    else:
-                        ts.append(b)
-                        ss.append(False)
-                        shs.append(None)
-                args.append(c(ts) if c is list else tuple(ts))
-                stacked.append(ss)
-                shapes.append(shs)
-            else:
+    def ran(self, grp):
+        grp.depth = 0
+        grp.first = grp.codes = grp.C = None
+        if grp.merged is not None:
+            for g in grp.merged:
+                g.depth = 0
+                g.first = g.codes = g.C = None
+            grp.merged = None  # (each keeps its alias: no cycle)
+
+    def split_slices(self, grps):
+        """Slices of one value that tile a dim (``chunk``, ``split``: ``narrow`` after
+        ``narrow`` of the same input) run as one ``split_with_sizes`` of it: one gather, and
+        one ``cat`` in backward instead of a zero-filled copy of the input per slice."""
+        sets = {}
+        for g in grps:
+            if g.op is not _SLICE or g.rows is not None or g.alias is not None:
+                continue
+            x, dim, _, _, step = g.first
+            shape = g.shapes[0]
+            if step != 1 or not shape or not g.m:
+                continue
+            d = dim + len(shape) if dim < 0 else dim
+            if d < 1:
+                continue
+            sets.setdefault((g.gm, d, tuple(g.codes)), []).append(g)
+        for (gm, d, _), gs in sets.items():
+            if len(gs) < 2:
+                continue
+            shape = gs[0].shapes[0]
+            D = shape[d]
+            spans = sorted((slice(g.first[2], g.first[3]).indices(D)[:2], g) for g in gs)
+            if spans[0][0][0] != 0 or spans[-1][0][1] != D or any(
+                    a[0][1] != b[0][0] for a, b in zip(spans, spans[1:])):
+                continue
+            gs = [g for _, g in spans]
+            sizes = [b - a for (a, b), _ in spans]
+            if min(sizes) <= 0:
+                continue
+            n = gs[0].n
+            _grad.enabled = gm
+            try:
+                x, stacked = self.gather(np.array(gs[0].codes, dtype=np.int64), shape)
+                if not stacked:
+                    continue
+                pieces = self.inner(_SPLIT, (x, sizes, d if _flat_rows(shape) else d + 1))
+                if any(_unwrap(pc).shape != _phys(n, g.outm[0][0].shape)
+                       for pc, g in zip(pieces, gs)):
+                    continue
+            except Exception:
+                continue
+            for pc, g in zip(pieces, gs):
+                g.outs = (pc,)
+                self.ran(g)
+            self.groups_run += len(gs)
+            self.calls_run += n * len(gs)
+
+    def stack_rows(self, grp, C):
+        """``stack(values, 0)`` of pending values (``stack(losses)``): a gather of their rows
+        from the batched results (one op per source), not one ``select`` per value."""
+        pl = grp.plan[0]
+        first = grp.first
+        if first[1] not in (0, -len(first[0][0].shape) - 1) or pl.__class__ is not list or \
+                len(pl) < 2 or None in pl:
+            return False
+        shape = grp.shapes[0][0]
+        t, stacked = self.gather(C[0, pl], shape)
+        if not stacked:
+            return False
+        if _flat_rows(shape):
+            t = _batching.reshape(self.inner, t, (len(pl),) + tuple(shape))
+        grp.vals = [(t,)]
+        self.ran(grp)
+        return True
+
+    def run_batched(self, grp, rule, C):
+        """Run ``grp`` as one call of its batching rule; False if the rule declines (or
+        returns something of the wrong shape)."""
+        n = grp.n
+        if rule is _take_rows:
+            return self.run_rows(grp, C)
+        perm = None
+        if C is not None:
+            # per code column at once: one value for every call? one source buffer?
+            S = C >> _ROW_BITS
+            one = (C == C[0]).all(0).tolist()
+            one_src = (S == S[0]).all(0).tolist()
+            perm = _order(C, S, one_src)
+            if perm is not None:
+                C = C[perm]
+        first = grp.first
+        shapes = grp.shapes
+        args, stacked = [], []
+        some = False
+        for pos, pl in enumerate(grp.plan):
+            a = first[pos]
+            if pl is None:
                 args.append(a)
                 stacked.append(False)
-                shapes.append(None)
-        if not any(s is True or (s.__class__ is list and any(s)) for s in stacked):
-            if grp.op.name in _batching.RANDOM:
-                return None
+            elif pl.__class__ is int:
+                t, s = self.gather(C[:, pl], shapes[pos], one[pl], one_src[pl])
+                args.append(t)
+                stacked.append(s)
+                some = some or s
+            else:
+                ts, ss = [], []
+                for i, q in enumerate(pl):
+                    if q is None:
+                        ts.append(a[i])
+                        ss.append(False)
+                    else:
+                        t, s = self.gather(C[:, q], shapes[pos][i], one[q], one_src[q])
+                        ts.append(t)
+                        ss.append(s)
+                        some = some or s
+                args.append(ts if a.__class__ is list else tuple(ts))
+                stacked.append(ss)
+        if not some:
+            if grp.op.name in _RANDOM:
+                return False
             # every example made the same call (``w.t()`` in per-example code): run it once
             out = self.inner(grp.op, tuple(args))
-            return _SAME, ((out,) if isinstance(out, _TensorType) else tuple(out))
-        kind, outs_meta = grp.meta
-        out_types = [_TYPES[outs_meta[0]]] if kind is None else [_TYPES[m[0]] for m in outs_meta]
-        out_shapes = [t[0] for t in out_types]
-        b = _batching.Batch(grp.op, n, args, stacked, shapes, out_shapes, self.inner)
-        out = rule(b)
+            grp.same = (out,) if isinstance(out, _TensorType) else tuple(out)
+            return True
+        outm = grp.outm
+        out_shapes = [t.shape for t, _, _ in outm]
+        inner = self.inner
+        out = None
+        flat = _FLAT_RULES.get(grp.op.name)
+        if flat is not None:  # the rule takes the buffers as they are (flat)
+            out = flat(_batching.Batch(grp.op, n, args, stacked, shapes, out_shapes, inner))
         if out is None:
-            return None
+            # the rule sees every argument with the examples along dim 0 (a flat buffer
+            # viewed so), and its results are made flat again
+            for j, st in enumerate(stacked):
+                if st is True:
+                    if _flat_rows(shapes[j]):
+                        args[j] = _batching.reshape(inner, args[j], (n,) + tuple(shapes[j]))
+                elif st:
+                    parts = list(args[j])
+                    for i, sti in enumerate(st):
+                        if sti and _flat_rows(shapes[j][i]):
+                            parts[i] = _batching.reshape(inner, parts[i],
+                                                         (n,) + tuple(shapes[j][i]))
+                    args[j] = parts if args[j].__class__ is list else tuple(parts)
+            out = rule(_batching.Batch(grp.op, n, args, stacked, shapes, out_shapes, inner))
+            if out is None:
+                return False
+            if isinstance(out, _TensorType):
+                out = _batching.reshape(inner, out, _phys(n, out_shapes[0])) \
+                    if len(out_shapes) == 1 and _flat_rows(out_shapes[0]) and \
+                    tuple(out.shape) == (n,) + tuple(out_shapes[0]) else out
+            elif len(out) == len(out_shapes):
+                out = tuple(_batching.reshape(inner, o, _phys(n, sh))
+                            if _flat_rows(sh) and tuple(o.shape) == (n,) + tuple(sh) else o
+                            for o, sh in zip(out, out_shapes))
         outs = (out,) if isinstance(out, _TensorType) else tuple(out)
-        if len(outs) != len(out_shapes):
-            return None
-        for o, (s, dt, _) in zip(outs, out_types):
+        if len(outs) != len(outm):
+            return False
+        for o, (t, _, _) in zip(outs, outm):
             d = _unwrap(o)
-            if d.shape != (n,) + s or d.dtype != dt:
-                return None
-        return outs
+            if d.shape != _phys(n, t.shape) or d.dtype != t.dtype:
+                return False
+        grp.outs = outs
+        if perm is not None:  # the results are in the order ``perm``
+            phys = grp.phys = np.empty(n, dtype=np.int64)
+            phys[perm] = _arange(n)
+        return True
+
+    def run_rows(self, grp, C):
+        """A rows group (see ``record_rows``): the sources flattened to rows and
+        concatenated, then one ``index_select`` of every call's rows."""
+        drop, L, step = grp.rows
+        n = grp.n
+        xs, starts = C[:, 0], C[:, 1]
+        pieces = []
+        first = np.empty(n, dtype=np.int64)  # each call's first row in the concatenation
+        at = 0
+        order = np.argsort(xs, kind="stable")
+        sx = xs[order]
+        cuts = np.flatnonzero(sx[1:] != sx[:-1]) + 1
+        segs = np.split(order, cuts) if len(cuts) else (order,)
+        inner = self.inner
+        done = set()
+        for seg in segs:  # one segment per distinct x (code)
+            c = int(xs[seg[0]])
+            if c >= 0:
+                b = c >> _ROW_BITS
+                if b in done:
+                    continue
+                g, k, off = self.locate(b)
+                if g.outs is not None:  # every call reading this buffer at once
+                    done.add(b)
+                    B = g.outs[k]
+                    shape = tuple(_unwrap(B).shape)
+                    tk = g.outm[k][0]
+                    D = tk.shape[0]
+                    if not tk.r:  # (m, D, ...), not flat: made rows (m * D, ...)
+                        B = _batching.reshape(inner, B, (shape[0] * D,) + shape[2:])
+                    pieces.append(B)
+                    pos = np.flatnonzero((xs >= 0) & ((xs >> _ROW_BITS) == b))
+                    first[pos] = at + _rows(g, xs[pos], off) * D + starts[pos]
+                    at += _unwrap(B).shape[0]
+                    continue
+            X = self.value(c)
+            pieces.append(X)
+            first[seg] = at + starts[seg]
+            at += X.shape[0]
+        whole = pieces[0] if len(pieces) == 1 else _call(_CAT, (pieces, 0))
+        t = grp.outm[0][0]
+        if drop:
+            out = _take(whole, first)
+        else:
+            out = _take(whole, (first[:, None] + _arange(L) * step).reshape(-1))
+        out = _batching.reshape(inner, out, _phys(n, t.shape))
+        d = _unwrap(out)
+        if d.shape != _phys(n, t.shape) or d.dtype != t.dtype:
+            return False
+        grp.outs = (out,)
+        return True
+
+    # -- gathering ----------------------------------------------------------------------
+    def gather(self, col, shape, one=None, one_src=None):
+        """``(tensor, stacked)`` for one tensor argument of a group (per example of
+        ``shape``), from its codes ``col``: the one tensor every example passed (``stacked``
+        False), or the examples' values as a batched buffer (see ``_flat_rows``): rows of
+        batched results, taken with one slice or ``index_select`` per source buffer;
+        per-example tensors that are not rows of one (constants, results of calls run one at a
+        time) are stacked."""
+        c0 = int(col[0])
+        if one is None:
+            one = bool((col == c0).all())
+            one_src = bool(((col >> _ROW_BITS) == (c0 >> _ROW_BITS)).all())
+        if one:
+            return self.value(c0), False
+        if c0 >= 0:
+            b0 = c0 >> _ROW_BITS
+            if one_src:  # one source buffer
+                g, k, off = self.locate(b0)
+                if g.outs is not None:
+                    return _take(g.outs[k], _expand(_rows(g, col, off), _flat_rows(shape))), True
+                if g.same is not None:
+                    return g.same[k], False
+        return self.gather_mixed(col, _flat_rows(shape)), True
+
+    def gather_mixed(self, col, f):
+        """The examples' values from several sources, in row order (``f`` rows each in a flat
+        buffer): the source buffers (and the per-example tensors that are not rows of one)
+        concatenated, then one ``index_select`` of the rows; a source of which few rows are read
+        is cut down to them first."""
+        n = len(col)
+        r = f or 1
+        pieces = []
+        pend = np.flatnonzero(col >= 0)
+        singles = np.flatnonzero(col < 0).tolist() if len(pend) < n else []
+        base = np.empty(n, dtype=np.int64)  # each value's first row in the concatenation
+        at = 0
+        placed = {}  # (group, k) -> where its whole buffer is in the concatenation
+        if len(pend):
+            pc = col[pend]
+            src = pc >> _ROW_BITS
+            srt = np.argsort(src, kind="stable")
+            ss = src[srt]
+            cuts = np.flatnonzero(ss[1:] != ss[:-1]) + 1
+            for seg in np.split(srt, cuts) if len(cuts) else (srt,):
+                pos = pend[seg]
+                b = int(src[seg[0]])
+                g, k, off = self.locate(b)
+                if g.outs is None:
+                    singles.extend(pos.tolist())
+                    continue
+                B = g.outs[k]
+                rows = _rows(g, pc[seg], off)
+                m = _unwrap(B).shape[0]
+                if m > 8 * len(rows) * r + 64:  # a few rows of a large buffer: take them
+                    B = _take(B, _expand(rows, f))
+                    rows = _arange(len(rows))
+                    m = len(rows) * r
+                else:
+                    where = placed.get((g, k))
+                    if where is not None:  # (two groups merged into one: one buffer)
+                        base[pos] = rows * r + where
+                        continue
+                    placed[g, k] = at
+                pieces.append(B)
+                base[pos] = rows * r + at
+                at += m
+        if singles:
+            vals = [self.value(int(col[i])) for i in singles]
+            pieces.append(_call(_CAT, (vals, 0)) if f else _call(_STACK, (vals, 0)))
+            base[singles] = _arange(len(singles)) * r + at
+            at += len(singles) * r
+        whole = pieces[0] if len(pieces) == 1 else _call(_CAT, (pieces, 0))
+        idx = base if f <= 1 else (base[:, None] + _arange(f)).reshape(-1)
+        if at == len(idx) and (idx == _arange(at)).all():
+            return whole
+        return _call(_INDEX_SELECT, (whole, 0, _index(idx, whole)))
 
 
 # ------------------------------------------------------------------------------ gathering
-_IDX_CACHE: dict = {}
-
-
-def _index(rows, like):
-    """An int64 index tensor of ``rows`` on the device of ``like``."""
-    arr = np.fromiter(rows, dtype=np.int64, count=len(rows))
-    d = _unwrap(like)
-    if d.__class__ is not np.ndarray:
-        import cupy
-
-        with d.device:
-            arr = cupy.asarray(arr)
-    return _wrap(arr)
-
-
-def _gather(vals, n):
-    """``(tensor, stacked)`` for one argument of a group: the one tensor every example passed
-    (``stacked`` False), or the examples' tensors along a new dim 0. Pending values are rows of
-    batched results and are gathered by index (``index_select``) or slice, one op per source."""
-    v0 = vals[0]
-    for v in vals:
-        if v is not v0:
-            break
-    else:
-        if v0.__class__ is _Pending:
-            return _value_of(v0.__dict__["_pn"], v0.__dict__["_pk"]), False
-        return v0, False
-    # the common case: all rows of one batched result
-    if v0.__class__ is _Pending:
-        g = v0.__dict__["_pn"][_G]
-        k = v0.__dict__["_pk"]
-        if g.outs is not None:
-            rows = []
-            for v in vals:
-                if v.__class__ is not _Pending:
-                    break
-                d = v.__dict__
-                nd = d["_pn"]
-                if nd[_G] is not g or d["_pk"] != k:
-                    break
-                rows.append(nd[_R])
-            else:
-                return _take(g.outs[k], rows), True
-    # general: several sources (batched results and single tensors)
-    sources = {}   # id(batched result) -> [tensor, [(position, row)]]
-    singles = []   # (position, tensor)
-    for i, v in enumerate(vals):
-        if v.__class__ is _Pending:
-            d = v.__dict__
-            nd = d["_pn"]
-            g = nd[_G]
-            if g.outs is not None:
-                B = g.outs[d["_pk"]]
-                ent = sources.get(id(B))
-                if ent is None:
-                    ent = sources[id(B)] = [B, [], []]
-                ent[1].append(i)
-                ent[2].append(nd[_R])
-                continue
-            v = nd[_V][d["_pk"]]
-        singles.append((i, v))
-    if not sources:
-        t0 = singles[0][1]
-        for _, t in singles:
-            if t is not t0:
-                break
-        else:
-            return t0, False  # one tensor after all (a call every example made alike)
-    pieces, order = [], []
-    for B, pos, rows in sources.values():
-        pieces.append(_take(B, rows))
-        order.extend(pos)
-    if singles:
-        pieces.append(_call(_STACK, ([t for _, t in singles], 0)))
-        order.extend(i for i, _ in singles)
-    whole = pieces[0] if len(pieces) == 1 else _call(_CAT, (pieces, 0))
-    if order == _arange(n):
-        return whole, True
-    inv = [0] * n
-    for pos, i in enumerate(order):
-        inv[i] = pos
-    return _call(_INDEX_SELECT, (whole, 0, _index(inv, whole))), True
-
-
 _RANGES: dict = {}
-_SAME = object()
+_ROWS_KEY = object()  # the op of a rows group's signature (see record_rows)
+_FULL = slice(None)
+
+
+def _order(C, S, one_src):
+    """The order to run a group's calls in (None: as recorded): by source buffer of the
+    argument read from the most sources, then by row, so that argument is gathered as its
+    sources one after another (slices or whole buffers, no reordering) and the results of
+    calls that read one source are neighbours for the groups reading them in turn. ``S``:
+    the codes' buffers, ``one_src``: per column, whether it has one."""
+    best, most = None, 1
+    for j, single in enumerate(one_src):
+        if single:
+            continue
+        k = len(np.unique(S[:, j]))
+        if k > most:
+            best, most = j, k
+    if best is None:
+        return None
+    perm = np.lexsort((C[:, best] & _MASK, S[:, best]))
+    return None if (perm == _arange(len(perm))).all() else perm
+
+
+def _expand(rows, f):
+    """The buffer rows of values at ``rows`` of a flat buffer with ``f`` rows a value."""
+    if f <= 1:
+        return rows
+    return (rows[:, None] * f + _arange(f)).reshape(-1)
+
+
+def _take_rows(b):  # pragma: no cover - a marker: rows groups run through run_rows
+    return None
 
 
 def _arange(n):
     r = _RANGES.get(n)
     if r is None:
-        r = _RANGES[n] = list(range(n))
+        r = _RANGES[n] = np.arange(n, dtype=np.int64)
     return r
+
+
+def _index(rows, like):
+    """An int64 index tensor of ``rows`` (an int64 array) on the device of ``like``."""
+    d = _unwrap(like)
+    if d.__class__ is not _ndarray:
+        import cupy
+
+        with d.device:
+            rows = cupy.asarray(rows)
+    return _wrap(rows)
 
 
 def _call(op, bound):
@@ -718,12 +1288,12 @@ def _call(op, bound):
 
 
 def _take(B, rows):
-    """Rows ``rows`` of ``B`` (B itself, a slice, or an index_select)."""
-    m = _unwrap(B).shape[0]
+    """Rows ``rows`` (an int64 array) of ``B``: B itself, a slice, or an index_select."""
     n = len(rows)
-    r0 = rows[0]
-    if rows[-1] - r0 == n - 1 and rows == list(range(r0, r0 + n)):
-        if n == m:
+    r0, r1 = rows[0], rows[-1]
+    if r1 - r0 == n - 1 and (n <= 2 or (rows[1:] - rows[:-1] == 1).all()):
+        r0 = int(r0)
+        if n == _unwrap(B).shape[0]:
             return B
         return _call(_SLICE, (B, 0, r0, r0 + n, 1))
     return _call(_INDEX_SELECT, (B, 0, _index(rows, B)))
@@ -749,29 +1319,26 @@ def _realize(bound):
 
 # ------------------------------------------------------------------------------ helpers
 def _np_dtype(t):
-    if t.__class__ is _Pending:
-        return _TYPES[t.__dict__["_pt"]][1]
-    return _unwrap(t).dtype
+    return _unwrap(t).dtype  # an _Unready answers it for a pending tensor
 
 
 def _dev(t):
-    if t.__class__ is _Pending:
-        return _TYPES[t.__dict__["_pt"]][2]
     d = _unwrap(t)
-    return None if d.__class__ is np.ndarray else d.device.id
+    if isinstance(d, _Unready):
+        return d.dev
+    return None if d.__class__ is _ndarray else d.device.id
 
 
 def _out_key(o):
     d = _unwrap(o)
-    return (_tid(d.shape, d.dtype, None if d.__class__ is np.ndarray else d.device.id),
-            d.dtype.kind == "f")
+    return (_type_of(d), d.dtype.kind == "f")
 
 
 def _placeholder(a):
     c = a.__class__
     if c is _Pending:
-        shape, dtype, dev = _TYPES[a.__dict__["_pt"]]
-        return _wrap(_fill(shape, dtype, dev))
+        u = _unwrap(a)
+        return _wrap(_fill(u.shape, u.dtype, u.dev))
     if (c is list or c is tuple) and any(b.__class__ is _Pending for b in a):
         return c(_placeholder(b) for b in a)
     return a
@@ -821,7 +1388,7 @@ class _outside:
         st = getattr(_local, "state", None)
         self.st = st
         if st is not None and st.active:
-            if st.count:
+            if st.levels:
                 st.flush()
             self.prev = get_recorder()
             set_recorder(st.inner)
@@ -898,6 +1465,7 @@ class autobatch:
             if self._gc:
                 gc.enable()
             st.active = False
+            st.record = None  # the recorder closes over the state: no cycle left behind
             _local.state = None
             self.stats = {"groups": st.groups_run, "calls": st.calls_run,
                           "unbatched": dict(st.unbatched)}
