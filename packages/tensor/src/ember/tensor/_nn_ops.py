@@ -36,7 +36,7 @@ __all__ = [
     "max_pool3d_with_indices_backward",
     "embedding", "embedding_dense_backward",
     "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell_fused",
-    "lstm_cell_backward", "gru_cell_fused", "gru_cell_backward", "split_with_sizes",
+    "lstm_cell_backward", "gru_cell_fused", "gru_cell_backward",
     "ctc_loss", "_ctc_loss", "_ctc_loss_backward",
     "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
     "cross_entropy_loss", "_cross_entropy_loss_backward",
@@ -814,30 +814,6 @@ def gru_cell_backward(grad_hy: Tensor, input_gates: Tensor, hidden_gates: Tensor
                                                      xp.ascontiguousarray(gh[:, 2 * H:]), h0)
     dt = hx._data.dtype
     return tuple(_make(a.astype(dt, copy=False)) for a in (dgi, dgh, dhx))
-
-
-@defop("split_with_sizes")
-def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
-    """Views of consecutive blocks of ``split_sizes`` along ``dim``; one node in a graph
-    (its backward is one ``cat``), so the per-step slices of a recurrent layer's input
-    projection do not each write a full-size gradient."""
-    d = input._data
-    from ._tensor import _wrap_dim
-
-    if d.ndim == 0:
-        raise RuntimeError("split_with_sizes(): split expects at least a 1-dimensional tensor")
-    dim = _wrap_dim(dim, d.ndim, "split_with_sizes")
-    sizes = [int(s) for s in split_sizes]
-    if sum(sizes) != d.shape[dim] or min(sizes, default=0) < 0:
-        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
-                           f"{d.shape[dim]} (input tensor's size at dimension {dim}), but got "
-                           f"split_sizes={sizes}")
-    out, start = [], 0
-    pre = (slice(None),) * dim
-    for n in sizes:
-        out.append(input._view_of(d[pre + (slice(start, start + n),)]))
-        start += n
-    return tuple(out)
 
 
 def _project(input: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:

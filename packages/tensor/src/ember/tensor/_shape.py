@@ -555,15 +555,7 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
         sections = [min(step, size - i) for i in range(0, size, step)] if size else [0]
     else:
         sections = [int(s) for s in split_size_or_sections]
-        if sum(sections) != size:
-            raise RuntimeError(
-                f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
-                f"size at dimension {dim}), but got split_sizes={sections}")
-    out, start = [], 0
-    for n in sections:
-        out.append(narrow(tensor, dim, start, n))
-        start += n
-    return tuple(out)
+    return split_with_sizes(tensor, sections, dim)  # one node: its backward is one cat
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
@@ -1126,37 +1118,43 @@ def dsplit(input: Tensor, indices_or_sections) -> tuple:
     return _dir_split("dsplit", input, indices_or_sections, 3, 2)
 
 
+@defop("split_with_sizes")
 def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
-    """Split into pieces of the given sizes, which must sum to the size of ``dim`` (views)."""
-    if isinstance(split_sizes, numbers.Integral):
-        raise TypeError(f"split_with_sizes(): argument 'split_sizes' (position 2) must be tuple "
-                        f"of ints, not {type(split_sizes).__name__}")
-    return split(input, list(split_sizes), dim)
+    """Views of consecutive blocks of ``split_sizes`` along ``dim``; one node in a graph
+    (its backward is one ``cat``), so the per-step slices of a recurrent layer's input
+    projection do not each write a full-size gradient."""
+    d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("split_with_sizes(): split expects at least a 1-dimensional tensor")
+    dim = _wrap_dim(dim, d.ndim, "split_with_sizes")
+    sizes = [int(s) for s in split_sizes]
+    if sum(sizes) != d.shape[dim] or min(sizes, default=0) < 0:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{d.shape[dim]} (input tensor's size at dimension {dim}), but got "
+                           f"split_sizes={sizes}")
+    out, start = [], 0
+    pre = (slice(None),) * dim
+    for n in sizes:
+        out.append(input._view_of(d[pre + (slice(start, start + n),)]))
+        start += n
+    return tuple(out)
 
 
-def _as_op(op: str, fn, *args):
-    """``fn(*args)`` with its errors naming ``op`` (the public name called)."""
-    try:
-        return fn(*args)
-    except (RuntimeError, IndexError, ValueError) as exc:
-        if len(exc.args) == 1 and isinstance(exc.args[0], str) and op not in exc.args[0]:
-            exc.args = (f"{op}(): {exc.args[0]}",)
-        raise
-
-
+# PyTorch's forms without view tracking; ember's pieces are views either way (the namespace's
+# composite wrapper makes their errors name them)
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
-    """:func:`chunk` (PyTorch's form without view tracking; ember's pieces are views)."""
-    return _as_op("unsafe_chunk", chunk, input, chunks, dim)
+    """:func:`chunk`."""
+    return chunk(input, chunks, dim)
 
 
 def unsafe_split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
-    """:func:`split` (PyTorch's form without view tracking)."""
-    return _as_op("unsafe_split", split, tensor, split_size_or_sections, dim)
+    """:func:`split`."""
+    return split(tensor, split_size_or_sections, dim)
 
 
 def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
-    """:func:`split_with_sizes` (PyTorch's form without view tracking)."""
-    return _as_op("unsafe_split_with_sizes", split_with_sizes, input, split_sizes, dim)
+    """The registry op ``split_with_sizes``."""
+    return split_with_sizes(input, split_sizes, dim)
 
 
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
