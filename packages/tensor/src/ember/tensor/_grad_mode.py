@@ -77,12 +77,11 @@ class _Mode:
 class no_grad(_Mode):
     """Disable recording: ``with no_grad(): ...`` or ``@no_grad()``.
 
-    >>> import ember.tensor as et
-    >>> x = et.ones(2, requires_grad=True)
     >>> with no_grad():
-    ...     y = x * 2
-    >>> y.requires_grad
+    ...     print(is_grad_enabled())
     False
+    >>> is_grad_enabled()
+    True
     """
 
     _value = False
