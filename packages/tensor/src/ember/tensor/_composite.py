@@ -183,8 +183,11 @@ def _name_op(exc: BaseException, op: str, names: tuple[str, ...]) -> None:
     m = _LEADING_OP.match(msg)
     if m is None:
         w = _LEADING_WORD.match(msg)
+        # PyTorch's own wording leads with the op it runs; a variant of that op
+        # (``unsafe_chunk`` running ``chunk``) is still named
         if w is not None and (callable(getattr(Tensor, w.group(), None))
-                              or w.group() in _COMPOSITES):
+                              or w.group() in _COMPOSITES) and \
+                (w.group() == op or w.group() not in op):
             return
     exc.args = (f"{op}(): {msg[m.end():] if m else msg}",)
 

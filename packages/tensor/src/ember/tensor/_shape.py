@@ -549,7 +549,10 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     size = tensor._data.shape[dim]
     if isinstance(split_size_or_sections, numbers.Integral):
         step = int(split_size_or_sections)
-        if step <= 0 and size:
+        if step < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got "
+                               f"split_size={step}")
+        if step == 0 and size:
             raise RuntimeError(f"split(): split_size can only be 0 if dimension size is 0, but "
                                f"got dimension size of {size}")
         sections = [min(step, size - i) for i in range(0, size, step)] if size else [0]
