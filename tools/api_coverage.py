@@ -177,6 +177,8 @@ EXCLUDE: list[tuple[str, str, str]] = [
     # -- torch.autograd
     ("torch.autograd", r"DeviceType|Profiler.*|kineto_available", _PROFILE),
     ("torch.autograd", r"handle_torch_function|has_torch_function|is_tensor_like", _DISPATCH),
+    ("torch.autograd", r"variable", "deprecated: PyTorch's `torch.autograd.variable(...)` only "
+                                    "raises, pointing to torch.tensor(...)"),
     ("torch.autograd", r"SavedTensor|enforce_grad_layout_policy|is_view_replay_enabled|"
                        r"is_multithreading_enabled|set_multithreading_enabled|overload|cast",
      _MISC),
