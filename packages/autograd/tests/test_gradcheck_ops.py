@@ -17,7 +17,7 @@ from ember.tensor import Tensor
 from ember.tensor.testing import op_table as T
 
 DIFF = [e for e in T.OP_TABLE
-        if e.differentiable and any(d.startswith("float") for d in e.dtypes)]
+        if e.differentiable and any(d.startswith(("float", "complex")) for d in e.dtypes)]
 CASES = [pytest.param(e, lay, id=f"{e.name}-{lay}") for e in DIFF for lay in e.layouts]
 
 
@@ -41,8 +41,13 @@ def _grad_positions(entry, sample):
     def floating(a):
         if isinstance(a, list):
             return bool(a) and all(floating(x) for x in a)
-        return isinstance(a, np.ndarray) and a.dtype.kind == "f"
+        return isinstance(a, np.ndarray) and a.dtype.kind in "fc"
     return tuple(i for i in entry.operands if i < len(sample.args) and floating(sample.args[i]))
+
+
+def _wide(a: np.ndarray) -> np.ndarray:
+    """A floating array in float64, a complex one in complex128."""
+    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
 
 
 def _prepare(entry, sample, contiguous):
@@ -53,16 +58,16 @@ def _prepare(entry, sample, contiguous):
     diff = []
     for i in pos:
         a = args[i]
-        if isinstance(a, np.ndarray) and a.dtype.kind == "f":
-            args[i] = _conv(a.astype(np.float64), contiguous).requires_grad_(True)
+        if isinstance(a, np.ndarray) and a.dtype.kind in "fc":
+            args[i] = _conv(_wide(a), contiguous).requires_grad_(True)
             diff.append(i)
         elif isinstance(a, list):
-            args[i] = [_conv(x.astype(np.float64), contiguous).requires_grad_(True) for x in a]
+            args[i] = [_conv(_wide(x), contiguous).requires_grad_(True) for x in a]
             diff.append(i)
     for i, a in enumerate(args):
         if i not in diff:
-            args[i] = _conv(a.astype(np.float64) if isinstance(a, np.ndarray)
-                              and a.dtype.kind == "f" else a, contiguous)
+            args[i] = _conv(_wide(a) if isinstance(a, np.ndarray) and a.dtype.kind in "fc"
+                            else a, contiguous)
     kwargs = {k: _conv(v, contiguous) for k, v in sample.kwargs.items()}
     return args, kwargs, diff
 
@@ -90,13 +95,15 @@ def _func(entry, args, kwargs, where):
                 a[i][j] = x
         out = entry.fn(*a, **kwargs)
         if isinstance(out, (tuple, list)):
-            return tuple(o for o in out if isinstance(o, Tensor) and o.dtype.is_floating_point)
+            return tuple(o for o in out if isinstance(o, Tensor) and
+                         (o.dtype.is_floating_point or o.dtype.is_complex))
         return out
     return f
 
 
 def _samples(entry):
-    dtype = "float64" if "float64" in entry.dtypes else "float32"
+    dtype = next((d for d in ("float64", "complex128", "float32", "complex64")
+                  if d in entry.dtypes), "float32")
     return entry.samples(dtype, _rng(entry.name, "grad"))
 
 
@@ -133,7 +140,9 @@ def _grads_of(entry, args, kwargs, flat):
     out = entry.fn(*args, **kwargs)
     outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
             if isinstance(o, Tensor) and o.requires_grad]
-    gs = ag.grad([o.sum() for o in outs], flat, allow_unused=True)
+    # a complex output is reduced to a real loss through both of its parts
+    gs = ag.grad([et.view_as_real(o).sum() if o.is_complex() else o.sum() for o in outs],
+                 flat, allow_unused=True)
     return [None if g is None else g.detach().numpy() for g in gs]
 
 

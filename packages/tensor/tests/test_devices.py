@@ -112,7 +112,7 @@ def _close(got: np.ndarray, ref: np.ndarray, dtype: str, entry, ctx: str) -> Non
         return
     atol, rtol = T.tolerance(dtype)
     atol, rtol = max(atol, entry.atol or 0.0), max(rtol, entry.rtol or 0.0)
-    np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), atol=atol,
+    np.testing.assert_allclose(got.astype(np.complex128), ref.astype(np.complex128), atol=atol,
                                rtol=rtol, equal_nan=True, err_msg=ctx)
 
 

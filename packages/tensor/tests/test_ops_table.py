@@ -55,6 +55,11 @@ def _np(t: Tensor) -> np.ndarray:
     return a.astype(np.float32) if a.dtype == T.np_dtype("bfloat16") else a  # exact
 
 
+def _wide(a: np.ndarray) -> np.ndarray:
+    """An array in float64, or complex128 when it or its dtype is complex."""
+    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+
+
 def _check_value(got: Tensor, ref, exp_dtype: str, ctx: str) -> None:
     assert isinstance(got, Tensor), f"{ctx}: expected a Tensor, got {type(got).__name__}"
     ref = np.asarray(ref)
@@ -65,7 +70,7 @@ def _check_value(got: Tensor, ref, exp_dtype: str, ctx: str) -> None:
         np.testing.assert_array_equal(g, ref, err_msg=ctx)
         return
     atol, rtol = T.tolerance(exp_dtype)
-    np.testing.assert_allclose(g.astype(np.float64), ref.astype(np.float64), atol=atol,
+    np.testing.assert_allclose(_wide(g), _wide(ref), atol=atol,
                                rtol=rtol, equal_nan=True, err_msg=ctx)
 
 
@@ -217,7 +222,7 @@ def test_inplace_matches_out_of_place(entry, dtype, layout):
             assert tgt.dtype == x.dtype and tuple(tgt.stride()) == tuple(x.stride()), ctx
             want = _np(expected).astype(T.np_dtype(x.dtype.name))
             atol, rtol = T.tolerance(x.dtype.name)
-            np.testing.assert_allclose(_np(tgt).astype(np.float64), want.astype(np.float64),
+            np.testing.assert_allclose(_wide(_np(tgt)), _wide(want),
                                        atol=atol, rtol=rtol, equal_nan=True, err_msg=ctx)
             checked += 1
     assert checked or dtype in ("bool", "uint8", "int8", "int16", "int32", "int64")

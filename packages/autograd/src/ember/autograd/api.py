@@ -41,6 +41,9 @@ def _make_grads(outputs: list, grads: list, create_graph: bool, op: str) -> list
                     f"{op}: grad can be implicitly created only for scalar outputs; got an "
                     f"output of shape {list(o.shape)}. Pass `gradient=` (e.g. "
                     "ones_like(output)) or reduce the output to a scalar first.")
+            if o.is_complex():
+                raise RuntimeError(f"{op}: grad can be implicitly created only for real scalar "
+                                   f"outputs; got {o.dtype}")
             g = wrap(_ones(o))
         elif not isinstance(g, Tensor):
             g = et.full_like(o, g)
@@ -127,9 +130,9 @@ class _EngineAPI:
 
     @staticmethod
     def check_requires_grad(t: Tensor) -> None:
-        if not t.is_floating_point():
-            raise RuntimeError(
-                f"only Tensors of floating point dtype can require gradients (got {t.dtype})")
+        if not (t.is_floating_point() or t.is_complex()):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               f"gradients (got {t.dtype})")
 
     @staticmethod
     def set_history(t: Tensor, grad_fn) -> None:

@@ -32,13 +32,22 @@ _threshold_bw = _ext.OPS["threshold_backward"].public
 class Entry:
     """A derivative: ``save`` lists the positional arguments the formula reads; as a dict
     ``{arg: (args whose gradient needs it)}`` an argument is kept only when one of those
-    gradients is wanted (``mul`` keeps ``b`` only if ``a`` needs a gradient)."""
+    gradients is wanted (``mul`` keeps ``b`` only if ``a`` needs a gradient).
 
-    __slots__ = ("vjp", "save", "save_for", "save_out", "_wanted", "node_cls")
+    ``complex`` says how the formula serves complex tensors, under PyTorch's convention (the
+    gradient of a real loss L at z = x + iy is dL/dx + i dL/dy): ``"linear"``, a map with
+    real coefficients (sum, views, cat), whose formula is right as written; ``"holomorphic"``,
+    whose formula is written as ``g * f'(z)``: the gradient is its conjugate at ``conj(g)``,
+    ``g * conj(f'(z))``; ``"own"``, a formula that handles complex numbers itself; None, no
+    complex derivative (recording one raises)."""
+
+    __slots__ = ("vjp", "save", "save_for", "save_out", "_wanted", "node_cls", "complex",
+                 "_conjugated")
     release = None  # nothing to free beyond the node's saved arguments
 
-    def __init__(self, fn, save, save_out):
+    def __init__(self, fn, save, save_out, complex=None):  # noqa: A002
         self.vjp, self.save_out = fn, save_out
+        self.complex, self._conjugated = complex, None
         self.node_cls = None  # the graph's node class for this op, made on first use
         self._wanted = {}
         if isinstance(save, dict):
@@ -47,6 +56,27 @@ class Entry:
         else:
             self.save = frozenset(save)
             self.save_for = None
+
+    def for_complex(self, op: str) -> Entry:
+        """The entry a node with complex outputs uses."""
+        kind = self.complex
+        if kind == "linear" or kind == "own":
+            return self
+        if kind == "holomorphic":
+            if self._conjugated is None:
+                fn = self.vjp
+
+                def conjugated(c, g):
+                    out = fn(c, _conj_grads(g))
+                    return tuple(_conj_grads(r) for r in out) if isinstance(out, tuple) \
+                        else _conj_grads(out)
+
+                twin = Entry(conjugated, (), self.save_out, "own")
+                twin.save, twin.save_for, twin._wanted = self.save, self.save_for, self._wanted
+                self._conjugated = twin
+            return self._conjugated
+        raise NotImplementedError(f"the derivative for '{op}' is not implemented for complex "
+                                  "tensors")
 
     def wanted(self, mask: int) -> frozenset:
         """The arguments to keep when bit ``i`` of ``mask`` says argument ``i`` requires
@@ -58,16 +88,26 @@ class Entry:
         return keep
 
 
+def _conj_grads(g):
+    """The complex conjugate of a gradient (a tensor, None, or a list of them)."""
+    if g is None:
+        return None
+    if isinstance(g, (list, tuple)):
+        return type(g)(_conj_grads(x) for x in g)
+    return et.conj(g) if g.is_complex() else g
+
+
 TABLE: dict[str, Entry] = {}
 
 
-def vjp(*names: str, save=(), out: bool = False):
-    """Register ``fn(c, g)`` as the derivative of the ops ``names``."""
+def vjp(*names: str, save=(), out: bool = False, complex=None):  # noqa: A002
+    """Register ``fn(c, g)`` as the derivative of the ops ``names`` (``complex``: see
+    :class:`Entry`)."""
     def deco(fn):
         for name in names:
             if name in TABLE:
                 raise RuntimeError(f"derivative of {name!r} declared twice")
-            TABLE[name] = Entry(fn, save, out)
+            TABLE[name] = Entry(fn, save, out, complex)
         return fn
     return deco
 
@@ -77,23 +117,23 @@ def _t(x) -> bool:
 
 
 # --------------------------------------------------------------------------- arithmetic
-@vjp("add")
+@vjp("add", complex="linear")
 def _add(c, g):
     return g, g
 
 
-@vjp("sub")
+@vjp("sub", complex="linear")
 def _sub(c, g):
     return g, (-g if c.needs[1] else None)
 
 
-@vjp("mul", save={0: (1,), 1: (0,)})
+@vjp("mul", save={0: (1,), 1: (0,)}, complex="holomorphic")
 def _mul(c, g):
     a, b = c.args
     return (g * b if c.needs[0] else None), (g * a if c.needs[1] else None)
 
 
-@vjp("div", save={0: (1,), 1: (0, 1)})
+@vjp("div", save={0: (1,), 1: (0, 1)}, complex="holomorphic")
 def _div(c, g):
     a, b = c.args
     ga = g / b if c.needs[0] else None
@@ -101,7 +141,7 @@ def _div(c, g):
     return ga, gb
 
 
-@vjp("pow", save=(0, 1), out=True)
+@vjp("pow", save=(0, 1), out=True, complex="holomorphic")
 def _pow(c, g):
     a, b = c.args
     ga = gb = None
@@ -112,6 +152,10 @@ def _pow(c, g):
             ga = g * b * a ** (b - 1) if b != 0 else et.zeros_like(a)
     if c.needs[1]:
         base = a if _t(a) else et.full_like(b, a)
+        if base.is_complex() or b.is_complex():  # log is defined off 0; 0 ** b gives 0
+            zero = base == 0
+            safe = et.where(zero, et.ones_like(base), base)
+            return ga, et.where(zero, et.zeros_like(g), g * c.out * et.log(safe))
         safe = et.where(base > 0, base, et.ones_like(base))
         gb = et.where((base == 0) & (b >= 0), et.zeros_like(g), g * c.out * et.log(safe))
         gb = et.where(base < 0, g * c.out * et.log(base), gb) if _t(a) else gb
@@ -198,140 +242,140 @@ def _minimum(c, g):
 
 
 # --------------------------------------------------------------------------- unary
-@vjp("neg")
+@vjp("neg", complex="linear")
 def _neg(c, g):
     return (-g,)
 
 
-@vjp("exp", out=True)
+@vjp("exp", out=True, complex="holomorphic")
 def _exp(c, g):
     return (g * c.out,)
 
 
-@vjp("exp2", out=True)
+@vjp("exp2", out=True, complex="holomorphic")
 def _exp2(c, g):
     return (g * c.out * math.log(2.0),)
 
 
-@vjp("expm1", out=True)
+@vjp("expm1", out=True, complex="holomorphic")
 def _expm1(c, g):
     return (g * (c.out + 1),)
 
 
-@vjp("log", save=(0,))
+@vjp("log", save=(0,), complex="holomorphic")
 def _log(c, g):
     return (g / c.args[0],)
 
 
-@vjp("log1p", save=(0,))
+@vjp("log1p", save=(0,), complex="holomorphic")
 def _log1p(c, g):
     return (g / (c.args[0] + 1),)
 
 
-@vjp("log2", save=(0,))
+@vjp("log2", save=(0,), complex="holomorphic")
 def _log2(c, g):
     return (g / (c.args[0] * math.log(2.0)),)
 
 
-@vjp("log10", save=(0,))
+@vjp("log10", save=(0,), complex="holomorphic")
 def _log10(c, g):
     return (g / (c.args[0] * math.log(10.0)),)
 
 
-@vjp("sqrt", out=True)
+@vjp("sqrt", out=True, complex="holomorphic")
 def _sqrt(c, g):
     return (g / (2 * c.out),)
 
 
-@vjp("rsqrt", out=True)
+@vjp("rsqrt", out=True, complex="holomorphic")
 def _rsqrt(c, g):
     return (-0.5 * g * c.out ** 3,)
 
 
-@vjp("reciprocal", out=True)
+@vjp("reciprocal", out=True, complex="holomorphic")
 def _reciprocal(c, g):
     return (-g * c.out * c.out,)
 
 
-@vjp("sin", save=(0,))
+@vjp("sin", save=(0,), complex="holomorphic")
 def _sin(c, g):
     return (g * et.cos(c.args[0]),)
 
 
-@vjp("cos", save=(0,))
+@vjp("cos", save=(0,), complex="holomorphic")
 def _cos(c, g):
     return (-g * et.sin(c.args[0]),)
 
 
-@vjp("tan", out=True)
+@vjp("tan", out=True, complex="holomorphic")
 def _tan(c, g):
     return (g * (1 + c.out * c.out),)
 
 
-@vjp("asin", save=(0,))
+@vjp("asin", save=(0,), complex="holomorphic")
 def _asin(c, g):
     a = c.args[0]
     return (g / et.sqrt(1 - a * a),)
 
 
-@vjp("acos", save=(0,))
+@vjp("acos", save=(0,), complex="holomorphic")
 def _acos(c, g):
     a = c.args[0]
     return (-g / et.sqrt(1 - a * a),)
 
 
-@vjp("atan", save=(0,))
+@vjp("atan", save=(0,), complex="holomorphic")
 def _atan(c, g):
     a = c.args[0]
     return (g / (1 + a * a),)
 
 
-@vjp("sinh", save=(0,))
+@vjp("sinh", save=(0,), complex="holomorphic")
 def _sinh(c, g):
     return (g * et.cosh(c.args[0]),)
 
 
-@vjp("cosh", save=(0,))
+@vjp("cosh", save=(0,), complex="holomorphic")
 def _cosh(c, g):
     return (g * et.sinh(c.args[0]),)
 
 
-@vjp("tanh", out=True)
+@vjp("tanh", out=True, complex="holomorphic")
 def _tanh(c, g):
     return (_tanh_bw(g, c.out),)
 
 
-@vjp("tanh_backward", save=(0, 1))
+@vjp("tanh_backward", save=(0, 1), complex="holomorphic")
 def _tanh_backward(c, g):
     go, y = c.args
     return (_tanh_bw(g, y) if c.needs[0] else None,
             -2 * g * go * y if c.needs[1] else None)
 
 
-@vjp("asinh", save=(0,))
+@vjp("asinh", save=(0,), complex="holomorphic")
 def _asinh(c, g):
     a = c.args[0]
     return (g / et.sqrt(a * a + 1),)
 
 
-@vjp("acosh", save=(0,))
+@vjp("acosh", save=(0,), complex="holomorphic")
 def _acosh(c, g):
     a = c.args[0]
     return (g / et.sqrt(a * a - 1),)
 
 
-@vjp("atanh", save=(0,))
+@vjp("atanh", save=(0,), complex="holomorphic")
 def _atanh(c, g):
     a = c.args[0]
     return (g / (1 - a * a),)
 
 
-@vjp("sigmoid", out=True)
+@vjp("sigmoid", out=True, complex="holomorphic")
 def _sigmoid(c, g):
     return (_sigmoid_bw(g, c.out),)
 
 
-@vjp("sigmoid_backward", save=(0, 1))
+@vjp("sigmoid_backward", save=(0, 1), complex="holomorphic")
 def _sigmoid_backward(c, g):
     go, y = c.args
     return (_sigmoid_bw(g, y) if c.needs[0] else None,
@@ -355,9 +399,65 @@ def _erfinv(c, g):
     return (g * (math.sqrt(math.pi) / 2.0) * et.exp(c.out * c.out),)
 
 
-@vjp("abs", save=(0,))
+@vjp("abs", save=(0,), complex="own")
 def _abs(c, g):
-    return (g * et.sign(c.args[0]),)
+    return (g * et.sgn(c.args[0]),)
+
+
+# ------------------------------------------------------------------- complex numbers
+@vjp("real", complex="own")
+def _real(c, g):
+    return (g,)  # a complex input's gradient is g + 0i (the engine casts)
+
+
+@vjp("imag", complex="own")
+def _imag(c, g):
+    return (g * 1j,)
+
+
+@vjp("view_as_real", complex="own")
+def _view_as_real(c, g):
+    return (et.view_as_complex(g.contiguous()),)
+
+
+@vjp("view_as_complex", complex="own")
+def _view_as_complex(c, g):
+    return (et.view_as_real(g),)
+
+
+@vjp("conj", "conj_physical", complex="own")
+def _conj(c, g):
+    return (et.conj(g),)
+
+
+@vjp("complex", complex="own")
+def _complex(c, g):
+    return (et.real(g) if c.needs[0] else None), (et.imag(g) if c.needs[1] else None)
+
+
+def _off_zero(z, value, g):
+    """``value`` where ``z != 0``, else 0 (``z / |z|`` has no derivative at 0: PyTorch's
+    gradient there is 0)."""
+    return et.where(z == 0, et.zeros_like(g), value)
+
+
+@vjp("angle", save=(0,), complex="own")
+def _angle(c, g):
+    z = c.args[0]
+    if not z.is_complex():
+        return (et.zeros_like(z, dtype=g.dtype),)
+    mag2 = z.real * z.real + z.imag * z.imag
+    return (_off_zero(z, g * 1j * z / et.where(mag2 == 0, et.ones_like(mag2), mag2), g),)
+
+
+@vjp("sgn", save=(0,), out=True, complex="own")
+def _sgn(c, g):
+    z = c.args[0]
+    if not z.is_complex():
+        return (et.zeros_like(g),)
+    s, mag = c.out, et.abs(z)
+    return (_off_zero(z, (g - s * s * et.conj(g)) / (2 * et.where(mag == 0, et.ones_like(mag),
+                                                                    mag)), g),)
 
 
 @vjp("frac")
@@ -365,7 +465,7 @@ def _frac(c, g):
     return (g,)
 
 
-@vjp("square", save=(0,))
+@vjp("square", save=(0,), complex="holomorphic")
 def _square(c, g):
     return (2 * g * c.args[0],)
 
@@ -397,7 +497,7 @@ def _clamp(c, g):
     return ga, glo, ghi
 
 
-@vjp("where", save=(0,))
+@vjp("where", save=(0,), complex="linear")
 def _where(c, g):
     cond = c.args[0]
     zero = et.zeros_like(g)
@@ -405,7 +505,7 @@ def _where(c, g):
             (et.where(cond, zero, g) if c.needs[2] else None))
 
 
-@vjp("lerp", save=(0, 1, 2))
+@vjp("lerp", save=(0, 1, 2), complex="holomorphic")
 def _lerp(c, g):
     a, e, w = c.args
     ga = g * (1 - w) if c.needs[0] else None
@@ -414,7 +514,7 @@ def _lerp(c, g):
     return ga, ge, gw
 
 
-@vjp("masked_fill", save=(1,))
+@vjp("masked_fill", save=(1,), complex="linear")
 def _masked_fill(c, g):
     mask = c.args[1]
     zero = et.zeros_like(g)
@@ -423,34 +523,34 @@ def _masked_fill(c, g):
 
 
 # --------------------------------------------------------------------------- copies, casts
-@vjp("clone", "_ascontiguous")
+@vjp("clone", "_ascontiguous", complex="linear")
 def _identity(c, g):
     return (g,)
 
 
-@vjp("_to_copy", save=(0,))
+@vjp("_to_copy", save=(0,), complex="linear")
 def _to_copy(c, g):
     src = c.args[0]
     return (g.to(device=src.device),)
 
 
-@vjp("tril")
+@vjp("tril", complex="linear")
 def _tril(c, g):
     return (et.tril(g, c.args.diagonal),)
 
 
-@vjp("triu")
+@vjp("triu", complex="linear")
 def _triu(c, g):
     return (et.triu(g, c.args.diagonal),)
 
 
 # --------------------------------------------------------------------------- views
-@vjp("view", "squeeze")
+@vjp("view", "squeeze", complex="linear")
 def _view(c, g):
     return (g.reshape(c.meta[0][0]),)
 
 
-@vjp("permute")
+@vjp("permute", complex="linear")
 def _permute(c, g):
     dims = c.args[1]
     n = len(dims)
@@ -460,12 +560,12 @@ def _permute(c, g):
     return (g.permute(*inv) if n else g,)
 
 
-@vjp("expand")
+@vjp("expand", complex="linear")
 def _expand(c, g):
     return (g,)  # summed back to the input's shape by the engine
 
 
-@vjp("unsqueeze")
+@vjp("unsqueeze", complex="linear")
 def _unsqueeze(c, g):
     return (g.squeeze(c.args[1]),)
 
@@ -476,19 +576,19 @@ def _zeros_in(c, g, i: int = 0):
     return et.zeros(c.meta[i][0], dtype=g.dtype, device=g.device)
 
 
-@vjp("slice_view")
+@vjp("slice_view", complex="linear")
 def _slice_view(c, g):
     _, dim, start, end, step = c.args
     return (et.slice_scatter(_zeros_in(c, g), g, dim, start, end, step),)
 
 
-@vjp("select")
+@vjp("select", complex="linear")
 def _select(c, g):
     dim, index = c.args[1:3]
     return (et.select_scatter(_zeros_in(c, g), g, dim, index),)
 
 
-@vjp("slice_scatter")
+@vjp("slice_scatter", complex="linear")
 def _slice_scatter(c, g):
     _, _, dim, start, end, step = c.args
     gi = et.slice_scatter(g, et.zeros_like(et.slice_view(g, dim, start, end, step)), dim,
@@ -497,7 +597,7 @@ def _slice_scatter(c, g):
     return gi, gs
 
 
-@vjp("select_scatter")
+@vjp("select_scatter", complex="linear")
 def _select_scatter(c, g):
     _, _, dim, index = c.args
     gs = et.select(g, dim, index)
@@ -505,7 +605,7 @@ def _select_scatter(c, g):
     return gi, (gs if c.needs[1] else None)
 
 
-@vjp("diagonal_scatter")
+@vjp("diagonal_scatter", complex="linear")
 def _diagonal_scatter(c, g):
     _, _, offset, d1, d2 = c.args
     gs = et.diagonal(g, offset, d1, d2)
@@ -523,18 +623,18 @@ def _index_backward(shape, view_fn, g: et.Tensor) -> et.Tensor:
     return flat.index_add(0, idx.reshape(-1), g.reshape(-1)).view(shape)
 
 
-@vjp("unfold")
+@vjp("unfold", complex="linear")
 def _unfold(c, g):
     dim, size, step = c.args[1:4]
     return (_index_backward(c.meta[0][0], lambda t: t.unfold(dim, size, step), g),)
 
 
-@vjp("diagonal")
+@vjp("diagonal", complex="linear")
 def _diagonal(c, g):
     return (et.diagonal_scatter(_zeros_in(c, g), g, *c.args[1:]),)
 
 
-@vjp("as_strided", save=(0,))
+@vjp("as_strided", save=(0,), complex="linear")
 def _as_strided(c, g):
     x = c.args[0]
     _, size, stride, offset = c.args
@@ -552,7 +652,7 @@ def _as_strided(c, g):
     return (_index_backward(tuple(x.shape), view_fn, g),)
 
 
-@vjp("cat")
+@vjp("cat", complex="linear")
 def _cat(c, g):
     return (_cat_split(c, g, c.args.dim),)
 
@@ -572,7 +672,7 @@ def _cat_split(c, g, dim):
     return out
 
 
-@vjp("stack")
+@vjp("stack", complex="linear")
 def _stack(c, g):
     return (list(et.unbind(g, c.args.dim)),)
 
@@ -597,7 +697,7 @@ def _unreduce(g, shape, dims, keepdim):
     return g.expand(*shape)
 
 
-@vjp("sum")
+@vjp("sum", complex="linear")
 def _sum(c, g):
     shape = c.meta[0][0]  # only the input's shape is read: the input is not kept alive
     if g.dim() == 0:
@@ -612,7 +712,7 @@ def _nansum(c, g):
     return (et.where(et.isnan(x), et.zeros_like(full), full),)
 
 
-@vjp("mean")
+@vjp("mean", complex="linear")
 def _mean(c, g):
     shape = c.meta[0][0]
     dims = _rdims(c, len(shape))
@@ -631,7 +731,7 @@ def _exclusive_prod(x, dim):
     return left * right
 
 
-@vjp("prod", save=(0,))
+@vjp("prod", save=(0,), complex="holomorphic")
 def _prod(c, g):
     x = c.args[0]
     dims = _rdims(c, x)
@@ -646,7 +746,7 @@ def _prod(c, g):
     return (_exclusive_prod(x, d) * _unreduce(g, x.shape, dims, _keepdim(c)),)
 
 
-@vjp("var", save=(0,))
+@vjp("var", save=(0,), complex="own")
 def _var(c, g):
     x = c.args[0]
     dims = _rdims(c, x)
@@ -660,7 +760,7 @@ def _var(c, g):
     return (_unreduce(g, x.shape, dims, keep) * centered * scale,)
 
 
-@vjp("norm", save=(0,), out=True)
+@vjp("norm", save=(0,), out=True, complex="own")
 def _norm(c, g):
     x = c.args[0]
     p = c.args.p
@@ -672,15 +772,15 @@ def _norm(c, g):
         safe = et.where(out == 0, et.ones_like(out), out)
         return (et.where(out == 0, et.zeros_like(gx), gx * x / safe),)
     if p == 1:
-        return (gx * et.sign(x),)
+        return (gx * et.sgn(x),)
     if p in (float("inf"), float("-inf")):
         hit = (x.abs() == out).to(x.dtype)
         count = hit.sum(dims, keepdim=True)
-        return (gx * et.sign(x) * hit / count,)
+        return (gx * et.sgn(x) * hit / count,)
     if p == 0:
         return (et.zeros_like(x),)
     safe = et.where(out == 0, et.ones_like(out), out)
-    val = gx * et.sign(x) * x.abs() ** (p - 1) / safe ** (p - 1)
+    val = gx * et.sgn(x) * x.abs() ** (p - 1) / safe ** (p - 1)
     return (et.where(out == 0, et.zeros_like(val), val),)
 
 
@@ -742,7 +842,7 @@ def _median(c, g):
     return (et.zeros_like(flat).index_put((idx,), g.reshape(1)).reshape(x.shape),)
 
 
-@vjp("logsumexp", save=(0,), out=True)
+@vjp("logsumexp", save=(0,), out=True, complex="holomorphic")
 def _logsumexp(c, g):
     x = c.args[0]
     dims = _rdims(c, x)
@@ -756,7 +856,7 @@ def _scan_dim(c):
     return _ext.canonical_dim(c.args.dim, ndim, "backward") if ndim else 0
 
 
-@vjp("cumsum")
+@vjp("cumsum", complex="linear")
 def _cumsum(c, g):
     d = _scan_dim(c)
     if g.dim() == 0:
@@ -764,7 +864,7 @@ def _cumsum(c, g):
     return (g.flip(d).cumsum(d).flip(d),)
 
 
-@vjp("cumprod", save=(0,), out=True)
+@vjp("cumprod", save=(0,), out=True, complex="holomorphic")
 def _cumprod(c, g):
     x = c.args[0]
     d = _scan_dim(c)
@@ -799,7 +899,7 @@ def _cumprod(c, g):
 
 
 # --------------------------------------------------------------------------- linear algebra
-@vjp("matmul", save={0: (1,), 1: (0,)})
+@vjp("matmul", save={0: (1,), 1: (0,)}, complex="holomorphic")
 def _matmul(c, g):
     a, b = c.args  # a is kept only when b needs a gradient, and vice versa
     na, nb = len(c.meta[0][0]), len(c.meta[1][0])
@@ -828,7 +928,7 @@ def _matmul(c, g):
     return ga, gb
 
 
-@vjp("linear", save={0: (1,), 1: (0,)})
+@vjp("linear", save={0: (1,), 1: (0,)}, complex="holomorphic")
 def _linear(c, g):
     x, w = c.args[:2]
     gx = g @ w if c.needs[0] else None
@@ -842,19 +942,19 @@ def _linear(c, g):
     return gx, gw, gb
 
 
-@vjp("outer", save={0: (1,), 1: (0,)})
+@vjp("outer", save={0: (1,), 1: (0,)}, complex="holomorphic")
 def _outer(c, g):
     a, b = c.args
     return (g @ b if c.needs[0] else None), (g.t() @ a if c.needs[1] else None)
 
 
-@vjp("trace", save=(0,))
+@vjp("trace", save=(0,), complex="linear")
 def _trace(c, g):
     x = c.args[0]
     return (et.eye(x.shape[0], x.shape[1], dtype=g.dtype) * g,)
 
 
-@vjp("diag", save=(0,))
+@vjp("diag", save=(0,), complex="linear")
 def _diag(c, g):
     x = c.args[0]
     k = c.args.diagonal
@@ -863,14 +963,14 @@ def _diag(c, g):
     return (et.diagonal_scatter(et.zeros_like(x, dtype=g.dtype), g, k),)
 
 
-@vjp("cross", save=(0, 1))
+@vjp("cross", save=(0, 1), complex="holomorphic")
 def _cross(c, g):
     a, b, dim = c.args
     return ((et.cross(b, g, dim) if c.needs[0] else None),
             (et.cross(g, a, dim) if c.needs[1] else None))
 
 
-@vjp("tensordot", save=(0, 1))
+@vjp("tensordot", save=(0, 1), complex="holomorphic")
 def _tensordot(c, g):
     a, b, dims = c.args
     if isinstance(dims, int):
@@ -892,7 +992,7 @@ def _tensordot(c, g):
     return ga, gb
 
 
-@vjp("einsum", save=(1,))
+@vjp("einsum", save=(1,), complex="holomorphic")
 def _einsum(c, g):
     eq = c.args.equation.replace(" ", "")
     ops = c.args.operands
@@ -945,17 +1045,17 @@ def _einsum(c, g):
 
 
 # --------------------------------------------------------------------------- indexing
-@vjp("getitem", save=(1,))
+@vjp("getitem", save=(1,), complex="linear")
 def _getitem(c, g):
     return et.getitem_backward(g, c.meta[0][0], c.args[1]), None
 
 
-@vjp("getitem_backward", save=(2,))
+@vjp("getitem_backward", save=(2,), complex="linear")
 def _getitem_backward(c, g):
     return et.getitem(g, c.args[2]), None, None
 
 
-@vjp("setitem", save=(1,))
+@vjp("setitem", save=(1,), complex="linear")
 def _setitem(c, g):
     index = c.args[1]
     gi = et.setitem_copy(g, index, 0.0) if c.needs[0] else None
@@ -963,7 +1063,7 @@ def _setitem(c, g):
     return gi, None, gv
 
 
-@vjp("index_put", save=(1,))
+@vjp("index_put", save=(1,), complex="linear")
 def _index_put(c, g):
     indices = tuple(c.args[1])
     accumulate = c.args.accumulate
@@ -974,7 +1074,7 @@ def _index_put(c, g):
     return gi, None, gv
 
 
-@vjp("index_select", save=(2,))
+@vjp("index_select", save=(2,), complex="linear")
 def _index_select(c, g):
     _, dim, index = c.args
     if not state.enabled:  # a first-order backward: the engine sums the rows lazily
@@ -984,14 +1084,14 @@ def _index_select(c, g):
         None, None
 
 
-@vjp("gather", save=(2,))
+@vjp("gather", save=(2,), complex="linear")
 def _gather(c, g):
     _, dim, index = c.args[:3]
     return et.zeros(c.meta[0][0], dtype=g.dtype, device=g.device).scatter_add_(dim, index, g), \
         None, None
 
 
-@vjp("scatter", save=(2,))
+@vjp("scatter", save=(2,), complex="linear")
 def _scatter(c, g):
     dim, index = c.args[1], c.args[2]
     gi = g.scatter(dim, index, 0.0) if c.needs[0] else None
@@ -999,13 +1099,13 @@ def _scatter(c, g):
     return gi, None, None, gs
 
 
-@vjp("scatter_add", save=(2,))
+@vjp("scatter_add", save=(2,), complex="linear")
 def _scatter_add(c, g):
     dim, index = c.args[1], c.args[2]
     return g, None, None, (g.gather(dim, index) if c.needs[3] else None)
 
 
-@vjp("index_add", save=(2,))
+@vjp("index_add", save=(2,), complex="linear")
 def _index_add(c, g):
     dim, index = c.args[1], c.args[2]
     alpha = c.args.alpha
@@ -1018,7 +1118,7 @@ def _index_add(c, g):
     return g, None, None, gs
 
 
-@vjp("index_copy", save=(2,))
+@vjp("index_copy", save=(2,), complex="linear")
 def _index_copy(c, g):
     dim, index = c.args[1], c.args[2]
     gi = g.index_fill(dim, index, 0.0) if c.needs[0] else None
@@ -1026,7 +1126,7 @@ def _index_copy(c, g):
     return gi, None, None, gs
 
 
-@vjp("index_fill", save=(2,))
+@vjp("index_fill", save=(2,), complex="linear")
 def _index_fill(c, g):
     dim, index = c.args[1], c.args[2]
     gi = g.index_fill(dim, index, 0.0)
@@ -1034,7 +1134,7 @@ def _index_fill(c, g):
     return gi, None, None, gv
 
 
-@vjp("masked_scatter", save=(1,))
+@vjp("masked_scatter", save=(1,), complex="linear")
 def _masked_scatter(c, g):
     mask = c.args[1]
     gi = g.masked_fill(mask, 0.0) if c.needs[0] else None
@@ -1049,19 +1149,19 @@ def _masked_scatter(c, g):
     return gi, None, gs
 
 
-@vjp("flip")
+@vjp("flip", complex="linear")
 def _flip(c, g):
     return (g.flip(*c.args.dims, **c.args.kwargs),)
 
 
-@vjp("roll")
+@vjp("roll", complex="linear")
 def _roll(c, g):
     _, shifts, dims = c.args
     neg = tuple(-s for s in shifts) if isinstance(shifts, (tuple, list)) else -shifts
     return (g.roll(neg, dims),)
 
 
-@vjp("repeat")
+@vjp("repeat", complex="linear")
 def _repeat(c, g):
     sizes = c.args.sizes
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):

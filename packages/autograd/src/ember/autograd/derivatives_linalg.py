@@ -259,7 +259,7 @@ def _lu_factor_ex(c, g):
 
 
 # --------------------------------------------------------------------------- norms
-@vjp("linalg_vector_norm", save=(0,), out=True)
+@vjp("linalg_vector_norm", save=(0,), out=True, complex="own")
 def _vector_norm(c, g):
     a = c.args
     x = a.x
@@ -284,14 +284,14 @@ def _vector_norm(c, g):
     if p == 0:
         return (et.zeros_like(x),)
     if p == 1:
-        return (gx * et.sign(x),)
+        return (gx * et.sgn(x),)
     if p == 2:
         safe = et.where(out == 0, et.ones_like(out), out)
         return (et.where(out == 0, et.zeros_like(gx), gx * x / safe),)
     if math.isinf(p):
         hit = (x.abs() == out).to(x.dtype)
         count = hit.sum(dims, keepdim=True) if x.dim() else hit
-        return (gx * et.sign(x) * hit / count,)
+        return (gx * et.sgn(x) * hit / count,)
     safe = et.where(out == 0, et.ones_like(out), out)
-    val = gx * et.sign(x) * x.abs() ** (p - 1) / safe ** (p - 1)
+    val = gx * et.sgn(x) * x.abs() ** (p - 1) / safe ** (p - 1)
     return (et.where(out == 0, et.zeros_like(val), val),)

@@ -229,7 +229,7 @@ def _gru_cell_backward(c, g):
     return d_G, et.cat([pre_r, pre_z, a_n], 1), et.cat([pre_r, pre_z, B_hn], 1), d_hx
 
 
-@vjp("split_with_sizes")
+@vjp("split_with_sizes", complex="linear")
 def _split_with_sizes(c, g):
     a = c.args
     shape = c.meta[0][0]

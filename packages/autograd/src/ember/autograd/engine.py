@@ -79,7 +79,8 @@ def _densify(grads: list) -> list:
 
 
 def _reduce_to(g: Tensor, meta) -> Tensor:
-    """Undo broadcasting and dtype promotion: sum ``g`` down to the input's shape and cast."""
+    """Undo broadcasting and dtype promotion: sum ``g`` down to the input's shape and cast
+    (a complex gradient of a real input keeps its real part, as in PyTorch)."""
     shape, dtype = meta
     d = _unwrap(g)
     gshape = d.shape
@@ -93,7 +94,10 @@ def _reduce_to(g: Tensor, meta) -> Tensor:
             g = _sum(g, dims, keepdim=True)
         if lead or _unwrap(g).shape != shape:
             g = g.reshape(shape)
-    if _unwrap(g).dtype != dtype:
+    d = _unwrap(g)
+    if d.dtype != dtype:
+        if d.dtype.kind == "c" and dtype.kind != "c":  # a real input's gradient is real
+            g = g.real
         g = g.to(dtype=_ext.dtype_of(dtype))
     return g
 

@@ -24,23 +24,38 @@ def _outputs(func, inputs):
     return [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]
 
 
+def _real_coords(arr) -> np.ndarray:
+    """An array's values as float64 real coordinates: a complex element is two, its real and
+    imaginary parts."""
+    arr = np.asarray(arr)
+    if arr.dtype.kind == "c":
+        return np.stack([arr.real, arr.imag], -1).astype(np.float64).reshape(-1)
+    return arr.astype(np.float64).reshape(-1)
+
+
+def _n_coords(t: Tensor) -> int:
+    return t.numel() * (2 if t.is_complex() else 1)
+
+
 def _numerical(func, inputs, diff_idx, eps):
-    """Central differences: list over outputs of list over inputs of (out_numel, in_numel)."""
+    """Central differences over real coordinates (a complex element is two: its real and
+    imaginary parts): list over outputs of list over inputs of (out_coords, in_coords)."""
     outs0 = _outputs(func, inputs)
-    jac = [[np.zeros((o.numel(), inputs[i].numel())) for i in diff_idx] for o in outs0]
+    jac = [[np.zeros((_n_coords(o), _n_coords(inputs[i]))) for i in diff_idx] for o in outs0]
     for k, i in enumerate(diff_idx):
         x = inputs[i]
         view = unwrap(x)
-        for j in range(x.numel()):
-            idx = np.unravel_index(j, view.shape) if view.ndim else ()
+        cplx = view.dtype.kind == "c"
+        for j in range(_n_coords(x)):
+            e = j // 2 if cplx else j
+            idx = np.unravel_index(e, view.shape) if view.ndim else ()
+            step = eps * 1j if cplx and j % 2 else eps
             orig = view[idx].item()
             # func may itself use autograd (gradgradcheck), so it runs with grad enabled
-            view[idx] = orig + eps
-            plus = [unwrap(o).astype(np.float64).reshape(-1) for o in
-                    _outputs(func, inputs)]
-            view[idx] = orig - eps
-            minus = [unwrap(o).astype(np.float64).reshape(-1) for o in
-                     _outputs(func, inputs)]
+            view[idx] = orig + step
+            plus = [_real_coords(unwrap(o)) for o in _outputs(func, inputs)]
+            view[idx] = orig - step
+            minus = [_real_coords(unwrap(o)) for o in _outputs(func, inputs)]
             view[idx] = orig
             for n, (p, m) in enumerate(zip(plus, minus)):
                 jac[n][k][:, j] = (p - m) / (2 * eps)
@@ -48,19 +63,23 @@ def _numerical(func, inputs, diff_idx, eps):
 
 
 def _analytical(func, inputs, diff_idx):
+    """Backward passes, one per real output coordinate: a complex output's real part gets
+    the gradient 1, its imaginary part 1j. The gradient of a complex input is dL/dx + i dL/dy
+    (PyTorch's convention), so its real coordinates are the Jacobian's row."""
     outs = _outputs(func, inputs)
     jac = []
     for o in outs:
-        rows = [np.zeros((o.numel(), inputs[i].numel())) for i in diff_idx]
+        rows = [np.zeros((_n_coords(o), _n_coords(inputs[i]))) for i in diff_idx]
         if o.requires_grad:
-            for r in range(o.numel()):
+            cplx = o.is_complex()
+            for r in range(_n_coords(o)):
                 g = et.zeros_like(o)
-                unwrap(g).reshape(-1)[r] = 1
+                unwrap(g).reshape(-1)[r // 2 if cplx else r] = 1j if cplx and r % 2 else 1
                 gs = _grad([o], [inputs[i] for i in diff_idx], [g], retain_graph=True,
                            allow_unused=True)
                 for k, gi in enumerate(gs):
                     if gi is not None:
-                        rows[k][r, :] = unwrap(gi).astype(np.float64).reshape(-1)
+                        rows[k][r, :] = _real_coords(unwrap(gi))
         jac.append(rows)
     return jac
 
@@ -72,8 +91,10 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
               masked=None) -> bool:
     """Compare the gradients of ``func`` at ``inputs`` with central finite differences.
 
-    Inputs that require grad should be float64. Returns True, or raises GradcheckError
-    (returns False when ``raise_exception=False``).
+    Inputs that require grad should be float64 or complex128; complex inputs and outputs are
+    checked over their real and imaginary parts, so the check covers PyTorch's convention for
+    complex gradients. Returns True, or raises GradcheckError (returns False when
+    ``raise_exception=False``).
 
     >>> x = et.randn(3, dtype=et.float64, requires_grad=True)
     >>> gradcheck(lambda t: (t * t).sum(), (x,))
@@ -82,7 +103,7 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     inputs = _as_tuple(inputs)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     for i in diff_idx:
-        if inputs[i].dtype is not et.float64:
+        if inputs[i].dtype is not et.float64 and inputs[i].dtype is not et.complex128:
             import warnings
 
             warnings.warn(f"gradcheck: input {i} is {inputs[i].dtype}, not float64; the "
@@ -115,7 +136,9 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     if grad_outputs is None:
         gen = np.random.default_rng(0)
         grad_outputs = tuple(
-            et.tensor(gen.standard_normal(tuple(o.shape)), dtype=o.dtype).requires_grad_(True)
+            et.tensor(gen.standard_normal(tuple(o.shape)) + (
+                1j * gen.standard_normal(tuple(o.shape)) if o.is_complex() else 0),
+                dtype=o.dtype).requires_grad_(True)
             for o in outs)
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)

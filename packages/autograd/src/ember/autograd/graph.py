@@ -373,7 +373,8 @@ def attach(op, entry, args, out):
         node._trace = traceback.format_stack()[:-3]
     if out.__class__ is _TensorType or isinstance(out, _TensorType):
         node._n_out = 1
-        if not entry.save_out and _unwrap(out).dtype.kind == "f":  # the common case
+        kind = _unwrap(out).dtype.kind
+        if not entry.save_out and kind == "f":  # the common case
             node._out_data = None
             out.grad_fn = node
             out._requires_grad = True
@@ -381,9 +382,13 @@ def attach(op, entry, args, out):
                 _mark_view(out, args)
             return out
         outs = (out,)
+        if kind == "c":
+            node.entry = entry.for_complex(op.name)
     else:
         outs = tuple(out)
         node._n_out = len(outs)
+        if any(isinstance(o, _TensorType) and _unwrap(o).dtype.kind == "c" for o in outs):
+            node.entry = entry.for_complex(op.name)
     if entry.save_out:
         node._out_data = tuple(_unwrap(o) for o in outs)
         vc = _ext.version_counter(outs[0])
@@ -401,8 +406,9 @@ def attach(op, entry, args, out):
     return out
 
 
-#: NumPy kinds of floating outputs: "f", and "V" for ml_dtypes' bfloat16 (ember's only "V" dtype)
-_FLOAT_KINDS = ("f", "V")
+#: NumPy kinds of outputs that carry gradients: "f", "c" (complex), and "V" for ml_dtypes'
+#: bfloat16 (ember's only "V" dtype)
+_FLOAT_KINDS = ("f", "c", "V")
 
 
 def _mark_view(out: Tensor, args) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import (  # noqa: E402
+    _complex,
     _creation,
     _extra_ops,
     _grad_mode,
@@ -37,6 +38,7 @@ from . import (  # noqa: E402
 )
 from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from ._bfloat16 import install as _install_bfloat16_opmath
+from ._complex import *
 from ._composite import declare_composites as _declare_composites
 from ._creation import *
 from ._creation import legacy_class as _legacy_class
@@ -45,6 +47,10 @@ from ._dtype import _on_first_bfloat16 as _bfloat16_hooks
 from ._dtype import (
     bfloat16,
     bool,
+    cdouble,
+    cfloat,
+    complex64,
+    complex128,
     double,
     dtype,
     finfo,
@@ -125,13 +131,13 @@ __all__ = sorted(
      "set_printoptions", "get_printoptions", "printoptions", "is_tensor",
      "is_storage", "can_cast", "is_floating_point", "numel",
      "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-     "float64",
+     "float64", "complex64", "complex128", "cfloat", "cdouble",
      "half", "float", "double", "short", "int", "long", "finfo", "iinfo", "get_default_dtype",
      "set_default_dtype", "promote_types", "result_type", "FloatTensor", "DoubleTensor",
      "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
      "ByteTensor",
      "BoolTensor", "__version__"}
-    | set(_creation.__all__) | set(_pointwise.__all__) | set(_shape.__all__)
+    | set(_creation.__all__) | set(_complex.__all__) | set(_pointwise.__all__) | set(_shape.__all__)
     | set(_reduction.__all__) | set(_linalg.__all__) | set(_indexing.__all__)
     | set(_scatter.__all__)
     | set(_random.__all__) | set(_nn_ops.__all__)

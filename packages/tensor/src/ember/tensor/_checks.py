@@ -81,7 +81,8 @@ def broadcast_shapes(op: str | None, *shapes) -> tuple:
 # --------------------------------------------------------------------------- argument types
 _SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
                  "int32": "Int", "int64": "Long", "float16": "Half", "bfloat16": "BFloat16",
-                 "float32": "Float", "float64": "Double"}
+                 "float32": "Float", "float64": "Double", "complex64": "ComplexFloat",
+                 "complex128": "ComplexDouble"}
 
 
 def scalar_type_name(dt) -> str:

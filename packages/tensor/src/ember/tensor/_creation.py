@@ -17,7 +17,7 @@ from ._tensor import Size, Tensor, _device_of
 __all__ = [
     "tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "empty", "zeros", "ones",
     "full", "empty_like", "zeros_like", "ones_like", "full_like", "arange", "range", "linspace",
-    "logspace", "eye", "tril", "triu", "empty_strided", "scalar_tensor", "clone", "complex",
+    "logspace", "eye", "tril", "triu", "empty_strided", "scalar_tensor", "clone",
     "OutOfMemoryError", "compile", "empty_permuted", "frombuffer",
 ]
 
@@ -104,7 +104,8 @@ def _as_lists(x):
 
 
 def _infer_dtype(data) -> D.dtype:
-    """The dtype ``tensor(data)`` picks: bools -> bool, ints -> int64, floats -> default."""
+    """The dtype ``tensor(data)`` picks: bools -> bool, ints -> int64, floats -> default,
+    complex numbers -> the default's complex counterpart."""
     kinds = set()
 
     def walk(x):
@@ -119,6 +120,8 @@ def _infer_dtype(data) -> D.dtype:
             kinds.add(D.int64)
         elif isinstance(x, numbers.Real):
             kinds.add(D.get_default_dtype())
+        elif isinstance(x, numbers.Complex):
+            kinds.add(D.default_complex())
         else:
             raise TypeError(f"tensor(): could not infer dtype of {type(x).__name__}")
 
@@ -559,10 +562,6 @@ def _to(t: Tensor, device_: device | None, dtype: D.dtype | None, copy: bool) ->
     if same_dtype and same_device and not copy:
         return t
     return _to_copy(t, device_, dtype)
-
-
-def complex(real, imag):  # noqa: A001
-    raise TypeError("complex(): ember has no complex dtypes (float16/32/64 only)")
 
 
 _CPU = CPU

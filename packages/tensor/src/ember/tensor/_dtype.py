@@ -5,6 +5,10 @@ floating; a higher category always wins (``int64 + float16 -> float16``); within
 wider type wins; zero-dim tensors and Python scalars only promote across categories, so a Python
 float never widens a float32 tensor and ``int_tensor / int_tensor`` is float32.
 
+Complex dtypes (``complex64``, ``complex128``) form a fourth category above floating. A complex
+operand with a floating one keeps the floating one's precision (``float64 + complex64 ->
+complex128``), and a Python complex widens a float tensor to its complex counterpart.
+
 ``bfloat16`` is ml_dtypes' NumPy bfloat16 (NumPy kind ``"V"``, not ``"f"``: test floatness with
 :func:`is_float_np`, never ``dtype.kind == "f"``). As in PyTorch it promotes with float16 to
 float32, and is promoted to float32 / float64 by those. Ops compute it in float32 and round
@@ -17,12 +21,13 @@ import numpy as np
 
 __all__ = [
     "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-    "float32", "float64", "half", "float", "double", "short", "int", "long",
+    "float32", "float64", "complex64", "complex128", "half", "float", "double", "short", "int",
+    "long", "cfloat", "cdouble",
     "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "can_cast",
     "finfo", "iinfo",
 ]
 
-_builtin_bool, _builtin_int, _builtin_float = bool, int, float
+_builtin_bool, _builtin_int, _builtin_float, _builtin_complex = bool, int, float, complex
 
 
 class dtype:
@@ -36,12 +41,12 @@ class dtype:
         self.np = np.dtype(np_dtype)
         self.itemsize = self.np.itemsize
         self.is_floating_point = category == 2
-        self.is_signed = self.np.kind in "if" or category == 2
+        self.is_signed = self.np.kind in "ifc" or category >= 2
         self._category = category
 
     @property
     def is_complex(self) -> _builtin_bool:
-        return False
+        return self._category == 3
 
     def __repr__(self) -> str:
         return f"ember.{self.name}"
@@ -50,7 +55,15 @@ class dtype:
         return (_by_name, (self.name,))
 
     def to_real(self) -> dtype:
-        return self
+        """The real dtype of a complex dtype's parts (``complex64 -> float32``); else self."""
+        return _TO_REAL.get(self, self)
+
+    def to_complex(self) -> dtype:
+        """The complex dtype whose parts are this dtype (``float64 -> complex128``); float16
+        and bfloat16 go to complex64, as ember has no complex32."""
+        if self._category == 3:
+            return self
+        return complex128 if self is float64 else complex64
 
 
 bool = dtype("bool", np.bool_, 0)  # noqa: A001
@@ -63,10 +76,15 @@ float16 = dtype("float16", np.float16, 2)
 bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2)
 float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
+complex64 = dtype("complex64", np.complex64, 3)
+complex128 = dtype("complex128", np.complex128, 3)
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
+_TO_REAL = {complex64: float32, complex128: float64}
 
-ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64,
+       complex128)
 _FROM_NP = {d.np: d for d in ALL}
 BF16_NP = bfloat16.np
 _F32_NP = float32.np
@@ -85,7 +103,7 @@ def compute_np(np_dtype):
     return _F32_NP if np_dtype == BF16_NP else np_dtype
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32,
-                long=int64)
+                long=int64, cfloat=complex64, cdouble=complex128)
 
 
 def _by_name(name: str) -> dtype:
@@ -112,8 +130,8 @@ def from_numpy_dtype(np_dtype, op: str = "tensor") -> dtype:
     except (KeyError, TypeError):
         raise TypeError(
             f"{op}(): can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported "
-            "types are: float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, "
-            "and bool."
+            "types are: complex128, complex64, float64, float32, float16, bfloat16, int64, "
+            "int32, int16, int8, uint8, and bool."
         ) from None
 
 
@@ -129,6 +147,8 @@ def to_dtype(d, op: str = "to") -> dtype:
         return int64
     if d is _builtin_bool:
         return bool
+    if d is _builtin_complex:
+        return default_complex()
     if isinstance(d, str) and d in _BY_NAME:
         return to_dtype(_BY_NAME[d])
     try:
@@ -145,6 +165,12 @@ def get_default_dtype() -> dtype:
     return _default[0]
 
 
+def default_complex() -> dtype:
+    """The dtype Python complex numbers create: the default float dtype's complex
+    counterpart (complex64 unless the default is float64)."""
+    return _default[0].to_complex()
+
+
 def set_default_dtype(d: dtype) -> None:
     d = to_dtype(d, "set_default_dtype")
     if not d.is_floating_point:
@@ -157,7 +183,10 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
     if a._category != b._category:
-        return a if a._category > b._category else b
+        hi, lo = (a, b) if a._category > b._category else (b, a)
+        if hi._category == 3 and lo._category == 2:  # complex keeps float64's precision
+            return complex128 if complex128 in (hi, lo.to_complex()) else complex64
+        return hi
     if a is bfloat16 or b is bfloat16:
         o = b if a is bfloat16 else a  # float16 and bfloat16 meet in float32
         return float32 if o is float16 else o
@@ -169,7 +198,11 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
     # higher category (a float scalar into an int tensor) or the higher one is bool.
     if higher is None:
         return lower
-    if lower is None or higher.is_floating_point:
+    if lower is None or higher._category == 3:
+        return higher
+    if lower._category == 3:  # a complex scalar keeps a float tensor's precision
+        return higher.to_complex() if higher.is_floating_point else lower
+    if higher.is_floating_point:
         return higher
     if higher is bool or lower.is_floating_point:
         return promote_types(higher, lower)
@@ -186,6 +219,8 @@ def scalar_dtype(v) -> dtype:
         return _default[0]
     if isinstance(v, _builtin_float):
         return _default[0]
+    if isinstance(v, (_builtin_complex, np.complexfloating)):
+        return default_complex()
     raise TypeError(f"unsupported scalar type {type(v).__name__}")
 
 
@@ -209,17 +244,19 @@ def result_type(*operands) -> dtype:
 
 
 def can_cast(from_: dtype, to: dtype) -> _builtin_bool:
-    """PyTorch's can_cast: no float->int and no non-bool->bool casts by in-place ops."""
+    """PyTorch's can_cast: no complex->float, float->int or non-bool->bool casts by in-place
+    ops."""
     if from_._category > to._category:
         return False
     return True
 
 
 class finfo:
-    """Machine limits of a floating dtype (``eps``, ``max``, ``min``, ``tiny``)."""
+    """Machine limits of a floating dtype (``eps``, ``max``, ``min``, ``tiny``); a complex
+    dtype's are its parts'."""
 
     def __init__(self, type: dtype = None) -> None:  # noqa: A002
-        d = to_dtype(type if type is not None else get_default_dtype(), "finfo")
+        d = to_dtype(type if type is not None else get_default_dtype(), "finfo").to_real()
         if not d.is_floating_point:
             raise TypeError(f"finfo(): {d} is not a floating point dtype")
         info = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
@@ -237,7 +274,7 @@ class iinfo:
 
     def __init__(self, type: dtype) -> None:  # noqa: A002
         d = to_dtype(type, "iinfo")
-        if d.is_floating_point:
+        if d._category >= 2:
             raise TypeError(f"iinfo(): {d} is not an integer dtype")
         info = np.iinfo(d.np) if d is not bool else np.iinfo(np.uint8)
         self.bits, self.dtype = info.bits, d.name

@@ -23,7 +23,7 @@ import operator
 import numpy as np
 
 from . import _dtype as D
-from ._checks import broadcast_shapes, check_inplace, check_same_device
+from ._checks import broadcast_shapes, check_inplace, check_same_device, scalar_type_name
 from ._registry import array_module, defop
 from ._tensor import Tensor, _legacy_name, _ptr, _root, _wrap_dim
 
@@ -45,11 +45,7 @@ class IndexOutOfBoundsError(RuntimeError, IndexError):
 
 
 # ------------------------------------------------------------------------------ small helpers
-def _tname(dt) -> str:
-    """PyTorch's scalar type name for a NumPy dtype: Float, Long, Bool, ..."""
-    return {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
-            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool"}.get(np.dtype(dt).name, str(dt))
+_tname = scalar_type_name
 
 
 def _need_tensor(x, op: str, name: str) -> Tensor:

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._autocast import autocast_input_dtype
-from ._checks import check_same_device, not_implemented
+from ._checks import check_same_device, not_implemented, scalar_type_name
 from ._pointwise import add, mul
 from ._reduction import sum as _sum
 from ._registry import array_module, defop
@@ -38,10 +38,8 @@ _float32 = np.dtype(np.float32)
 _CPP_NAMES = {np.dtype(k): v for k, v in {
     np.bool_: "bool", np.uint8: "unsigned char", np.int8: "signed char", np.int16: "short int",
     np.int32: "int", np.int64: "long int", np.float16: "c10::Half", np.float32: "float",
-    np.float64: "double"}.items()}
-_SCALAR_NAMES = {np.dtype(k): v for k, v in {
-    np.bool_: "Bool", np.uint8: "Byte", np.int8: "Char", np.int16: "Short", np.int32: "Int",
-    np.int64: "Long", np.float16: "Half", np.float32: "Float", np.float64: "Double"}.items()}
+    np.float64: "double", np.complex64: "c10::complex<float>",
+    np.complex128: "c10::complex<double>"}.items()}
 
 
 # ---------------------------------------------------------------------------- checks
@@ -258,8 +256,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if a.dtype.kind == "b":  # PyTorch's bmm has no bool kernel
         raise not_implemented("bmm", a.dtype)
     if a.dtype != b.dtype:
-        raise RuntimeError(f"bmm(): expected scalar type {_SCALAR_NAMES[a.dtype]} but found "
-                           f"{_SCALAR_NAMES[b.dtype]}")
+        raise RuntimeError(f"bmm(): expected scalar type {scalar_type_name(a.dtype)} but found "
+                           f"{scalar_type_name(b.dtype)}")
     if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
         raise RuntimeError(f"bmm(): Expected size for first two dimensions of batch2 tensor "
                            f"to be: [{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, "
@@ -298,7 +296,7 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
                            "tensors")
     if a.dtype != b.dtype:
         raise RuntimeError(f"dot(): expected both vectors to have same dtype, but found "
-                           f"{_SCALAR_NAMES[a.dtype]} and {_SCALAR_NAMES[b.dtype]}")
+                           f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
     if a.shape[0] != b.shape[0]:
         raise _dot_error("dot", a.shape[0], b.shape[0])
     return matmul(input, tensor)
@@ -345,8 +343,8 @@ def _einsum(equation: str, *operands: Tensor) -> Tensor:
         if x.dtype != dt:  # PyTorch's bmm, which contracts, checks its kernel first
             if dt.kind == "b":
                 raise not_implemented("einsum", dt)
-            raise RuntimeError(f"einsum(): expected scalar type {_SCALAR_NAMES[dt]} but found "
-                               f"{_SCALAR_NAMES[x.dtype]}")
+            raise RuntimeError(f"einsum(): expected scalar type {scalar_type_name(dt)} but found "
+                               f"{scalar_type_name(x.dtype)}")
     xp = array_module(arrays[0])
     ups = [_upcast(xp, x) for x in arrays]
     try:
@@ -403,7 +401,7 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     _check_device("tensordot", x, y)
     if x.dtype != y.dtype:
         raise RuntimeError(f"tensordot(): both inputs should have same dtype, but got "
-                           f"{_SCALAR_NAMES[x.dtype]} and {_SCALAR_NAMES[y.dtype]}")
+                           f"{scalar_type_name(x.dtype)} and {scalar_type_name(y.dtype)}")
     d1, d2 = _tensordot_dims(dims, x.ndim, y.ndim)
     w1 = [_wrap_dim(d, x.ndim, "tensordot") for d in d1]
     w2 = [_wrap_dim(d, y.ndim, "tensordot") for d in d2]
@@ -445,8 +443,8 @@ def _add_scaled(op: str, input: Tensor, product: Tensor, beta, alpha) -> Tensor:
             input = input.to(product.dtype)
     if input.dtype != product.dtype:
         raise RuntimeError(f"{op}(): self and mat2 must have the same dtype, but got "
-                           f"{_SCALAR_NAMES[input._data.dtype]} and "
-                           f"{_SCALAR_NAMES[product._data.dtype]}")
+                           f"{scalar_type_name(input._data.dtype)} and "
+                           f"{scalar_type_name(product._data.dtype)}")
     _check_expand(op, input._data.shape, product._data.shape)
     beta, alpha = _scalars(product._data.dtype, beta, alpha)
     if alpha != 1:
@@ -512,7 +510,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) ->
     _read_sizes("addbmm", (b1, 1), (b2, 2))
     if b1.dtype != b2.dtype:
         raise RuntimeError(f"addbmm(): mat1 and mat2 must have the same dtype, but got "
-                           f"{_SCALAR_NAMES[b1.dtype]} and {_SCALAR_NAMES[b2.dtype]}")
+                           f"{scalar_type_name(b1.dtype)} and {scalar_type_name(b2.dtype)}")
     if b1.ndim != 3 or b2.ndim != 3:
         raise RuntimeError(f"addbmm(): batch1 and batch2 must be 3D tensors, got {b1.ndim}D "
                            f"and {b2.ndim}D")
@@ -571,8 +569,8 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     if a.dtype.kind == "b":  # PyTorch's cross has no bool kernel
         raise not_implemented("cross", a.dtype)
     if a.dtype != b.dtype:
-        raise RuntimeError(f"cross(): expected scalar type {_SCALAR_NAMES[a.dtype]} but found "
-                           f"{_SCALAR_NAMES[b.dtype]}")
+        raise RuntimeError(f"cross(): expected scalar type {scalar_type_name(a.dtype)} but found "
+                           f"{scalar_type_name(b.dtype)}")
     if a.ndim != b.ndim:
         raise RuntimeError(f"cross(): inputs dimension {a.ndim} must match other dimension "
                            f"{b.ndim}")

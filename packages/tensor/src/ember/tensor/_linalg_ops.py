@@ -72,9 +72,6 @@ class linalg_return_types:
 
 RT = linalg_return_types
 
-_NAMES = {np.dtype(k): v for k, v in {
-    np.bool_: "Bool", np.uint8: "Byte", np.int8: "Char", np.int16: "Short", np.int32: "Int",
-    np.int64: "Long", np.float16: "Half", np.float32: "Float", np.float64: "Double"}.items()}
 
 
 # ---------------------------------------------------------------------------- checks
@@ -91,11 +88,11 @@ def _check_float(op: str, d, what: str = "input", *, kernel: str | None = None,
     kernel = kernel or (half_kernel if dt == np.float16 else None)
     if kernel is not None:
         raise NotImplementedError(f"{op}: \"{kernel}\" not implemented for "
-                                  f"'{_NAMES.get(dt, dt)}'")
+                                  f"'{scalar_type_name(dt)}'")
     if dt.kind == "f":
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
     raise RuntimeError(f"{op}: Expected a floating point or complex tensor as {what}. "
-                       f"Got {_NAMES.get(dt, dt)}")
+                       f"Got {scalar_type_name(dt)}")
 
 
 def _check_matrix(op: str, d, name: str = "A") -> None:
@@ -113,7 +110,8 @@ def _check_square(op: str, d, name: str = "A") -> None:
 def _check_same(op: str, a, b) -> None:
     if a.dtype != b.dtype:
         raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type "
-                           f"{_NAMES.get(a.dtype)} and B of type {_NAMES.get(b.dtype)} instead")
+                           f"{scalar_type_name(a.dtype)} and B of type "
+                           f"{scalar_type_name(b.dtype)} instead")
     if type(a) is not type(b):
         raise RuntimeError(f"{op}: Expected all tensors to be on the same device")
 
@@ -527,9 +525,11 @@ def linalg_vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *,
     from ._reduction import _dims
 
     d = x._data
+    if d.dtype.kind == "c":  # the norm of the magnitudes
+        d = _xp(d).abs(d)
     if d.dtype.kind not in "f":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {_NAMES.get(d.dtype, d.dtype)}")
+                           f"as input. Got {scalar_type_name(d.dtype)}")
     if isinstance(ord, Tensor) or not isinstance(ord, numbers.Real):
         raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not "
                         f"{type(ord).__name__}")
@@ -1270,14 +1270,16 @@ def frobenius_norm(input: Tensor, dim=(-2, -1), keepdim: bool = False) -> Tensor
 
 @with_out
 def vdot(input: Tensor, other: Tensor) -> Tensor:
-    """Dot product of two 1-d tensors (``torch.vdot``; real tensors: :func:`dot`).
+    """Dot product of two 1-d tensors, conjugating the first (``torch.vdot``; real tensors:
+    :func:`dot`).
 
     >>> vdot(tensor([1., 2.]), tensor([3., 4.]))
     tensor(11.)
     """
+    from ._complex import conj
     from ._linalg import dot
 
-    return dot(input, other)
+    return dot(conj(input) if input.is_complex() else input, other)
 
 
 @with_out

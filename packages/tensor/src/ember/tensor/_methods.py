@@ -6,6 +6,7 @@ A function becomes a method when its first parameter is the tensor (named ``inpu
 from __future__ import annotations
 
 from . import (
+    _complex,
     _creation,
     _indexing,
     _linalg,
@@ -74,6 +75,14 @@ def _mT(self) -> Tensor:
     return _shape.transpose(self, -2, -1)
 
 
+def _set_part(part):
+    """The setter of ``Tensor.real`` / ``Tensor.imag``: ``z.real = x`` copies ``x`` into the
+    view of that part."""
+    def setter(self, value):
+        part(self).copy_(value)
+    return setter
+
+
 def bind_methods() -> None:
     Tensor.__init__ = _creation.tensor_init
     Tensor.__iter__ = _iter
@@ -109,6 +118,10 @@ def bind_methods() -> None:
                      "matmul": _linalg.matmul, "and": P.bitwise_and, "or": P.bitwise_or,
                      "xor": P.bitwise_xor}.items():
         setattr(Tensor, f"__r{name}__", _rev(fn))
+    for name in ("conj", "conj_physical", "conj_physical_", "angle", "sgn", "sgn_"):
+        setattr(Tensor, name, getattr(_complex, name))
+    Tensor.real = property(_complex.real, _set_part(_complex.real))
+    Tensor.imag = property(_complex.imag, _set_part(_complex.imag))
     Tensor.__pos__ = lambda self: self
     Tensor.where = lambda self, condition, other: P.where(condition, self, other)
     Tensor.new_zeros = _new_factory(_creation.zeros)

@@ -47,13 +47,16 @@ def _scalar_dtype(t_dtype: np.dtype, s) -> np.dtype:
     cls = type(s)
     if cls is float or isinstance(s, np.floating) or (isinstance(s, np.generic) and
                                                        s.dtype == _BF16):
-        return t_dtype if kind == "f" or t_dtype == _BF16 else D._default[0].np
+        return t_dtype if kind in "fc" or t_dtype == _BF16 else D._default[0].np
     if cls is bool or isinstance(s, np.bool_):
         return t_dtype
     if cls is int or isinstance(s, (numbers.Integral, np.integer)):
         return _INT64 if kind == "b" else t_dtype
     if isinstance(s, numbers.Real):
-        return t_dtype if kind == "f" or t_dtype == _BF16 else D._default[0].np
+        return t_dtype if kind in "fc" or t_dtype == _BF16 else D._default[0].np
+    if isinstance(s, numbers.Complex):  # a float tensor keeps its precision
+        return t_dtype if kind == "c" else D._FROM_NP.get(t_dtype, D.float32).to_complex().np \
+            if kind == "f" or t_dtype == _BF16 else D.default_complex().np
     raise TypeError(f"unsupported operand type {type(s).__name__}")
 
 
@@ -84,16 +87,16 @@ def _operands(a, b, op: str, float_result: bool = False):
         da = a
     else:
         raise TypeError(f"{op}(): expected at least one Tensor argument")
-    if float_result and dt.kind != "f" and dt != _BF16:
+    if float_result and dt.kind not in "fc" and dt != _BF16:
         dt = D.get_default_dtype().np
     cls = type(da)
-    if cls is not float and cls is not int and cls is not bool:
+    if cls is not float and cls is not int and cls is not bool and cls is not complex:
         if isinstance(da, np.generic):
             da = da.item()
         elif da.dtype != dt:
             da = da.astype(dt)
     cls = type(db)
-    if cls is not float and cls is not int and cls is not bool:
+    if cls is not float and cls is not int and cls is not bool and cls is not complex:
         if isinstance(db, np.generic):
             db = db.item()
         elif db.dtype != dt:
@@ -128,8 +131,8 @@ _check_inplace = check_inplace
 def _check_cast(op: str, result: np.dtype, out: np.dtype) -> None:
     if result != out and not D.can_cast(D._FROM_NP[result], D._FROM_NP[out]):
         raise RuntimeError(
-            f"{op}(): result type {D._FROM_NP[result].name.capitalize()} can't be cast to the "
-            f"desired output type {D._FROM_NP[out].name.capitalize()}")
+            f"{op}(): result type {scalar_type_name(result)} can't be cast to the desired "
+            f"output type {scalar_type_name(out)}")
 
 
 def _write(self: Tensor, value, op: str) -> Tensor:
@@ -180,9 +183,11 @@ def _check_int_divisor(op: str, db, dt: np.dtype) -> None:
 
 
 def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
-            quiet: bool = False, int_divisor: bool = False, inplace: bool = True):
+            quiet: bool = False, int_divisor: bool = False, inplace: bool = True,
+            complex_ok: bool = True):
     """The op ``name`` over NumPy's ``ufunc_name`` and, where PyTorch has one (``inplace``),
-    its in-place form ``name_``; returns ``(op, in-place op or None)``."""
+    its in-place form ``name_``; returns ``(op, in-place op or None)``. ``complex_ok``: the
+    op has complex kernels (else complex operands raise, as in PyTorch)."""
     npf = getattr(np, ufunc_name)
     bitwise = name.startswith("bitwise_")  # integer and bool kernels only, as in PyTorch
     is_sub = name == "sub"  # PyTorch refuses a bool operand
@@ -191,7 +196,8 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
         if input.__class__ is Tensor and other.__class__ is Tensor and not quiet:
             da, db = input._data, other._data  # the common case: two CPU arrays, one dtype
             if da.__class__ is _ndarray and db.__class__ is _ndarray and da.dtype == db.dtype \
-                    and (not float_result or da.dtype.kind == "f"):
+                    and (not float_result or da.dtype.kind == "f") \
+                    and (complex_ok or da.dtype.kind != "c"):
                 try:
                     r = npf(da, db)
                 except ValueError:
@@ -213,7 +219,7 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
         da, db, dt = _operands(input, other, name, float_result)
         if int_divisor:
             _check_int_divisor(name, db, dt)
-        if bitwise and dt.kind not in "biu":
+        if (bitwise and dt.kind not in "biu") or (not complex_ok and dt.kind == "c"):
             raise not_implemented(name, dt)
         if is_sub:
             _check_sub_bool(name, input, other)
@@ -236,7 +242,7 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
         _check_inplace(input, name + "_")
         if int_divisor:
             _check_int_divisor(name + "_", db, dt)
-        if bitwise and dt.kind not in "biu":
+        if (bitwise and dt.kind not in "biu") or (not complex_ok and dt.kind == "c"):
             raise not_implemented(name + "_", dt)
         if is_sub:
             _check_sub_bool(name + "_", input, other)
@@ -333,22 +339,24 @@ true_divide, true_divide_ = _binary("div", "true_divide", """True division; inte
     """, float_result=True, quiet=True)
 _floor_divide, _floor_divide_ = _binary("floor_divide", "floor_divide",
                                         """Division rounded down (``//``).""", quiet=True,
-                                        int_divisor=True)
+                                        int_divisor=True, complex_ok=False)
 remainder, remainder_ = _binary("remainder", "remainder", """Python-style modulus (sign of
-    the divisor), ``%``.""", quiet=True, int_divisor=True)
+    the divisor), ``%``.""", quiet=True, int_divisor=True, complex_ok=False)
 fmod, fmod_ = _binary("fmod", "fmod", """C-style modulus (sign of the dividend).""", quiet=True,
-                      int_divisor=True)
+                      int_divisor=True, complex_ok=False)
 atan2, atan2_ = _binary("atan2", "arctan2", """Elementwise ``atan2(input, other)``.""",
-                        float_result=True, quiet=True)
+                        float_result=True, quiet=True, complex_ok=False)
 # PyTorch has no in-place forms of these four
 maximum, _ = _binary("maximum", "maximum", """Elementwise maximum (NaN propagates).""",
-                     inplace=False)
+                     inplace=False, complex_ok=False)
 minimum, _ = _binary("minimum", "minimum", """Elementwise minimum (NaN propagates).""",
-                     inplace=False)
-fmax, _ = _binary("fmax", "fmax", """Elementwise maximum ignoring NaN.""", inplace=False)
-fmin, _ = _binary("fmin", "fmin", """Elementwise minimum ignoring NaN.""", inplace=False)
+                     inplace=False, complex_ok=False)
+fmax, _ = _binary("fmax", "fmax", """Elementwise maximum ignoring NaN.""", inplace=False,
+                  complex_ok=False)
+fmin, _ = _binary("fmin", "fmin", """Elementwise minimum ignoring NaN.""", inplace=False,
+                  complex_ok=False)
 hypot, hypot_ = _binary("hypot", "hypot", """Elementwise ``sqrt(a**2 + b**2)``.""",
-                        float_result=True)
+                        float_result=True, complex_ok=False)
 _pow, _pow_ = _binary("pow", "power", """Elementwise power.""", quiet=True)
 bitwise_and, bitwise_and_ = _binary("bitwise_and", "bitwise_and",
                                     "Elementwise AND (& on ints/bools).")
@@ -439,11 +447,13 @@ def float_power(input: Tensor | float, exponent: Tensor | float):
 
 
 # ---------------------------------------------------------------------------------- compare
-def _compare(name: str, ufunc_name: str, doc: str):
+def _compare(name: str, ufunc_name: str, doc: str, complex_ok: bool = True):
     npf = getattr(np, ufunc_name)
 
     def impl(input, other):
-        da, db, _ = _operands(input, other, name)
+        da, db, dt = _operands(input, other, name)
+        if not complex_ok and dt.kind == "c":  # PyTorch orders no complex numbers
+            raise not_implemented(name, dt)
         xp = _xp2(da, db)
         f = npf if xp is np else getattr(xp, ufunc_name)
         try:
@@ -453,7 +463,9 @@ def _compare(name: str, ufunc_name: str, doc: str):
             raise _broadcast_error(name, da, db) from None
 
     def impl_(input, other):
-        da, db, _ = _operands(input, other, name)
+        da, db, dt = _operands(input, other, name)
+        if not complex_ok and dt.kind == "c":
+            raise not_implemented(name + "_", dt)
         xp = _xp2(da, db)
         f = npf if xp is np else getattr(xp, ufunc_name)
         _check_out_shape(name + "_", db, input._data.shape)
@@ -474,10 +486,10 @@ eq, eq_ = _compare("eq", "equal", """Elementwise ``==`` (bool result).
     tensor([False,  True])
     """)
 ne, ne_ = _compare("ne", "not_equal", "Elementwise ``!=``.")
-lt, lt_ = _compare("lt", "less", "Elementwise ``<``.")
-le, le_ = _compare("le", "less_equal", "Elementwise ``<=``.")
-gt, gt_ = _compare("gt", "greater", "Elementwise ``>``.")
-ge, ge_ = _compare("ge", "greater_equal", "Elementwise ``>=``.")
+lt, lt_ = _compare("lt", "less", "Elementwise ``<``.", complex_ok=False)
+le, le_ = _compare("le", "less_equal", "Elementwise ``<=``.", complex_ok=False)
+gt, gt_ = _compare("gt", "greater", "Elementwise ``>``.", complex_ok=False)
+ge, ge_ = _compare("ge", "greater_equal", "Elementwise ``>=``.", complex_ok=False)
 logical_and, logical_and_ = _compare("logical_and", "logical_and", "Elementwise logical AND.")
 logical_or, logical_or_ = _compare("logical_or", "logical_or", "Elementwise logical OR.")
 logical_xor, logical_xor_ = _compare("logical_xor", "logical_xor", "Elementwise logical XOR.")
@@ -543,6 +555,8 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 # ---------------------------------------------------------------------------------- unary
 def _sigmoid(xp, d):
+    if d.dtype.kind == "c":
+        return 1 / (1 + xp.exp(-d))
     e = xp.exp(-xp.abs(d))
     return xp.where(d >= 0, 1 / (1 + e), e / (1 + e)).astype(d.dtype, copy=False)
 
@@ -581,6 +595,13 @@ def _sign(xp, d):
 def _no_bool(op: str, d) -> None:
     if d.dtype.kind == "b":
         raise NotImplementedError(f"{op}(): not implemented for 'Bool' tensors")
+
+
+def _no_complex(op: str, d) -> None:
+    if op.startswith("sign"):
+        raise RuntimeError(f"{op}(): Unlike NumPy, torch.sign is not intended to support "
+                           "complex numbers. Please use torch.sgn instead.")
+    raise not_implemented(op, d.dtype)
 
 
 def _abs(xp, d):
@@ -643,6 +664,8 @@ _SAME_UNARY = {
     "square": (_square, "x * x"),
 }
 _NONDIFF_UNARY = {"sign", "floor", "ceil", "trunc"}
+# no complex kernels in PyTorch (``sign`` has ``sgn`` for complex numbers)
+_REAL_UNARY = {"erf", "erfc", "erfinv", "floor", "ceil", "trunc", "frac", "sign"}
 
 
 # functions that cannot overflow, divide by zero or leave their domain: no errstate needed
@@ -661,10 +684,13 @@ def _unary(name: str, fn, desc: str, float_out: bool):
         compute = fn
     default = D._default
     quiet = name not in _NEVER_WARN
+    real_only = name in _REAL_UNARY
 
     def impl(input: Tensor):
         d = input._data
-        if float_out and d.dtype.kind != "f":
+        if real_only and d.dtype.kind == "c":
+            _no_complex(name, d)
+        if float_out and d.dtype.kind not in "fc":
             if d.dtype == _BF16:  # computed in float32, rounded once
                 with np.errstate(**_quiet):
                     return _make(np.asarray(compute(np, d.astype(_F32))).astype(_BF16))
@@ -677,7 +703,9 @@ def _unary(name: str, fn, desc: str, float_out: bool):
 
     def impl_(input: Tensor):
         d = input._data
-        if float_out and d.dtype.kind != "f":
+        if real_only and d.dtype.kind == "c":
+            _no_complex(name + "_", d)
+        if float_out and d.dtype.kind not in "fc":
             _check_cast(name + "_", default[0].np, d.dtype)
         _check_inplace(input, name + "_")
         xp = np if isinstance(d, _ndarray) else array_module(d)
@@ -741,6 +769,8 @@ def relu(input: Tensor) -> Tensor:
     d = input._data
     if d.dtype.kind == "b":  # PyTorch's own check, before any kernel
         raise RuntimeError("relu(): Boolean inputs not supported for relu")
+    if d.dtype.kind == "c":
+        _no_complex("relu", d)
     return _make(array_module(d).maximum(d, d.dtype.type(0)))
 
 
@@ -800,6 +830,8 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     d = input._data
     xp = array_module(d)
     dt = D.result_type(*(v for v in (input, min, max) if v is not None)).np
+    if dt.kind == "c":
+        _no_complex("clamp", np.empty(0, dt))
     out = d.astype(dt, copy=False)
     if min is not None:
         lo = min._data if isinstance(min, Tensor) else min
@@ -1028,7 +1060,6 @@ arctan2, arctan2_ = atan2, atan2_
 arccos_, arccosh_, arcsin_, arcsinh_ = acos_, acosh_, asin_, asinh_  # noqa: F821
 arctan_, arctanh_, fix_ = atan_, atanh_, trunc_  # noqa: F821
 greater_, greater_equal_, less_, less_equal_, not_equal_ = gt_, ge_, lt_, le_, ne_
-sgn, sgn_ = sign, sign_  # noqa: F821  (real tensors: the sign)
 
 
 def _kind_ok(dt: np.dtype, kinds: str) -> bool:

@@ -141,6 +141,19 @@ class _Formatter:
         return (self.max_width - len(ret)) * " " + ret
 
 
+class _ComplexFormatter:
+    """Complex values as ``re+imj``: one formatter for the real parts, one for the imaginary
+    parts (PyTorch's layout)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.re, self.im = _Formatter(values.real), _Formatter(values.imag)
+        self.max_width = self.re.max_width + self.im.max_width + 1
+
+    def format(self, value) -> str:
+        imag = (self.im.format(value.imag) + "j").lstrip()
+        return self.re.format(value.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+
 def _vector_str(vals: np.ndarray, full_len: int, indent: int, summarize: bool,
                 fmt: _Formatter) -> str:
     element_length = fmt.max_width + 2
@@ -208,7 +221,7 @@ def _tensor_str(data, indent: int) -> str:
     vals = _host(_summarized(data, summarize))
     if vals.dtype == np.float16 or vals.dtype == D.BF16_NP:
         vals = vals.astype(np.float32)  # format the exact values without half-precision math
-    fmt = _Formatter(vals)
+    fmt = _ComplexFormatter(vals) if vals.dtype.kind == "c" else _Formatter(vals)
     return _tensor_str_fmt(vals, tuple(data.shape), indent, summarize, fmt)
 
 
@@ -256,6 +269,7 @@ def tensor_repr(t) -> str:
         suffixes.append(f"device='{dev}'")
     dt = D._FROM_NP[data.dtype]
     default = D.get_default_dtype()
+    shown = (default, D.default_complex(), D.int64, D.bool)  # dtypes the repr leaves unsaid
     if data.size == 0:
         if data.ndim != 1:
             suffixes.append(f"size={tuple(data.shape)}")
@@ -265,7 +279,7 @@ def tensor_repr(t) -> str:
     else:
         if not PRINT_OPTS.edgeitems:
             suffixes.append(f"size={tuple(data.shape)}")
-        if dt not in (default, D.int64, D.bool):
+        if dt not in shown:
             suffixes.append(f"dtype={dt}")
         body = _tensor_str(data, indent)
     grad_fn = t.grad_fn

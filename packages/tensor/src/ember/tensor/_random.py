@@ -266,11 +266,20 @@ def _host(arr):
     return arr if isinstance(arr, np.ndarray) else arr.get()
 
 
-def _float_dtype(dtype, op: str) -> D.dtype:
+def _float_dtype(dtype, op: str, complex_ok: bool = False) -> D.dtype:
     dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, op)
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or (complex_ok and dt.is_complex)):
         raise RuntimeError(f"{op}(): expected a floating-point dtype, got {dt}")
     return dt
+
+
+def _complex_draw(draw, shape, dt: D.dtype, scale: float):
+    """Samples of a complex dtype: real and imaginary parts drawn independently by
+    ``draw(shape, real np dtype)``, each times ``scale``."""
+    parts = draw(tuple(shape) + (2,), dt.to_real().np)
+    if scale != 1.0:
+        parts *= scale
+    return parts.view(dt.np)[..., 0]
 
 
 def _draw_dtype(np_dtype: np.dtype) -> np.dtype:
@@ -368,9 +377,12 @@ def rand(*sizes, size=None, generator: Generator | None = None, dtype=None, devi
     ember.Size([2, 3])
     """
     shape = _size(_size_kw(sizes, size, "rand"), "rand")
-    dt = _float_dtype(dtype, "rand")
+    dt = _float_dtype(dtype, "rand", complex_ok=True)
     dev = to_device(device)
     g = _resolve(generator, dev, "rand")
+    if dt.is_complex:  # each part uniform on [0, 1), as in PyTorch
+        return _finish(_complex_draw(lambda sh, d: _uniform(g, dev, sh, d), shape, dt, 1.0),
+                       requires_grad)
     return _finish(_uniform(g, dev, shape, dt.np), requires_grad)
 
 
@@ -382,9 +394,12 @@ def randn(*sizes, size=None, generator: Generator | None = None, dtype=None, dev
     ember.float64
     """
     shape = _size(_size_kw(sizes, size, "randn"), "randn")
-    dt = _float_dtype(dtype, "randn")
+    dt = _float_dtype(dtype, "randn", complex_ok=True)
     dev = to_device(device)
     g = _resolve(generator, dev, "randn")
+    if dt.is_complex:  # E|z|^2 = 1: each part has variance 1/2, as in PyTorch
+        return _finish(_complex_draw(lambda sh, d: _std_normal(g, dev, sh, d), shape, dt,
+                                     0.5 ** 0.5), requires_grad)
     return _finish(_std_normal(g, dev, shape, dt.np), requires_grad)
 
 

@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as D
+from ._checks import scalar_type_name
 from ._registry import array_module, defop, with_out, write_out
 from ._tensor import Tensor
 
@@ -69,14 +70,7 @@ class return_types:
 
 
 # ---------------------------------------------------------------------------- helpers
-def _type_name(dt: np.dtype) -> str:
-    """PyTorch's scalar type name (``Float``, ``Long``, ...) for error messages."""
-    return _SCALAR_NAMES[np.dtype(dt)]
-
-
-_SCALAR_NAMES = {np.dtype(k): v for k, v in {
-    np.bool_: "Bool", np.uint8: "Byte", np.int8: "Char", np.int16: "Short", np.int32: "Int",
-    np.int64: "Long", np.float16: "Half", np.float32: "Float", np.float64: "Double"}.items()}
+_type_name = scalar_type_name
 
 
 def _is_int(v) -> bool:
@@ -242,12 +236,12 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
 def _mean_dtype(d, dtype, op: str) -> np.dtype:
     if dtype is not None:
         out = D.to_dtype(dtype, op)
-        if not out.is_floating_point:
+        if not (out.is_floating_point or out.is_complex):
             raise RuntimeError(f"{op}(): could not infer output dtype. Optional dtype must be "
                                f"either a floating point or complex dtype. Got: "
                                f"{_type_name(out.np)}")
         return out.np
-    if d.dtype.kind != "f":
+    if d.dtype.kind not in "fc":
         raise RuntimeError(f"{op}(): could not infer output dtype. Input dtype must be either "
                            f"a floating point or complex dtype. Got: {_type_name(d.dtype)}")
     return d.dtype
@@ -322,7 +316,7 @@ def _correction(op: str, dim, unbiased, correction):
 @defop("var", out=True)
 def _var(input: Tensor, dim=None, *, correction=1, keepdim: bool = False) -> Tensor:
     d = input._data
-    if d.dtype.kind != "f":
+    if d.dtype.kind not in "fc":
         raise RuntimeError("var(): std and var only support floating point and complex dtypes")
     dims = _dims(dim, d.ndim, "var")
     xp = array_module(d)
@@ -338,9 +332,11 @@ def _var(input: Tensor, dim=None, *, correction=1, keepdim: bool = False) -> Ten
     with np.errstate(**_quiet):
         m = xp.true_divide(xp.sum(x, axis=axes, keepdims=True), n).astype(acc, copy=False)
         dev = x - m
+        if dev.dtype.kind == "c":  # |x - mean|^2: a complex tensor's variance is real
+            dev = xp.abs(dev)
         ss = xp.sum(dev * dev, axis=axes, keepdims=keepdim)
         r = xp.true_divide(ss, builtins.max(dof, 0))
-    return _make(_own(r.astype(d.dtype, copy=False), d))
+    return _make(_own(r.astype(D._FROM_NP[d.dtype].to_real().np, copy=False), d))
 
 
 @with_out
@@ -419,6 +415,8 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None,
         dt = D.to_dtype(dtype, "norm")
         if d.dtype.kind == "f" and dt.is_floating_point:
             d = d.astype(dt.np, copy=False)
+    if d.dtype.kind == "c":  # the norm of the magnitudes
+        d = array_module(d).abs(d)
     if d.dtype.kind != "f":
         raise RuntimeError(f"norm(): Expected a floating point or complex tensor as input. "
                            f"Got {_type_name(d.dtype)}")
@@ -625,7 +623,7 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """
     d = input._data
     dims = _dims(dim, d.ndim, "logsumexp")
-    out = d.dtype if d.dtype.kind == "f" else D.get_default_dtype().np
+    out = d.dtype if d.dtype.kind in "fc" else D.get_default_dtype().np
     xp = array_module(d)
     x = d.astype(_acc(out), copy=False)
     axes = _axes(d, dims)
@@ -634,7 +632,7 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
         r = xp.full(r.shape, -np.inf, dtype=out)
         return _make(r)
     with np.errstate(**_quiet):
-        m = xp.amax(x, axis=axes, keepdims=True)
+        m = xp.amax(x.real, axis=axes, keepdims=True)  # a complex shift keeps its phase
         m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
         s = xp.sum(xp.exp(x - m), axis=axes, keepdims=True)
         r = xp.log(s) + m

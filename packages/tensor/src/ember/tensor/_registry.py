@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._checks import scalar_type_name
 from ._codegen import compiled, named, parameter_source
 from ._composite import arg_specs, diagnose, diagnose_call, op_names
 from ._dtype import can_cast, from_numpy_dtype
@@ -148,11 +149,6 @@ def defop(name: str, *, differentiable: bool = True, inplace: bool = False, out:
     return deco
 
 
-_SCALAR_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
-                 "int32": "Int", "int64": "Long", "float16": "Half", "float32": "Float",
-                 "float64": "Double"}
-
-
 def replace_impl(op: OpDef, impl: Callable) -> None:
     """Swap the implementation of a declared op for ``impl``, which takes the same arguments
     (a wrapper around ``op.impl``, e.g. bfloat16 computed through float32): the public
@@ -162,11 +158,6 @@ def replace_impl(op: OpDef, impl: Callable) -> None:
     op.impl = impl
     if plain:
         op.run = impl
-
-
-def _dtype_name(dt) -> str:
-    """PyTorch's scalar type name of a NumPy dtype (``Float``, ``Long``, ...)."""
-    return _SCALAR_NAMES.get(np.dtype(dt).name, str(dt))
 
 
 def write_out(op, result, out):
@@ -194,8 +185,8 @@ def write_out(op, result, out):
                            f"but got it on device {out.device}")
     if src.dtype != dst.dtype:
         if not can_cast(from_numpy_dtype(src.dtype), from_numpy_dtype(dst.dtype)):
-            raise RuntimeError(f"{name}(): result type {_dtype_name(src.dtype)} can't be cast "
-                               f"to the desired output type {_dtype_name(dst.dtype)}")
+            raise RuntimeError(f"{name}(): result type {scalar_type_name(src.dtype)} can't be cast "
+                               f"to the desired output type {scalar_type_name(dst.dtype)}")
     if src.shape != dst.shape:
         if out._base is not None:
             raise RuntimeError(f"{name}(): out tensor of shape {list(dst.shape)} is a view and "

@@ -25,11 +25,12 @@ import sys
 import numpy as np
 
 from . import _dtype as D
+from ._checks import scalar_type_name
 from ._creation import tensor, zeros
 from ._linalg import mm
 from ._printing import _add_suffixes, _grad_fn_name, _tensor_str
 from ._reduction import sum as _sum
-from ._registry import _dtype_name, array_module
+from ._registry import array_module
 from ._tensor import Size, Tensor, _device_of, _wrap_dim, parse_to_args
 
 __all__ = ["layout", "strided", "sparse_coo", "SparseTensor", "sparse_coo_tensor",
@@ -811,18 +812,14 @@ def _check_mm(op: str, s: SparseTensor, d) -> None:
     if d.dim() not in (1, 2) or (op == "mm" and d.dim() != 2):
         raise RuntimeError(f"{op}(): mat2 must be a matrix, got a {d.dim()}-D tensor")
     if s.dtype != d.dtype:
-        raise RuntimeError(f"expected scalar type {_scalar_name(s.dtype)} but found "
-                           f"{_scalar_name(d.dtype)}")
+        raise RuntimeError(f"expected scalar type {scalar_type_name(s.dtype)} but found "
+                           f"{scalar_type_name(d.dtype)}")
     if s.device != d.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
                            f"two devices, {s.device} and {d.device}!")
     if d.shape[0] != s._size[1]:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {s._size[1]}, got "
                            f"{d.shape[0]}")
-
-
-def _scalar_name(dt) -> str:
-    return _dtype_name(dt.np if hasattr(dt, "np") else dt)
 
 
 def sparse_mm(sparse: SparseTensor, dense: Tensor, op: str = "mm") -> Tensor:

@@ -240,7 +240,7 @@ class Tensor:
         return self._data.dtype.kind == "f" or self._data.dtype == D.BF16_NP
 
     def is_complex(self) -> bool:
-        return False
+        return self._data.dtype.kind == "c"
 
     def is_signed(self) -> bool:
         return self.dtype.is_signed

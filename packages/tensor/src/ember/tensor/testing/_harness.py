@@ -22,8 +22,10 @@ INT = ("int32", "int64")
 NUMERIC = ("uint8", "int32", "int64", "float32", "float64")
 ALL = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64")
 
+COMPLEX = ("complex64", "complex128")
+
 _CAT = {"bool": 0, "uint8": 1, "int8": 1, "int16": 1, "int32": 1, "int64": 1, "bfloat16": 2,
-        "float16": 2, "float32": 2, "float64": 2}
+        "float16": 2, "float32": 2, "float64": 2, "complex64": 3, "complex128": 3}
 
 
 def np_dtype(name: str) -> np.dtype:
@@ -47,6 +49,9 @@ def _promote2(a: str | None, b: str | None) -> str | None:
     if b is None or a == b:
         return a
     ca, cb = _CAT[a], _CAT[b]
+    if 3 in (ca, cb):  # complex: the wider of the two parts' precisions
+        wide = "float64" in (a, b) or "complex128" in (a, b)
+        return "complex128" if wide else "complex64"
     if ca != cb:
         return a if ca > cb else b
     if ca == 2:
@@ -68,6 +73,11 @@ def _promote2(a: str | None, b: str | None) -> str | None:
 
 def _combine(higher: str | None, lower: str | None) -> str | None:
     # c10's combine_categories
+    if higher is not None and _CAT[higher] == 3:
+        return higher
+    if lower is not None and _CAT[lower] == 3:  # a complex scalar keeps a float's precision
+        return ("complex128" if higher == "float64" else "complex64") \
+            if higher is not None and _CAT[higher] == 2 else lower
     if higher is not None and _CAT[higher] == 2:
         return higher
     if higher == "bool" or (lower is not None and _CAT[lower] == 2):
@@ -100,12 +110,12 @@ def torch_result_type(*operands, default_float: str = "float32") -> str:
 
 
 def _to_float(name: str) -> str:
-    return name if _CAT[name] == 2 else "float32"
+    return name if _CAT[name] >= 2 else "float32"
 
 
 def tolerance(dtype: str) -> tuple[float, float]:
-    return {"float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2),
-            "float32": (1e-5, 1e-5)}.get(dtype, (1e-10, 1e-10))
+    return {"float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2), "float32": (1e-5, 1e-5),
+            "complex64": (1e-5, 1e-5)}.get(dtype, (1e-10, 1e-10))
 
 
 def ref_args(sample: Sample, dtype: str) -> tuple[tuple, dict]:
@@ -152,6 +162,10 @@ def _rand(shape, dtype: str, rng, low=-2.0, high=2.0, distinct: bool = False) ->
     if dtype == "bool":
         return np.asarray(rng.random(shape) > 0.5)
     nd = np_dtype(dtype)
+    if nd.kind == "c":  # independent real and imaginary parts
+        part = "float64" if nd == np.complex128 else "float32"
+        return (_rand(shape, part, rng, low, high, distinct) +
+                1j * _rand(shape, part, rng, low, high)).astype(nd)
     if nd.kind in "iu":
         lo = max(int(math.ceil(low)), 0 if nd.kind == "u" else -100)
         hi = max(int(math.ceil(high)), lo + 1)

@@ -17,7 +17,17 @@ import ember.tensor as et
 from ember.tensor import linalg as LA
 from ember.tensor import special as SP
 
-from ._harness import FLOAT, FLOAT_H, INT, OpEntry, Sample, _nz, _rand, binary_samples
+from ._harness import (
+    COMPLEX,
+    FLOAT,
+    FLOAT_H,
+    INT,
+    OpEntry,
+    Sample,
+    _nz,
+    _rand,
+    binary_samples,
+)
 
 __all__ = ["EXTRA_ENTRIES", "EXTRA_NON_TABLE_OPS"]
 
@@ -632,6 +642,53 @@ def _float_of(d):
     return d if d.startswith("float") else "float32"
 
 
+def _np_sgn(a):
+    if a.dtype.kind != "c":
+        return np.sign(a)
+    mag = np.abs(a)
+    return np.where(mag == 0, 0, a / np.where(mag == 0, 1, mag)).astype(a.dtype)
+
+
+def _unary_c(d, rng):
+    """Samples of a complex op: a matrix, a vector and a 0-d tensor."""
+    return [_S(_rand((2, 3), d, rng)), _S(_rand((4,), d, rng)), _S(_rand((), d, rng))]
+
+
+def _parts(d, rng):
+    return [_S(_rand((2, 3), d, rng), _rand((2, 3), d, rng)),
+            _S(_rand((2, 1), d, rng), _rand((3,), d, rng))]
+
+
+def _real_of(s, d):
+    return {"complex64": "float32", "complex128": "float64"}.get(d, d)
+
+
+def _complex_of(s, d):
+    return {"float32": "complex64", "float64": "complex128"}.get(d, d)
+
+
+_COMPLEX_OPS = [
+    E("real", et.real, np.real, _unary_c, dtypes=COMPLEX + FLOAT, out_dtype=_real_of,
+      method=None, view=True),
+    E("imag", et.imag, np.imag, _unary_c, dtypes=COMPLEX, out_dtype=_real_of, method=None,
+      view=True),
+    E("view_as_real", et.view_as_real, lambda a: np.stack([a.real, a.imag], -1), _unary_c,
+      dtypes=COMPLEX, out_dtype=_real_of, method=None, view=True,
+      layouts=("contig",)),
+    E("view_as_complex", et.view_as_complex, lambda a: a[..., 0] + 1j * a[..., 1],
+      lambda d, rng: [_S(_rand((3, 2), d, rng)), _S(_rand((2, 4, 2), d, rng))],
+      dtypes=FLOAT, out_dtype=_complex_of, method=None, view=True, layouts=("contig",)),
+    E("conj", et.conj, np.conj, _unary_c, dtypes=COMPLEX + FLOAT),
+    E("conj_physical", et.conj_physical, np.conj, _unary_c, dtypes=COMPLEX + FLOAT,
+      inplace="conj_physical_", ops=("conj_physical", "conj_physical_")),
+    E("angle", et.angle, np.angle, lambda d, rng: [_S(_nz((2, 3), d, rng))],
+      dtypes=COMPLEX + FLOAT, out_dtype=_real_of),
+    E("complex", et.complex, lambda a, b: a + 1j * b, _parts, dtypes=FLOAT,
+      out_dtype=_complex_of, operands=(0, 1), method=None),
+    E("polar", et.polar, lambda r, t: r * np.exp(1j * t), _parts, dtypes=FLOAT,
+      out_dtype=_complex_of, operands=(0, 1), method=None, ops=("complex", "cos", "sin")),
+]
+
 _POINTWISE = [
     E("arctan2", et.arctan2, np.arctan2,
       lambda d, rng: [_S(_rand((2, 3), d, rng), _nz((2, 3), d, rng)),
@@ -639,9 +696,10 @@ _POINTWISE = [
       out_dtype="promote_float", operands=(0, 1), inplace="arctan2_", ops=("atan2", "atan2_")),
     E("fix", et.fix, np.trunc, lambda d, rng: [_S(_rand((2, 3), d, rng, -5, 5))],
       dtypes=FLOAT + INT, differentiable=False, inplace="fix_", ops=("trunc", "trunc_")),
-    E("sgn", et.sgn, np.sign, lambda d, rng: [_S(_rand((2, 3), d, rng, -3, 3)),
+    E("sgn", et.sgn, _np_sgn, lambda d, rng: [_S(_rand((2, 3), d, rng, -3, 3)),
                                                _S(_rand((), d, rng))],
-      dtypes=FLOAT_H + INT, differentiable=False, inplace="sgn_", ops=("sign", "sign_")),
+      dtypes=FLOAT_H + INT + COMPLEX, inplace="sgn_", ops=("sgn", "sgn_"),
+      gradgrad=False),
     E("bitwise_left_shift", et.bitwise_left_shift, np.left_shift, _shift_samples,
       dtypes=_SHIFT_INTS, out_dtype="promote", operands=(0, 1), differentiable=False,
       inplace="bitwise_left_shift_", ops=("bitwise_left_shift", "bitwise_left_shift_")),
@@ -1074,7 +1132,8 @@ _SHAPE = [
       dtypes=FLOAT + INT, method=None, ops=("masked_fill_",)),
 ]
 
-EXTRA_ENTRIES: list[OpEntry] = _LINALG + _SPECIAL + _EXTRA + _POINTWISE + _STATS + _SHAPE
+EXTRA_ENTRIES: list[OpEntry] = (_LINALG + _SPECIAL + _EXTRA + _POINTWISE + _COMPLEX_OPS + _STATS +
+                                 _SHAPE)
 
 # registry ops of these modules exercised through other entries' ``ops`` or elsewhere
 EXTRA_NON_TABLE_OPS: set[str] = {"binomial"}  # a sampler: tests/parity checks its moments

@@ -1,0 +1,237 @@
+"""Complex numbers: the parts of a complex tensor and the ops that build one.
+
+``real`` and ``imag`` are views, as in PyTorch: writing through them writes the complex
+tensor. ``view_as_real`` views a complex tensor as its (real, imaginary) pairs in a last
+dimension of size 2, and ``view_as_complex`` is its inverse. ember has no lazy conjugation bit:
+``conj`` of a complex tensor is a new tensor (PyTorch's ``conj_physical``), ``is_conj`` is
+always False and ``resolve_conj`` returns its argument.
+
+Gradients follow PyTorch's convention: the gradient of a real loss ``L`` with respect to
+``z = x + iy`` is ``dL/dx + i dL/dy`` (the conjugate Wirtinger derivative, times two).
+
+    >>> z = complex(tensor([1., 0.]), tensor([0., 2.]))
+    >>> z.abs()
+    tensor([1., 2.])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtype as D
+from ._checks import check_inplace, scalar_type_name
+from ._registry import array_module, defop, with_out
+from ._tensor import Tensor
+
+__all__ = ["real", "imag", "view_as_real", "view_as_complex", "conj", "conj_physical",
+           "conj_physical_", "angle", "polar", "complex", "sgn", "sgn_"]
+
+_make = Tensor._make
+
+
+@defop("real")
+def real(input: Tensor) -> Tensor:
+    """The real part of a complex tensor, as a view; a real tensor's own values (a view).
+
+    >>> real(view_as_complex(tensor([[1., 2.]])))
+    tensor([1.])
+    """
+    d = input._data
+    return input._view_of(d.real if d.dtype.kind == "c" else d[...])
+
+
+@defop("imag")
+def imag(input: Tensor) -> Tensor:
+    """The imaginary part of a complex tensor, as a view.
+
+    >>> imag(view_as_complex(tensor([[1., 2.]])))
+    tensor([2.])
+    """
+    d = input._data
+    if d.dtype.kind != "c":
+        raise RuntimeError("imag(): imag is not implemented for tensors with non-complex "
+                           "dtypes.")
+    return input._view_of(d.imag)
+
+
+@defop("view_as_real")
+def view_as_real(input: Tensor) -> Tensor:
+    """A complex tensor viewed as real pairs in a new last dimension of size 2.
+
+    >>> view_as_real(complex(tensor([1.]), tensor([2.])))
+    tensor([[1., 2.]])
+    """
+    d = input._data
+    if d.dtype.kind != "c":
+        raise RuntimeError("view_as_real(): view_as_real is only supported for complex tensors, "
+                           f"but got a tensor of scalar type: {scalar_type_name(d.dtype)}")
+    re = d.real
+    parts = array_module(d).lib.stride_tricks.as_strided(
+        re, d.shape + (2,), re.strides + (re.itemsize,))
+    return input._view_of(parts)
+
+
+@defop("view_as_complex")
+def view_as_complex(input: Tensor) -> Tensor:
+    """A float32 or float64 tensor whose last dimension (of size 2, stride 1) holds real and
+    imaginary parts, viewed as a complex tensor.
+
+    >>> view_as_complex(tensor([[1., 2.], [3., -1.]]))
+    tensor([1.+2.j, 3.-1.j])
+    """
+    d = input._data
+    if d.dtype not in (np.float32, np.float64):
+        raise RuntimeError("view_as_complex(): view_as_complex is only supported for float and "
+                           "double tensors, but got a tensor of scalar type: "
+                           f"{scalar_type_name(d.dtype)}")
+    if d.ndim == 0 or d.shape[-1] != 2:
+        raise RuntimeError("view_as_complex(): Tensor must have a last dimension of size 2 "
+                           f"(got shape {list(d.shape)})")
+    item = d.itemsize
+    if d.strides[-1] != item:
+        raise RuntimeError("view_as_complex(): Tensor must have a last dimension with stride 1 "
+                           f"(got strides {[s // item for s in d.strides]})")
+    if any(s % (2 * item) for s in d.strides[:-1]):
+        raise RuntimeError("view_as_complex(): Tensor must have a stride divisible by 2 for all "
+                           f"but last dimension (got strides {[s // item for s in d.strides]})")
+    if input.storage_offset() % 2:
+        raise RuntimeError("view_as_complex(): Tensor must have a storage_offset divisible by 2 "
+                           f"(got {input.storage_offset()})")
+    cdt = np.complex64 if d.dtype == np.float32 else np.complex128
+    return input._view_of(d.view(cdt)[..., 0])
+
+
+@defop("conj_physical", out=True)
+def conj_physical(input: Tensor) -> Tensor:
+    """The complex conjugate, computed into a new tensor (a copy of a real tensor).
+
+    >>> conj_physical(view_as_complex(tensor([[1., 2.]])))
+    tensor([1.-2.j])
+    """
+    d = input._data
+    return _make(array_module(d).conj(d) if d.dtype.kind == "c" else d.copy())
+
+
+@defop("conj_physical_", inplace=True)
+def conj_physical_(input: Tensor) -> Tensor:
+    """In-place :func:`conj_physical`."""
+    d = input._data
+    check_inplace(input, "conj_physical_")
+    if d.dtype.kind == "c":
+        array_module(d).conj(d, out=d)
+    input._bump()
+    return input
+
+
+@defop("conj")
+def conj(input: Tensor) -> Tensor:
+    """The complex conjugate; a real tensor's own values (a view). ember has no lazy
+    conjugation, so a complex tensor's conjugate is a new tensor.
+
+    >>> conj(view_as_complex(tensor([[1., 2.]])))
+    tensor([1.-2.j])
+    """
+    d = input._data
+    return _make(array_module(d).conj(d)) if d.dtype.kind == "c" else input._view_of(d[...])
+
+
+@defop("angle", out=True)
+def angle(input: Tensor) -> Tensor:
+    """The argument of each element in radians: atan2(imag, real) for complex tensors;
+    0 or pi for real ones (NaN stays NaN).
+
+    >>> angle(tensor([-2., 3.]))
+    tensor([3.1416, 0.0000])
+    """
+    d = input._data
+    xp = array_module(d)
+    if d.dtype.kind == "c":
+        return _make(xp.angle(d))
+    out_dt = D.get_default_dtype().np if d.dtype.kind in "biu" else d.dtype
+    d = d.astype(D.compute_np(out_dt), copy=False)
+    return _make(xp.where(xp.isnan(d), d, xp.where(d < 0, np.pi, 0.0)).astype(out_dt))
+
+
+def _check_parts(op: str, a: Tensor, b: Tensor, names: tuple) -> None:
+    for t, n, pos in ((a, names[0], 1), (b, names[1], 2)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): argument '{n}' (position {pos}) must be Tensor, not "
+                            f"{type(t).__name__}")
+    da, db = a._data, b._data
+    if da.dtype not in (np.float32, np.float64) or db.dtype not in (np.float32, np.float64):
+        raise RuntimeError(f"{op}(): Expected both inputs to be Half, Float or Double tensors "
+                           f"but got {scalar_type_name(da.dtype)} and "
+                           f"{scalar_type_name(db.dtype)}")
+    if da.dtype != db.dtype:
+        raise RuntimeError(f"{op}(): Expected object of scalar type "
+                           f"{scalar_type_name(da.dtype)} but got scalar type "
+                           f"{scalar_type_name(db.dtype)} for second argument")
+    if type(da) is not type(db):
+        raise RuntimeError(f"{op}(): Expected all tensors to be on the same device, but found "
+                           f"at least two devices, {a.device} and {b.device}!")
+    try:
+        np.broadcast_shapes(da.shape, db.shape)
+    except ValueError:
+        raise RuntimeError(f"{op}(): The size of tensor a ({da.shape}) must match the size of "
+                           f"tensor b ({db.shape}): shapes {list(da.shape)} and "
+                           f"{list(db.shape)} cannot be broadcast") from None
+
+
+@defop("complex", out=True)
+def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001
+    """The complex tensor ``real + i imag`` (two float tensors of one dtype, broadcast).
+
+    >>> complex(tensor([1.]), tensor([2.]))
+    tensor([1.+2.j])
+    """
+    _check_parts("complex", real, imag, ("real", "imag"))
+    dr, di = real._data, imag._data
+    xp = array_module(dr)
+    cdt = np.complex64 if dr.dtype == np.float32 else np.complex128
+    out = xp.empty(np.broadcast_shapes(dr.shape, di.shape), dtype=cdt)
+    out.real, out.imag = dr, di
+    return _make(out)
+
+
+@with_out
+def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002
+    """The complex tensor with magnitude ``abs`` and argument ``angle``:
+    ``abs * (cos(angle) + i sin(angle))``.
+
+    >>> polar(tensor([2.]), tensor([0.]))
+    tensor([2.+0.j])
+    """
+    _check_parts("polar", abs, angle, ("abs", "angle"))
+    from ._pointwise import cos, mul, sin
+
+    return complex(mul(abs, cos(angle)), mul(abs, sin(angle)))
+
+
+def _sgn(d):
+    xp = array_module(d)
+    if d.dtype.kind != "c":
+        if d.dtype.kind == "b":
+            return d.copy()
+        return xp.sign(d)
+    mag = xp.abs(d)
+    zero = mag == 0
+    return xp.where(zero, 0, d / xp.where(zero, 1, mag).astype(d.dtype))
+
+
+@defop("sgn", out=True)
+def sgn(input: Tensor) -> Tensor:
+    """``z / |z|`` for complex tensors (0 at 0); the sign for real ones.
+
+    >>> sgn(tensor([-2., 0., 3.]))
+    tensor([-1.,  0.,  1.])
+    """
+    return _make(_sgn(input._data))
+
+
+@defop("sgn_", inplace=True)
+def sgn_(input: Tensor) -> Tensor:
+    """In-place :func:`sgn`."""
+    check_inplace(input, "sgn_")
+    d = input._data
+    d[...] = _sgn(d)
+    input._bump()
+    return input
