@@ -75,6 +75,9 @@ _MISC = "internal helpers that PyTorch exports by accident; not documented as pu
 _FUNCTIONAL = ("aten bindings of torch.nn.functional ops that torch.* also exposes (PyTorch "
                "documents them as torch.nn.functional.X): ember has each as "
                "ember.nn.functional.X; the tensor core installs and imports without ember-nn")
+_COMPLEX32 = ("complex32 (chalf), half-precision complex: NumPy has no such type and PyTorch's "
+              "own CPU kernels barely cover it; ember's complex dtypes are complex64 and "
+              "complex128")
 _AUTOCAST_LEGACY = ("the legacy per-device autocast switches (`set_autocast_gpu_dtype`, ...) "
                     "and TorchScript autocast nesting; use ember.tensor.autocast(device_type)")
 
@@ -101,6 +104,7 @@ EXCLUDE: list[tuple[str, str, str]] = [
               r"compile|cond|while_loop|sym_.*|Sym(Int|Float|Bool)|vmap|"
               r"PRIVATE_OPS|classproperty|OperatorInfo", _JIT),
     ("torch", r"cudnn_.*|miopen_.*|mkldnn_.*|fbgemm_.*", _BACKEND),
+    ("torch", r"chalf|complex32", _COMPLEX32),
     ("torch", r"is_vulkan_available|get_autocast_(ipu|xla)_dtype|set_autocast_(ipu|xla)_.*|"
               r"is_autocast_(ipu|xla)_enabled|get_device_module|AcceleratorError|"
               r"Event|Stream|from_file", _DEVICE),
@@ -141,6 +145,7 @@ EXCLUDE: list[tuple[str, str, str]] = [
     ("torch.Tensor", r"to_sparse_(csr|csc|bsr|bsc)|is_sparse_csr|(c?col|crow|row)_indices|"
                      r"sparse_resize_(and_clear_)?|resize_as_sparse_", _SPARSE),
     ("torch.Tensor", r"to_mkldnn|is_mkldnn", _BACKEND),
+    ("torch.Tensor", r"chalf", _COMPLEX32),
     ("torch.Tensor", r"ipu|xpu|mtia|is_(ipu|xpu|mtia|maia|meta|mps|vulkan|xla)", _DEVICE),
     ("torch.Tensor", r"names|refine_names|rename_?|align_as|align_to|has_names|name|"
                      r"unflatten_names", _NAMED),

@@ -98,9 +98,11 @@ def _mutations(sample, rng):
         a = sample.args[i]
         for dt in MUTANT_DTYPES:
             if a.dtype != np.dtype(dt):
-                # a sample's NaN or inf cast to an integer type is whatever NumPy makes of it:
-                # the mutation is the dtype, and NumPy's cast warning is no test failure
-                with np.errstate(invalid="ignore", over="ignore"):
+                # a sample's NaN or inf cast to an integer type is whatever NumPy makes of it,
+                # and a complex one cast to a real type loses its imaginary part: the mutation
+                # is the dtype, and NumPy's cast warning is no test failure
+                with np.errstate(invalid="ignore", over="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
                     cast = a.astype(dt)
                 out.append((f"arg{i}:{dt}", _replace(sample, i, cast)))
         if a.ndim:

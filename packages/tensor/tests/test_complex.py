@@ -317,3 +317,29 @@ def test_inplace_complex_into_real_raises():
     x = et.ones(2)
     with pytest.raises(RuntimeError, match="ComplexFloat can't be cast"):
         x.mul_(et.tensor([1j, 1j]))
+
+
+def test_nan_to_num_cov_corrcoef_logaddexp():
+    a = np.array([1 + np.nan * 1j, np.inf - 2j, 3 + 4j])
+    np.testing.assert_array_equal(et.nan_to_num(et.tensor(a)).numpy(), np.nan_to_num(a))
+    x = _c(3, 5)
+    np.testing.assert_allclose(et.cov(et.tensor(x)).numpy(), np.cov(x), rtol=1e-12)
+    want = np.corrcoef(x)
+    want = np.clip(want.real, -1, 1) + 1j * np.clip(want.imag, -1, 1)
+    np.testing.assert_allclose(et.corrcoef(et.tensor(x)).numpy(), want, rtol=1e-12)
+    p, q = _c(4), _c(4)
+    np.testing.assert_allclose(et.logaddexp(et.tensor(p), et.tensor(q)).numpy(),
+                               np.log(np.exp(p) + np.exp(q)), rtol=1e-12)
+    assert et.float_power(et.tensor(p), 2).dtype is et.complex128
+
+
+@pytest.mark.parametrize("call", [
+    lambda z: z.amax(), lambda z: z.max(), lambda z: z.min(0), lambda z: z.median(),
+    lambda z: z.sort(), lambda z: z.argsort(), lambda z: z.argmax(), lambda z: z.topk(1),
+    lambda z: z.unique(), lambda z: et.lgamma(z), lambda z: et.special.xlogy(z, z),
+    lambda z: et.isposinf(z), lambda z: et.round(z), lambda z: z.nansum(),
+    lambda z: et.searchsorted(z, z), lambda z: et.cdist(z.view(1, 3), z.view(1, 3)),
+])
+def test_ordered_and_special_ops_reject_complex(call):
+    with pytest.raises(RuntimeError):
+        call(et.tensor(_c(3)))

@@ -193,7 +193,7 @@ def _copysign(c, g):
     return g * ratio, None
 
 
-@vjp("logaddexp", save=(0, 1))
+@vjp("logaddexp", save=(0, 1), complex="holomorphic")
 def _logaddexp(c, g):
     a, b = c.args
     return ((g / (1 + et.exp(b - a)) if c.needs[0] else None),

@@ -99,6 +99,11 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     from ._creation import full_like
     from ._pointwise import isnan, where
 
+    if input.is_complex():  # each part on its own, as PyTorch does
+        from ._complex import complex as _complex
+
+        return _complex(nan_to_num(input.real, nan, posinf, neginf),
+                        nan_to_num(input.imag, nan, posinf, neginf))
     if not input.is_floating_point():
         return input.clone()
     fi = np.finfo(input._data.dtype)
@@ -123,6 +128,8 @@ def isposinf(input: Tensor) -> Tensor:
     tensor([False,  True])
     """
     d = input._data
+    if d.dtype.kind == "c":
+        raise RuntimeError("isposinf(): isposinf does not support complex inputs.")
     return _make(array_module(d).isposinf(d) if d.dtype.kind == "f" else
                  array_module(d).zeros(d.shape, bool))
 
@@ -135,6 +142,8 @@ def isneginf(input: Tensor) -> Tensor:
     tensor([False,  True])
     """
     d = input._data
+    if d.dtype.kind == "c":
+        raise RuntimeError("isneginf(): isneginf does not support complex inputs.")
     return _make(array_module(d).isneginf(d) if d.dtype.kind == "f" else
                  array_module(d).zeros(d.shape, bool))
 
@@ -274,8 +283,9 @@ def isin(elements, test_elements, *, assume_unique: bool = False,
     # PyTorch takes a tensor or a Python number for either (not both numbers), no lists
     for name, v in (("elements", elements), ("test_elements", test_elements)):
         if isinstance(v, Tensor):
-            if v._data.dtype.kind == "b":
-                raise RuntimeError("isin(): Unsupported input type encountered for isin(): Bool")
+            if v._data.dtype.kind in "bc":
+                raise RuntimeError("isin(): Unsupported input type encountered for isin(): "
+                                   f"{scalar_type_name(v._data.dtype)}")
         elif not isinstance(v, (numbers.Number, np.generic)) or isinstance(v, bool):
             raise arg_type_error("isin", name, None, v, "Tensor or Number")
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
@@ -295,6 +305,9 @@ def _search(op: str, seq, values, right: bool, out_int32: bool, side, sorter):
             raise RuntimeError(f"{op}(): side and right can't be set to opposites, got side of "
                                "left while right was True")
         right = side == "right"
+    for a in (seq, getattr(values, "_data", None)):
+        if a is not None and a.dtype.kind == "c":
+            raise not_implemented(op, a.dtype)
     if seq.ndim == 0:
         raise RuntimeError(f"{op}(): boundaries tensor should have positive dimension, but got "
                            "0 dimension")
@@ -815,7 +828,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
                       "than the number of observations.", UserWarning, stacklevel=2)
         norm = norm * 0
     x = x - avg.unsqueeze(1)
-    c = x.mm((x if w is None else x * w).t())
+    c = x.mm((x if w is None else x * w).t().conj())  # complex: the Hermitian product
     return (c / norm).squeeze()
 
 
@@ -835,9 +848,13 @@ def corrcoef(input: Tensor) -> Tensor:
     c = cov(input)
     if c.dim() == 0:
         return c / c
-    sd = c.diagonal().sqrt()
+    sd = c.diagonal().real.sqrt()
     c = c / sd.reshape(-1, 1)
     c = c / sd.reshape(1, -1)
+    if c.is_complex():  # each part clipped, as PyTorch does
+        from ._complex import complex as _complex
+
+        return _complex(c.real.clip(-1, 1), c.imag.clip(-1, 1))
     return c.clip(-1, 1)
 
 

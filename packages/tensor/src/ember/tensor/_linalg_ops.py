@@ -1421,6 +1421,10 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     """
     if x1.dim() < 2 or x2.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
+    for n, t in (("X1", x1), ("X2", x2)):
+        if t.is_complex():
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {n} got: "
+                               f"{scalar_type_name(t._data.dtype)}")
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")

@@ -439,10 +439,12 @@ def float_power(input: Tensor | float, exponent: Tensor | float):
     >>> float_power(tensor([2]), 2)
     tensor([4.], dtype=ember.float64)
     """
+    wide = D.complex128 if any(isinstance(t, Tensor) and t.is_complex() or
+                               isinstance(t, complex) for t in (input, exponent)) else D.float64
     if isinstance(input, Tensor):
-        input = input.to(dtype=D.float64)
+        input = input.to(dtype=wide)
     if isinstance(exponent, Tensor):
-        exponent = exponent.to(dtype=D.float64)
+        exponent = exponent.to(dtype=wide)
     return _pow(input, exponent)
 
 
@@ -742,6 +744,8 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
     """
     d = input._data
     _no_bool("round", d)
+    if d.dtype.kind == "c":
+        _no_complex("round", d)
     if d.dtype.kind in "iu":
         if decimals:  # PyTorch rounds integers to decimal places for no integer type
             raise not_implemented("round", d.dtype)
@@ -1238,7 +1242,12 @@ def heaviside_(input: Tensor, values: Tensor) -> Tensor:
 
 
 def _logaddexp(xp, a, b):
-    return xp.logaddexp(a, b)
+    if getattr(a, "dtype", getattr(b, "dtype", None)).kind != "c":
+        return xp.logaddexp(a, b)
+    a, b = xp.broadcast_arrays(xp.asarray(a), xp.asarray(b))
+    hi = xp.where(a.real >= b.real, a, b)  # shift by the larger real part
+    lo = xp.where(a.real >= b.real, b, a)
+    return hi + xp.log1p(xp.exp(lo - hi))
 
 
 def _logaddexp2(xp, a, b):
@@ -1252,7 +1261,7 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     >>> logaddexp(tensor([0.]), tensor([0.]))
     tensor([0.6931])
     """
-    return _make(_elementwise("logaddexp", input, other, _logaddexp, "f",
+    return _make(_elementwise("logaddexp", input, other, _logaddexp, "fc",
                               other_name="other")[0])
 
 

@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as D
-from ._checks import scalar_type_name
+from ._checks import not_implemented, scalar_type_name
 from ._registry import array_module, defop, with_out, write_out
 from ._tensor import Tensor
 
@@ -225,6 +225,8 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
     tensor(3.)
     """
     d = input._data
+    if d.dtype.kind == "c":
+        raise RuntimeError("nansum(): nansum does not support complex inputs")
     dims = _dims(dim, d.ndim, "nansum")
     out = _out_dtype(d, dtype, "nansum")
     xp = array_module(d)
@@ -454,9 +456,16 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None,
 
 
 # ---------------------------------------------------------------------------- max / min
+def _ordered(op: str, d) -> None:
+    """PyTorch orders no complex numbers: max, min, median, sort and their kin raise."""
+    if d.dtype.kind == "c":
+        raise not_implemented(op, d.dtype)
+
+
 def _amaxmin(name: str, fn: str, doc: str):
     def impl(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
         d = input._data
+        _ordered(name, d)
         dims = _dims(dim, d.ndim, name)
         if d.size == 0:
             if dim is None or (isinstance(dim, (tuple, list)) and not dim):
@@ -490,6 +499,7 @@ def _max_min_dim(name: str, largest: bool):
     def impl(input: Tensor, dim: int, keepdim: bool = False) -> tuple[Tensor, Tensor]:
         d = input._data
         op = name[:3]
+        _ordered(op, d)
         ax = _one_dim(dim, d.ndim, op)
         xp = array_module(d)
         if d.ndim == 0:
@@ -557,6 +567,8 @@ def _argmaxmin(name: str, largest: bool, doc: str):
         xp = array_module(d)
         if d.dtype.kind == "b":
             raise RuntimeError(f"{name}(): does not support bool input")
+        if d.dtype.kind == "c":
+            raise RuntimeError(f"{name}(): does not support complex input")
         if dim is None:
             if d.size == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for "
@@ -758,6 +770,7 @@ def _median_all(input: Tensor) -> Tensor:
     xp = array_module(d)
     if d.dtype.kind == "b":
         raise NotImplementedError("median(): not implemented for 'Bool'")
+    _ordered("median", d)
     flat = d.reshape(-1)
     if flat.size == 0:
         fill = np.nan if d.dtype.kind == "f" else np.iinfo(d.dtype).min
@@ -774,6 +787,7 @@ def _median_dim(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple[Te
     d = input._data
     if d.dtype.kind == "b":
         raise NotImplementedError("median(): not implemented for 'Bool'")
+    _ordered("median", d)
     ax = _one_dim(dim, d.ndim, "median")
     _check_nonempty(d, (ax,), "median")
     if d.size == 0:
@@ -807,6 +821,7 @@ def _kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     d = input._data
     if d.dtype.kind == "b":
         raise NotImplementedError("kthvalue(): not implemented for 'Bool'")
+    _ordered("kthvalue", d)
     ax = _one_dim(dim, d.ndim, "kthvalue")
     _check_nonempty(d, (ax,), "kthvalue")
     n = d.shape[ax] if d.ndim else 1
@@ -831,6 +846,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
 @defop("mode", out=True)
 def _mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     d = input._data
+    _ordered("mode", d)
     ax = _one_dim(dim, d.ndim, "mode")
     _check_nonempty(d, (ax,), "mode")
     if d.size == 0:
@@ -870,6 +886,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
 @defop("sort", out=True)
 def _sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
     d = input._data
+    _no_complex_sort("sort", d)
     ax = _one_dim(dim, d.ndim, "sort")
     xp = array_module(d)
     if d.ndim == 0:
@@ -877,6 +894,11 @@ def _sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool =
     idx = _argsort_desc(xp, d, ax) if descending else _argsort(xp, d, ax)
     idx = idx.astype(_int64, copy=False)
     return _make(xp.take_along_axis(d, idx, axis=ax)), _make(idx)
+
+
+def _no_complex_sort(op: str, d) -> None:
+    if d.dtype.kind == "c":  # PyTorch orders no complex numbers
+        raise RuntimeError(f"{op}(): Sort does not support complex dtypes on CPU")
 
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False):
@@ -898,6 +920,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
     tensor([1, 2, 0])
     """
     d = input._data
+    _no_complex_sort("argsort", d)
     ax = _one_dim(dim, d.ndim, "argsort")
     xp = array_module(d)
     if d.ndim == 0:
@@ -909,6 +932,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
 @defop("topk", out=True)
 def _topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
     d = input._data
+    _ordered("topk", d)
     ax = _one_dim(dim, d.ndim, "topk")
     if d.dtype.kind == "b":
         raise RuntimeError("topk(): does not support bool dtypes")
@@ -958,6 +982,8 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     (tensor([1, 2, 3]), tensor([1, 1, 2]))
     """
     d = input._data
+    if d.dtype.kind == "c":
+        raise not_implemented("unique", d.dtype)
     xp = array_module(d)
     kw = {"return_inverse": return_inverse, "return_counts": return_counts}
     if xp is np:
@@ -994,6 +1020,8 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
     (tensor([1, 2, 3, 1]), tensor([2, 2, 1, 1]))
     """
     d = input._data
+    if d.dtype.kind == "c":
+        raise not_implemented("unique_consecutive", d.dtype)
     xp = array_module(d)
     if dim is None:
         rows = d.reshape(-1)

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from . import _dtype as D
-from ._checks import check_dtype
+from ._checks import check_dtype, not_implemented
 from ._registry import array_module, defop
 from ._tensor import Tensor
 
@@ -40,9 +40,12 @@ def _sp(xp):
     return sp
 
 
-def _float_in(d):
+def _float_in(d, op: str):
     """``(array to compute on, result dtype)``: ints/bools in the default float dtype,
-    float16 computed in float32."""
+    float16 computed in float32; complex tensors raise (no complex kernels, as in
+    PyTorch)."""
+    if d.dtype.kind == "c":
+        raise not_implemented(op, d.dtype)
     if d.dtype.kind != "f":
         dt = D._default[0].np
         return d.astype(dt), dt
@@ -51,9 +54,9 @@ def _float_in(d):
     return d, d.dtype
 
 
-def _run(d, compute):
+def _run(d, compute, op: str):
     xp = array_module(d)
-    a, dt = _float_in(d)
+    a, dt = _float_in(d, op)
     with np.errstate(all="ignore"):
         r = compute(xp, a)
     return _make(xp.asarray(r).astype(dt, copy=False))
@@ -63,7 +66,7 @@ def _unary(name: str, compute, doc: str, differentiable: bool = True, half_ok: b
     def impl(input: Tensor) -> Tensor:
         if not half_ok:
             check_dtype(name, input._data.dtype, half_ok=False)
-        return _run(input._data, compute)
+        return _run(input._data, compute, name.replace("special_", ""))
 
     impl.__name__ = name.replace("special_", "")
     impl.__qualname__ = impl.__name__
@@ -125,7 +128,7 @@ def polygamma(n: int, input: Tensor) -> Tensor:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     if n == 0:
         return digamma.op.impl(input)
-    return _run(input._data, lambda xp, a: _sp(xp).polygamma(n, a))
+    return _run(input._data, lambda xp, a: _sp(xp).polygamma(n, a), "polygamma")
 
 
 @defop("polygamma_", inplace=True)
@@ -259,6 +262,8 @@ def _binary_arrays(op: str, a, b):
         raise RuntimeError(f"{op}(): Expected all tensors to be on the same device, but found "
                            f"at least two devices, {a.device} and {b.device}!")
     dt = D.result_type(a, b)
+    if dt.is_complex:
+        raise not_implemented(op, dt)
     if not dt.is_floating_point:
         dt = D._default[0]
     ref = a._data if ta else b._data
@@ -342,7 +347,7 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
             a = xp.clip(a, eps, 1 - eps)
         return xp.log(a / (1 - a))
 
-    return _run(input._data, compute)
+    return _run(input._data, compute, "logit")
 
 
 @defop("logit_", inplace=True)
