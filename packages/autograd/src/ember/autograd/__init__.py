@@ -18,6 +18,7 @@ from ember.tensor import extension as _extension
 from . import (  # the derivative table, with nn's primitives, linalg, special, fft, sparse
     derivatives,
     derivatives_extra,  # noqa: F401
+    derivatives_fft,  # noqa: F401
     derivatives_linalg,  # noqa: F401
     derivatives_nn,  # noqa: F401
     derivatives_sparse,  # noqa: F401

@@ -1,15 +1,486 @@
-"""``torch.fft``'s real-valued functions: ``fftfreq``, ``rfftfreq``, ``fftshift`` and
-``ifftshift`` (composites of registry ops: ``roll`` carries the shifts' gradients).
+"""``torch.fft``: the discrete Fourier transforms and their helpers.
 
-The transforms themselves (``fft``, ``rfft``, ``irfft``, ``hfft``, ...) take or return complex
-tensors, and wait for ember's complex dtypes.
+As in PyTorch's ATen, three registry primitives do the transforms, over NumPy's ``numpy.fft``
+on the CPU and CuPy's ``cupy.fft`` on a CUDA device (both keep float32 / complex64 in single
+precision): ``_fft_c2c`` (complex to complex, either direction), ``_fft_r2c`` (real to complex,
+full or one-sided) and ``_fft_c2r`` (one-sided complex to real). Their ``normalization`` is a
+scaling mode, whatever the direction: 0 none, 1 by ``1/sqrt(n)``, 2 by ``1/n``. The public
+functions are composites: they promote the input's dtype, pad it with zeros or narrow it to the
+requested sizes (``cat`` / ``narrow``, so gradients flow through the resizing), pick the
+normalization from ``norm`` and call one primitive; ``hfft``/``ihfft`` conjugate around
+``c2r``/``r2c``. Derivatives are in the autograd package's table (``derivatives_fft``).
+
+``fftfreq``, ``rfftfreq``, ``fftshift`` and ``ifftshift`` are composites of registry ops
+(``roll`` carries the shifts' gradients).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from . import _dtype as D
+from ._checks import scalar_type_name
+from ._complex import conj
+from ._creation import zeros
+from ._registry import array_module, defop, write_out
+from ._shape import cat
 from ._tensor import Tensor
 
-__all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+__all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
+           "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
+           "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+
+_make = Tensor._make
+
+# ------------------------------------------------------------------------ the primitives
+# ``normalization``: PyTorch's fft_norm_mode, a scaling whatever the direction
+_NONE, _BY_ROOT_N, _BY_N = 0, 1, 2
+
+
+def _np_norm(normalization: int, forward: bool) -> str:
+    """NumPy's ``norm`` for a transform in direction ``forward`` scaled by ``normalization``
+    (NumPy names the scaling by the direction that carries it)."""
+    if normalization == _BY_ROOT_N:
+        return "ortho"
+    return "backward" if (normalization == _NONE) == forward else "forward"
+
+
+@defop("_fft_c2c")
+def _fft_c2c(input: Tensor, dim: Sequence[int], normalization: int, forward: bool) -> Tensor:
+    """The complex-to-complex DFT over ``dim`` (``forward``: ``exp(-2 pi i ...)``)."""
+    d = input._data
+    if not dim:
+        return _make(d.copy())
+    xp = array_module(d)
+    f = xp.fft.fftn if forward else xp.fft.ifftn
+    return _make(f(d, axes=tuple(dim), norm=_np_norm(normalization, forward)).astype(
+        d.dtype, copy=False))
+
+
+@defop("_fft_r2c")
+def _fft_r2c(input: Tensor, dim: Sequence[int], normalization: int, onesided: bool) -> Tensor:
+    """The forward DFT of a real tensor over ``dim``; ``onesided``: only the first
+    ``n // 2 + 1`` frequencies of the last of ``dim`` (the rest are their conjugates)."""
+    d = input._data
+    xp = array_module(d)
+    cdt = np.complex64 if d.dtype == np.float32 else np.complex128
+    f = xp.fft.rfftn if onesided else xp.fft.fftn
+    return _make(f(d, axes=tuple(dim), norm=_np_norm(normalization, True)).astype(
+        cdt, copy=False))
+
+
+@defop("_fft_c2r")
+def _fft_c2r(input: Tensor, dim: Sequence[int], normalization: int,
+             last_dim_size: int) -> Tensor:
+    """The inverse-direction DFT over ``dim`` of a one-sided Hermitian signal, real, with
+    ``last_dim_size`` points along the last of ``dim``."""
+    d = input._data
+    xp = array_module(d)
+    rdt = np.float32 if d.dtype == np.complex64 else np.float64
+    s = [d.shape[a] for a in dim[:-1]] + [last_dim_size]
+    return _make(xp.fft.irfftn(d, s=s, axes=tuple(dim),
+                               norm=_np_norm(normalization, False)).astype(rdt, copy=False))
+
+
+# ------------------------------------------------------------------------ argument handling
+def _norm_mode(norm, forward: bool) -> int:
+    """PyTorch's ``norm`` for a transform in direction ``forward`` as a scaling mode."""
+    if norm is not None and not isinstance(norm, str):
+        raise TypeError(f"argument 'norm' must be str, not {type(norm).__name__}")
+    if norm is None or norm == "backward":
+        return _NONE if forward else _BY_N
+    if norm == "forward":
+        return _BY_N if forward else _NONE
+    if norm == "ortho":
+        return _BY_ROOT_N
+    raise RuntimeError(f'Invalid normalization mode: "{norm}"')
+
+
+def _promote(x: Tensor, require_complex: bool) -> Tensor:
+    """PyTorch's ``promote_tensor_fft``: integers and bool go to the default float dtype;
+    float32 and float64 (and, with ``require_complex``, their complex dtypes) are what the
+    transforms take; float16 and bfloat16 are refused, as on PyTorch's CPU."""
+    dt = x.dtype
+    if dt.is_complex:
+        return x
+    if not dt.is_floating_point:
+        dt = D.get_default_dtype()
+    if dt not in (D.float32, D.float64):
+        raise RuntimeError(f"Unsupported dtype {scalar_type_name(dt)}")
+    if require_complex:
+        dt = dt.to_complex()
+    return x if dt == x.dtype else x.to(dt)
+
+
+def _wrap(dim: int, ndim: int) -> int:
+    """``dim`` in ``[0, ndim)``; a 0-d tensor has no dim to transform."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, "
+                         f"{ndim - 1}], but got {dim})")
+    return dim % ndim
+
+
+def _check_points(n: int) -> None:
+    if n < 1:
+        raise RuntimeError(f"Invalid number of data points ({n}) specified")
+
+
+def _resize(x: Tensor, dims, sizes) -> Tensor:
+    """``x`` narrowed or padded with zeros at the end to ``sizes`` along ``dims``."""
+    for dim, n in zip(dims, sizes):
+        have = x.shape[dim]
+        if have > n:
+            x = x.narrow(dim, 0, n)
+        elif have < n:
+            shape = list(x.shape)
+            shape[dim] = n - have
+            x = cat([x, zeros(shape, dtype=x.dtype, device=x.device)], dim)
+    return x
+
+
+def _shape_and_dims(x: Tensor, s, dim) -> tuple[list, list]:
+    """PyTorch's ``canonicalize_fft_shape_and_dim_args``: the signal sizes and the dims of an
+    n-d transform (``s`` alone: its last ``len(s)`` dims; neither: every dim; ``-1`` in ``s``:
+    that dim's own size)."""
+    ndim = x.dim()
+    dims = None
+    if dim is not None:
+        dims = [_wrap(d, ndim) for d in ([dim] if isinstance(dim, int) else dim)]
+        if len(set(dims)) != len(dims):
+            raise RuntimeError("FFT dims must be unique")
+    if s is not None:
+        s = [s] if isinstance(s, int) else list(s)
+        if dims is not None and len(dims) != len(s):
+            raise RuntimeError("When given, dim and shape arguments must have the same length")
+        if len(s) > ndim:
+            raise RuntimeError(f"Got shape with {len(s)} values but input tensor only has "
+                               f"{ndim} dimensions.")
+        if dims is None:
+            dims = list(range(ndim - len(s), ndim))
+        shape = [x.shape[d] if n == -1 else n for d, n in zip(dims, s)]
+    else:
+        dims = list(range(ndim)) if dims is None else dims
+        shape = [x.shape[d] for d in dims]
+    for n in shape:
+        _check_points(n)
+    return shape, dims
+
+
+def _c2r_shape_and_dims(fname: str, x: Tensor, s, dim) -> tuple[list, list, int]:
+    """:func:`_shape_and_dims` for a one-sided input: the sizes to resize the input to, the
+    dims, and the output's size along the last dim (default ``2 * (m - 1)``)."""
+    shape, dims = _shape_and_dims(x, s, dim)
+    if not dims:
+        raise RuntimeError(f"{fname} must transform at least one axis")
+    if s is None or (not isinstance(s, int) and list(s)[-1] == -1):
+        last = 2 * (x.shape[dims[-1]] - 1)
+    else:
+        last = shape[-1]
+    _check_points(last)
+    shape[-1] = last // 2 + 1
+    return shape, dims, last
+
+
+def _out(result: Tensor, out, fname: str, complex_out: bool, exact: bool = False):
+    """``result``, or written into ``out`` (complex for a complex result, real for a real one;
+    ``exact``: of ``result``'s dtype, as ``conj_physical``'s ``out=`` wants)."""
+    if out is None:
+        return result
+    if isinstance(out, Tensor):
+        if out.is_complex() != complex_out:
+            kind = "a complex" if complex_out else "a floating point"
+            raise RuntimeError(f"{fname} expects {kind} output tensor, but got "
+                               f"{scalar_type_name(out.dtype)}")
+        if exact and out.dtype != result.dtype:
+            raise RuntimeError(f"Found dtype {scalar_type_name(out.dtype)} but expected "
+                               f"{scalar_type_name(result.dtype)}")
+    return write_out(fname, result, out)
+
+
+# ------------------------------------------------------------------------ 1-d transforms
+def _c2c(input: Tensor, n, dim: int, norm, forward: bool) -> Tensor:
+    d = _wrap(dim, input.dim())
+    if n is not None:
+        _check_points(n)
+        input = _resize(input, [d], [n])
+    else:
+        _check_points(input.shape[d])
+    return _fft_c2c(input, [d], _norm_mode(norm, forward), forward)
+
+
+def _r2c(fname: str, input: Tensor, n, dim: int, norm, forward: bool,
+         onesided: bool) -> Tensor:
+    if input.is_complex():
+        raise RuntimeError(f"{fname} expects a real input tensor, but got "
+                           f"{scalar_type_name(input.dtype)}")
+    x = _promote(input, False)
+    d = _wrap(dim, x.dim())
+    if n is not None:
+        _check_points(n)
+        x = _resize(x, [d], [n])
+    else:
+        _check_points(x.shape[d])
+    r = _fft_r2c(x, [d], _norm_mode(norm, forward), onesided)
+    return r if forward else conj(r)
+
+
+def _c2r(input: Tensor, n, dim: int, norm, forward: bool) -> Tensor:
+    x = _promote(input, True)
+    d = _wrap(dim, x.dim())
+    last = 2 * (x.shape[d] - 1) if n is None else n
+    _check_points(last)
+    if n is not None:
+        x = _resize(x, [d], [n // 2 + 1])
+    return _fft_c2r(conj(x) if forward else x, [d], _norm_mode(norm, forward), last)
+
+
+def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
+        out=None) -> Tensor:
+    """The one-dimensional discrete Fourier transform along ``dim``, of ``n`` points (the
+    input narrowed or padded with zeros); ``norm``: ``"backward"`` (no scaling, the default),
+    ``"ortho"`` (``1/sqrt(n)``) or ``"forward"`` (``1/n``).
+
+    >>> fft(tensor([1., 2., 3., 4.]))
+    tensor([10.+0.j, -2.+2.j, -2.+0.j, -2.-2.j])
+    """
+    if input.is_complex():
+        r = _c2c(input, n, dim, norm, True)
+    else:
+        r = _r2c("fft", input, n, dim, norm, True, False)
+    return _out(r, out, "fft", True)
+
+
+def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
+         out=None) -> Tensor:
+    """The inverse of :func:`fft` (scaled by ``1/n`` by default).
+
+    >>> ifft(fft(tensor([1., 2., 3., 4.]))).real
+    tensor([1., 2., 3., 4.])
+    """
+    if input.is_complex():
+        r = _c2c(input, n, dim, norm, False)
+    else:
+        r = _r2c("ifft", input, n, dim, norm, False, False)
+    return _out(r, out, "ifft", True)
+
+
+def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
+         out=None) -> Tensor:
+    """The :func:`fft` of a real signal, its ``n // 2 + 1`` non-negative frequencies only.
+
+    >>> rfft(tensor([1., 2., 3., 4.]))
+    tensor([10.+0.j, -2.+2.j, -2.+0.j])
+    """
+    return _out(_r2c("rfft", input, n, dim, norm, True, True), out, "rfft", True)
+
+
+def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
+          out=None) -> Tensor:
+    """The inverse of :func:`rfft`: a real signal of ``n`` points (default ``2 * (m - 1)``
+    for ``m`` input frequencies) from its non-negative frequencies.
+
+    >>> irfft(tensor([10.+0.j, -2.+2.j, -2.+0.j]))
+    tensor([1., 2., 3., 4.])
+    """
+    return _out(_c2r(input, n, dim, norm, False), out, "irfft", False)
+
+
+def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
+         out=None) -> Tensor:
+    """The :func:`fft` of a signal with Hermitian symmetry given by its first half: a real
+    tensor of ``n`` points (default ``2 * (m - 1)``).
+
+    >>> hfft(tensor([4.+0.j, -1.+1.j, 0.+0.j]))
+    tensor([2., 6., 6., 2.])
+    """
+    return _out(_c2r(input, n, dim, norm, True), out, "hfft", False)
+
+
+def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
+          out=None) -> Tensor:
+    """The inverse of :func:`hfft`: the first ``n // 2 + 1`` frequencies of the :func:`ifft`
+    of a real signal.
+
+    >>> ihfft(tensor([2., 6., 6., 2.]))
+    tensor([ 4.-0.j, -1.+1.j,  0.-0.j])
+    """
+    return _out(_r2c("ihfft", input, n, dim, norm, False, True), out, "ihfft", True,
+                exact=True)
+
+
+# ------------------------------------------------------------------------ n-d transforms
+def _c2c_n(input: Tensor, s, dim, norm, forward: bool) -> Tensor:
+    shape, dims = _shape_and_dims(input, s, dim)
+    x = _resize(_promote(input, True), dims, shape)
+    return _fft_c2c(x, dims, _norm_mode(norm, forward), forward)
+
+
+def _rfftn(input: Tensor, s, dim, norm) -> Tensor:
+    if input.is_complex():
+        raise RuntimeError("rfftn expects a real-valued input tensor, but got "
+                           f"{scalar_type_name(input.dtype)}")
+    shape, dims = _shape_and_dims(input, s, dim)
+    if not dims:
+        raise RuntimeError("rfftn must transform at least one axis")
+    x = _resize(_promote(input, False), dims, shape)
+    return _fft_r2c(x, dims, _norm_mode(norm, True), True)
+
+
+def _c2r_n(fname: str, input: Tensor, s, dim, norm, forward: bool) -> Tensor:
+    shape, dims, last = _c2r_shape_and_dims(fname, input, s, dim)
+    x = _resize(_promote(input, True), dims, shape)
+    return _fft_c2r(conj(x) if forward else x, dims, _norm_mode(norm, forward), last)
+
+
+def _ihfftn(input: Tensor, s, dim, norm) -> Tensor:
+    shape, dims = _shape_and_dims(input, s, dim)
+    if not dims:
+        raise RuntimeError("ihfftn must transform at least one axis")
+    if input.is_complex():
+        raise RuntimeError("Only supports floating-point dtypes, but found: "
+                           f"{scalar_type_name(input.dtype)}")
+    x = _resize(_promote(input, False), dims, shape)
+    return conj(_fft_r2c(x, dims, _norm_mode(norm, False), True))
+
+
+def fftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
+         norm: str | None = None, *, out=None) -> Tensor:
+    """The n-dimensional :func:`fft` over ``dim`` (default: the last ``len(s)`` dims, or
+    every dim), of ``s`` points per dim (``-1``: that dim's size).
+
+    >>> fftn(tensor([[1., 2.], [3., 4.]]))
+    tensor([[10.+0.j, -2.+0.j],
+            [-4.+0.j,  0.+0.j]])
+    """
+    return _out(_c2c_n(input, s, dim, norm, True), out, "fftn", True)
+
+
+def ifftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
+          norm: str | None = None, *, out=None) -> Tensor:
+    """The inverse of :func:`fftn`.
+
+    >>> ifftn(tensor([[10., -2.], [-4., 0.]]))
+    tensor([[1.+0.j, 2.+0.j],
+            [3.+0.j, 4.+0.j]])
+    """
+    return _out(_c2c_n(input, s, dim, norm, False), out, "ifftn", True)
+
+
+def rfftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
+          norm: str | None = None, *, out=None) -> Tensor:
+    """The n-dimensional :func:`rfft`: one-sided along the last of ``dim``.
+
+    >>> rfftn(tensor([[1., 2.], [3., 4.]]))
+    tensor([[10.+0.j, -2.+0.j],
+            [-4.+0.j,  0.+0.j]])
+    """
+    return _out(_rfftn(input, s, dim, norm), out, "rfftn", True)
+
+
+def irfftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
+           norm: str | None = None, *, out=None) -> Tensor:
+    """The inverse of :func:`rfftn`: real, of ``s[-1]`` points along the last of ``dim``
+    (default ``2 * (m - 1)``).
+
+    >>> irfftn(tensor([[10.+0.j, -2.+0.j], [-4.+0.j, 0.+0.j]]))
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
+    return _out(_c2r_n("irfftn", input, s, dim, norm, False), out, "irfftn", False)
+
+
+def hfftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
+          norm: str | None = None, *, out=None) -> Tensor:
+    """The n-dimensional :func:`hfft`: real, Hermitian along the last of ``dim``.
+
+    >>> hfftn(tensor([[1.+0.j, 0.+0.j], [0.+0.j, 0.+0.j]]))
+    tensor([[1., 1.],
+            [1., 1.]])
+    """
+    return _out(_c2r_n("hfftn", input, s, dim, norm, True), out, "hfftn", False)
+
+
+def ihfftn(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] | None = None,
+           norm: str | None = None, *, out=None) -> Tensor:
+    """The inverse of :func:`hfftn`: the one-sided :func:`ifftn` of a real signal.
+
+    >>> ihfftn(tensor([[1., 1.], [1., 1.]]))
+    tensor([[1.-0.j, 0.-0.j],
+            [0.-0.j, 0.-0.j]])
+    """
+    return _out(_ihfftn(input, s, dim, norm), out, "ihfftn", True)
+
+
+def fft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
+         norm: str | None = None, *, out=None) -> Tensor:
+    """:func:`fftn` over two dims (the last two by default).
+
+    >>> fft2(tensor([[1., 2.], [3., 4.]]))
+    tensor([[10.+0.j, -2.+0.j],
+            [-4.+0.j,  0.+0.j]])
+    """
+    return _out(_c2c_n(input, s, dim, norm, True), out, "fftn", True)
+
+
+def ifft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
+          norm: str | None = None, *, out=None) -> Tensor:
+    """:func:`ifftn` over two dims (the last two by default).
+
+    >>> ifft2(tensor([[10., -2.], [-4., 0.]]))
+    tensor([[1.+0.j, 2.+0.j],
+            [3.+0.j, 4.+0.j]])
+    """
+    return _out(_c2c_n(input, s, dim, norm, False), out, "ifftn", True)
+
+
+def rfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
+          norm: str | None = None, *, out=None) -> Tensor:
+    """:func:`rfftn` over two dims (the last two by default).
+
+    >>> rfft2(tensor([[1., 2.], [3., 4.]]))
+    tensor([[10.+0.j, -2.+0.j],
+            [-4.+0.j,  0.+0.j]])
+    """
+    return _out(_rfftn(input, s, dim, norm), out, "rfftn", True)
+
+
+def irfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
+           norm: str | None = None, *, out=None) -> Tensor:
+    """:func:`irfftn` over two dims (the last two by default).
+
+    >>> irfft2(tensor([[10.+0.j, -2.+0.j], [-4.+0.j, 0.+0.j]]))
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
+    return _out(_c2r_n("irfftn", input, s, dim, norm, False), out, "irfftn", False)
+
+
+def hfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
+          norm: str | None = None, *, out=None) -> Tensor:
+    """:func:`hfftn` over two dims (the last two by default).
+
+    >>> hfft2(tensor([[1.+0.j, 0.+0.j], [0.+0.j, 0.+0.j]]))
+    tensor([[1., 1.],
+            [1., 1.]])
+    """
+    return _out(_c2r_n("hfftn", input, s, dim, norm, True), out, "hfftn", False)
+
+
+def ihfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (-2, -1),
+           norm: str | None = None, *, out=None) -> Tensor:
+    """:func:`ihfftn` over two dims (the last two by default).
+
+    >>> ihfft2(tensor([[1., 1.], [1., 1.]]))
+    tensor([[1.-0.j, 0.-0.j],
+            [0.-0.j, 0.-0.j]])
+    """
+    return _out(_ihfftn(input, s, dim, norm), out, "ihfftn", True)
+
+
+# ------------------------------------------------------------------------ helpers
 
 
 def _freqs(vals, n: int, d: float, dtype, device, requires_grad, out):
