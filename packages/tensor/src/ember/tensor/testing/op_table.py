@@ -1101,6 +1101,11 @@ from .op_table_extra import EXTRA_ENTRIES, EXTRA_NON_TABLE_OPS  # noqa: E402
 
 _add(*EXTRA_ENTRIES)
 
+# torch.fft's transforms
+from .op_table_fft import FFT_ENTRIES  # noqa: E402
+
+_add(*FFT_ENTRIES)
+
 # bfloat16 (ml_dtypes' NumPy dtype; computed in float32 and rounded, as PyTorch's CPU kernels):
 # a representative set of elementwise ops, reductions, products and views
 BF16_ENTRIES = (
