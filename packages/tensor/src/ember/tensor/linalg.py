@@ -1,15 +1,14 @@
 """``ember.tensor.linalg``: PyTorch's ``torch.linalg``.
 
-Every function takes batches of matrices (``(*, m, n)``), float32 or float64, on the CPU
-(NumPy/LAPACK) or a CUDA device (CuPy/cuSOLVER), and is differentiable where PyTorch's is
-(the derivatives live in ember-autograd's table)::
+Every function takes batches of matrices (``(*, m, n)``), float32 or float64 (most also
+complex64 / complex128), on the CPU (NumPy/LAPACK) or a CUDA device (CuPy/cuSOLVER; ``eig``
+and ``eigvals`` are CPU only), and is differentiable where PyTorch's is (the derivatives live
+in ember-autograd's table)::
 
     >>> import ember.tensor as et
     >>> A = et.tensor([[4., 1.], [1., 3.]])
     >>> et.linalg.solve(A, et.tensor([1., 2.]))
     tensor([0.0909, 0.6364])
-
-``eig`` and ``eigvals`` need complex dtypes, which ember does not have yet.
 """
 from __future__ import annotations
 
@@ -21,8 +20,8 @@ from ._registry import with_out as _with_out
 from ._tensor import Tensor as _Tensor
 
 __all__ = [
-    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
-    "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh",
+    "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex",
     "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
     "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
     "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",
@@ -88,6 +87,28 @@ def eigh(A: _Tensor, UPLO: str = "L", *, out=None):
     tensor([1., 2.])
     """
     return _ret(_RT.eigh, _L.linalg_eigh(A, UPLO), out, "linalg.eigh")
+
+
+def eig(A: _Tensor, *, out=None):
+    """Eigenvalues and eigenvectors of a general square matrix, complex (float32 ->
+    complex64, float64 -> complex128); each eigenvector has norm 1 (LAPACK's ``geev``, as
+    PyTorch's). CPU only.
+
+    >>> eig(tensor([[2., 0.], [0., 1.]])).eigenvalues
+    tensor([2.+0.j, 1.+0.j])
+    """
+    return _ret(_RT.eig, _L.linalg_eig(A), out, "linalg.eig")
+
+
+@_with_out
+def eigvals(A: _Tensor) -> _Tensor:
+    """Eigenvalues of a general square matrix, complex (see :func:`eig`).
+
+    >>> eigvals(tensor([[0., -1.], [1., 0.]]))
+    tensor([0.+1.j, 0.-1.j])
+    """
+    _L._check_eig("linalg.eigvals", A._data)
+    return _L.linalg_eig(A)[0]
 
 
 @_with_out
