@@ -322,7 +322,7 @@ def _matrix_exp(c, g):
     return (big.narrow(-2, 0, n).narrow(-1, n, n),)
 
 
-@vjp("linalg_lu_factor_ex", out=True)
+@vjp("linalg_lu_factor_ex", out=True, complex="own")
 def _lu_factor_ex(c, g):
     LU, piv = c.out[0], c.out[1]
     gLU = _g(g, 0)
@@ -333,9 +333,9 @@ def _lu_factor_ex(c, g):
     Lo = et.tril(LU, -1) + _eye(LU)
     U = et.triu(LU)
     gL, gU = et.tril(gLU, -1), et.triu(gLU)
-    M = et.tril(Lo.mT @ gL, -1) + et.triu(gU @ U.mT)
-    X = _tri_solve(Lo.mT, M, upper=True, unitriangular=True)   # L^{-T} M
-    X = _tri_solve(U.mT, X, upper=False, left=False)            # ... U^{-T}
+    M = et.tril(Lo.mH @ gL, -1) + et.triu(gU @ U.mH)
+    X = _tri_solve(Lo.mH, M, upper=True, unitriangular=True)   # L^{-H} M
+    X = _tri_solve(U.mH, X, upper=False, left=False)            # ... U^{-H}
     P = et.lu_unpack(LU.detach(), piv).P  # A = P L U: the rows of X go back through P
     return (P.to(X.dtype) @ X,)
 

@@ -98,6 +98,13 @@ def _check_float(op: str, d, what: str = "input", *, kernel: str | None = None,
                        f"Got {scalar_type_name(dt)}")
 
 
+def _no_complex(op: str, d) -> None:
+    """PyTorch takes complex input here; ember does not yet."""
+    if d.dtype.kind == "c":
+        raise NotImplementedError(f"{op}: complex inputs ({scalar_type_name(d.dtype)}) are not "
+                                  "supported by ember yet")
+
+
 def _check_matrix(op: str, d, name: str = "A") -> None:
     if d.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
@@ -519,7 +526,7 @@ def _lu_batch(xp, a, pivot: bool):
     if xp is np:
         from scipy.linalg import lapack
 
-        getrf = lapack.dgetrf if a.dtype == np.float64 else lapack.sgetrf
+        getrf = lapack.get_lapack_funcs("getrf", (flat,))
         for i, mat in enumerate(flat):
             lu, piv, inf = getrf(mat)
             lus[i] = lu
@@ -546,7 +553,7 @@ def _lu_batch(xp, a, pivot: bool):
 def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False):
     a = A._data
     _check_matrix("linalg.lu_factor_ex", a)
-    _check_float("linalg.lu_factor_ex", a, kernel="lu_cpu")
+    _check_float("linalg.lu_factor_ex", a, kernel="lu_cpu", complex_ok=True)
     xp = _xp(a)
     lu, piv, info = _lu_batch(xp, a, pivot)
     if check_errors and info.size and (info > 0).any():
@@ -614,6 +621,7 @@ def _dtype_np(dtype):
 def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False):
     a = A._data
     _check_square("linalg.ldl_factor_ex", a)
+    _no_complex("linalg.ldl_factor_ex", a)
     _check_float("linalg.ldl_factor_ex", a, half_kernel="ldl_factor_kernel_cpu")
     xp = _xp(a)
     if xp is not np:
@@ -643,6 +651,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
     ld, piv, b = LD._data, pivots._data, B._data
     op = "torch.linalg.ldl_solve"
     _check_square(op, ld)
+    _no_complex(op, ld)
     if ld.dtype != np.float16:  # float16 passes PyTorch's dtype check, its kernel refuses it
         _check_float(op, ld)
     if b.ndim < 2:
@@ -853,7 +862,7 @@ def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
               adjoint: bool = False) -> Tensor:
     op = "linalg.lu_solve"
     _check_square(op, LU._data, "LU")
-    _check_float(op, LU._data, half_kernel="linalg.lu_solve_cpu")
+    _check_float(op, LU._data, half_kernel="linalg.lu_solve_cpu", complex_ok=True)
     _check_same(op, LU._data, B._data)
     _check_matrix(op, B._data, "B")
     n = LU.shape[-1]
@@ -862,15 +871,15 @@ def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
                            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
                            f"{B.shape[-2]}x{B.shape[-1]})")
     perm = _perm_from_pivots(pivots, n)
-    if not left:  # X A = B  <=>  A^T X^T = B^T
-        return _lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+    if not left:  # X A = B  <=>  A^H X^H = B^H
+        return _lu_solve(LU, pivots, B.mH, left=True, adjoint=not adjoint).mH
     if not adjoint:  # A = P L U: X = U^-1 L^-1 P^T B
         Y = _rows(B, perm)
         Y = _solve_tri(LU, Y, upper=False, unitriangular=True)
         return _solve_tri(LU, Y, upper=True)
-    # A^T X = B: U^T L^T P^T X = B -> X = P L^-T U^-T B
-    Y = _solve_tri(LU.mT, B, upper=False)
-    Y = _solve_tri(LU.mT, Y, upper=True, unitriangular=True)
+    # A^H X = B: U^H L^H P^T X = B -> X = P L^-H U^-H B
+    Y = _solve_tri(LU.mH, B, upper=False)
+    Y = _solve_tri(LU.mH, Y, upper=True, unitriangular=True)
     return _rows(Y, _inverse_perm(perm))
 
 

@@ -323,7 +323,7 @@ def lstsq(A: _Tensor, B: _Tensor, rcond=None, *, driver=None):
 
     op = "torch.linalg.lstsq"
     _L._check_matrix(op, A._data)
-    _L._check_float(op, A._data)
+    _L._check_float(op, A._data, complex_ok=True)
     if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
         raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, "
                            f"gelss)")
@@ -341,7 +341,7 @@ def lstsq(A: _Tensor, B: _Tensor, rcond=None, *, driver=None):
     if driver in ("gelsd", "gelss"):
         sv = _L.linalg_svd(A, False)[1]
     if driver not in (None, "gelsy") and m > n and bool((rank == n).all()):
-        r = A @ X - Bm
+        r = (A @ X - Bm).abs()
         residuals = (r * r).sum(-2)
     if driver == "gels":
         rank = empty.to(dtype=rank.dtype)
@@ -369,7 +369,7 @@ def cond(A: _Tensor, p=None) -> _Tensor:
 
 @_with_out
 def vecdot(x: _Tensor, y: _Tensor, *, dim: int = -1) -> _Tensor:
-    """Dot products of vectors along ``dim`` (shapes broadcast).
+    """Dot products of vectors along ``dim`` (shapes broadcast), conjugating ``x``.
 
     >>> vecdot(tensor([[1., 2.]]), tensor([3., 4.]))
     tensor([11.])
@@ -379,6 +379,10 @@ def vecdot(x: _Tensor, y: _Tensor, *, dim: int = -1) -> _Tensor:
     if x.dtype != y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but "
                            f"found x of type {x.dtype} and y of type {y.dtype} instead")
+    if x.is_complex():
+        from ._complex import conj
+
+        x = conj(x)
     return _sum(x * y, dim)
 
 
