@@ -122,8 +122,8 @@ def numel(input: Tensor) -> int:
 
 _bind_methods()
 
-from ._spectral import istft, stft  # noqa: E402
 from ._sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
+from ._spectral import istft, stft  # noqa: E402
 
 _bfloat16_hooks.append(_install_bfloat16_opmath)  # installed when bfloat16 is first asked for
 
