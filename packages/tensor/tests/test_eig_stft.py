@@ -69,7 +69,16 @@ def test_eig_errors(fn, name):
     with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
         fn(et.zeros(3, 3, dtype=et.float16))
     with pytest.raises(RuntimeError, match="should not contain infs or NaNs"):
-        fn(et.tensor([[float("nan"), 1.], [0., 1.]]))
+        fn(et.tensor([[float("nan"), 1.], [0., 1.]], requires_grad=True))
+
+
+def test_eigvals_of_a_non_finite_matrix_is_nan_and_eig_refuses_it():
+    a = et.tensor([[[float("inf"), 1.], [0., 1.]], [[2., 0.], [0., 1.]]])
+    L = LA.eigvals(a)
+    assert np.isnan(L.numpy()[0]).all()
+    np.testing.assert_allclose(L.numpy()[1], [2, 1])
+    with pytest.raises(RuntimeError, match="should not contain infs or NaNs"):
+        LA.eig(a)
 
 
 # --------------------------------------------------------------------------- complex linalg

@@ -102,13 +102,26 @@ def eig(A: _Tensor, *, out=None):
 
 @_with_out
 def eigvals(A: _Tensor) -> _Tensor:
-    """Eigenvalues of a general square matrix, complex (see :func:`eig`).
+    """Eigenvalues of a general square matrix, complex (see :func:`eig`). A matrix with an
+    infinity or a NaN has NaN eigenvalues, unless a gradient is wanted (then, as
+    :func:`eig`, it is refused).
 
     >>> eigvals(tensor([[0., -1.], [1., 0.]]))
     tensor([0.+1.j, 0.-1.j])
     """
-    _L._check_eig("linalg.eigvals", A._data)
-    return _L.linalg_eig(A)[0]
+    from ._grad_mode import is_grad_enabled
+
+    _L._check_eig("linalg.eigvals", A._data, finite=False)
+    if A.requires_grad and is_grad_enabled():
+        return _L.linalg_eig(A)[0]
+    bad = ~A.isfinite().all(-1).all(-1)
+    if not bool(bad.any()):
+        return _L.linalg_eig(A)[0]
+    from ._pointwise import where
+
+    clean = where(bad.unsqueeze(-1).unsqueeze(-1), 0, A)
+    L = _L.linalg_eig(clean)[0]
+    return where(bad.unsqueeze(-1), float("nan"), L)
 
 
 @_with_out
