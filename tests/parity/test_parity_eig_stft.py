@@ -231,3 +231,11 @@ def test_stft_istft_error_types(call):
         call(torch, torch.tensor(x), torch.tensor(w))
     with pytest.raises(type(te.value)):
         call(et, et.tensor(x), et.tensor(w))
+
+
+def test_is_complex_cfloat_cdouble_match():
+    for mod in (et, torch):
+        x = mod.tensor([1.5, -2.0])
+        assert [mod.is_complex(x), mod.is_complex(x.cfloat())] == [False, True]
+    assert str(torch.tensor([1.]).cdouble().dtype).split(".")[1] == \
+        et.tensor([1.]).cdouble().dtype.name

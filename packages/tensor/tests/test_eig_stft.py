@@ -284,3 +284,10 @@ def test_stft_docstring_example_is_rectangular_dft():
         s = et.stft(et.tensor([1., 0., 0., 0.]), 4, window=et.ones(4), center=False,
                     return_complex=True)
     np.testing.assert_array_equal(s.numpy()[:, 0], np.ones(3))
+
+
+def test_is_complex_cfloat_cdouble():
+    x = et.tensor([1.5, -2.0])
+    assert not et.is_complex(x) and et.is_complex(x.cfloat())
+    assert x.cfloat().dtype == et.complex64 and x.cdouble().dtype == et.complex128
+    np.testing.assert_array_equal(x.cdouble().numpy(), np.array([1.5, -2.0], np.complex128))

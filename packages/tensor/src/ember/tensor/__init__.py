@@ -116,6 +116,10 @@ def is_floating_point(input: Tensor) -> bool:
     return input.is_floating_point()
 
 
+def is_complex(input: Tensor) -> bool:
+    return input.is_complex()
+
+
 def numel(input: Tensor) -> int:
     return input.numel()
 
@@ -131,7 +135,7 @@ __all__ = sorted(
     {"Tensor", "Storage", "Size", "device", "dtype", "OPS", "save", "load", "cuda",
      "return_types", "amp", "autocast", "is_autocast_enabled", "get_autocast_dtype", "GradScaler",
      "set_printoptions", "get_printoptions", "printoptions", "is_tensor",
-     "is_storage", "can_cast", "is_floating_point", "numel",
+     "is_storage", "can_cast", "is_floating_point", "is_complex", "numel",
      "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
      "float64", "complex64", "complex128", "cfloat", "cdouble",
      "half", "float", "double", "short", "int", "long", "finfo", "iinfo", "get_default_dtype",

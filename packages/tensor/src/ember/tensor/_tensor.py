@@ -506,6 +506,12 @@ class Tensor:
     def half(self) -> Tensor:
         return self.to(dtype=D.float16)
 
+    def cfloat(self) -> Tensor:
+        return self.to(dtype=D.complex64)
+
+    def cdouble(self) -> Tensor:
+        return self.to(dtype=D.complex128)
+
     def bfloat16(self) -> Tensor:
         return self.to(dtype=D.bfloat16)
 
