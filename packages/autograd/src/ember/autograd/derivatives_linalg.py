@@ -10,6 +10,13 @@ gradients; ``svd(full_matrices=True)`` of a non-square matrix and ``qr(mode='com
 ``m > n`` refuse a gradient that reaches ``U``/``Vh`` (``Q``); the sign of ``slogdet`` and the
 pivots of ``lu_factor`` have none. Gradients of ``eigh`` and ``cholesky`` assume a symmetric
 perturbation (they are returned symmetrized, as PyTorch does).
+
+Complex inputs follow PyTorch's convention (the gradient of a real loss at ``z = x + iy`` is
+``dL/dx + i dL/dy``): the formulas that serve both are written with conjugate transposes
+(``mH``, which is ``mT`` for real tensors) and declared ``complex="own"``; a real input of an
+op with complex outputs (``eig``) gets the real part (the engine casts). The eigenvectors of
+``eig`` (and complex ``eigh``) are defined up to a phase each: a loss that depends on it has no
+gradient, and backward says so, as PyTorch's ``linalg_eig_backward`` does.
 """
 from __future__ import annotations
 
@@ -38,7 +45,8 @@ def _diag(v):
 
 
 def _sym(x):
-    return (x + x.mT) * 0.5
+    """The Hermitian (real: symmetric) part."""
+    return (x + x.mH) * 0.5
 
 
 def _tri_solve(A, B, *, upper, left=True, unitriangular=False):
@@ -53,27 +61,34 @@ def _g(g, i):
 
 
 # --------------------------------------------------------------------------- det / inv / solve
-@vjp("linalg_det", save=(0,), out=True)
+@vjp("linalg_det", save=(0,), out=True, complex="own")
 def _det(c, g):
     A = c.args.A
-    return ((g * c.out).unsqueeze(-1).unsqueeze(-1) * et.linalg.inv(A).mT,)
+    return ((g * et.conj(c.out)).unsqueeze(-1).unsqueeze(-1) * et.linalg.inv(A).mH,)
 
 
-@vjp("linalg_slogdet", save=(0,))
+@vjp("linalg_slogdet", save=(0,), out=True, complex="own")
 def _slogdet(c, g):
-    gl = _g(g, 1)
-    if gl is None:
-        return (None,)
-    return (gl.unsqueeze(-1).unsqueeze(-1) * et.linalg.inv(c.args.A).mT,)
+    gs, gl = _g(g, 0), _g(g, 1)
+    A = c.args.A
+    if not A.is_complex():  # the sign is locally constant
+        if gl is None:
+            return (None,)
+        return (gl.unsqueeze(-1).unsqueeze(-1) * et.linalg.inv(A).mH,)
+    # log det A = logabsdet + i angle: the phase's gradient enters as the imaginary part
+    q = et.zeros_like(c.out[0]) if gl is None else gl.to(c.out[0].dtype)
+    if gs is not None:
+        q = q + 1j * et.imag(gs * et.conj(c.out[0]))
+    return (q.unsqueeze(-1).unsqueeze(-1) * et.linalg.inv(A).mH,)
 
 
-@vjp("linalg_inv", out=True)
+@vjp("linalg_inv", out=True, complex="own")
 def _inv(c, g):
     Ai = c.out
-    return (-(Ai.mT @ g @ Ai.mT),)
+    return (-(Ai.mH @ g @ Ai.mH),)
 
 
-@vjp("linalg_solve", save=(0,), out=True)
+@vjp("linalg_solve", save=(0,), out=True, complex="own")
 def _solve(c, g):
     A, X = c.args.A, c.out
     left = c.args.left
@@ -81,15 +96,15 @@ def _solve(c, g):
     # shape without its last dim
     vec = left and (X.dim() == 1 or (X.dim() == A.dim() - 1 and
                                      tuple(X.shape) == tuple(A.shape[:-1])))
-    gB = et.linalg.solve(A.mT, g, left=left)
+    gB = et.linalg.solve(A.mH, g, left=left)
     gA = None
     if c.needs[0]:
-        if not left:  # X A = B: gA = -X^T gB
-            gA = -(X.mT @ gB)
+        if not left:  # X A = B: gA = -X^H gB
+            gA = -(X.mH @ gB)
         elif vec:
-            gA = -(gB.unsqueeze(-1) @ X.unsqueeze(-2))
+            gA = -(gB.unsqueeze(-1) @ et.conj(X).unsqueeze(-2))
         else:
-            gA = -(gB @ X.mT)
+            gA = -(gB @ X.mH)
     return gA, (gB if c.needs[1] else None)
 
 
@@ -99,41 +114,41 @@ def _tri_mask(x, upper: bool, unit: bool):
     return et.tril(x, -1 if unit else 0)
 
 
-@vjp("linalg_solve_triangular", save=(0,), out=True)
+@vjp("linalg_solve_triangular", save=(0,), out=True, complex="own")
 def _solve_triangular(c, g):
     a = c.args
     A, X = a.A, c.out
-    gB = _tri_solve(A.mT, g, upper=not a.upper, left=a.left, unitriangular=a.unitriangular)
+    gB = _tri_solve(A.mH, g, upper=not a.upper, left=a.left, unitriangular=a.unitriangular)
     gA = None
     if c.needs[0]:
-        gA = -(gB @ X.mT) if a.left else -(X.mT @ gB)
+        gA = -(gB @ X.mH) if a.left else -(X.mH @ gB)
         gA = _tri_mask(gA, a.upper, a.unitriangular)
     return gA, (gB if c.needs[1] else None)
 
 
 # --------------------------------------------------------------------------- factorizations
-@vjp("linalg_cholesky", out=True)
+@vjp("linalg_cholesky", out=True, complex="own")
 def _cholesky(c, g):
     Lo = c.out
     if c.args.upper:
-        Lo, g = Lo.mT, g.mT
-    phi = Lo.mT @ g
+        Lo, g = Lo.mH, g.mH
+    phi = Lo.mH @ g
     phi = et.tril(phi) - 0.5 * _diag(et.diagonal(phi, 0, -2, -1))
-    # gA = L^{-T} phi L^{-1}, symmetrized
-    Y = _tri_solve(Lo.mT, phi, upper=True)
+    # gA = L^{-H} phi L^{-1}, made Hermitian
+    Y = _tri_solve(Lo.mH, phi, upper=True)
     gA = _tri_solve(Lo, Y, upper=False, left=False)
     return (_sym(gA),)
 
 
 def _qr_square_or_tall(Q, R, gQ, gR):
     """gA for A = QR with m >= n (reduced)."""
-    M = R @ gR.mT - gQ.mT @ Q
-    # copyltu: the symmetric matrix with M's lower triangle
-    M = et.tril(M, -1) + et.tril(M, -1).mT + _diag(et.diagonal(M, 0, -2, -1))
-    return _tri_solve(R.mT, gQ + Q @ M, upper=False, left=False)
+    M = R @ gR.mH - gQ.mH @ Q
+    # copyltu: the Hermitian matrix with M's lower triangle (R's diagonal is real)
+    M = et.tril(M, -1) + et.tril(M, -1).mH + _diag(et.real(et.diagonal(M, 0, -2, -1)))
+    return _tri_solve(R.mH, gQ + Q @ M, upper=False, left=False)
 
 
-@vjp("linalg_qr", out=True)
+@vjp("linalg_qr", out=True, complex="own")
 def _qr(c, g):
     mode = c.args.mode
     Q, R = c.out
@@ -156,27 +171,71 @@ def _qr(c, g):
     R1, R2 = R.narrow(-1, 0, m), R.narrow(-1, m, n - m)
     gR1, gR2 = gR.narrow(-1, 0, m), gR.narrow(-1, m, n - m)
     Y = Q @ R2
-    gX = _qr_square_or_tall(Q, R1, gQ + Y @ gR2.mT, gR1)
+    gX = _qr_square_or_tall(Q, R1, gQ + Y @ gR2.mH, gR1)
     gY = Q @ gR2
     return (et.cat([gX, gY], -1),)
 
 
-@vjp("linalg_eigh", out=True)
+_PHASE = ("The eigenvectors in the complex case are specified up to multiplication by "
+          "e^{i phi}. The specified loss function depends on this quantity, so it is "
+          "ill-defined.")
+
+
+def _check_phase(op: str, VhgV) -> None:
+    """A loss of complex eigenvectors must not depend on their phases: the imaginary part of
+    ``diag(V^H gV)`` is its derivative along ``V -> V e^{i phi}`` (PyTorch's tolerance)."""
+    im = et.imag(et.diagonal(VhgV.detach(), 0, -2, -1))
+    if not bool(et.allclose(im, et.zeros_like(im), rtol=1e-2, atol=1e-2)):
+        raise RuntimeError(f"{op}: {_PHASE}")
+
+
+@vjp("linalg_eigh", out=True, complex="own")
 def _eigh(c, g):
     w, V = c.out
     gw, gV = _g(g, 0), _g(g, 1)
     inner = None
     if gV is not None:
+        VhgV = V.mH @ gV
+        if V.is_complex():
+            _check_phase("linalg_eigh_backward", VhgV)
         E = w.unsqueeze(-2) - w.unsqueeze(-1)  # E[i, j] = w_j - w_i
         E = E + _eye(E)  # off the diagonal only
-        inner = (V.mT @ gV) / E
+        inner = VhgV / E
         inner = inner - _diag(et.diagonal(inner, 0, -2, -1))
     if gw is not None:
         inner = _diag(gw) if inner is None else inner + _diag(gw)
-    return (_sym(V @ inner @ V.mT),)
+    return (_sym(V @ inner @ V.mH),)
 
 
-@vjp("linalg_svd", out=True)
+@vjp("linalg_eig", out=True, complex="own")
+def _eig(c, g):
+    """A = V diag(L) V^{-1} with unit-norm columns of V: gA = V^{-H} (diag(gL) + (V^H gV -
+    V^H V Re(diag(V^H gV))) / conj(E)) V^H, E[i, j] = L_j - L_i off the diagonal; the term in
+    Re(diag(V^H gV)) removes what the normalization of V takes away (PyTorch's
+    linalg_eig_backward)."""
+    L, V = c.out
+    gL, gV = _g(g, 0), _g(g, 1)
+    # an output that got no gradient arrives as zeros (the engine fills it in)
+    gV = None if gV is not None and not bool((gV != 0).any()) else gV
+    VH = V.mH
+    if gV is None:
+        if gL is None:
+            return (None,)
+        return (et.linalg.solve(VH, gL.unsqueeze(-1) * VH),)
+    VhgV = VH @ gV
+    _check_phase("linalg_eig_backward", VhgV)
+    d = et.real(et.diagonal(VhgV, 0, -2, -1))
+    VhgV = VhgV - VH @ (V * d.unsqueeze(-2))
+    Lc = et.conj(L)
+    E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)  # conj(L_j) - conj(L_i)
+    inner = VhgV / (E + _eye(E))
+    inner = inner - _diag(et.diagonal(inner, 0, -2, -1))
+    if gL is not None:
+        inner = inner + _diag(gL)
+    return (et.linalg.solve(VH, inner @ VH),)
+
+
+@vjp("linalg_svd", out=True, complex="own")
 def _svd(c, g):
     U, S, Vh = c.out
     gU, gS, gVh = _g(g, 0), _g(g, 1), _g(g, 2)
@@ -195,8 +254,8 @@ def _svd(c, g):
         gVh = gVh.narrow(-2, 0, k) if gVh is not None else None
     if gU is None and gVh is None:
         return ((U * gS.unsqueeze(-2)) @ Vh,) if gS is not None else (None,)
-    V = Vh.mT
-    gV = gVh.mT if gVh is not None else None
+    V = Vh.mH
+    gV = gVh.mH if gVh is not None else None
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1)  # E[j, k] = s_k^2 - s_j^2
     E = E + _eye(E)
@@ -205,42 +264,65 @@ def _svd(c, g):
     def add(x):
         return x if inner is None else inner + x
 
+    def skew(X):  # X - X^H off the diagonal
+        X = X - X.mH
+        return X - _diag(et.diagonal(X, 0, -2, -1)) if X.is_complex() else X
+
     if gU is not None:
-        UtgU = U.mT @ gU
-        inner = add((UtgU - UtgU.mT) / E * S.unsqueeze(-2))
+        UhgU = U.mH @ gU
+        inner = add(skew(UhgU) / E * S.unsqueeze(-2))
     if gV is not None:
-        VtgV = V.mT @ gV
-        inner = add(S.unsqueeze(-1) * ((VtgV - VtgV.mT) / E))
+        VhgV = V.mH @ gV
+        inner = add(S.unsqueeze(-1) * (skew(VhgV) / E))
+    if U.is_complex():
+        # U e^{i phi}, V e^{i phi} is the same SVD: a loss must not see the phase; the
+        # imaginary diagonal of U^H gU carries what it does see of U alone
+        im = et.zeros_like(S)
+        if gU is not None:
+            im = im + et.imag(et.diagonal(UhgU, 0, -2, -1))
+        if gV is not None:
+            im = im + et.imag(et.diagonal(VhgV, 0, -2, -1))
+        _check_svd_phase(im)
+        if gU is not None:
+            inner = add(_diag(1j * et.imag(et.diagonal(UhgU, 0, -2, -1)) / S))
     gA = U @ inner @ Vh
     if m > k and gU is not None:
-        gA = gA + ((gU - U @ (U.mT @ gU)) / S.unsqueeze(-2)) @ Vh
+        gA = gA + ((gU - U @ (U.mH @ gU)) / S.unsqueeze(-2)) @ Vh
     if n > k and gV is not None:
-        gA = gA + U @ ((gV - V @ (V.mT @ gV)) / S.unsqueeze(-2)).mT
+        gA = gA + U @ ((gV - V @ (V.mH @ gV)) / S.unsqueeze(-2)).mH
     return (gA,)
 
 
-@vjp("linalg_pinv", save=(0,), out=True)
+def _check_svd_phase(im) -> None:
+    im = im.detach()
+    if not bool(et.allclose(im, et.zeros_like(im), rtol=1e-2, atol=1e-2)):
+        raise RuntimeError("linalg_svd_backward: The singular vectors in the complex case are "
+                           "specified up to multiplication by e^{i phi}. The specified loss "
+                           "function depends on this phase term, making it ill-defined.")
+
+
+@vjp("linalg_pinv", save=(0,), out=True, complex="own")
 def _pinv(c, g):
     A, P = c.args.A, c.out
     m, n = A.shape[-2:]
     Im, In = _eye(A, m), _eye(A, n)
-    gA = -(P.mT @ g @ P.mT) + (Im - A @ P) @ g.mT @ (P @ P.mT) + \
-        (P.mT @ P) @ g.mT @ (In - P @ A)
+    gA = -(P.mH @ g @ P.mH) + (Im - A @ P) @ g.mH @ (P @ P.mH) + \
+        (P.mH @ P) @ g.mH @ (In - P @ A)
     return (gA,)
 
 
-@vjp("linalg_matrix_exp", save=(0,))
+@vjp("linalg_matrix_exp", save=(0,), complex="own")
 def _matrix_exp(c, g):
     A = c.args.A
     n = A.shape[-1]
-    At = A.mT
+    At = A.mH
     top = et.cat([At, g], -1)
     bottom = et.cat([et.zeros_like(At), At], -1)
     big = et.linalg.matrix_exp(et.cat([top, bottom], -2))
     return (big.narrow(-2, 0, n).narrow(-1, n, n),)
 
 
-@vjp("linalg_lu_factor_ex", out=True)
+@vjp("linalg_lu_factor_ex", out=True, complex="own")
 def _lu_factor_ex(c, g):
     LU, piv = c.out[0], c.out[1]
     gLU = _g(g, 0)
@@ -251,9 +333,9 @@ def _lu_factor_ex(c, g):
     Lo = et.tril(LU, -1) + _eye(LU)
     U = et.triu(LU)
     gL, gU = et.tril(gLU, -1), et.triu(gLU)
-    M = et.tril(Lo.mT @ gL, -1) + et.triu(gU @ U.mT)
-    X = _tri_solve(Lo.mT, M, upper=True, unitriangular=True)   # L^{-T} M
-    X = _tri_solve(U.mT, X, upper=False, left=False)            # ... U^{-T}
+    M = et.tril(Lo.mH @ gL, -1) + et.triu(gU @ U.mH)
+    X = _tri_solve(Lo.mH, M, upper=True, unitriangular=True)   # L^{-H} M
+    X = _tri_solve(U.mH, X, upper=False, left=False)            # ... U^{-H}
     P = et.lu_unpack(LU.detach(), piv).P  # A = P L U: the rows of X go back through P
     return (P.to(X.dtype) @ X,)
 

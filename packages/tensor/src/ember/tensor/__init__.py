@@ -28,6 +28,7 @@ from . import (  # noqa: E402
     _scatter,
     _shape,
     _special_ops,
+    _spectral,
     amp,
     cuda,
     fft,
@@ -126,6 +127,7 @@ def numel(input: Tensor) -> int:
 _bind_methods()
 
 from ._sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
+from ._spectral import istft, stft  # noqa: E402
 
 _bfloat16_hooks.append(_install_bfloat16_opmath)  # installed when bfloat16 is first asked for
 
@@ -149,6 +151,7 @@ __all__ = sorted(
     | set(_grad_mode.__all__)
     | {"linalg", "special", "fft", "sparse", "layout", "strided", "sparse_coo",
        "sparse_coo_tensor", "spmm"}
+    | set(_spectral.__all__)
 )
 
 # the namespace's composites (public functions built of registry ops) diagnose a failed call as

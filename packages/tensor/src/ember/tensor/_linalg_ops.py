@@ -3,7 +3,7 @@
 Primitives (one registry op each, with a derivative in ember-autograd's
 ``derivatives_linalg.py``): ``linalg_det``, ``linalg_slogdet``, ``linalg_inv``,
 ``linalg_solve``, ``linalg_solve_triangular``, ``linalg_cholesky``, ``linalg_qr``,
-``linalg_eigh``, ``linalg_svd``, ``linalg_pinv``, ``linalg_matrix_exp``,
+``linalg_eigh``, ``linalg_eig``, ``linalg_svd``, ``linalg_pinv``, ``linalg_matrix_exp``,
 ``linalg_vector_norm`` and ``linalg_lu_factor_ex``; ``linalg_ldl_factor_ex``,
 ``linalg_ldl_solve``, ``linalg_matrix_rank`` and ``geqrf`` are not differentiable (as in
 PyTorch). Everything else (``matrix_norm``, ``cond``, ``lstsq``, ``lu_solve``, ``multi_dot``,
@@ -12,7 +12,9 @@ comes from theirs.
 
 Every op takes batches (``(*, m, n)``) and runs on NumPy's LAPACK (``numpy.linalg``, with
 SciPy's LAPACK wrappers, imported lazily, for the LDL factorization) or CuPy's cuSOLVER
-(``cupy.linalg``, ``cupyx.scipy.linalg``). Like PyTorch, float32 and float64 only.
+(``cupy.linalg``, ``cupyx.scipy.linalg``). float32 and float64, and complex64 / complex128
+where NumPy's LAPACK takes them (the factorizations, ``det``, ``inv``, ``solve``, ``pinv``,
+``matrix_exp``, the norms). ``eig`` has no CUDA kernel: CuPy has no general eigensolver.
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ class linalg_return_types:
     slogdet = _return_type("linalg_slogdet", ["sign", "logabsdet"])
     qr = _return_type("linalg_qr", ["Q", "R"])
     eigh = _return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+    eig = _return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
     svd = _return_type("linalg_svd", ["U", "S", "Vh"])
     lu_factor = _return_type("linalg_lu_factor", ["LU", "pivots"])
     lu_factor_ex = _return_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
@@ -76,14 +79,14 @@ RT = linalg_return_types
 
 # ---------------------------------------------------------------------------- checks
 def _check_float(op: str, d, what: str = "input", *, kernel: str | None = None,
-                 half_kernel: str | None = None) -> None:
-    """float32 and float64 only, with PyTorch's error for the others: where PyTorch checks the
-    dtype itself, RuntimeError (``Expected a floating point ...``, ``Low precision ...``); where
-    its LAPACK kernel's dispatch refuses it, NotImplementedError naming the kernel: ``kernel``
-    for an op with no dtype check of its own, ``half_kernel`` for one whose check lets float16
-    through to the kernel."""
+                 half_kernel: str | None = None, complex_ok: bool = False) -> None:
+    """float32 and float64 (and complex64 / complex128 when ``complex_ok``), with PyTorch's
+    error for the others: where PyTorch checks the dtype itself, RuntimeError (``Expected a
+    floating point ...``, ``Low precision ...``); where its LAPACK kernel's dispatch refuses
+    it, NotImplementedError naming the kernel: ``kernel`` for an op with no dtype check of its
+    own, ``half_kernel`` for one whose check lets float16 through to the kernel."""
     dt = d.dtype
-    if dt.kind == "f" and dt != np.float16:
+    if (dt.kind == "f" and dt != np.float16) or (complex_ok and dt.kind == "c"):
         return
     kernel = kernel or (half_kernel if dt == np.float16 else None)
     if kernel is not None:
@@ -93,6 +96,13 @@ def _check_float(op: str, d, what: str = "input", *, kernel: str | None = None,
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got Half")
     raise RuntimeError(f"{op}: Expected a floating point or complex tensor as {what}. "
                        f"Got {scalar_type_name(dt)}")
+
+
+def _no_complex(op: str, d) -> None:
+    """PyTorch takes complex input here; ember does not yet."""
+    if d.dtype.kind == "c":
+        raise NotImplementedError(f"{op}: complex inputs ({scalar_type_name(d.dtype)}) are not "
+                                  "supported by ember yet")
 
 
 def _check_matrix(op: str, d, name: str = "A") -> None:
@@ -129,6 +139,16 @@ def _T(a):
     return a.swapaxes(-1, -2)
 
 
+def _H(xp, a):
+    """The conjugate transpose of the last two dims (the transpose of a real array)."""
+    return xp.conj(_T(a)) if a.dtype.kind == "c" else _T(a)
+
+
+def _real_dtype(dt):
+    """The dtype of a complex dtype's parts (a real dtype itself)."""
+    return np.empty(0, dt).real.dtype
+
+
 def _own(xp, r):
     return xp.ascontiguousarray(r)
 
@@ -138,7 +158,7 @@ def _own(xp, r):
 def linalg_det(A: Tensor) -> Tensor:
     a = A._data
     _check_square("linalg.det", a)
-    _check_float("linalg.det", a, half_kernel="lu_cpu")
+    _check_float("linalg.det", a, half_kernel="lu_cpu", complex_ok=True)
     xp = _xp(a)
     return _make(xp.asarray(xp.linalg.det(a)).astype(a.dtype, copy=False))
 
@@ -147,18 +167,18 @@ def linalg_det(A: Tensor) -> Tensor:
 def linalg_slogdet(A: Tensor):
     a = A._data
     _check_square("linalg.slogdet", a)
-    _check_float("linalg.slogdet", a)
+    _check_float("linalg.slogdet", a, complex_ok=True)
     xp = _xp(a)
     s, ld = xp.linalg.slogdet(a)
     return (_make(xp.asarray(s).astype(a.dtype, copy=False)),
-            _make(xp.asarray(ld).astype(a.dtype, copy=False)))
+            _make(xp.asarray(ld).astype(_real_dtype(a.dtype), copy=False)))
 
 
 @defop("linalg_inv", out=True)
 def linalg_inv(A: Tensor) -> Tensor:
     a = A._data
     _check_square("linalg.inv", a)
-    _check_float("linalg.inv", a)
+    _check_float("linalg.inv", a, complex_ok=True)
     xp = _xp(a)
     try:
         r = xp.linalg.inv(a)
@@ -186,9 +206,9 @@ def _solve_arrays(op: str, a, b, left: bool = True):
     broadcasting."""
     _check_square(op, a)
     if a.dtype != np.float16:  # float16 passes PyTorch's dtype check, its kernel refuses it
-        _check_float(op, a)
+        _check_float(op, a, complex_ok=True)
     _check_same(op, a, b)
-    _check_float(op, a, half_kernel="lu_cpu")
+    _check_float(op, a, half_kernel="lu_cpu", complex_ok=True)
     xp = _xp(a)
     vec = _is_vector_rhs(a, b)
     if not left:
@@ -251,7 +271,7 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
     a, b = A._data, B._data
     op = "linalg.solve_triangular"
     _check_square(op, a)
-    _check_float(op, a, kernel="triangular_solve_cpu")
+    _check_float(op, a, kernel="triangular_solve_cpu", complex_ok=True)
     _check_same(op, a, b)
     _check_matrix(op, b, "B")
     k = a.shape[-1]
@@ -269,7 +289,7 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
 def linalg_cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     a = A._data
     _check_square("linalg.cholesky", a)
-    _check_float("linalg.cholesky", a, half_kernel="cholesky_cpu")
+    _check_float("linalg.cholesky", a, half_kernel="cholesky_cpu", complex_ok=True)
     xp = _xp(a)
     try:
         r = xp.linalg.cholesky(a)
@@ -280,14 +300,14 @@ def linalg_cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
         raise LinAlgError("linalg.cholesky: The factorization could not be completed because "
                           "the input is not positive-definite.")
     r = _own(xp, r).astype(a.dtype, copy=False)
-    return _make(_own(xp, _T(r)) if upper else r)
+    return _make(_own(xp, _H(xp, r)) if upper else r)
 
 
 @defop("linalg_qr", out=True)
 def linalg_qr(A: Tensor, mode: str = "reduced"):
     a = A._data
     _check_matrix("linalg.qr", a)
-    _check_float("linalg.qr", a, half_kernel="geqrf_cpu")
+    _check_float("linalg.qr", a, half_kernel="geqrf_cpu", complex_ok=True)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
@@ -304,21 +324,49 @@ def linalg_qr(A: Tensor, mode: str = "reduced"):
 def linalg_eigh(A: Tensor, UPLO: str = "L"):
     a = A._data
     _check_square("linalg.eigh", a)
-    _check_float("linalg.eigh", a, kernel="linalg_eigh_cpu")
+    _check_float("linalg.eigh", a, kernel="linalg_eigh_cpu", complex_ok=True)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got "
                            f"{UPLO}")
     xp = _xp(a)
     w, v = xp.linalg.eigh(a, UPLO=UPLO)
-    return (_make(_own(xp, w).astype(a.dtype, copy=False)),
+    return (_make(_own(xp, w).astype(_real_dtype(a.dtype), copy=False)),
             _make(_own(xp, v).astype(a.dtype, copy=False)))
+
+
+def _check_eig(op: str, a, finite: bool = True) -> None:
+    """``linalg.eig``'s (and ``eigvals``') checks, in PyTorch's order; ``finite``: refuse
+    infinities and NaNs."""
+    _check_matrix(op, a)
+    _check_square(op, a)
+    if a.dtype.kind not in "fc":
+        raise RuntimeError(f"{op}: Unknown Complex ScalarType for {scalar_type_name(a.dtype)}")
+    if a.dtype == np.float16:
+        raise NotImplementedError(f"{op}: \"linalg_eig_out_cpu\" not implemented for 'Half'")
+    if _xp(a) is not np:
+        raise RuntimeError(f"{op}: not supported for CUDA tensors in ember: CuPy has no general "
+                           "(non-Hermitian) eigensolver; compute it on the CPU (A.cpu())")
+    if finite and a.size and not np.isfinite(a).all():
+        raise RuntimeError(f"torch.{op}: input tensor should not contain infs or NaNs.")
+
+
+@defop("linalg_eig", out=True)
+def linalg_eig(A: Tensor):
+    a = A._data
+    _check_eig("linalg.eig", a)
+    cdt = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
+    if a.size == 0:
+        return _make(np.zeros(a.shape[:-1], cdt)), _make(np.zeros(a.shape, cdt))
+    w, v = np.linalg.eig(a)  # LAPACK geev: unit-norm eigenvectors, as PyTorch's
+    return (_make(np.ascontiguousarray(w, dtype=cdt)),
+            _make(np.ascontiguousarray(v, dtype=cdt)))
 
 
 @defop("linalg_svd", out=True)
 def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver=None):
     a = A._data
     _check_matrix("linalg.svd", a)
-    _check_float("linalg.svd", a, half_kernel="linalg_svd_cpu")
+    _check_float("linalg.svd", a, half_kernel="linalg_svd_cpu", complex_ok=True)
     if driver is not None and _xp(a) is np:
         raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on "
                            "CUDA inputs with cuSOLVER backend.")
@@ -330,10 +378,10 @@ def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver=None):
         um, vn = (m, n) if full_matrices else (k, k)
         u = xp.broadcast_to(xp.eye(m, um, dtype=a.dtype), bs + (m, um)).copy()
         vh = xp.broadcast_to(xp.eye(vn, n, dtype=a.dtype), bs + (vn, n)).copy()
-        return _make(u), _make(xp.zeros(bs + (k,), a.dtype)), _make(vh)
+        return _make(u), _make(xp.zeros(bs + (k,), _real_dtype(a.dtype))), _make(vh)
     u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
     return (_make(_own(xp, u).astype(a.dtype, copy=False)),
-            _make(_own(xp, s).astype(a.dtype, copy=False)),
+            _make(_own(xp, s).astype(_real_dtype(a.dtype), copy=False)),
             _make(_own(xp, vh).astype(a.dtype, copy=False)))
 
 
@@ -365,7 +413,7 @@ def _tols(xp, s, atol, rtol, shape):
 def linalg_pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     a = A._data
     _check_matrix("linalg.pinv", a)
-    _check_float("linalg.pinv", a)
+    _check_float("linalg.pinv", a, complex_ok=True)
     xp = _xp(a)
     m, n = a.shape[-2:]
     if a.size == 0:
@@ -374,12 +422,12 @@ def linalg_pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> 
         w, v = xp.linalg.eigh(a)
         tol = _tols(xp, xp.abs(w), atol, rtol, a.shape)
         winv = xp.where(xp.abs(w) > tol, 1 / xp.where(w == 0, 1, w), 0)
-        r = (v * winv[..., None, :]) @ _T(v)
+        r = (v * winv[..., None, :]) @ _H(xp, v)
     else:
         u, s, vh = xp.linalg.svd(a, full_matrices=False)
         tol = _tols(xp, s, atol, rtol, a.shape)
         sinv = xp.where(s > tol, 1 / xp.where(s == 0, 1, s), 0)
-        r = (_T(vh) * sinv[..., None, :]) @ _T(u)
+        r = (_H(xp, vh) * sinv[..., None, :]) @ _H(xp, u)
     return _make(_own(xp, r).astype(a.dtype, copy=False))
 
 
@@ -387,7 +435,7 @@ def linalg_pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> 
 def linalg_matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     a = A._data
     _check_matrix("linalg.matrix_rank", a)
-    _check_float("linalg.matrix_rank", a)
+    _check_float("linalg.matrix_rank", a, complex_ok=True)
     xp = _xp(a)
     if a.size == 0:
         return _make(xp.zeros(a.shape[:-2], np.int64))
@@ -440,7 +488,7 @@ def _expm_pade(xp, a):
 def linalg_matrix_exp(A: Tensor) -> Tensor:
     a = A._data
     _check_square("linalg.matrix_exp", a)
-    _check_float("linalg.matrix_exp", a)
+    _check_float("linalg.matrix_exp", a, complex_ok=True)
     xp = _xp(a)
     if a.size == 0:
         return _make(a.copy())
@@ -479,7 +527,7 @@ def _lu_batch(xp, a, pivot: bool):
     if xp is np:
         from scipy.linalg import lapack
 
-        getrf = lapack.dgetrf if a.dtype == np.float64 else lapack.sgetrf
+        getrf = lapack.get_lapack_funcs("getrf", (flat,))
         for i, mat in enumerate(flat):
             lu, piv, inf = getrf(mat)
             lus[i] = lu
@@ -506,7 +554,7 @@ def _lu_batch(xp, a, pivot: bool):
 def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False):
     a = A._data
     _check_matrix("linalg.lu_factor_ex", a)
-    _check_float("linalg.lu_factor_ex", a, kernel="lu_cpu")
+    _check_float("linalg.lu_factor_ex", a, kernel="lu_cpu", complex_ok=True)
     xp = _xp(a)
     lu, piv, info = _lu_batch(xp, a, pivot)
     if check_errors and info.size and (info > 0).any():
@@ -574,6 +622,7 @@ def _dtype_np(dtype):
 def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False):
     a = A._data
     _check_square("linalg.ldl_factor_ex", a)
+    _no_complex("linalg.ldl_factor_ex", a)
     _check_float("linalg.ldl_factor_ex", a, half_kernel="ldl_factor_kernel_cpu")
     xp = _xp(a)
     if xp is not np:
@@ -603,6 +652,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
     ld, piv, b = LD._data, pivots._data, B._data
     op = "torch.linalg.ldl_solve"
     _check_square(op, ld)
+    _no_complex(op, ld)
     if ld.dtype != np.float16:  # float16 passes PyTorch's dtype check, its kernel refuses it
         _check_float(op, ld)
     if b.ndim < 2:
@@ -813,7 +863,7 @@ def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
               adjoint: bool = False) -> Tensor:
     op = "linalg.lu_solve"
     _check_square(op, LU._data, "LU")
-    _check_float(op, LU._data, half_kernel="linalg.lu_solve_cpu")
+    _check_float(op, LU._data, half_kernel="linalg.lu_solve_cpu", complex_ok=True)
     _check_same(op, LU._data, B._data)
     _check_matrix(op, B._data, "B")
     n = LU.shape[-1]
@@ -822,15 +872,15 @@ def _lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
                            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
                            f"{B.shape[-2]}x{B.shape[-1]})")
     perm = _perm_from_pivots(pivots, n)
-    if not left:  # X A = B  <=>  A^T X^T = B^T
-        return _lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT
+    if not left:  # X A = B  <=>  A^H X^H = B^H
+        return _lu_solve(LU, pivots, B.mH, left=True, adjoint=not adjoint).mH
     if not adjoint:  # A = P L U: X = U^-1 L^-1 P^T B
         Y = _rows(B, perm)
         Y = _solve_tri(LU, Y, upper=False, unitriangular=True)
         return _solve_tri(LU, Y, upper=True)
-    # A^T X = B: U^T L^T P^T X = B -> X = P L^-T U^-T B
-    Y = _solve_tri(LU.mT, B, upper=False)
-    Y = _solve_tri(LU.mT, Y, upper=True, unitriangular=True)
+    # A^H X = B: U^H L^H P^T X = B -> X = P L^-H U^-H B
+    Y = _solve_tri(LU.mH, B, upper=False)
+    Y = _solve_tri(LU.mH, Y, upper=True, unitriangular=True)
     return _rows(Y, _inverse_perm(perm))
 
 
@@ -1189,7 +1239,7 @@ def _matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
     op = "linalg.matrix_norm"
     if A.dim() < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    _check_float(op, A._data)
+    _check_float(op, A._data, complex_ok=True)
     if dtype is not None:
         A = A.to(dtype=dtype)
     d0, d1 = (int(d) % A.dim() for d in dim)
@@ -1330,7 +1380,8 @@ def diagflat(input: Tensor, offset: int = 0) -> Tensor:
 
 
 def adjoint(input: Tensor) -> Tensor:
-    """The conjugate transpose of the last two dims (a view; real tensors: ``mT``).
+    """The conjugate transpose of the last two dims: ``mT`` of a real tensor (a view); of a
+    complex one, its conjugate (a new tensor: ember has no lazy conjugation).
 
     >>> adjoint(ones(2, 3)).shape
     ember.Size([3, 2])
@@ -1338,7 +1389,12 @@ def adjoint(input: Tensor) -> Tensor:
     if input.dim() < 2:
         raise RuntimeError("adjoint() is only supported on matrices or batches of matrices. "
                            f"Got {input.dim()}-D tensor.")
-    return input.transpose(-2, -1)
+    t = input.transpose(-2, -1)
+    if t.is_complex():
+        from ._complex import conj
+
+        return conj(t)
+    return t
 
 
 @with_out

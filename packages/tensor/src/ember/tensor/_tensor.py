@@ -506,6 +506,12 @@ class Tensor:
     def half(self) -> Tensor:
         return self.to(dtype=D.float16)
 
+    def cfloat(self) -> Tensor:
+        return self.to(dtype=D.complex64)
+
+    def cdouble(self) -> Tensor:
+        return self.to(dtype=D.complex128)
+
     def bfloat16(self) -> Tensor:
         return self.to(dtype=D.bfloat16)
 
@@ -582,7 +588,8 @@ def _wrap_dim(dim: int, ndim: int, op: str) -> int:
 _LEGACY = {D.float32: "FloatTensor", D.float64: "DoubleTensor", D.float16: "HalfTensor",
            D.bfloat16: "BFloat16Tensor",
            D.int64: "LongTensor", D.int32: "IntTensor", D.int16: "ShortTensor",
-           D.int8: "CharTensor", D.uint8: "ByteTensor", D.bool: "BoolTensor"}
+           D.int8: "CharTensor", D.uint8: "ByteTensor", D.bool: "BoolTensor",
+           D.complex64: "ComplexFloatTensor", D.complex128: "ComplexDoubleTensor"}
 _LEGACY_BY_NAME = {v: k for k, v in _LEGACY.items()}
 
 

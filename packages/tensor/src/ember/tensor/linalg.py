@@ -1,15 +1,14 @@
 """``ember.tensor.linalg``: PyTorch's ``torch.linalg``.
 
-Every function takes batches of matrices (``(*, m, n)``), float32 or float64, on the CPU
-(NumPy/LAPACK) or a CUDA device (CuPy/cuSOLVER), and is differentiable where PyTorch's is
-(the derivatives live in ember-autograd's table)::
+Every function takes batches of matrices (``(*, m, n)``), float32 or float64 (most also
+complex64 / complex128), on the CPU (NumPy/LAPACK) or a CUDA device (CuPy/cuSOLVER; ``eig``
+and ``eigvals`` are CPU only), and is differentiable where PyTorch's is (the derivatives live
+in ember-autograd's table)::
 
     >>> import ember.tensor as et
     >>> A = et.tensor([[4., 1.], [1., 3.]])
     >>> et.linalg.solve(A, et.tensor([1., 2.]))
     tensor([0.0909, 0.6364])
-
-``eig`` and ``eigvals`` need complex dtypes, which ember does not have yet.
 """
 from __future__ import annotations
 
@@ -21,8 +20,8 @@ from ._registry import with_out as _with_out
 from ._tensor import Tensor as _Tensor
 
 __all__ = [
-    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
-    "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex",
+    "LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh",
+    "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex",
     "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul",
     "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
     "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",
@@ -88,6 +87,41 @@ def eigh(A: _Tensor, UPLO: str = "L", *, out=None):
     tensor([1., 2.])
     """
     return _ret(_RT.eigh, _L.linalg_eigh(A, UPLO), out, "linalg.eigh")
+
+
+def eig(A: _Tensor, *, out=None):
+    """Eigenvalues and eigenvectors of a general square matrix, complex (float32 ->
+    complex64, float64 -> complex128); each eigenvector has norm 1 (LAPACK's ``geev``, as
+    PyTorch's). CPU only.
+
+    >>> eig(tensor([[2., 0.], [0., 1.]])).eigenvalues
+    tensor([2.+0.j, 1.+0.j])
+    """
+    return _ret(_RT.eig, _L.linalg_eig(A), out, "linalg.eig")
+
+
+@_with_out
+def eigvals(A: _Tensor) -> _Tensor:
+    """Eigenvalues of a general square matrix, complex (see :func:`eig`). A matrix with an
+    infinity or a NaN has NaN eigenvalues, unless a gradient is wanted (then, as
+    :func:`eig`, it is refused).
+
+    >>> eigvals(tensor([[0., -1.], [1., 0.]]))
+    tensor([0.+1.j, 0.-1.j])
+    """
+    from ._grad_mode import is_grad_enabled
+
+    _L._check_eig("linalg.eigvals", A._data, finite=False)
+    if A.requires_grad and is_grad_enabled():
+        return _L.linalg_eig(A)[0]
+    bad = ~A.isfinite().all(-1).all(-1)
+    if not bool(bad.any()):
+        return _L.linalg_eig(A)[0]
+    from ._pointwise import where
+
+    clean = where(bad.unsqueeze(-1).unsqueeze(-1), 0, A)
+    L = _L.linalg_eig(clean)[0]
+    return where(bad.unsqueeze(-1), float("nan"), L)
 
 
 @_with_out
@@ -302,7 +336,7 @@ def lstsq(A: _Tensor, B: _Tensor, rcond=None, *, driver=None):
 
     op = "torch.linalg.lstsq"
     _L._check_matrix(op, A._data)
-    _L._check_float(op, A._data)
+    _L._check_float(op, A._data, complex_ok=True)
     if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
         raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, "
                            f"gelss)")
@@ -320,7 +354,7 @@ def lstsq(A: _Tensor, B: _Tensor, rcond=None, *, driver=None):
     if driver in ("gelsd", "gelss"):
         sv = _L.linalg_svd(A, False)[1]
     if driver not in (None, "gelsy") and m > n and bool((rank == n).all()):
-        r = A @ X - Bm
+        r = (A @ X - Bm).abs()
         residuals = (r * r).sum(-2)
     if driver == "gels":
         rank = empty.to(dtype=rank.dtype)
@@ -348,7 +382,7 @@ def cond(A: _Tensor, p=None) -> _Tensor:
 
 @_with_out
 def vecdot(x: _Tensor, y: _Tensor, *, dim: int = -1) -> _Tensor:
-    """Dot products of vectors along ``dim`` (shapes broadcast).
+    """Dot products of vectors along ``dim`` (shapes broadcast), conjugating ``x``.
 
     >>> vecdot(tensor([[1., 2.]]), tensor([3., 4.]))
     tensor([11.])
@@ -358,6 +392,10 @@ def vecdot(x: _Tensor, y: _Tensor, *, dim: int = -1) -> _Tensor:
     if x.dtype != y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but "
                            f"found x of type {x.dtype} and y of type {y.dtype} instead")
+    if x.is_complex():
+        from ._complex import conj
+
+        x = conj(x)
     return _sum(x * y, dim)
 
 

@@ -27,6 +27,7 @@ from ._harness import (
     _nz,
     _rand,
     binary_samples,
+    np_dtype,
 )
 
 __all__ = ["EXTRA_ENTRIES", "EXTRA_NON_TABLE_OPS"]
@@ -689,6 +690,164 @@ _COMPLEX_OPS = [
       out_dtype=_complex_of, operands=(0, 1), method=None, ops=("complex", "cos", "sin")),
 ]
 
+
+# --------------------------------------------------------------------------- eig, stft, istft
+def _eig_sep(shape, d, rng):
+    """``V diag(L) V^-1`` with well separated eigenvalues: a complex-conjugate pair and a
+    real one for real dtypes (a rotation block), three complex ones for complex dtypes."""
+    n = shape[-1]
+    cplx = np_dtype(d).kind == "c"
+    V = rng.standard_normal(shape) + 2 * np.eye(n)
+    D = np.zeros(shape[:-2] + (n, n), np.complex128 if cplx else np.float64)
+    if cplx:
+        V = V + 1j * rng.standard_normal(shape)
+        D[..., range(n), range(n)] = np.array([1 + 1j, -2 + 0.5j, 3 - 1j, 0.5 - 2j])[:n]
+    else:
+        D[..., 0, 0] = D[..., 1, 1] = 1.0
+        D[..., 0, 1], D[..., 1, 0] = -2.0, 2.0
+        D[..., range(2, n), range(2, n)] = np.array([3.5, -2.5])[:n - 2]
+    return (V @ D @ np.linalg.inv(V)).astype(d)
+
+
+def _eig_samples(d, rng):
+    return [_S(_eig_sep((3, 3), d, rng)), _S(_eig_sep((2, 3, 3), d, rng))]
+
+
+def _np_eig(a):
+    cdt = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
+    w, v = np.linalg.eig(a)
+    return w.astype(cdt), v.astype(cdt)
+
+
+def _phase_free(r, conj):
+    """Eigenvalues and ``V * conj(V[0, :])``: each eigenvector's phase cancels (PyTorch's
+    OpInfo for eig checks gradients through such a function)."""
+    return r[0], r[1] * conj(r[1][..., :1, :])
+
+
+def _complex_pair(s, d):
+    c = _complex_of(s, d)
+    return (c, c)
+
+
+def _np_window(w, win, n_fft):
+    w = np.ones(win) if w is None else w
+    left = (n_fft - win) // 2
+    return np.pad(w, (left, n_fft - win - left))
+
+
+def _np_stft(x, n_fft, hop_length=None, win_length=None, window=None, center=True,
+             pad_mode="reflect", normalized=False, onesided=None, return_complex=None,
+             align_to_window=None):
+    """PyTorch's definition written out: pad, frame, window, DFT each frame."""
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    w = _np_window(window, win, n_fft)
+    if center:
+        mode = {"reflect": "reflect", "constant": "constant", "replicate": "edge",
+                "circular": "wrap"}[pad_mode]
+        x = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(n_fft // 2, n_fft // 2)], mode=mode)
+    n_frames = 1 + (x.shape[-1] - n_fft) // hop
+    if align_to_window:  # frames start where the centred window does
+        n_frames = 1 + (x.shape[-1] - win) // hop
+        left = (n_fft - win) // 2
+        x = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(left, left)])
+    frames = x[..., np.arange(n_frames)[:, None] * hop + np.arange(n_fft)] * w
+    cplx = np.iscomplexobj(x) or np.iscomplexobj(w)
+    one = not cplx if onesided is None else onesided
+    out = np.fft.rfft(frames, axis=-1) if one else np.fft.fft(frames, axis=-1)
+    if normalized:
+        out = out / np.sqrt(n_fft)
+    wide = np.result_type(x.dtype, window.dtype if window is not None else x.dtype)
+    out = np.swapaxes(out, -1, -2).astype(
+        np.complex64 if wide in (np.float32, np.complex64) else np.complex128)
+    return out if return_complex or cplx else np.stack([out.real, out.imag], -1)
+
+
+def _np_istft(S, n_fft, hop_length=None, win_length=None, window=None, center=True,
+              normalized=False, onesided=None, length=None, return_complex=False):
+    """PyTorch's definition: inverse DFT per frame, window, overlap-add, divide by the
+    overlap-added squared window, trim."""
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    w = _np_window(window, win, n_fft)
+    X = np.swapaxes(S, -1, -2)
+    norm = "ortho" if normalized else "backward"
+    if return_complex:
+        y = np.fft.ifft(X, n_fft, axis=-1, norm=norm)
+    else:
+        y = np.fft.irfft(X[..., :n_fft // 2 + 1], n_fft, axis=-1, norm=norm)
+    y = y * w
+    n_frames = X.shape[-2]
+    total = n_fft + hop * (n_frames - 1)
+    out = np.zeros(y.shape[:-2] + (total,), y.dtype)
+    env = np.zeros(total, (w * w).dtype)
+    for m in range(n_frames):
+        out[..., m * hop:m * hop + n_fft] += y[..., m, :]
+        env[m * hop:m * hop + n_fft] += w * w
+    start = n_fft // 2 if center else 0
+    end = start + length if length is not None else (total - n_fft // 2 if center else total)
+    out = out[..., start:end] / env[start:end]
+    if end > total:
+        out = np.concatenate([out, np.zeros(out.shape[:-1] + (end - total,), out.dtype)], -1)
+    real = np.float32 if S.dtype == np.complex64 else np.float64
+    res = np.result_type(real, w.dtype) if not return_complex else S.dtype
+    return out.astype(res)
+
+
+def _win(n, d, rng):
+    """A window bounded away from zero (the overlap-add envelope must not vanish)."""
+    return _rand((n,), _real_of(None, d), rng, 0.5, 1.5)
+
+
+def _stft_samples(d, rng):
+    out = [_S(_rand((20,), d, rng), 8, 3, None, _win(8, d, rng), return_complex=True),
+           _S(_rand((2, 20), d, rng), 8, None, 5, _win(5, d, rng), pad_mode="constant",
+              normalized=True, return_complex=True),
+           _S(_rand((17,), d, rng), 7, 2, None, _win(7, d, rng), center=False,
+              onesided=False, return_complex=True)]
+    if np_dtype(d).kind == "f":
+        out.append(_S(_rand((20,), d, rng), 8, 4, 6, _win(6, d, rng), center=False,
+                      align_to_window=True, return_complex=True))
+    return out
+
+
+def _istft_samples(d, rng):
+    return [_S(_rand((5, 9), d, rng), 8, 2, None, _win(8, d, rng)),
+            _S(_rand((2, 8, 6), d, rng), 8, 3, None, _win(8, d, rng), center=False,
+               onesided=False, length=20),
+            _S(_rand((8, 5), d, rng), 8, 2, None, _win(8, d, rng), onesided=False,
+               normalized=True, return_complex=True),
+            _S(_rand((4, 9), d, rng), 7, 2, 6, _win(6, d, rng), length=19)]
+
+
+def _stft_dtype(s, d):
+    return _complex_of(s, d)
+
+
+def _istft_dtype(s, d):
+    return d if s.kwargs.get("return_complex") else _real_of(s, d)
+
+
+_EIG_STFT = [
+    E("linalg_eig", LA.eig, _np_eig, _eig_samples, dtypes=FLOAT + COMPLEX, method=None,
+      out_dtype=_complex_pair, differentiable=False),
+    E("linalg_eig_grad", lambda a: _phase_free(LA.eig(a), et.conj),
+      lambda a: _phase_free(_np_eig(a), np.conj), _eig_samples, dtypes=FLOAT, method=None,
+      out_dtype=_complex_pair, ops=("linalg_eig",)),
+    E("linalg_eig_grad_complex", lambda a: _phase_free(LA.eig(a), et.conj),
+      lambda a: _phase_free(_np_eig(a), np.conj), _eig_samples, dtypes=COMPLEX, method=None,
+      ops=("linalg_eig",)),
+    E("linalg_eigvals", LA.eigvals, lambda a: _np_eig(a)[0], _eig_samples, dtypes=FLOAT,
+      method=None, out_dtype=_complex_of, ops=("linalg_eig",)),
+    E("linalg_eigvals_complex", LA.eigvals, lambda a: _np_eig(a)[0], _eig_samples,
+      dtypes=COMPLEX, method=None, ops=("linalg_eig",)),
+    E("stft", et.stft, _np_stft, _stft_samples, dtypes=FLOAT + COMPLEX, operands=(0, 4),
+      out_dtype=_stft_dtype, ops=("unfold", "mul", "matmul", "cat", "flip", "complex")),
+    E("istft", et.istft, _np_istft, _istft_samples, dtypes=COMPLEX, operands=(0, 4),
+      out_dtype=_istft_dtype, ops=("matmul", "mul", "index_add", "real", "div")),
+]
+
 _POINTWISE = [
     E("arctan2", et.arctan2, np.arctan2,
       lambda d, rng: [_S(_rand((2, 3), d, rng), _nz((2, 3), d, rng)),
@@ -1133,7 +1292,7 @@ _SHAPE = [
 ]
 
 EXTRA_ENTRIES: list[OpEntry] = (_LINALG + _SPECIAL + _EXTRA + _POINTWISE + _COMPLEX_OPS + _STATS +
-                                 _SHAPE)
+                                 _SHAPE + _EIG_STFT)
 
 # registry ops of these modules exercised through other entries' ``ops`` or elsewhere
 EXTRA_NON_TABLE_OPS: set[str] = {"binomial"}  # a sampler: tests/parity checks its moments
