@@ -896,7 +896,8 @@ def det(input: Tensor) -> Tensor:
 
 
 def logdet(input: Tensor) -> Tensor:
-    """``log(det(A))``: nan for a negative determinant, -inf for zero (``torch.logdet``).
+    """``log(det(A))``: nan for a negative determinant, -inf for zero; complex for a complex
+    ``A`` (``torch.logdet``).
 
     >>> logdet(eye(2))
     tensor(0.)
@@ -905,6 +906,10 @@ def logdet(input: Tensor) -> Tensor:
     from ._pointwise import where
 
     sign, ld = linalg_slogdet(input)
+    if sign.is_complex():  # log(det) = log|det| + i arg(det): the sign's log
+        from ._pointwise import log
+
+        return ld + log(sign)
     ld = where(sign == 0, full_like(ld, -math.inf), ld)
     return where(sign < 0, full_like(ld, math.nan), ld)
 

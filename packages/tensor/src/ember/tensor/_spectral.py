@@ -2,12 +2,10 @@
 
 Both are composites of registry ops, so their gradients (to the signal and to the window) come
 from the derivative table: padding by slices, ``flip`` and ``cat``; framing by ``unfold``
-(a view); the window by ``mul``; overlap-add by ``index_add``. The discrete Fourier transform
-of each frame is a product with a DFT matrix ``exp(-2 pi i t k / n_fft)`` built from ``cos``
-and ``sin`` of exactly reduced angles (``t k mod n_fft``): exact, differentiable and cheap at
-``stft``'s frame sizes. The inverse real transform keeps the real part of the Hermitian
-half-spectrum's product (each bin but DC and Nyquist counted twice), as ``irfft`` does, so
-the imaginary parts of those two bins are ignored just as PyTorch ignores them.
+(a view); the window by ``mul``; overlap-add by ``index_add``; each frame's discrete Fourier
+transform by ``ember.tensor.fft`` (``rfft``/``fft`` forward, ``irfft``/``ifft`` back, so the
+imaginary parts of a one-sided spectrum's DC and Nyquist bins are ignored as PyTorch ignores
+them); ``normalized`` is the transforms' ``norm="ortho"``.
 
     >>> import ember.tensor as et
     >>> x = et.arange(8.)
@@ -20,7 +18,6 @@ the imaginary parts of those two bins are ignored just as PyTorch ignores them.
 """
 from __future__ import annotations
 
-import math
 import warnings
 
 from ._tensor import Tensor
@@ -88,32 +85,6 @@ def _pad_last(x: Tensor, left: int, right: int, mode: str, shape3) -> Tensor:
     return cat([lo, x, hi], -1)
 
 
-def _complex_of(dt):
-    from . import _dtype as D
-
-    return D.complex128 if dt in (D.float64, D.complex128) else D.complex64
-
-
-def _dft_matrix(n: int, rows: int, cols: int, sign: float, dtype, device,
-                weights: bool = False) -> Tensor:
-    """``W[r, c] = exp(sign * 2 pi i r c / n)`` (``rows x cols``), the angles reduced
-    exactly (``r c mod n``) before ``cos``/``sin``; with ``weights``, row ``r`` scaled by 2
-    except DC and (for even ``n``) Nyquist: the Hermitian half-spectrum's multiplicities."""
-    from . import _dtype as D
-    from ._complex import complex as _complex
-    from ._creation import arange
-
-    r = arange(rows, dtype=D.int64, device=device).unsqueeze(1)
-    c = arange(cols, dtype=D.int64, device=device).unsqueeze(0)
-    ang = ((r * c) % n).to(dtype=D.float64) * (sign * 2.0 * math.pi / n)
-    if weights:
-        w = ((r != 0) & (2 * r != n)).to(dtype=D.float64) + 1.0
-        W = _complex(w * ang.cos(), w * ang.sin())
-    else:
-        W = _complex(ang.cos(), ang.sin())
-    return W.to(dtype=dtype)
-
-
 def _full_window(window: Tensor | None, win_length: int, n_fft: int, like: Tensor) -> Tensor:
     """The window as ``n_fft`` samples: ones where none was given; a shorter one centred
     between zeros (``cat``, so the window's gradient flows)."""
@@ -153,7 +124,7 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     tensor([1.+0.j, 1.+0.j, 1.+0.j])
     """
     from ._complex import view_as_real
-    from ._linalg import matmul
+    from ._fft_ops import fft, rfft
 
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
@@ -224,12 +195,8 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     frames = x.unfold(-1, n_fft, hop)  # (B, n_frames, n_fft)
     w = _full_window(window, win, n_fft, x)
     frames = frames * w
-    cdt = _complex_of(frames.dtype)
-    n_freq = n_fft // 2 + 1 if onesided else n_fft
-    W = _dft_matrix(n_fft, n_fft, n_freq, -1.0, cdt, x.device)
-    out = matmul(frames.to(dtype=cdt), W)
-    if normalized:
-        out = out * (1.0 / math.sqrt(n_fft))
+    norm = "ortho" if normalized else "backward"
+    out = rfft(frames, norm=norm) if onesided else fft(frames, norm=norm)
     out = out.transpose(-1, -2)
     if not batched:
         out = out.squeeze(0)
@@ -253,7 +220,7 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     from . import _dtype as D
     from ._complex import real
     from ._creation import arange, zeros
-    from ._linalg import matmul
+    from ._fft_ops import ifft, irfft
     from ._scatter import index_add
 
     hop = n_fft // 4 if hop_length is None else hop_length
@@ -291,19 +258,17 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
         raise fail("Invalid window shape. window has to be 1D and length of `win_length`")
     batched = input.dim() == 3
     X = (input if batched else input.unsqueeze(0)).transpose(-1, -2)  # (B, n_frames, n_freq)
-    scale = 1.0 / (math.sqrt(n_fft) if normalized else n_fft)
+    norm = "ortho" if normalized else "backward"
     if return_complex:
         if one:
             raise RuntimeError("Cannot have onesided output if window or input is complex")
-        y = matmul(X, _dft_matrix(n_fft, n_fft, n_fft, 1.0, X.dtype, X.device)) * scale
+        y = ifft(X, n_fft, norm=norm)
     else:
         if window is not None and window.is_complex():
             raise RuntimeError("Complex windows are incompatible with return_complex=False")
-        half = n_fft // 2 + 1
         if not one:
-            X = X[..., :half]
-        Wc = _dft_matrix(n_fft, half, n_fft, 1.0, X.dtype, X.device, weights=True)
-        y = real(matmul(X, Wc)) * scale
+            X = X[..., :n_fft // 2 + 1]
+        y = irfft(X, n_fft, norm=norm)
     w = _full_window(window, win, n_fft, real(X) if X.is_complex() else X)
     y = y * w  # (B, n_frames, n_fft)
     total = n_fft + hop * (n_frames - 1)

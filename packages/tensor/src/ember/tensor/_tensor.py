@@ -515,12 +515,6 @@ class Tensor:
     def bfloat16(self) -> Tensor:
         return self.to(dtype=D.bfloat16)
 
-    def cfloat(self) -> Tensor:
-        return self.to(dtype=D.complex64)
-
-    def cdouble(self) -> Tensor:
-        return self.to(dtype=D.complex128)
-
     def long(self) -> Tensor:
         return self.to(dtype=D.int64)
 
