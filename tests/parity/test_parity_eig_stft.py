@@ -22,7 +22,7 @@ def _c(*shape):
 
 def _eig_mat(n=3, cplx=False):
     """Well separated eigenvalues: a complex-conjugate pair and a real one for a real matrix."""
-    return X._eig_sep((n, n), "complex128" if cplx else "float64", RNG)
+    return X.eig_separated((n, n), "complex128" if cplx else "float64", RNG)
 
 
 def _pair(a):

@@ -34,13 +34,13 @@ def _phase_free(r):
 
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
 def test_eig_gradients(dtype):
-    a = et.tensor(X._eig_sep((2, 3, 3), dtype, RNG), requires_grad=True)
+    a = et.tensor(X.eig_separated((2, 3, 3), dtype, RNG), requires_grad=True)
     _check(lambda a: _phase_free(LA.eig(a)), a)
     _check(LA.eigvals, a)
 
 
 def test_eig_gradient_of_a_real_input_is_real_and_matches_the_first_order_rule():
-    a = et.tensor(X._eig_sep((3, 3), "float64", RNG), requires_grad=True)
+    a = et.tensor(X.eig_separated((3, 3), "float64", RNG), requires_grad=True)
     L = LA.eigvals(a)
     (L.real.sum() + 2 * L.imag.sum()).backward()
     assert a.grad.dtype == et.float64
@@ -55,12 +55,18 @@ def test_eig_gradient_of_a_real_input_is_real_and_matches_the_first_order_rule()
     np.testing.assert_allclose(a.grad.numpy(), grad, atol=1e-10)
 
 
+@pytest.mark.parametrize("fn", [LA.eig, LA.eigvals])
+def test_eig_of_a_non_finite_matrix_that_wants_a_gradient_raises(fn):
+    with pytest.raises(RuntimeError, match="should not contain infs or NaNs"):
+        fn(et.tensor([[float("nan"), 1.], [0., 1.]], requires_grad=True))
+
+
 def test_eig_refuses_a_loss_that_depends_on_the_phase():
-    a = et.tensor(X._eig_sep((3, 3), "complex128", RNG), requires_grad=True)
+    a = et.tensor(X.eig_separated((3, 3), "complex128", RNG), requires_grad=True)
     with pytest.raises(RuntimeError, match="linalg_eig_backward: The eigenvectors in the "
                                            "complex case are specified up to multiplication"):
         LA.eig(a).eigenvectors.real.sum().backward()
-    h = et.tensor(X._eig_sep((3, 3), "complex128", RNG))
+    h = et.tensor(X.eig_separated((3, 3), "complex128", RNG))
     h = (h + h.mH).requires_grad_(True)
     with pytest.raises(RuntimeError, match="linalg_eigh_backward"):
         LA.eigh(h).eigenvectors.real.sum().backward()

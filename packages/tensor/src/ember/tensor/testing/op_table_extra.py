@@ -692,7 +692,7 @@ _COMPLEX_OPS = [
 
 
 # --------------------------------------------------------------------------- eig, stft, istft
-def _eig_sep(shape, d, rng):
+def eig_separated(shape, d, rng):
     """``V diag(L) V^-1`` with well separated eigenvalues: a complex-conjugate pair and a
     real one for real dtypes (a rotation block), three complex ones for complex dtypes."""
     n = shape[-1]
@@ -710,7 +710,7 @@ def _eig_sep(shape, d, rng):
 
 
 def _eig_samples(d, rng):
-    return [_S(_eig_sep((3, 3), d, rng)), _S(_eig_sep((2, 3, 3), d, rng))]
+    return [_S(eig_separated((3, 3), d, rng)), _S(eig_separated((2, 3, 3), d, rng))]
 
 
 def _np_eig(a):
