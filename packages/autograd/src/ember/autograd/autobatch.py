@@ -460,6 +460,7 @@ class _State:
         unwrap = _unwrap
         TensorType = _TensorType
         new = _new
+        wkeys = self.wkeys
 
         def record(op, bound):
             # (while the graph runs, and in backward, the recorder is swapped out: see flush
@@ -504,6 +505,11 @@ class _State:
                     elif c is int or a is None:
                         key.append(a)
                     elif c is TensorType or isinstance(a, TensorType):
+                        ent = wkeys.get(id(a))
+                        if ent is not None and ent[0] is unwrap(a) and a._requires_grad:
+                            key.append(ent[1])  # a parameter seen before
+                            rg = True
+                            continue
                         key.append(st.tkey(a, codes))
                         if a._requires_grad:
                             rg = True
@@ -573,9 +579,7 @@ class _State:
                     p._requires_grad = True
                 res.append(p)
             kind = grp.kind
-            if kind is None:
-                return res[0]
-            return kind(*res) if hasattr(kind, "_fields") else kind(res)
+            return res[0] if kind is None else kind(res)
 
         return record
 
@@ -707,7 +711,9 @@ class _State:
                 return None
         kind, outs = meta
         g = _Group()
-        g.op, g.gm, g.st, g.depth, g.kind = op, gm, self, depth, kind
+        g.op, g.gm, g.st, g.depth = op, gm, self, depth
+        # what makes the results' container from a list of them (None: one tensor)
+        g.kind = kind._make if hasattr(kind, "_fields") else kind
         g.diff = gm and op.differentiable
         g.first, g.n, g.codes = bound, 0, []
         g.plan, g.shapes, g.m = _plan(bound)
