@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gc
 import threading
+from bisect import bisect_left
 
 import numpy as np
 
@@ -855,11 +856,11 @@ class _State:
             fd = g.depth
             cands = by_key.get(g.mkey)
             if cands:
-                best = None
-                for t in cands:
-                    if g.depth < t.fdepth <= g.latest and (best is None or
-                                                           t.fdepth > best.fdepth):
-                        best = t
+                # the groups of this signature met so far (deepest first) and their -depths,
+                # ascending: the deepest at or before g.latest is found by bisection
+                grps, negs = cands
+                i = bisect_left(negs, -g.latest)
+                best = grps[i] if i < len(grps) and grps[i].fdepth > g.depth else None
                 if best is not None:
                     g.alias = (best, best.n)
                     best.n += g.n
@@ -871,10 +872,14 @@ class _State:
                     fd = best.fdepth
             g.fdepth = fd
             if g.alias is None:
-                by_key.setdefault(g.mkey, []).append(g)
+                cands = by_key.get(g.mkey)
+                if cands is None:
+                    cands = by_key[g.mkey] = ([], [])
+                cands[0].append(g)
+                cands[1].append(-fd)
             if C is not None:
                 pend = C[C >= 0]
-                for b in np.unique(pend >> _ROW_BITS).tolist():
+                for b in set((pend >> _ROW_BITS).tolist()):
                     s = table.get(b)
                     if s is not None and s.depth and fd - 1 < s.latest:
                         s.latest = fd - 1
