@@ -1256,7 +1256,7 @@ def _order(C, S, one_src):
     for j, single in enumerate(one_src):
         if single:
             continue
-        k = len(np.unique(S[:, j]))
+        k = len(set(S[:, j].tolist()))
         if k > most:
             best, most = j, k
     if best is None:
