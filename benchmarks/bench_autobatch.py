@@ -11,9 +11,10 @@ Workloads, in one process (rounds alternate the variants so they meet the same m
   50, embedding 64, hidden 128, 32 sequences a minibatch) inside ``autobatch()``, against the
   hand-padded ``PackedSequence`` ``nn.LSTM`` on the same data, time per sequence.
 
-Prints a Markdown table with the ratios. Goals (issue 18): autobatch at least 8x faster than
-ember without it, at least 3x (hidden 64) and 5x (hidden 256) faster than PyTorch per tree; the
-acceptor within 2x of the packed LSTM. No assertions on time.
+Prints a Markdown table: median times, and the medians of the per-round ratios. Goals
+(issue 18): autobatch at least 8x faster than ember without it, at least 3x (hidden 64) and 5x
+(hidden 256) faster than PyTorch per tree; the acceptor within 2x of the packed LSTM. No
+assertions on time.
 
     python benchmarks/bench_autobatch.py [--rounds N] [--threads N] [--quick]
 """
@@ -158,7 +159,8 @@ def acceptor_steps(quick):
 
 
 def measure(steps, rounds):
-    """Median seconds per call of each step, the variants alternating round by round."""
+    """Seconds per call of each step in each round, the variants alternating round by round
+    (so the variants of one round meet the same machine state)."""
     for _, fn in steps:
         fn()  # warm-up
     times = {name: [] for name, _ in steps}
@@ -167,7 +169,17 @@ def measure(steps, rounds):
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in times.items()}
+    return times
+
+
+def median(ts):
+    return statistics.median(ts)
+
+
+def ratio(num, den):
+    """The median of the per-round ratios ``num / den`` (steadier on a shared machine than
+    the ratio of the medians)."""
+    return statistics.median(a / b for a, b in zip(num, den))
 
 
 def fmt(s):
@@ -193,21 +205,24 @@ def main(argv=None):
     rows = []
     for H in (64,) if args.quick else (64, 256):
         t = measure(tree_steps(H), rounds)
-        per = {k: v / BATCH for k, v in t.items()}
-        rows.append((f"Tree-LSTM W7, hidden {H}, per tree", per["autobatch"], per["ember"],
-                     per["torch"]))
+        rows.append((f"Tree-LSTM W7, hidden {H}, per tree", t["autobatch"], t["ember"],
+                     t["torch"]))
     t = measure(acceptor_steps(args.quick), rounds)
+    print(f"Times: medians of {rounds} rounds; ratios: medians of the per-round ratios.")
+    print()
     print("| workload | autobatch | ember, one at a time | PyTorch, one at a time "
           "| ember / autobatch | PyTorch / autobatch |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, ab, e, tt in rows:
-        print(f"| {name} | {fmt(ab)} | {fmt(e)} | {fmt(tt)} | {e / ab:.1f}x | {tt / ab:.1f}x |")
+        print(f"| {name} | {fmt(median(ab) / BATCH)} | {fmt(median(e) / BATCH)} | "
+              f"{fmt(median(tt) / BATCH)} | {ratio(e, ab):.1f}x | {ratio(tt, ab):.1f}x |")
     print()
     print("| workload | autobatch, per-example LSTMCell | packed nn.LSTM | autobatch / packed |")
     print("| --- | ---: | ---: | ---: |")
-    print(f"| LSTM acceptor, lengths 5-50, per sequence | {fmt(t['autobatch'] / BATCH)} | "
-          f"{fmt(t['packed'] / BATCH)} | {t['autobatch'] / t['packed']:.2f} |")
-    return rows
+    print(f"| LSTM acceptor, lengths 5-50, per sequence | {fmt(median(t['autobatch']) / BATCH)} | "
+          f"{fmt(median(t['packed']) / BATCH)} | {ratio(t['autobatch'], t['packed']):.2f} |")
+    return [(name, median(ab) / BATCH, median(e) / BATCH, median(tt) / BATCH)
+            for name, ab, e, tt in rows]
 
 
 if __name__ == "__main__":

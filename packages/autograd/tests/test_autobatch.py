@@ -536,8 +536,9 @@ def test_pending_values_read_after_a_flush():
 
 
 def test_slices_of_one_value():
-    """Slices tiling a dim (chunk) run as one split; slices with gaps or overlaps, and a
-    slice read by one example only, run as slices; all with the unbatched gradients."""
+    """Slices tiling a dim (``chunk``, one ``split_with_sizes``; ``narrow`` after ``narrow``,
+    run as one split) and slices with gaps or overlaps, and a slice read by one example only
+    (run as slices); all with the unbatched gradients."""
     rng = np.random.default_rng(16)
     w = param(rng, 3, 6)
     xs = [et.tensor(rng.standard_normal((2, 3))) for _ in range(4)]
@@ -549,7 +550,9 @@ def test_slices_of_one_value():
             a, b, c = h.chunk(3, 1)
             gap = h.narrow(1, 0, 2) * h.narrow(1, 3, 2)         # leaves a gap
             over = h.narrow(1, 0, 4).sum() + h.narrow(1, 2, 4).sum()  # overlaps
-            out.append((a * b.sigmoid() + c).sum() + gap.sum() * 0.5 + over)
+            q = h * 2                                           # narrows that tile it
+            tiles = (q.narrow(1, 0, 1) * q.narrow(1, 1, 5).sum(1, keepdim=True)).sum()
+            out.append((a * b.sigmoid() + c).sum() + gap.sum() * 0.5 + over + tiles)
             if k == 0:
                 out.append(h.narrow(1, 5, 1).sum())
         return et.stack(out).sum()

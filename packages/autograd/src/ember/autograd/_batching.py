@@ -518,6 +518,18 @@ def flat_slice_view(b: Batch):
     return b.run(b.args[0], d, *b.args[2:])
 
 
+def flat_split_with_sizes(b: Batch):
+    """Pieces within each row (a per-example dim after the first): views of the buffer, so
+    backward is one ``cat`` of the pieces' gradients, with no copy in between."""
+    s = b.shapes[0]
+    if not _rows_of(s):
+        return None
+    d = _wrap(b.args[2], len(s))
+    if d == 0:
+        return None
+    return b.run(b.args[0], b.args[1], d)
+
+
 def flat_cat(b: Batch):
     """``cat`` along a per-example dim after the first, of values of one number of rows."""
     ts, shapes = b.args[0], b.shapes[0]
@@ -541,7 +553,7 @@ FLAT_RULES: dict = {n: flat_elementwise for n, r in RULES.items() if r is elemen
 FLAT_RULES.update({
     "linear": flat_linear, "matmul": flat_matmul, "lstm_cell_fused": flat_cell,
     "gru_cell_fused": flat_cell, "embedding": flat_embedding, "slice_view": flat_slice_view,
-    "cat": flat_cat,
+    "split_with_sizes": flat_split_with_sizes, "cat": flat_cat,
 })
 
 # ops whose result's shape depends on the values (or that write their argument): never

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gc
 import threading
+from bisect import bisect_left
 
 import numpy as np
 
@@ -460,6 +461,7 @@ class _State:
         unwrap = _unwrap
         TensorType = _TensorType
         new = _new
+        wkeys = self.wkeys
 
         def record(op, bound):
             # (while the graph runs, and in backward, the recorder is swapped out: see flush
@@ -504,6 +506,11 @@ class _State:
                     elif c is int or a is None:
                         key.append(a)
                     elif c is TensorType or isinstance(a, TensorType):
+                        ent = wkeys.get(id(a))
+                        if ent is not None and ent[0] is unwrap(a) and a._requires_grad:
+                            key.append(ent[1])  # a parameter seen before
+                            rg = True
+                            continue
                         key.append(st.tkey(a, codes))
                         if a._requires_grad:
                             rg = True
@@ -573,9 +580,7 @@ class _State:
                     p._requires_grad = True
                 res.append(p)
             kind = grp.kind
-            if kind is None:
-                return res[0]
-            return kind(*res) if hasattr(kind, "_fields") else kind(res)
+            return res[0] if kind is None else kind(res)
 
         return record
 
@@ -707,7 +712,9 @@ class _State:
                 return None
         kind, outs = meta
         g = _Group()
-        g.op, g.gm, g.st, g.depth, g.kind = op, gm, self, depth, kind
+        g.op, g.gm, g.st, g.depth = op, gm, self, depth
+        # what makes the results' container from a list of them (None: one tensor)
+        g.kind = kind._make if hasattr(kind, "_fields") else kind
         g.diff = gm and op.differentiable
         g.first, g.n, g.codes = bound, 0, []
         g.plan, g.shapes, g.m = _plan(bound)
@@ -849,11 +856,11 @@ class _State:
             fd = g.depth
             cands = by_key.get(g.mkey)
             if cands:
-                best = None
-                for t in cands:
-                    if g.depth < t.fdepth <= g.latest and (best is None or
-                                                           t.fdepth > best.fdepth):
-                        best = t
+                # the groups of this signature met so far (deepest first) and their -depths,
+                # ascending: the deepest at or before g.latest is found by bisection
+                grps, negs = cands
+                i = bisect_left(negs, -g.latest)
+                best = grps[i] if i < len(grps) and grps[i].fdepth > g.depth else None
                 if best is not None:
                     g.alias = (best, best.n)
                     best.n += g.n
@@ -865,10 +872,14 @@ class _State:
                     fd = best.fdepth
             g.fdepth = fd
             if g.alias is None:
-                by_key.setdefault(g.mkey, []).append(g)
+                cands = by_key.get(g.mkey)
+                if cands is None:
+                    cands = by_key[g.mkey] = ([], [])
+                cands[0].append(g)
+                cands[1].append(-fd)
             if C is not None:
                 pend = C[C >= 0]
-                for b in np.unique(pend >> _ROW_BITS).tolist():
+                for b in set((pend >> _ROW_BITS).tolist()):
                     s = table.get(b)
                     if s is not None and s.depth and fd - 1 < s.latest:
                         s.latest = fd - 1
@@ -1245,7 +1256,7 @@ def _order(C, S, one_src):
     for j, single in enumerate(one_src):
         if single:
             continue
-        k = len(np.unique(S[:, j]))
+        k = len(set(S[:, j].tolist()))
         if k > most:
             best, most = j, k
     if best is None:
