@@ -714,7 +714,7 @@ class _State:
         g = _Group()
         g.op, g.gm, g.st, g.depth = op, gm, self, depth
         # what makes the results' container from a list of them (None: one tensor)
-        g.kind = kind._make if hasattr(kind, "_fields") else kind
+        g.kind = (lambda res, cls=kind: cls(*res)) if hasattr(kind, "_fields") else kind
         g.diff = gm and op.differentiable
         g.first, g.n, g.codes = bound, 0, []
         g.plan, g.shapes, g.m = _plan(bound)
