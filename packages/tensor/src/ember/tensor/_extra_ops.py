@@ -230,6 +230,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
 
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"diff(): order must be non-negative but got {n}")
     d = _one_dim(dim, input.dim(), "diff")
     parts = [t if t.dim() else t.expand(*[1 if i == d else s for i, s in
                                           enumerate(input.shape)])

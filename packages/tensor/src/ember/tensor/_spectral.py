@@ -166,6 +166,8 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         raise fail("expected a tensor of floating point or complex values")
     if x.dim() not in (1, 2):
         raise fail("expected a 1D or 2D tensor")
+    if x.numel() == 0:  # PyTorch's FFT backends refuse an empty batch too
+        raise fail(f"input tensor cannot be empty (got shape {list(x.shape)})")
     length = x.shape[-1]
     if n_fft <= 0 or n_fft > length:
         raise fail(f"expected 0 < n_fft < {length}, but got n_fft={n_fft}")
