@@ -201,13 +201,14 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     a, w = input._data, weight._data
     if a.__class__ is np.ndarray and w.__class__ is np.ndarray and a.dtype == w.dtype and \
             a.dtype.kind == "f" and a.dtype != _float16 and w.ndim == 2 and a.ndim and \
-            a.shape[-1] == w.shape[1] and a.flags.c_contiguous and w.flags.c_contiguous:
-        # the common case: contiguous CPU floats, the leading dims folded into the rows of
-        # one BLAS call. OpenBLAS runs W @ x^T 10-30% faster than x @ W^T for a few rows of a
-        # wide input into a wide layer, but the transposing copy back to row-major costs 2-5x
-        # the product once the output is large (measured per layer shape, K from 64 to 4096).
+            a.shape[-1] == w.shape[1] and w.flags.c_contiguous:
+        # the common case: CPU floats, the leading dims folded into the rows of one BLAS call
+        # (a strided input is copied: cheaper than a GEMM per leading index). OpenBLAS runs
+        # W @ x^T 10-30% faster than x @ W^T for a few rows of a wide input into a wide
+        # layer, but the transposing copy back to row-major costs 2-5x the product once the
+        # output is large (measured per layer shape, K from 64 to 4096).
         n, k = _prod(a.shape[:-1]), a.shape[-1]
-        x = a.reshape(n, k)
+        x = _blas_ready(np, a.reshape(n, k))
         if n <= 64 and k >= 256 and w.shape[0] >= 64:
             r = np.ascontiguousarray(np.matmul(w, x.T).T)
         else:
