@@ -1,6 +1,6 @@
 """Attention: ``scaled_dot_product_attention`` and ``multi_head_attention_forward``.
 
-Both are compositions of ember ops (matmul, a max-shifted softmax, masks as additive
+Both are compositions of ember ops (matmul, linear, the fused softmax, masks as additive
 biases), so their gradients of every order come from the derivative table.
 
     >>> import ember.tensor as et
