@@ -318,6 +318,45 @@ def _log_softmax_backward_data(c, g):
 
 
 # --------------------------------------------------------------------------- cross entropy
+@vjp("native_layer_norm", save=_args("native_layer_norm", "input", "weight"), out=True)
+def _native_layer_norm(c, g):
+    """With ``xhat = (x - mean) rstd`` and ``gh = go * weight``:
+    ``dx = rstd (gh - mean(gh) - xhat mean(gh xhat))``, ``dweight = sum(go xhat)``,
+    ``dbias = sum(go)`` over the leading dims; the ``mean`` and ``rstd`` outputs add
+    ``gmean / n - grstd rstd^2 xhat / n``. Written with ember ops over the saved outputs, so
+    double backward runs through this same entry."""
+    a = c.args
+    x, w = a.input, a.weight
+    go, gmean, grstd = g
+    _, mean, rstd = c.out
+    ns = a.normalized_shape
+    nd = 1 if isinstance(ns, int) else len(ns)
+    dims = tuple(range(x.dim() - nd, x.dim()))
+    lead = tuple(range(x.dim() - nd))
+    n = 1
+    for s in x.shape[x.dim() - nd:]:
+        n *= s
+    xhat = (x - mean) * rstd
+    gx = gw = gb = None
+    if go is not None:
+        if c.needs[0]:
+            gh = go if w is None else go * w
+            gx = rstd * (gh - gh.mean(dims, keepdim=True) -
+                         xhat * (gh * xhat).mean(dims, keepdim=True))
+        if c.needs[2]:
+            gw = (go * xhat).sum(lead) if lead else go * xhat
+        if c.needs[3]:
+            gb = go.sum(lead) if lead else go
+    if c.needs[0] and (gmean is not None or grstd is not None):
+        stats = 0.0
+        if gmean is not None:
+            stats = gmean / n
+        if grstd is not None:
+            stats = stats - grstd * rstd * rstd * xhat / n
+        gx = stats + (gx if gx is not None else et.zeros_like(x))
+    return gx, None, gw, gb, None
+
+
 @vjp("cross_entropy_loss", save=(0, 1, 2))
 def _cross_entropy_loss(c, g):
     a = c.args

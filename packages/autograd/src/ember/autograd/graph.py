@@ -77,7 +77,9 @@ class Node:
                 "autograd.grad(). Specify retain_graph=True if you need to backward through the "
                 "graph a second time or if you need to access saved tensors after calling "
                 "backward.")
-        for t, v in self._checks:
+        checks = self._checks
+        for k in range(0, len(checks), 2):
+            t, v = checks[k], checks[k + 1]
             if t._version != v:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
@@ -279,9 +281,11 @@ def record(op, bound):
     return attach(op, entry, bound, out)
 
 
-def _save_checks(entry, save, saved, mask: int) -> list:
+def _save_checks(entry, save, saved, mask: int) -> tuple:
     """Drop the saved arguments no wanted gradient reads (``entry.save_for``); returns the
-    ``(tensor, version)`` pairs of the tensors kept, checked again at backward time."""
+    tensors kept and their versions, flat (``t0, v0, t1, v1, ...``: one container per node
+    for the garbage collector to track, not one per tensor), checked again at backward
+    time."""
     n = len(saved)
     if entry.save_for is not None:
         keep = entry.wanted(mask)
@@ -293,10 +297,12 @@ def _save_checks(entry, save, saved, mask: int) -> list:
     for i in save:
         a = saved[i] if i < n else None
         if isinstance(a, _TensorType):
-            checks.append((a, a._version))
+            checks += (a, a._version)
         elif a.__class__ is list or a.__class__ is tuple:
-            checks.extend((b, b._version) for b in a if isinstance(b, _TensorType))
-    return checks
+            for b in a:
+                if isinstance(b, _TensorType):
+                    checks += (b, b._version)
+    return tuple(checks)
 
 
 def _has_tensor(seq) -> bool:
@@ -367,7 +373,7 @@ def attach(op, entry, args, out):
         i += 1
     node._checks = _save_checks(entry, save, saved, mask) if save else ()
     node._edges = edges
-    node.meta = meta
+    node.meta = tuple(meta)  # of (shape, dtype) pairs: untracked by the garbage collector
     node.args = tuple.__new__(op.Args, saved)
     if state.anomaly:
         node._trace = traceback.format_stack()[:-3]

@@ -902,6 +902,20 @@ def _convolution(g, a, out):
     return g.squeeze(y, [0]) if unbatched else y
 
 
+@register("native_layer_norm")
+def _native_layer_norm(g, a, out):
+    """ONNX's LayerNormalization (opset 17): the same three outputs (Y, Mean, InvStdDev);
+    its Scale input is required, so a missing weight is a constant of ones."""
+    dt = _out_dtype(out)
+    shape = g.shape(a.input)
+    ns = [a.normalized_shape] if isinstance(a.normalized_shape, int) else \
+        list(a.normalized_shape)
+    scale = g.v(a.weight, dt) if a.weight is not None else g.const(np.ones(ns), dt)
+    ins = [g.v(a.input, dt), scale] + ([] if a.bias is None else [g.v(a.bias, dt)])
+    return g.node("LayerNormalization", ins, n_out=3, axis=len(shape) - len(ns),
+                  epsilon=float(a.eps))
+
+
 @register("max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices")
 def _max_pool(g, a, out):
     nd = int(g.op[len("max_pool")])

@@ -1,6 +1,6 @@
 """Attention: ``scaled_dot_product_attention`` and ``multi_head_attention_forward``.
 
-Both are compositions of ember ops (matmul, a max-shifted softmax, masks as additive
+Both are compositions of ember ops (matmul, linear, the fused softmax, masks as additive
 biases), so their gradients of every order come from the derivative table.
 
     >>> import ember.tensor as et
@@ -18,24 +18,18 @@ import numpy as np
 import ember.tensor as et
 from ember.tensor import Tensor
 
+from ._activation import softmax
+from ._linear import linear
+
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
-
-
-def _softmax(x: Tensor, dim: int = -1) -> Tensor:
-    shift = x.amax(dim, keepdim=True).detach()
-    shift = et.where(et.isfinite(shift), shift, et.zeros_like(shift))
-    e = (x - shift).exp()
-    return e / e.sum(dim, keepdim=True)
 
 
 def _safe_softmax(x: Tensor, dim: int = -1) -> Tensor:
     """Softmax whose fully masked rows (all -inf) are zeros, not NaN, with zero gradients:
-    what PyTorch's attention gives where it does not return the weights."""
-    shift = x.amax(dim, keepdim=True).detach()
-    shift = et.where(et.isfinite(shift), shift, et.zeros_like(shift))
-    e = (x - shift).exp()
-    total = e.sum(dim, keepdim=True)
-    return e / et.where(total == 0, et.ones_like(total), total)
+    what PyTorch's attention gives where it does not return the weights. The fused softmax
+    runs on the scores with those rows zeroed (PyTorch's ``_safe_softmax``)."""
+    masked = (x == float("-inf")).all(dim, keepdim=True)
+    return softmax(x.masked_fill(masked, 0.0), dim).masked_fill(masked, 0.0)
 
 
 def _dropout(x: Tensor, p: float) -> Tensor:
@@ -107,11 +101,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     return weights @ value
 
 
-def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
-    out = x @ w.t()
-    return out + b if b is not None else out
-
-
 def multi_head_attention_forward(
     query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
     in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
@@ -155,18 +144,21 @@ def multi_head_attention_forward(
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
                            "Transformer module method `generate_square_subsequent_mask` to "
                            "create this mask.")
-    # input projections
-    if not use_separate_proj_weight:
-        w_q, w_k, w_v = in_proj_weight.chunk(3)
+    # input projections: one product for self-attention with the packed weight
+    if not use_separate_proj_weight and query is key and key is value:
+        q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
     else:
-        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
-    if in_proj_bias is not None:
-        b_q, b_k, b_v = in_proj_bias.chunk(3)
-    else:
-        b_q = b_k = b_v = None
-    q = _linear(query, w_q, b_q)
-    k = _linear(key, w_k, b_k)
-    v = _linear(value, w_v, b_v)
+        if not use_separate_proj_weight:
+            w_q, w_k, w_v = in_proj_weight.chunk(3)
+        else:
+            w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        else:
+            b_q = b_k = b_v = None
+        q = linear(query, w_q, b_q)
+        k = linear(key, w_k, b_k)
+        v = linear(value, w_v, b_v)
     dtype = q.dtype
     # masks as additive float biases
     if attn_mask is not None:
@@ -221,10 +213,10 @@ def multi_head_attention_forward(
     if attn_mask is not None:
         scores = scores + attn_mask
     # PyTorch: fully masked rows give NaN weights when it returns them, zeros otherwise
-    weights = _softmax(scores, -1) if need_weights else _safe_softmax(scores, -1)
+    weights = softmax(scores, -1) if need_weights else _safe_softmax(scores, -1)
     attn = _dropout(weights, dropout_p) @ v  # (bsz*heads, L, head_dim)
     attn = attn.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-    out = _linear(attn, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    out = linear(attn, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
     if not batched:
         out = out.squeeze(1)
     if not need_weights:

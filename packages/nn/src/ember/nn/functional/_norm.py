@@ -1,7 +1,8 @@
 """Normalization: batch, instance, layer, group and local response norm, ``normalize``.
 
-All are compositions of ember ops (means, biased variances, ``rsqrt``), so their first and
-second derivatives come from the derivative table. Running statistics are updated in place
+All are compositions of ember ops (means, biased variances, ``rsqrt``), or for layer norm the
+registry op ``native_layer_norm``, so their first and second derivatives come from the
+derivative table. Running statistics are updated in place
 without recording, with the unbiased variance, as PyTorch does.
 
     >>> import ember.tensor as et
@@ -142,10 +143,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
     """
     ns, dims = _normalized_dims("layer_norm", input, normalized_shape,
                                 (("weight", weight), ("bias", bias)))
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, unbiased=False, keepdim=True)
-    out = (input - mean) * (var + eps).rsqrt()
-    return _affine(out, weight, bias, ns)
+    return et.native_layer_norm(input, list(ns), weight, bias, eps)[0]
 
 
 def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int,

@@ -105,8 +105,11 @@ class MultiheadAttention(Module):
                 attn_mask: Tensor | None = None, average_attn_weights: bool = True,
                 is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
         batched = query.dim() == 3
-        if self.batch_first and batched:
-            query, key, value = (t.transpose(1, 0) for t in (query, key, value))
+        if self.batch_first and batched:  # self-attention stays recognisable (one in-projection)
+            if query is key and key is value:
+                query = key = value = query.transpose(1, 0)
+            else:
+                query, key, value = (t.transpose(1, 0) for t in (query, key, value))
         common = dict(training=self.training, key_padding_mask=key_padding_mask,
                       need_weights=need_weights, attn_mask=attn_mask,
                       average_attn_weights=average_attn_weights, is_causal=is_causal)

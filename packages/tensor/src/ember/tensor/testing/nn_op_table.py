@@ -234,6 +234,26 @@ def _ref_cross_entropy(x, t, weight=None, reduction=1, ignore_index=-100, label_
     return np.asarray(total if reduction == 2 else total / denom, dtype=x.dtype)
 
 
+def _ref_layer_norm(x, normalized_shape, weight, bias, eps):
+    x64 = x.astype(np.float64)
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    mean = x64.mean(axis=axes, keepdims=True)
+    rstd = 1 / np.sqrt(((x64 - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
+    out = (x64 - mean) * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return tuple(a.astype(x.dtype) for a in (out, mean, rstd))
+
+
+def _layer_norm_samples(dtype, rng):
+    return [Sample((_rand((3, 4), dtype, rng), [4], _rand((4,), dtype, rng),
+                    _rand((4,), dtype, rng), 1e-5)),
+            Sample((_rand((2, 3, 4), dtype, rng), [3, 4], None, None, 1e-5)),
+            Sample((_rand((5,), dtype, rng), [5], _rand((5,), dtype, rng), None, 0.1))]
+
+
 def _ce_samples(dtype, rng):
     x = _rand((4, 5), dtype, rng)
     w = _rand((5,), dtype, rng, 0.5, 2.0)
@@ -351,6 +371,8 @@ NN_ENTRIES = (
     OpEntry("_softmax", et._softmax, _ref_softmax, _softmax_samples, method=None),
     OpEntry("_log_softmax", et._log_softmax, lambda *a: _ref_softmax(*a, log=True),
             _softmax_samples, method=None),
+    OpEntry("native_layer_norm", et.native_layer_norm, _ref_layer_norm, _layer_norm_samples,
+            operands=(0, 2, 3), method=None),
     OpEntry("cross_entropy_loss", et.cross_entropy_loss, _ref_cross_entropy, _ce_samples,
             method=None),
     OpEntry("_ctc_loss", et._ctc_loss, _ref_ctc, _ctc_samples, method=None, gradgrad=False,

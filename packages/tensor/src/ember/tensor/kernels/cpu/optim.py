@@ -31,14 +31,18 @@ __all__ = ["adam_step", "sgd_step"]
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _adam_body(p, g, m, v, vmax, scalars, amsgrad, maximize, decoupled, low_weight):
+# Each update is a span kernel over whole arrays (a plain loop that LLVM vectorizes); the serial
+# kernel is the span over everything, the parallel one runs it on slices in a prange. They are
+# distinct functions because Numba's on-disk cache is keyed by the Python function: two njit
+# wrappers of one function (one with parallel=True) share a cache entry, and whichever compiled
+# first answered for both (the "serial" update then paid a parallel launch, ~50 us, per call).
+def _adam_span(p, g, m, v, vmax, scalars, amsgrad, maximize, decoupled, low_weight):
     # the float scalars travel in one array of the parameter's dtype: Numba dispatches on
     # NumPy scalar arguments about 100x slower than on arrays
     weight_decay, decay_factor, w, one_minus_w = scalars[0], scalars[1], scalars[2], scalars[3]
     beta2, one_minus_beta2, eps = scalars[4], scalars[5], scalars[6]
     neg_step_size, bias_correction2_sqrt = scalars[7], scalars[8]
-    n = p.shape[0]
-    for i in prange(n):
+    for i in range(p.shape[0]):
         gi = g[i]
         if maximize:
             gi = -gi
@@ -67,11 +71,10 @@ def _adam_body(p, g, m, v, vmax, scalars, amsgrad, maximize, decoupled, low_weig
         p[i] = pi + neg_step_size * mi / denom
 
 
-def _sgd_body(p, g, buf, scalars, nesterov, maximize, first_step, has_momentum):
+def _sgd_span(p, g, buf, scalars, nesterov, maximize, first_step, has_momentum):
     neg_lr, momentum, one_minus_dampening, weight_decay = (scalars[0], scalars[1], scalars[2],
                                                             scalars[3])
-    n = p.shape[0]
-    for i in prange(n):
+    for i in range(p.shape[0]):
         gi = g[i]
         if maximize:
             gi = -gi
@@ -95,10 +98,27 @@ def _sgd_body(p, g, buf, scalars, nesterov, maximize, first_step, has_momentum):
 # ZeroDivisionError, and the loops carry no per-element zero test, so LLVM vectorizes them
 # (with Python's error model the Adam loop stays scalar and runs about 5x slower).
 _OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy"}
-_adam_serial = numba.njit(**_OPTIONS)(_adam_body)
-_adam_parallel = numba.njit(parallel=True, **_OPTIONS)(_adam_body)
-_sgd_serial = numba.njit(**_OPTIONS)(_sgd_body)
-_sgd_parallel = numba.njit(parallel=True, **_OPTIONS)(_sgd_body)
+_adam_span = numba.njit(**_OPTIONS)(_adam_span)
+_sgd_span = numba.njit(**_OPTIONS)(_sgd_span)
+_SPAN = 1 << 14  # elements per parallel chunk
+
+
+@numba.njit(parallel=True, **_OPTIONS)
+def _adam_parallel(p, g, m, v, vmax, scalars, amsgrad, maximize, decoupled, low_weight):
+    n = p.shape[0]
+    for c in prange((n + _SPAN - 1) // _SPAN):
+        lo, hi = c * _SPAN, min(n, (c + 1) * _SPAN)
+        _adam_span(p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], vmax[lo:hi], scalars, amsgrad,
+                   maximize, decoupled, low_weight)
+
+
+@numba.njit(parallel=True, **_OPTIONS)
+def _sgd_parallel(p, g, buf, scalars, nesterov, maximize, first_step, has_momentum):
+    n = p.shape[0]
+    for c in prange((n + _SPAN - 1) // _SPAN):
+        lo, hi = c * _SPAN, min(n, (c + 1) * _SPAN)
+        _sgd_span(p[lo:hi], g[lo:hi], buf[lo:hi], scalars, nesterov, maximize, first_step,
+                  has_momentum)
 
 
 def _flat(op: str, name: str, arr: Any, shape: tuple, dtype: np.dtype) -> np.ndarray:
@@ -176,7 +196,7 @@ def adam_step(param: np.ndarray, grad: np.ndarray, exp_avg: np.ndarray,
     if use_parallel(p.size):
         parallel_call(_adam_parallel, *args)
     else:
-        _adam_serial(*args)
+        _adam_span(*args)
 
 
 def sgd_step(param: np.ndarray, grad: np.ndarray, buf: np.ndarray | None, *, lr: float,
@@ -207,4 +227,4 @@ def sgd_step(param: np.ndarray, grad: np.ndarray, buf: np.ndarray | None, *, lr:
     if use_parallel(p.size):
         parallel_call(_sgd_parallel, *args)
     else:
-        _sgd_serial(*args)
+        _sgd_span(*args)

@@ -213,9 +213,10 @@ def _ce_fwd_parallel(x, t, w, ignore, eps, loss, lse):
 
 @vjit
 def _ce_bwd_row(x, t, w, wsum, ignore, eps, go, dx, i):
-    # The row's max and log-sum-exp are recomputed here rather than read from the forward's
-    # lse = m + log(s): rounding that sum to the input dtype would shift every probability by
-    # up to half an ulp of the logits (3% at logits near 1e6 in float32).
+    # The row's max and sum of exponentials are recomputed here rather than read from the
+    # forward's lse = m + log(s): rounding that sum to the input dtype would shift every
+    # probability by up to half an ulp of the logits (3% at logits near 1e6 in float32). The
+    # exponentials are stored while summing and scaled by coef / s: one exp per element.
     C = x.shape[1]
     ti = t[i]
     if ti == ignore:
@@ -223,18 +224,18 @@ def _ce_bwd_row(x, t, w, wsum, ignore, eps, go, dx, i):
             dx[i, j] = 0.0
         return
     m = _row_max(x, i)
-    ls = like(np.log(_exp_sum(x, i, m)), x)
+    s = _exp_store_sum(x, dx, i, m)
     gi = go[i]
     hot = (1.0 - eps) * w[ti] * gi
     if eps > 0.0:
-        coef = like(hot + eps / C * wsum * gi, x)
+        coef = like((hot + eps / C * wsum * gi) / s, x)
         smooth = like(eps / C * gi, x)
         for j in range(C):
-            dx[i, j] = coef * vexp((x[i, j] - m) - ls) - smooth * w[j]
+            dx[i, j] = coef * dx[i, j] - smooth * w[j]
     else:
-        coef = like(hot, x)
+        coef = like(hot / s, x)
         for j in range(C):
-            dx[i, j] = coef * vexp((x[i, j] - m) - ls)
+            dx[i, j] = coef * dx[i, j]
     dx[i, ti] -= hot
 
 
