@@ -156,3 +156,65 @@ def _check_grads(entry, tfn, args, kwargs, rng):
         if a is not None:
             np.testing.assert_allclose(_np(b), _np(a), rtol=1e-6, atol=1e-8,
                                        err_msg=f"{entry.name} gradient")
+
+
+# ------------------------------------------------------------------ optimizers and nn layers
+_OPTIMIZERS = [("SGD", {"momentum": 0.9}), ("SGD", {"momentum": 0.9, "nesterov": True}),
+               ("Adam", {}), ("Adam", {"amsgrad": True, "weight_decay": 0.1}), ("AdamW", {}),
+               ("RMSprop", {"momentum": 0.5}), ("Adagrad", {}), ("Adamax", {}), ("NAdam", {}),
+               ("RAdam", {}), ("Adadelta", {}), ("ASGD", {}), ("Rprop", {})]
+
+
+@pytest.mark.parametrize("name,kw", _OPTIMIZERS, ids=lambda v: str(v))
+def test_optimizers_update_complex_parameters_as_pytorch(name, kw):
+    """A complex parameter is two real ones (its parts), as in PyTorch's optimizers: Adam's
+    second moment is per part, not g * g."""
+    import ember.nn as nn
+    import ember.optim as optim
+
+    w0 = np.random.default_rng(1).standard_normal((2, 3)) * (1 + 0.5j) + 0.3j
+    w, tw = nn.Parameter(et.tensor(w0)), torch.nn.Parameter(torch.tensor(w0))
+    opt = getattr(optim, name)([w], lr=0.05, **kw)
+    topt = getattr(torch.optim, name)([tw], lr=0.05, **kw)
+    for _ in range(4):
+        opt.zero_grad()
+        (w.abs() ** 2 + 3 * w.imag).sum().backward()
+        opt.step()
+        topt.zero_grad()
+        (tw.abs() ** 2 + 3 * tw.imag).sum().backward()
+        topt.step()
+    np.testing.assert_allclose(w.detach().numpy(), tw.detach().numpy(), rtol=1e-6, atol=1e-9)
+    for key, value in topt.state[tw].items():
+        if isinstance(value, torch.Tensor) and value.dim():
+            assert opt.state[w][key].dtype.name == str(value.dtype).split(".")[1], key
+
+
+@pytest.mark.parametrize("name", ["Adafactor", "Muon"])
+def test_optimizers_without_a_complex_form_refuse_complex_parameters(name):
+    import ember.nn as nn
+    import ember.optim as optim
+
+    w = nn.Parameter(et.ones(2, 2, dtype=et.complex64))
+    opt = getattr(optim, name)([w], lr=0.1)
+    (w.abs() ** 2).sum().backward()
+    with pytest.raises(RuntimeError, match="complex"):
+        opt.step()
+
+
+def test_complex_linear_layer_matches_pytorch():
+    import ember.nn as nn
+
+    lin = nn.Linear(3, 2, dtype=et.complex128)
+    tlin = torch.nn.Linear(3, 2, dtype=torch.complex128)
+    with torch.no_grad():
+        tlin.weight.copy_(torch.from_numpy(lin.weight.detach().numpy()))
+        tlin.bias.copy_(torch.from_numpy(lin.bias.detach().numpy()))
+    x0 = np.random.default_rng(2).standard_normal((4, 3)) * (1 - 1j)
+    y, ty = lin(et.tensor(x0)), tlin(torch.tensor(x0))
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12)
+    y.abs().sum().backward()
+    ty.abs().sum().backward()
+    np.testing.assert_allclose(lin.weight.grad.numpy(), tlin.weight.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(lin.bias.grad.numpy(), tlin.bias.grad.numpy(), rtol=1e-10)
+    w = et.empty(50000, dtype=et.complex64).uniform_(-1, 1).numpy()
+    assert w.real.min() >= -1 and w.imag.max() < 1 and w.imag.std() > 0.5

@@ -343,3 +343,15 @@ def test_nan_to_num_cov_corrcoef_logaddexp():
 def test_ordered_and_special_ops_reject_complex(call):
     with pytest.raises(RuntimeError):
         call(et.tensor(_c(3)))
+
+
+def test_uniform_and_normal_fill_each_part():
+    et.manual_seed(1)
+    u = et.empty(40000, dtype=et.complex64).uniform_(-2, 3).numpy()
+    for part in (u.real, u.imag):
+        assert part.min() >= -2 and part.max() < 3 and abs(part.mean() - 0.5) < 0.05
+    n = et.empty(200000, dtype=et.complex128).normal_(3, 2).numpy()
+    for part in (n.real, n.imag):  # mean on each part, variance std**2 / 2 on each
+        assert abs(part.mean() - 3) < 0.02 and abs(part.var() - 2) < 0.03
+    with pytest.raises(RuntimeError, match="floating-point"):
+        et.empty(3, dtype=et.int64).normal_()

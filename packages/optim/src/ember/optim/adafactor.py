@@ -33,6 +33,8 @@ class Adafactor(Optimizer):
     [0.9, 0.9]
     """
 
+    _complex_ok = False
+
     _checks_impl_flags = True
     _fused_kernel = None  # only the per-parameter loop: foreach=True raises
 

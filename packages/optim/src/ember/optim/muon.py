@@ -92,6 +92,8 @@ class Muon(Optimizer):
     [-0.11, -0.11]
     """
 
+    _complex_ok = False
+
     _checks_impl_flags = True
     _fused_kernel = None
 

@@ -59,6 +59,12 @@ from ember.tensor.extension import array_module, bump_version, get_kernel, unwra
 __all__ = ["Optimizer", "required"]
 
 
+def _as_real(t: Tensor) -> Tensor:
+    """A complex tensor viewed as real pairs (updates through it write the tensor)."""
+    with et.no_grad():
+        return et.view_as_real(t)
+
+
 class _RequiredParameter:
     """Marks a hyperparameter without a default (``torch.optim.optimizer.required``)."""
 
@@ -167,6 +173,9 @@ class Optimizer:
     #: Whether ``step`` accepts sparse COO gradients (SGD, Adagrad, SparseAdam), and the
     #: error raised otherwise (PyTorch's).
     _sparse_grads = False
+    #: Whether complex parameters are updated (as their real and imaginary parts); PyTorch's
+    #: Adafactor and Muon refuse them.
+    _complex_ok = True
 
     @property
     def _sparse_grad_error(self) -> str:
@@ -362,7 +371,12 @@ class Optimizer:
         """``(params, grads, *states)`` over the parameters of ``group`` that have a gradient:
         ``states`` holds one list per name in ``keys``, taken from each parameter's ``state``
         (None where a name in ``optional`` is missing). An empty state is first filled by
-        ``_init_state``; with no ``keys`` the state is not touched at all."""
+        ``_init_state``; with no ``keys`` the state is not touched at all.
+
+        A complex parameter, its gradient and its complex state tensors come as their
+        ``view_as_real`` views, so every update treats the real and imaginary parts as two
+        real parameters, as PyTorch's optimizers do (Adam's second moment is per part, not
+        ``g * g``); optimizers that have no complex form say so (``_complex_ok``)."""
         params: list[Tensor] = []
         grads: list[Tensor] = []
         columns: list[list[Any]] = [[] for _ in keys]
@@ -371,15 +385,20 @@ class Optimizer:
                 continue
             if p.grad.is_sparse and not self._sparse_grads:
                 raise RuntimeError(self._sparse_grad_error)
-            params.append(p)
-            grads.append(p.grad)
+            cplx = p.is_complex()
+            if cplx and not self._complex_ok:
+                raise RuntimeError(f"{type(self).__name__} does not support complex parameters")
+            params.append(_as_real(p) if cplx else p)
+            grads.append(_as_real(p.grad) if cplx else p.grad)
             if not keys:
                 continue
             state = self.state[p]
             if len(state) == 0:
                 self._init_state(p, group, state)
             for column, key in zip(columns, keys):
-                column.append(state.get(key) if key in optional else state[key])
+                value = state.get(key) if key in optional else state[key]
+                column.append(_as_real(value) if cplx and isinstance(value, Tensor) and
+                              value.is_complex() else value)
         return (params, grads, *columns)
 
     # ------------------------------------------------------------------------- hooks

@@ -54,7 +54,8 @@ class Rprop(Optimizer):
     def _init_state(self, param: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         state["step"] = _scalar(0.0)
         state["prev"] = zeros_like(param)
-        state["step_size"] = full_like(param, float(group["lr"]))
+        lr = float(group["lr"])  # a complex parameter's two parts each start at lr
+        state["step_size"] = full_like(param, complex(lr, lr) if param.is_complex() else lr)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         params, grads, prevs, step_sizes, steps = self._group_tensors(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ember.tensor import Tensor, zeros_like
+from ember.tensor import Tensor, view_as_complex, zeros_like
 from ember.tensor.extension import bump_version, unwrap, wrap
 
 from .optimizer import (
@@ -73,9 +73,11 @@ class SGD(Optimizer):
         _sgd(params, grads, bufs, weight_decay=group["weight_decay"],
              momentum=group["momentum"], lr=group["lr"], dampening=group["dampening"],
              nesterov=group["nesterov"], maximize=group["maximize"], fused=_fused_mode(group))
-        if has_momentum:
-            for p, buf in zip(params, bufs):
-                self.state[p]["momentum_buffer"] = buf
+        if has_momentum:  # (a complex parameter's buffer was made over its real view)
+            owners = [p for p in group["params"] if p.grad is not None]
+            for p, buf in zip(owners, bufs):
+                self.state[p]["momentum_buffer"] = view_as_complex(buf) \
+                    if p.is_complex() and not buf.is_complex() else buf
 
 
 def _sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[Tensor | None],

@@ -346,10 +346,10 @@ def _integers(g: Generator, dev: device, low: int, high_incl: int, shape, np_dty
     return arr if arr.dtype == np_dtype else arr.astype(np_dtype)
 
 
-def _check_float_tensor(t: Tensor, op: str) -> None:
+def _check_float_tensor(t: Tensor, op: str, complex_ok: bool = False) -> None:
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(t).__name__}")
-    if not t.dtype.is_floating_point:
+    if not (t.dtype.is_floating_point or (complex_ok and t.dtype.is_complex)):
         raise RuntimeError(f"{op}(): expected a floating-point tensor, got {t.dtype}")
 
 
@@ -724,11 +724,14 @@ def uniform_(input: Tensor, from_: float = 0.0, to: float = 1.0, *,
     """
     from_ = _scalar(_from_kw(from_, kwargs, "uniform_"), "uniform_", "from")
     to = _scalar(to, "uniform_", "to")
-    _check_float_tensor(input, "uniform_")
+    _check_float_tensor(input, "uniform_", complex_ok=True)
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_} > to={to}")
     g = _resolve(generator, input.device, "uniform_")
+    if input.is_complex():  # each part uniform on [from, to), as in PyTorch
+        draw = lambda shape, dt: _uniform(g, input.device, shape, dt, from_, to)  # noqa: E731
+        return _write(input, _complex_draw(draw, input._data.shape, input.dtype, 1.0))
     return _write(input, _uniform(g, input.device, input._data.shape, input._data.dtype,
                                   from_, to))
 
@@ -738,10 +741,14 @@ def normal_(input: Tensor, mean: float = 0.0, std: float = 1.0, *,
             generator: Generator | None = None) -> Tensor:
     """Fill ``input`` with normal samples."""
     mean, std = _scalar(mean, "normal_", "mean"), _scalar(std, "normal_", "std")
-    _check_float_tensor(input, "normal_")
+    _check_float_tensor(input, "normal_", complex_ok=True)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     g = _resolve(generator, input.device, "normal_")
+    if input.is_complex():  # each part has variance std**2 / 2, as in PyTorch
+        draw = lambda shape, dt: _std_normal(g, input.device, shape, dt)  # noqa: E731
+        return _write(input, _complex_draw(draw, input._data.shape, input.dtype,
+                                           std * 0.5 ** 0.5) + complex(mean, mean))
     arr = _std_normal(g, input.device, input._data.shape, input._data.dtype)
     if std != 1.0:
         arr *= std
