@@ -23,7 +23,8 @@ import math
 
 import numpy as np
 
-from ._checks import not_implemented
+from . import _dtype as D
+from ._checks import not_implemented, scalar_type_name
 from ._registry import array_module, defop
 from ._tensor import Tensor
 from .kernels import get as _kernel
@@ -1148,6 +1149,23 @@ def _log_softmax_backward_data(grad_output: Tensor, output: Tensor, dim: int,
 
 
 # ----------------------------------------------------------------------------- layer norm
+def _layer_norm_dtypes(op: str, x, weight, bias) -> None:
+    """PyTorch's CPU rule: the affine parameters share the input's dtype, or are float32
+    for a half-precision input."""
+    params = [t._data.dtype for t in (weight, bias) if t is not None]
+    if all(d == x.dtype for d in params):
+        return
+    if x.dtype in (np.float16, D.BF16_NP) and all(d == np.float32 for d in params):
+        return
+    if x.dtype != np.float32:
+        raise RuntimeError(f"{op}(): mixed dtype (CPU): all inputs must share same datatype.")
+    if weight is None or weight._data.dtype != x.dtype:
+        raise RuntimeError(f"{op}(): mixed dtype (CPU): expect parameter to have scalar type "
+                           "of Float")
+    raise RuntimeError(f"{op}(): expected scalar type Float but found "
+                       f"{scalar_type_name(bias._data.dtype)}")
+
+
 @defop("native_layer_norm")
 def native_layer_norm(input: Tensor, normalized_shape: list, weight: Tensor | None,
                       bias: Tensor | None, eps: float) -> tuple:
@@ -1176,6 +1194,7 @@ def native_layer_norm(input: Tensor, normalized_shape: list, weight: Tensor | No
             raise RuntimeError(f"{op}(): Expected {name} to be of same shape as "
                                f"normalized_shape, but got {name} of shape {list(t.shape)} "
                                f"and normalized_shape = {list(ns)}")
+    _layer_norm_dtypes(op, x, weight, bias)
     _float_input(op, x)
     xp = array_module(x)
     dt = x.dtype

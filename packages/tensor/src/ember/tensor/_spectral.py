@@ -162,6 +162,8 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
         return RuntimeError(_stft_prefix(x, n_fft, hop, win, window, normalized, onesided,
                                          return_complex, align_to_window) + msg)
 
+    if x.dtype.name == "bool" and center and pad_mode == "reflect":
+        raise NotImplementedError("stft(): \"reflection_pad1d\" not implemented for 'Bool'")
     if not (x.is_floating_point() or x.is_complex()):
         raise fail("expected a tensor of floating point or complex values")
     if x.dim() not in (1, 2):
@@ -240,6 +242,10 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
         return RuntimeError(_istft_prefix(input, n_fft, hop, win, window, center, normalized,
                                           onesided, length, return_complex) + msg)
 
+    if input.dim() < 2:  # the frequency dim (-2) is read first, as in PyTorch
+        n = max(input.dim(), 1)
+        raise IndexError(f"istft(): Dimension out of range (expected to be in range of [{-n}, "
+                         f"{n - 1}], but got -2)")
     if input.numel() == 0:
         raise fail("input tensor cannot be empty.")
     if input.dim() not in (2, 3):
