@@ -355,3 +355,14 @@ def test_uniform_and_normal_fill_each_part():
         assert abs(part.mean() - 3) < 0.02 and abs(part.var() - 2) < 0.03
     with pytest.raises(RuntimeError, match="floating-point"):
         et.empty(3, dtype=et.int64).normal_()
+
+
+def test_sinc_and_geqrf_take_complex_input():
+    z = np.array([0, 0.5 + 0.2j, -1.3j, 2 + 1j])
+    want = np.where(z == 0, 1, np.sin(np.pi * z) / np.where(z == 0, 1, np.pi * z))
+    np.testing.assert_allclose(et.sinc(et.tensor(z)).numpy(), want, rtol=1e-12)
+    a = _c(4, 3)
+    h, tau = et.geqrf(et.tensor(a))
+    r = np.triu(h.numpy()[:3])
+    np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(a, mode="r")), rtol=1e-10)
+    assert tau.dtype is et.complex128 and tau.shape == (3,)

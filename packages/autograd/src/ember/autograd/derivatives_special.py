@@ -124,7 +124,7 @@ def _sj0(c, g):
     return (g * _over_x(et.cos(x) - c.out, x, 0.0),)
 
 
-@vjp("sinc", save=(0,), out=True)
+@vjp("sinc", save=(0,), out=True, complex="holomorphic")
 def _sinc(c, g):
     x = c.args[0]
     px = x * math.pi

@@ -704,7 +704,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
 def _geqrf(input: Tensor):
     a = input._data
     _check_matrix("geqrf", a, "input")
-    _check_float("geqrf", a, kernel="geqrf_cpu")
+    _check_float("geqrf", a, kernel="geqrf_cpu", complex_ok=True)
     xp = _xp(a)
     if xp is not np:
         a = xp.asnumpy(a)

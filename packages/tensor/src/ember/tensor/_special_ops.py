@@ -40,11 +40,13 @@ def _sp(xp):
     return sp
 
 
-def _float_in(d, op: str):
+def _float_in(d, op: str, complex_ok: bool = False):
     """``(array to compute on, result dtype)``: ints/bools in the default float dtype,
-    float16 computed in float32; complex tensors raise (no complex kernels, as in
-    PyTorch)."""
+    float16 computed in float32; complex tensors raise unless ``complex_ok`` (PyTorch has
+    complex kernels for few of these)."""
     if d.dtype.kind == "c":
+        if complex_ok:
+            return d, d.dtype
         raise not_implemented(op, d.dtype)
     if d.dtype.kind != "f":
         dt = D._default[0].np
@@ -54,19 +56,20 @@ def _float_in(d, op: str):
     return d, d.dtype
 
 
-def _run(d, compute, op: str):
+def _run(d, compute, op: str, complex_ok: bool = False):
     xp = array_module(d)
-    a, dt = _float_in(d, op)
+    a, dt = _float_in(d, op, complex_ok)
     with np.errstate(all="ignore"):
         r = compute(xp, a)
     return _make(xp.asarray(r).astype(dt, copy=False))
 
 
-def _unary(name: str, compute, doc: str, differentiable: bool = True, half_ok: bool = True):
+def _unary(name: str, compute, doc: str, differentiable: bool = True, half_ok: bool = True,
+           complex_ok: bool = False):
     def impl(input: Tensor) -> Tensor:
         if not half_ok:
             check_dtype(name, input._data.dtype, half_ok=False)
-        return _run(input._data, compute, name.replace("special_", ""))
+        return _run(input._data, compute, name.replace("special_", ""), complex_ok)
 
     impl.__name__ = name.replace("special_", "")
     impl.__qualname__ = impl.__name__
@@ -187,7 +190,8 @@ def i0_(input: Tensor) -> Tensor:
 
 sinc = _unary("sinc", lambda xp, a: xp.sinc(a),
               "Normalized sinc ``sin(pi x) / (pi x)`` (1 at 0).\n\n"
-              "    >>> sinc(tensor([0., 0.5]))\n    tensor([1.0000, 0.6366])\n")
+              "    >>> sinc(tensor([0., 0.5]))\n    tensor([1.0000, 0.6366])\n",
+              complex_ok=True)
 
 
 @defop("sinc_", inplace=True)
