@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dtype as D
-from ._checks import check_inplace, scalar_type_name
+from ._checks import broadcast_error, check_inplace, scalar_type_name
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
 
@@ -171,9 +171,7 @@ def _check_parts(op: str, a: Tensor, b: Tensor, names: tuple) -> None:
     try:
         np.broadcast_shapes(da.shape, db.shape)
     except ValueError:
-        raise RuntimeError(f"{op}(): The size of tensor a ({da.shape}) must match the size of "
-                           f"tensor b ({db.shape}): shapes {list(da.shape)} and "
-                           f"{list(db.shape)} cannot be broadcast") from None
+        raise broadcast_error(op, da.shape, db.shape) from None
 
 
 @defop("complex", out=True)
