@@ -80,6 +80,7 @@ from ._grad_mode import *
 from ._indexing import *
 from ._linalg import *
 from ._linalg_ops import *
+from ._malloc import tune as _tune_malloc
 from ._methods import bind_methods as _bind_methods
 from ._nn_ops import *
 from ._pointwise import *
@@ -130,6 +131,7 @@ from ._sparse import layout, sparse_coo, sparse_coo_tensor, spmm, strided  # noq
 from ._spectral import istft, stft  # noqa: E402
 
 _bfloat16_hooks.append(_install_bfloat16_opmath)  # installed when bfloat16 is first asked for
+_tune_malloc()  # freed large blocks stay for reuse (see _malloc)
 
 __all__ = sorted(
     {"Tensor", "Storage", "Size", "device", "dtype", "OPS", "save", "load", "cuda",
