@@ -392,8 +392,37 @@ def _check_adv(view, adv: list):
     return tuple(idx), rshape
 
 
+def _basic_view(data, index):
+    """The view for an index of in-range ints and slices of int bounds and positive step
+    (one, or a tuple no longer than the array's dims), or None for any other index. NumPy's
+    basic indexing gives exactly PyTorch's shape, strides and offset for these, so they need
+    no parsing; an empty result is left to the parser (NumPy and PyTorch stride it
+    differently)."""
+    items = index if index.__class__ is tuple else (index,)
+    shape = data.shape
+    if len(items) > len(shape):
+        return None
+    for i, it in enumerate(items):
+        c = it.__class__
+        if c is int:
+            if not -shape[i] <= it < shape[i]:
+                return None
+        elif c is slice:
+            a, b, st = it.start, it.stop, it.step
+            if not ((a is None or a.__class__ is int) and (b is None or b.__class__ is int) and
+                    (st is None or (st.__class__ is int and st > 0))):
+                return None
+        else:
+            return None
+    r = data[(*items, Ellipsis)]  # the Ellipsis keeps all-int indices a 0-d view
+    return r if r.size else None
+
+
 def _resolve(data, index, zero_d_as_int: bool = True):
     """(view array, advanced index tuple or None, result shape, adv list)."""
+    view = _basic_view(data, index)
+    if view is not None:
+        return view, None, view.shape, []
     np_index, shape, strides, offset, inserted, adv = _parse(data, _items(index), zero_d_as_int)
     view = _view_array(data, np_index, shape, strides, offset, inserted)
     if not adv:

@@ -45,28 +45,33 @@ def _restride(t: Tensor, shape, strides, rel_offset: int = 0) -> Tensor:
     elements after ``t``'s first element."""
     d = t._data
     item = d.itemsize
-    sb = tuple(s * item for s in strides)
-    if not rel_offset and 0 not in sb and d.flags.c_contiguous and \
-            math.prod(shape) == d.size:
-        # fast path: reshaping a contiguous array is a view with PyTorch's strides
-        arr = d.reshape(shape)
-        if arr.strides == sb:
-            return t._view_of(arr)
-    if isinstance(d, np.ndarray):
-        if d.base is None and not rel_offset and d.flags.c_contiguous:
-            # d owns its memory and starts at it: no pointer arithmetic needed
+    return _restride_bytes(t, tuple(shape), tuple([s * item for s in strides]),
+                           rel_offset * item)
+
+
+def _restride_bytes(t: Tensor, shape: tuple, sb: tuple, rel: int = 0) -> Tensor:
+    """:func:`_restride` with the strides and the offset in bytes."""
+    d = t._data
+    if not rel and d.flags.c_contiguous:
+        if 0 not in sb and math.prod(shape) == d.size:
+            arr = d.reshape(shape)  # reshaping a contiguous array: a view with these strides?
+            if arr.strides == sb:
+                return t._view_of(arr)
+        if d.__class__ is np.ndarray:
+            # d is one buffer that starts at the view's first element: no pointer arithmetic
             try:
-                arr = np.ndarray(tuple(shape), d.dtype, buffer=d, offset=0, strides=sb)
+                arr = np.ndarray(shape, d.dtype, buffer=d, offset=0, strides=sb)
             except (TypeError, ValueError):
-                arr = None
-            if arr is not None:
+                pass
+            else:
                 if not d.flags.writeable:
                     arr.flags.writeable = False
                 return t._view_of(arr)
+    if isinstance(d, np.ndarray):
         root = _root(d)
         try:
-            arr = np.ndarray(tuple(shape), d.dtype, buffer=root,
-                             offset=_ptr(d) - _ptr(root) + rel_offset * item, strides=sb)
+            arr = np.ndarray(shape, d.dtype, buffer=root,
+                             offset=_ptr(d) - _ptr(root) + rel, strides=sb)
         except (TypeError, ValueError):  # root without a plain buffer: use as_strided
             pass
         else:
@@ -74,14 +79,14 @@ def _restride(t: Tensor, shape, strides, rel_offset: int = 0) -> Tensor:
                 arr.flags.writeable = False
             return t._view_of(arr)
     xp = np if isinstance(d, np.ndarray) else array_module(d)
-    if rel_offset:
+    if rel:
         root = _root(d)
         flat = root.reshape(-1, order="A")
-        start = (_ptr(d) - _ptr(root)) // item + rel_offset
+        start = (_ptr(d) - _ptr(root) + rel) // d.itemsize
         base = flat[start:]
     else:
         base = d
-    return t._view_of(xp.lib.stride_tricks.as_strided(base, tuple(shape), sb))
+    return t._view_of(xp.lib.stride_tricks.as_strided(base, shape, sb))
 
 
 def _contig_strides(shape) -> list[int]:
@@ -125,37 +130,31 @@ def _compute_stride(oldshape, oldstride, newshape):
 
 
 def _infer_size(shape, numel: int, op: str) -> tuple[int, ...]:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+    """The sizes ``shape`` (ints, or one sequence of them; one may be -1) for ``numel``
+    elements: one pass over the sizes, converting and checking only what is not a plain int."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    if all(type(s) is int and s >= 0 for s in shape):  # fast path: explicit sizes
-        n = 1
-        for s in shape:
-            n *= s
-        if n != numel:
-            raise RuntimeError(
-                f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")
-        return tuple(shape)
-    for s in shape:
-        if not isinstance(s, numbers.Integral) or isinstance(s, bool):
-            raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element "
-                            f"of type {type(s).__name__}")
-    shape = tuple(int(s) for s in shape)
-    infer, known = None, 1
+    infer, known = -1, 1
     for i, s in enumerate(shape):
-        if s == -1:
-            if infer is not None:
-                raise RuntimeError(f"{op}(): only one dimension can be inferred")
-            infer = i
-        elif s < 0:
-            raise RuntimeError(f"{op}(): invalid shape dimension {s}")
-        else:
+        if s.__class__ is not int:
+            if not isinstance(s, numbers.Integral) or isinstance(s, bool):
+                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found "
+                                f"element of type {type(s).__name__}")
+            return _infer_size(tuple(int(x) for x in shape), numel, op)
+        if s >= 0:
             known *= s
-    if infer is not None:
+        elif s != -1:
+            raise RuntimeError(f"{op}(): invalid shape dimension {s}")
+        elif infer >= 0:
+            raise RuntimeError(f"{op}(): only one dimension can be inferred")
+        else:
+            infer = i
+    if infer >= 0:
         if known == 0 or numel % known:
             raise RuntimeError(
                 f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")
-        shape = shape[:infer] + (numel // known,) + shape[infer + 1:]
-    elif known != numel:
+        return (*shape[:infer], numel // known, *shape[infer + 1:])
+    if known != numel:
         raise RuntimeError(f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")
     return shape
 
@@ -234,15 +233,22 @@ def ravel(input: Tensor) -> Tensor:
 
 @defop("permute")
 def _permute(input: Tensor, dims: tuple) -> Tensor:
+    try:  # NumPy accepts exactly the dims PyTorch does (negative ones included)
+        return input._view_of(input._data.transpose(dims))
+    except (TypeError, ValueError):
+        pass
+    for pos, x in enumerate(dims):  # the call failed: raise PyTorch's error for it
+        if not isinstance(x, numbers.Integral) or isinstance(x, bool):
+            raise TypeError(f"permute(): argument 'dims' (position 1) must be tuple of ints, "
+                            f"but found element of type {type(x).__name__} at pos {pos}")
     nd = input._data.ndim
     if len(dims) != nd:
         raise RuntimeError(
             f"permute(): number of dims don't match in permute: the tensor has {nd} dims but "
             f"{len(dims)} were given ({list(dims)})")
-    wrapped = tuple(_wrap_dim(d, nd, "permute") for d in dims)
-    if len(set(wrapped)) != nd:
-        raise RuntimeError(f"permute(): repeated dim in {list(dims)}")
-    return input._view_of(input._data.transpose(wrapped))
+    for d in dims:
+        _wrap_dim(d, nd, "permute")
+    raise RuntimeError(f"permute(): duplicate dims are not allowed (dims {list(dims)})")
 
 
 def permute(input: Tensor, *dims) -> Tensor:
@@ -302,42 +308,33 @@ moveaxis = movedim
 @defop("expand")
 def _expand(input: Tensor, sizes: tuple) -> Tensor:
     d = input._data
-    if d.ndim == 0 and d.__class__ is np.ndarray and d.flags.writeable and all(
-            n.__class__ is int and n >= 0 for n in sizes):
-        # a scalar broadcast to a shape (the gradient of a full reduction): all strides 0
-        return input._view_of(np.ndarray(sizes, d.dtype, buffer=d, strides=(0,) * len(sizes)))
-    shape, strides = list(d.shape), list(input.stride())
+    shape, strides = d.shape, d.strides  # strides in bytes here
     nd, ns = len(shape), len(sizes)
-    if ns < nd:
+    lead = ns - nd
+    if lead < 0:
         raise RuntimeError(
             f"expand(): the number of sizes provided ({ns}) must be greater or equal to the "
             f"number of dimensions in the tensor ({nd})")
-    new_shape, new_strides = [], []
-    for i in range(ns):
-        j = i - (ns - nd)
-        target = sizes[i]
-        if j < 0:
-            if target < 0:
-                raise RuntimeError(
-                    f"expand(): The expanded size of the tensor ({target}) isn't allowed in a "
-                    "leading, non-existing dimension 0")
-            new_shape.append(target)
-            new_strides.append(0)
-            continue
-        if target == -1:
-            target = shape[j]
-        if shape[j] == target:
-            new_shape.append(target)
-            new_strides.append(strides[j])
-        elif shape[j] == 1:
-            new_shape.append(target)
-            new_strides.append(0)
-        else:
+    new_shape, new_strides = list(sizes), [0] * ns
+    for i in range(lead):
+        if sizes[i] < 0:
+            raise RuntimeError(
+                f"expand(): The expanded size of the tensor ({sizes[i]}) isn't allowed in a "
+                "leading, non-existing dimension 0")
+    for j in range(nd):
+        target, n = sizes[lead + j], shape[j]
+        if target == n or target == -1:
+            new_shape[lead + j] = n
+            new_strides[lead + j] = strides[j]
+        elif target < 0:
+            raise RuntimeError(f"expand(): The expanded size of the tensor ({target}) isn't "
+                               f"allowed at dimension {lead + j}")
+        elif n != 1:
             raise RuntimeError(
                 f"expand(): The expanded size of the tensor ({target}) must match the existing "
-                f"size ({shape[j]}) at non-singleton dimension {i}.  Target sizes: "
-                f"{list(sizes)}.  Tensor sizes: {shape}")
-    return _restride(input, new_shape, new_strides)
+                f"size ({n}) at non-singleton dimension {lead + j}.  Target sizes: "
+                f"{list(sizes)}.  Tensor sizes: {list(shape)}")
+    return _restride_bytes(input, tuple(new_shape), tuple(new_strides))
 
 
 def expand(input: Tensor, *sizes) -> Tensor:
@@ -382,11 +379,11 @@ def broadcast_tensors(*tensors) -> tuple:
 
 @defop("squeeze")
 def _squeeze(input: Tensor, dims: tuple) -> Tensor:
+    # NumPy's squeeze keeps the strides of the dims it keeps, as PyTorch's does
     d = input._data
-    keep = [i for i in range(d.ndim) if not (i in dims and d.shape[i] == 1)]
-    shape = [d.shape[i] for i in keep]
-    strides = [input.stride(i) for i in keep]
-    return _restride(input, shape, strides) if len(keep) != d.ndim else input._view_of(d[...])
+    shape = d.shape
+    nd = len(shape)
+    return input._view_of(d.squeeze(tuple([i for i in dims if i < nd and shape[i] == 1])))
 
 
 def squeeze(input: Tensor, dim=None) -> Tensor:
@@ -394,6 +391,8 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     nd = input._data.ndim
     if dim is None:
         dims = tuple(range(nd))
+    elif dim.__class__ is int:
+        dims = (_wrap_dim(dim, nd, "squeeze"),)
     elif isinstance(dim, float):
         raise arg_type_error("squeeze", "dim", 2, dim, "int, tuple of ints or None")
     elif isinstance(dim, (tuple, list)):
@@ -406,11 +405,15 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
 @defop("unsqueeze")
 def _unsqueeze(input: Tensor, dim: int) -> Tensor:
     d = input._data
-    shape, strides = list(d.shape), list(input.stride())
-    new_stride = shape[dim] * strides[dim] if dim < len(shape) else 1
-    shape.insert(dim, 1)
-    strides.insert(dim, new_stride)
-    return _restride(input, shape, strides)
+    shape, strides, item = d.shape, d.strides, d.itemsize  # strides in bytes here
+    new_shape = (*shape[:dim], 1, *shape[dim:])
+    new_strides = (*strides[:dim], shape[dim] * strides[dim] if dim < len(shape) else item,
+                   *strides[dim:])
+    if d.flags.c_contiguous:  # NumPy's reshape, where its strides are PyTorch's
+        arr = d.reshape(new_shape)
+        if arr.strides == new_strides:
+            return input._view_of(arr)
+    return _restride(input, new_shape, [s // item for s in new_strides])
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
@@ -724,7 +727,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if s == e:
         return input
     shape = input._data.shape
-    return reshape(input, shape[:s] + (-1,) + shape[e + 1:])
+    return reshape(input, (*shape[:s], math.prod(shape[s:e + 1]), *shape[e + 1:]))
 
 
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:

@@ -247,8 +247,9 @@ class Tensor:
 
     def stride(self, dim: int | None = None):
         """Strides in elements, exactly as PyTorch reports them."""
-        item = self._data.itemsize
-        strides = tuple(s // item for s in self._data.strides)
+        d = self._data
+        item = d.itemsize
+        strides = tuple([s // item for s in d.strides])
         if dim is None:
             return strides
         return strides[_wrap_dim(dim, self._data.ndim, "stride")]
@@ -266,19 +267,9 @@ class Tensor:
         return (_ptr(self._data) - _ptr(root)) // self._data.itemsize
 
     def is_contiguous(self, memory_format=None) -> bool:
-        """True when the strides are row-major for the shape (size-1 dims are ignored)."""
-        expected = 1
-        shape, item = self._data.shape, self._data.itemsize
-        strides = self._data.strides
-        if 0 in shape:
-            return True
-        for i in range(len(shape) - 1, -1, -1):
-            n = shape[i]
-            if n != 1:
-                if strides[i] != expected * item:
-                    return False
-                expected *= n
-        return True
+        """True when the strides are row-major for the shape (size-1 dims are ignored, and an
+        empty tensor is contiguous): NumPy's and CuPy's C-contiguity, which is PyTorch's."""
+        return self._data.flags.c_contiguous
 
     def is_set_to(self, other: Tensor) -> bool:
         return (self.data_ptr() == other.data_ptr() and self.shape == other.shape
