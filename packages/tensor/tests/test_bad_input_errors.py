@@ -325,3 +325,19 @@ def test_no_numpy_error_leaks_from_a_binary_op():
         with pytest.raises(RuntimeError):
             fn(et.ones(0, 3), et.ones(2, 3))
     assert np.array_equal(et.xlogy(et.ones(3), et.ones(2, 3)).numpy(), np.zeros((2, 3)))
+
+
+# ------------------------------------------------------------------ view geometry arguments
+@pytest.mark.parametrize("dims, exc_type", [
+    ((True, False), TypeError), ((1.0, 0), TypeError), ((1, 1), RuntimeError),
+    ((1, -1), RuntimeError), ((1,), RuntimeError), ((0, 1, 2), RuntimeError),
+    ((0, 5), IndexError)])
+def test_permute_rejects_bad_dims_as_pytorch_does(dims, exc_type):
+    # PyTorch 2.13: TypeError for a non-int dim (a bool included), RuntimeError for a
+    # repeated dim or the wrong count, IndexError for a dim out of range
+    _raises(exc_type, "permute", M.permute, dims)
+
+
+@pytest.mark.parametrize("sizes", [(-2, 3), (2, -2), (3,), (2, 4)])
+def test_expand_rejects_bad_sizes(sizes):
+    _raises(RuntimeError, "expand", et.ones(1, 3).expand, *sizes)
