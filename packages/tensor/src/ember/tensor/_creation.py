@@ -64,6 +64,9 @@ def _size(size, op: str) -> tuple[int, ...]:
         size = tuple(size[0])
     out = []
     for s in size:
+        if s.__class__ is int and s >= 0:  # the common case: a plain size
+            out.append(s)
+            continue
         if isinstance(s, Tensor):
             s = int(s)
         if not isinstance(s, numbers.Integral) or isinstance(s, bool):
@@ -410,21 +413,21 @@ def _like(op, input, dtype, device):
 def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
     dt, dev, shape = _like("empty_like", input, dtype, device)
-    return empty(shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _finish(_factory("empty_like", shape, dt, dev, None), requires_grad)
 
 
 def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
     """Zeros with the shape, dtype and device of ``input``."""
     dt, dev, shape = _like("zeros_like", input, dtype, device)
-    return zeros(shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _finish(_factory("zeros_like", shape, dt, dev, 0), requires_grad)
 
 
 def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     """Ones with the shape, dtype and device of ``input``."""
     dt, dev, shape = _like("ones_like", input, dtype, device)
-    return ones(shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _finish(_factory("ones_like", shape, dt, dev, 1), requires_grad)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, device=None, requires_grad=False,

@@ -178,15 +178,18 @@ def _accumulate(w, adv: list, vals) -> None:
     xp = array_module(w)
     dims = [d for d, _ in adv]
     sizes = [w.shape[d] for d in dims]
-    arrays = xp.broadcast_arrays(*[_wrap_negative(a, w.shape[d]) for d, a in adv])
+    arrays = [_wrap_negative(a, w.shape[d]) for d, a in adv]
+    if len(arrays) > 1:
+        arrays = xp.broadcast_arrays(*arrays)
     bshape = arrays[0].shape
-    flat = arrays[0].astype(np.int64)
+    flat = arrays[0].astype(np.int64, copy=False)
     for a, n in zip(arrays[1:], sizes[1:]):
         flat = flat * n + a
     k, nb = len(dims), len(bshape)
     rest = [w.shape[d] for d in range(w.ndim) if d not in dims]
-    wm = xp.moveaxis(w, dims, list(range(k)))
-    if dims == list(range(dims[0], dims[0] + k)):
+    # the indexed dims first (no move where they already lead)
+    wm = w if dims == list(range(k)) else xp.moveaxis(w, dims, list(range(k)))
+    if dims[0] and dims == list(range(dims[0], dims[0] + k)):
         vals = xp.moveaxis(vals, list(range(dims[0], dims[0] + nb)), list(range(nb)))
     _index_add_into(wm, 1, _prod(sizes), _prod(rest), flat.reshape(-1),
                     vals.reshape(1, _prod(bshape), _prod(rest)), 1)
@@ -418,11 +421,27 @@ def _basic_view(data, index):
     return r if r.size else None
 
 
+def _rows_index(data, index):
+    """For ``index`` one integer tensor of at least one dim (``x[idx]``, the commonest
+    advanced index) on NumPy memory: the checked index array, else None."""
+    if index.__class__ is not Tensor or not data.ndim or data.__class__ is not _ndarray:
+        return None
+    a = index._data
+    if a.__class__ is not _ndarray or not a.ndim or not (
+            a.dtype.kind == "i" or (a.dtype.kind == "u" and a.dtype.itemsize > 1)):
+        return None
+    _check_range(a, data.shape[0], 0, None, negative=True)
+    return a
+
+
 def _resolve(data, index, zero_d_as_int: bool = True):
     """(view array, advanced index tuple or None, result shape, adv list)."""
     view = _basic_view(data, index)
     if view is not None:
         return view, None, view.shape, []
+    rows = _rows_index(data, index)
+    if rows is not None:
+        return data, (rows,), rows.shape + data.shape[1:], [(0, rows)]
     np_index, shape, strides, offset, inserted, adv = _parse(data, _items(index), zero_d_as_int)
     view = _view_array(data, np_index, shape, strides, offset, inserted)
     if not adv:
@@ -813,12 +832,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     if v is not None:
         raise IndexError(f"{op}(): out of range: tried to access index {v} on a tensor of {n} "
                          "elements.")
-    xp = array_module(data)
-    a = _wrap_negative(a, n)
-    if data.ndim == 0:
-        return getitem(getitem(input, None), _make(xp.zeros(a.shape, dtype=np.int64)))
-    coords = xp.unravel_index(a, data.shape)
-    return getitem(input, tuple(_make(c) for c in coords))
+    return getitem(input.reshape(-1), index)  # a view where the layout allows
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:

@@ -602,46 +602,30 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     return tuple(_select(input, dim, i) for i in range(input._data.shape[dim]))
 
 
-def _common(tensors, op: str):
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+def _arrays(tensors, op: str):
+    """The arrays of ``cat``'s or ``stack``'s list of tensors and the NumPy dtype of the
+    result (PyTorch's promotion), checking the list as PyTorch does: one pass."""
+    if tensors.__class__ is not list and tensors.__class__ is not tuple and (
+            isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple))):
         raise TypeError(f"{op}(): argument 'tensors' must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
     if not tensors:
         raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    arrs = []
     for i, x in enumerate(tensors):
-        if not isinstance(x, Tensor):
+        if x.__class__ is not Tensor and not isinstance(x, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
                             f"{type(x).__name__}")
-    dt = D.result_type(*[x for x in tensors]) if len({x.dtype for x in tensors}) > 1 else \
-        tensors[0].dtype
-    first = tensors[0]._data
-    for x in tensors[1:]:
-        if type(x._data) is not type(first):
-            raise device_error(op, first, x._data)
-    return dt
-
-
-def _cat_plain(tensors, dim):
-    """The common case of cat: CPU tensors of one dtype and rank, a valid int ``dim``;
-    None for anything else (the general path then checks and reports)."""
-    if not tensors or dim.__class__ is not int:
-        return None
-    arrs = []
-    d0 = tensors[0]._data if tensors[0].__class__ is Tensor else None
-    if d0 is None or d0.__class__ is not np.ndarray or not -d0.ndim <= dim < d0.ndim:
-        return None
-    dt, nd = d0.dtype, d0.ndim
-    for x in tensors:
-        if x.__class__ is not Tensor:
-            return None
-        d = x._data
-        if d.__class__ is not np.ndarray or d.dtype != dt or d.ndim != nd:
-            return None
-        arrs.append(d)
-    try:
-        return np.concatenate(arrs, axis=dim)
-    except ValueError:
-        return None
+        arrs.append(x._data)
+    first = arrs[0]
+    dt, kind = first.dtype, first.__class__
+    mixed = False
+    for a in arrs:
+        if a.__class__ is not kind:
+            raise device_error(op, first, a)
+        if a.dtype != dt:
+            mixed = True
+    return arrs, (D.result_type(*tensors).np if mixed else dt)
 
 
 @defop("cat", out=True)
@@ -651,15 +635,15 @@ def cat(tensors, dim: int = 0) -> Tensor:
     >>> cat([zeros(2, 3), ones(1, 3)]).shape
     ember.Size([3, 3])
     """
-    if tensors.__class__ is list or tensors.__class__ is tuple:
-        r = _cat_plain(tensors, dim)
-        if r is not None:
-            return _make(r)
-    dt = _common(tensors, "cat")
-    # PyTorch skips legacy empty 1-d tensors of shape (0,)
-    arrs = [x._data for x in tensors if not (x._data.ndim == 1 and x._data.shape[0] == 0)]
+    arrs, dt = _arrays(tensors, "cat")
+    xp = np if arrs[0].__class__ is np.ndarray else array_module(arrs[0])
+    try:
+        return _make(xp.concatenate(arrs, axis=dim, dtype=dt, casting="unsafe"))
+    except ValueError:  # NumPy refused: PyTorch's checks, and its skipping of (0,)-shaped
+        pass            # legacy empty tensors, which NumPy does not do
+    arrs = [a for a in arrs if not (a.ndim == 1 and a.shape[0] == 0)]
     if not arrs:
-        return _make(tensors[0]._data.astype(dt.np).copy())
+        return _make(tensors[0]._data.astype(dt, copy=True))
     ref = arrs[0]
     if ref.ndim == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
@@ -673,8 +657,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {dim}. Expected size "
                     f"{ref.shape[k]} but got size {a.shape[k]} for tensor number {i} in the list.")
-    xp = array_module(ref)
-    return _make(xp.concatenate(arrs, axis=dim, dtype=dt.np, casting="unsafe"))
+    return _make(xp.concatenate(arrs, axis=dim, dtype=dt, casting="unsafe"))
 
 
 concat = concatenate = cat
@@ -687,15 +670,17 @@ def stack(tensors, dim: int = 0) -> Tensor:
     >>> stack([zeros(2), ones(2)], dim=1).shape
     ember.Size([2, 2])
     """
-    dt = _common(tensors, "stack")
-    ref = tensors[0]._data.shape
-    for i, x in enumerate(tensors):
-        if x._data.shape != ref:
+    arrs, dt = _arrays(tensors, "stack")
+    ref = arrs[0].shape
+    for i, a in enumerate(arrs):
+        if a.shape != ref:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{list(ref)} at entry 0 and {list(x._data.shape)} at entry {i}")
+                               f"{list(ref)} at entry 0 and {list(a.shape)} at entry {i}")
     dim = _wrap_dim(dim, len(ref) + 1, "stack")
-    xp = array_module(tensors[0]._data)
-    return _make(xp.stack([x._data for x in tensors], axis=dim, dtype=dt.np, casting="unsafe"))
+    new = (*ref[:dim], 1, *ref[dim:])
+    xp = np if arrs[0].__class__ is np.ndarray else array_module(arrs[0])
+    return _make(xp.concatenate([a.reshape(new) for a in arrs], axis=dim, dtype=dt,
+                                casting="unsafe"))
 
 
 def hstack(tensors) -> Tensor:
