@@ -214,12 +214,9 @@ def reshape_as(input: Tensor, other: Tensor) -> Tensor:
 
 def contiguous(input: Tensor, memory_format=None) -> Tensor:
     """Self when already contiguous, else a row-major copy."""
-    if input.is_contiguous():
+    if input._data.flags.c_contiguous:
         return input
-    out = clone(input)
-    if not out.is_contiguous():  # clone keeps dense layouts; force row-major here
-        return _ascontiguous(input)
-    return out
+    return _ascontiguous(input)  # one row-major copy (clone would keep a dense permuted layout)
 
 
 @defop("_ascontiguous")
