@@ -19,6 +19,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import arg_type_error, check_dtype, check_int, not_implemented, scalar_type_name
+from ._nn_ops import _log_softmax, _softmax
 from ._reduction import _one_dim, _return_type
 from ._registry import array_module, defop, with_out
 from ._scatter import _scatter_check
@@ -69,8 +70,6 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     >>> softmax(tensor([0., 0.]), 0)
     tensor([0.5000, 0.5000])
     """
-    from ._nn_ops import _softmax
-
     return _softmax(_softmax_in(input, dim, dtype, "softmax"), dim, False)
 
 
@@ -81,8 +80,6 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     >>> log_softmax(tensor([0., 0.]), 0)
     tensor([-0.6931, -0.6931])
     """
-    from ._nn_ops import _log_softmax
-
     return _log_softmax(_softmax_in(input, dim, dtype, "log_softmax"), dim, False)
 
 
