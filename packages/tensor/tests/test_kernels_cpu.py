@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 18
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 20
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -183,6 +183,55 @@ def embedding_ref(grad, idx, num, pad, scale):
             continue
         gw[i] += grad[n] / (counts[i] if scale else 1)
     return gw
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64, np.bool_,
+                                   np.complex64])
+def test_gather_dim_scatter_dim(dtype):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((3, 5, 4)) * 4).astype(dtype)
+    index = rng.integers(0, 5, (3, 7, 4)).astype(np.int32)
+    out, bad = cpu.gather_dim(x, index)
+    assert bad == -1 and out.dtype == x.dtype
+    np.testing.assert_array_equal(out, np.take_along_axis(x, index, 1))
+    src = (rng.standard_normal((3, 7, 4)) * 4).astype(dtype)
+    p, q = np.ogrid[:3, :4]
+    coords = (p[:, None, :].repeat(7, 1), index, q[:, None, :].repeat(3, 0).repeat(7, 1))
+    for reduce, ufunc in (("set", None), ("add", np.add), ("multiply", np.multiply)):
+        if reduce != "set" and dtype == np.bool_:
+            continue
+        got, want = x.copy(), x.copy()
+        assert cpu.scatter_dim(got, index, src, reduce) == -1
+        if ufunc is None:
+            want[coords] = src  # duplicates: the last write wins, as the kernel's C order
+        else:
+            ufunc.at(want, coords, src)
+        rtol = 1e-2 if dtype == np.float16 else 1e-6
+        np.testing.assert_allclose(got.astype(np.complex128), want.astype(np.complex128),
+                                   rtol=rtol, atol=rtol)
+
+
+def test_gather_dim_scatter_dim_bad_index_and_noncontiguous_out():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    index = np.zeros((2, 2, 4), np.int64)
+    index[1, 0, 2] = 3
+    out, bad = cpu.gather_dim(x, index)
+    assert bad == 10
+    before = x.copy()
+    assert cpu.scatter_dim(x, index, np.ones((2, 2, 4)), "add") == 10
+    np.testing.assert_array_equal(x, before)  # nothing written
+    index[1, 0, 2] = -1
+    assert cpu.scatter_dim(x, index, np.ones((2, 2, 4)), "set") == 10
+    wide = np.zeros((2, 3, 8))
+    view = wide[:, :, ::2]
+    index[1, 0, 2] = 2
+    assert cpu.scatter_dim(view, index, np.broadcast_to(np.float64(1.5), (2, 2, 4)), "add") == -1
+    assert view[:, 0].tolist() == [[3.0] * 4, [3.0, 3.0, 1.5, 3.0]]
+    assert wide[:, :, 1::2].sum() == 0
+    with pytest.raises(RuntimeError, match="scatter_dim.*do not match"):
+        cpu.scatter_dim(x, index, np.ones((2, 3, 4)), "add")
+    with pytest.raises(ValueError, match="reduce must be"):
+        cpu.scatter_dim(x, index, np.ones((2, 2, 4)), "max")
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

@@ -22,6 +22,8 @@ from typing import Any
 _WHERE: dict[str, str] = {
     "index_add": "scatter",
     "embedding_backward": "scatter",
+    "gather_dim": "scatter",
+    "scatter_dim": "scatter",
     "max_pool_forward": "pool",
     "max_pool_backward": "pool",
     "im2col": "fold",
