@@ -34,6 +34,7 @@ _WHERE: dict[str, str] = {
     "log_softmax_backward": "softmax",
     "cross_entropy_forward": "softmax",
     "cross_entropy_backward": "softmax",
+    "layer_norm_forward": "norm",
     "lstm_cell_forward": "rnn",
     "lstm_cell_backward": "rnn",
     "gru_cell_forward": "rnn",

@@ -437,6 +437,36 @@ def max_pool_backward(grad_out: Any, indices: Any, in_size: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
+# layer norm (CuPy array expressions; no CUDA C of its own)
+
+
+def layer_norm_forward(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, Any]:
+    """Layer norm of each row of ``x`` (rows, n): ``(out, mean, rstd)``, statistics (rows,)."""
+    op = "layer_norm_forward"
+    cp = _cupy.require(op)
+    dev = _device_of(op, cp, x=x)
+    _check_ndim(op, "x", x, 2, "(rows, n)")
+    dt = x.dtype
+    wd = np.dtype(np.float32) if dt == np.float16 else dt
+    with cp.cuda.Device(dev):
+        rows = x.astype(wd, copy=False)
+        R, n = (int(s) for s in rows.shape)
+        if n == 0:
+            out, mean = rows.copy(), cp.zeros(R, dtype=wd)
+            rstd = cp.full(R, np.nan, dtype=wd)
+        else:
+            mean = rows.mean(axis=1)
+            out = rows - mean[:, None]
+            rstd = 1 / cp.sqrt((out * out).mean(axis=1) + wd.type(eps))
+            out *= rstd[:, None]
+        if weight is not None:
+            out *= weight.astype(wd, copy=False)
+        if bias is not None:
+            out += bias.astype(wd, copy=False)
+        return out.astype(dt, copy=False), mean.astype(dt, copy=False), rstd.astype(dt, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------
 # col2im.cu
 
 
