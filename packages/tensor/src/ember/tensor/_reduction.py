@@ -187,15 +187,19 @@ def _argsort_desc(xp, a, axis: int):
     return (n - 1) - rev
 
 
+def _pmq(xp, a, axis: int):
+    """``a`` as a C-contiguous (P, M, Q) array with ``axis`` (non-negative) in the middle,
+    what the kernels over one dim take: a view when ``a`` is contiguous."""
+    return xp.ascontiguousarray(a).reshape(math.prod(a.shape[:axis]), a.shape[axis],
+                                           math.prod(a.shape[axis + 1:]))
+
+
 def _take_along(a, idx, axis: int):
     """``take_along_axis(a, idx, axis)`` for an in-range ``idx`` shaped like ``a`` outside
     ``axis``: the ``gather_dim`` kernel over (P, M, Q) views, a C-contiguous result."""
     xp = array_module(a)
     axis %= a.ndim
-    P, Q = math.prod(a.shape[:axis]), math.prod(a.shape[axis + 1:])
-    out, _ = _kernel("gather_dim", xp)(
-        xp.ascontiguousarray(a).reshape(P, a.shape[axis], Q),
-        xp.ascontiguousarray(idx).reshape(P, idx.shape[axis], Q))
+    out, _ = _kernel("gather_dim", xp)(_pmq(xp, a, axis), _pmq(xp, idx, axis))
     return out.reshape(idx.shape)
 
 
@@ -735,19 +739,20 @@ def _scan(name: str, fn: str, doc: str):
         xp = array_module(d)
         if d.ndim == 0:
             return _make(d.astype(out, copy=True))
-        r = getattr(xp, fn)(d, axis=ax, dtype=_scan_acc(out))
-        return _make(_own(r.astype(out, copy=False), d))
+        r, _ = _kernel("scan_dim", xp)(_pmq(xp, d.astype(out, copy=False), ax), fn,
+                                       _scan_acc(out))
+        return _make(r.reshape(d.shape))
 
     impl.__name__, impl.__doc__ = name, doc
     return defop(name, out=True)(impl)
 
 
-cumsum = _scan("cumsum", "cumsum", """Cumulative sum along ``dim``; integer inputs give int64.
+cumsum = _scan("cumsum", "sum", """Cumulative sum along ``dim``; integer inputs give int64.
 
     >>> cumsum(tensor([1, 2, 3]), 0)
     tensor([1, 3, 6])
     """)
-cumprod = _scan("cumprod", "cumprod", """Cumulative product along ``dim``; integer inputs give
+cumprod = _scan("cumprod", "prod", """Cumulative product along ``dim``; integer inputs give
     int64.
 
     >>> cumprod(tensor([1, 2, 3]), 0)

@@ -467,6 +467,31 @@ def layer_norm_forward(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any,
 
 
 # ---------------------------------------------------------------------------------------------
+# scans (CuPy array expressions; no CUDA C of their own)
+
+
+def scan_dim(x: Any, op: str, acc_dtype: Any = None) -> tuple[Any, Any]:
+    """Scan ``x`` (P, M, Q) along dim 1: "sum" / "prod" -> ``(out, None)``, "max" / "min" ->
+    ``(values, int64 indices)`` (a tie moves the index on, a NaN wins and stays)."""
+    name = "scan_dim"
+    cp = _cupy.require(name)
+    dev = _device_of(name, cp, x=x)
+    _check_ndim(name, "x", x, 3, "(P, M, Q)")
+    if op not in ("sum", "prod", "max", "min"):
+        raise ValueError(f"{name}(): op must be 'sum', 'prod', 'max' or 'min', got {op!r}")
+    with cp.cuda.Device(dev):
+        if op in ("sum", "prod"):
+            fn = cp.cumsum if op == "sum" else cp.cumprod
+            return fn(x, axis=1, dtype=acc_dtype).astype(x.dtype, copy=False), None
+        run = (cp.maximum if op == "max" else cp.minimum).accumulate(x, axis=1)
+        hit = x == run
+        if x.dtype.kind in "fc":
+            hit |= cp.isnan(x)
+        pos = cp.arange(x.shape[1], dtype=np.int64).reshape(1, -1, 1)
+        return run, cp.maximum.accumulate(cp.where(hit, pos, 0), axis=1)
+
+
+# ---------------------------------------------------------------------------------------------
 # col2im.cu
 
 
