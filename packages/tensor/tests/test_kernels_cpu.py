@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 18
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 22
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -183,6 +183,108 @@ def embedding_ref(grad, idx, num, pad, scale):
             continue
         gw[i] += grad[n] / (counts[i] if scale else 1)
     return gw
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64, np.bool_,
+                                   np.complex64])
+def test_gather_dim_scatter_dim(dtype):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((3, 5, 4)) * 4).astype(dtype)
+    index = rng.integers(0, 5, (3, 7, 4)).astype(np.int32)
+    out, bad = cpu.gather_dim(x, index)
+    assert bad == -1 and out.dtype == x.dtype
+    np.testing.assert_array_equal(out, np.take_along_axis(x, index, 1))
+    src = (rng.standard_normal((3, 7, 4)) * 4).astype(dtype)
+    p, q = np.ogrid[:3, :4]
+    coords = (p[:, None, :].repeat(7, 1), index, q[:, None, :].repeat(3, 0).repeat(7, 1))
+    for reduce, ufunc in (("set", None), ("add", np.add), ("multiply", np.multiply)):
+        if reduce != "set" and dtype == np.bool_:
+            continue
+        got, want = x.copy(), x.copy()
+        assert cpu.scatter_dim(got, index, src, reduce) == -1
+        if ufunc is None:
+            want[coords] = src  # duplicates: the last write wins, as the kernel's C order
+        else:
+            ufunc.at(want, coords, src)
+        rtol = 1e-2 if dtype == np.float16 else 1e-6
+        np.testing.assert_allclose(got.astype(np.complex128), want.astype(np.complex128),
+                                   rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("Q", [1, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64])
+def test_scan_dim(dtype, Q):
+    rng = np.random.default_rng(0)
+    x = rng.integers(-3, 4, (2, 9, Q)).astype(dtype)
+    if dtype != np.int64:
+        x[0, 4, 0] = np.nan
+    acc = np.float64 if dtype != np.int64 else np.int64
+    out, none = cpu.scan_dim(x, "sum", acc)
+    assert none is None and out.dtype == x.dtype
+    np.testing.assert_array_equal(out, np.cumsum(x, axis=1, dtype=acc).astype(dtype))
+    out, _ = cpu.scan_dim(x, "prod", acc)
+    np.testing.assert_array_equal(out, np.cumprod(x, axis=1, dtype=acc).astype(dtype))
+    for op, better in (("max", np.greater_equal), ("min", np.less_equal)):
+        vals, idx = cpu.scan_dim(x, op)
+        for p in range(2):
+            for q in range(Q):
+                best, bi = x[p, 0, q], 0
+                for m in range(9):
+                    v = x[p, m, q]
+                    if np.isnan(v) or (not np.isnan(best) and better(v, best)):
+                        best, bi = v, m
+                    assert idx[p, m, q] == bi
+                    np.testing.assert_array_equal(vals[p, m, q], best)
+    with pytest.raises(ValueError, match="op must be"):
+        cpu.scan_dim(x, "mean")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_layer_norm_forward(dtype):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((5, 37)) * 3 + 1e3).astype(dtype)
+    w, b = rng.standard_normal(37).astype(dtype), rng.standard_normal(37).astype(dtype)
+    xf = x.astype(np.float64)
+    mean = xf.mean(1, keepdims=True)
+    rstd = 1 / np.sqrt(((xf - mean) ** 2).mean(1, keepdims=True) + 1e-5)
+    # x - mean rounds in the input dtype: float32 at 1e3 keeps about 2e-5 of a unit variance
+    t = {"rtol": 2e-2, "atol": 2e-2} if dtype == np.float16 else \
+        {"rtol": 1e-4, "atol": 1e-4} if dtype == np.float32 else tol(dtype)
+    for ww, bb in ((w, b), (None, None), (w, None), (None, b)):
+        out, m, r = cpu.layer_norm_forward(x, ww, bb, 1e-5)
+        want = (xf - mean) * rstd * (1 if ww is None else ww.astype(np.float64)) + \
+            (0 if bb is None else bb.astype(np.float64))
+        assert out.dtype == m.dtype == r.dtype == x.dtype
+        np.testing.assert_allclose(out.astype(np.float64), want, **t)
+        np.testing.assert_allclose(m.astype(np.float64), mean[:, 0], rtol=1e-3)
+        np.testing.assert_allclose(r.astype(np.float64), rstd[:, 0], rtol=1e-2)
+    out, m, r = cpu.layer_norm_forward(np.zeros((2, 0), dtype), None, None, 1e-5)
+    assert out.shape == (2, 0) and m.tolist() == [0, 0] and np.isnan(r).all()
+    with pytest.raises(RuntimeError, match="weight of shape"):
+        cpu.layer_norm_forward(x, w[:3], None, 1e-5)
+
+
+def test_gather_dim_scatter_dim_bad_index_and_noncontiguous_out():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    index = np.zeros((2, 2, 4), np.int64)
+    index[1, 0, 2] = 3
+    out, bad = cpu.gather_dim(x, index)
+    assert bad == 10
+    before = x.copy()
+    assert cpu.scatter_dim(x, index, np.ones((2, 2, 4)), "add") == 10
+    np.testing.assert_array_equal(x, before)  # nothing written
+    index[1, 0, 2] = -1
+    assert cpu.scatter_dim(x, index, np.ones((2, 2, 4)), "set") == 10
+    wide = np.zeros((2, 3, 8))
+    view = wide[:, :, ::2]
+    index[1, 0, 2] = 2
+    assert cpu.scatter_dim(view, index, np.broadcast_to(np.float64(1.5), (2, 2, 4)), "add") == -1
+    assert view[:, 0].tolist() == [[3.0] * 4, [3.0, 3.0, 1.5, 3.0]]
+    assert wide[:, :, 1::2].sum() == 0
+    with pytest.raises(RuntimeError, match="scatter_dim.*do not match"):
+        cpu.scatter_dim(x, index, np.ones((2, 3, 4)), "add")
+    with pytest.raises(ValueError, match="reduce must be"):
+        cpu.scatter_dim(x, index, np.ones((2, 2, 4)), "max")
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

@@ -19,10 +19,12 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import arg_type_error, check_dtype, check_int, not_implemented, scalar_type_name
-from ._reduction import _one_dim, _return_type
+from ._nn_ops import _log_softmax, _softmax
+from ._reduction import _one_dim, _pmq, _return_type
 from ._registry import array_module, defop, with_out
-from ._scatter import _scatter_check
+from ._scatter import _scatter_check, gather
 from ._tensor import Tensor, _autograd
+from .kernels import get as _kernel
 
 _make = Tensor._make
 
@@ -69,8 +71,6 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     >>> softmax(tensor([0., 0.]), 0)
     tensor([0.5000, 0.5000])
     """
-    from ._nn_ops import _softmax
-
     return _softmax(_softmax_in(input, dim, dtype, "softmax"), dim, False)
 
 
@@ -81,8 +81,6 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     >>> log_softmax(tensor([0., 0.]), 0)
     tensor([-0.6931, -0.6931])
     """
-    from ._nn_ops import _log_softmax
-
     return _log_softmax(_softmax_in(input, dim, dtype, "log_softmax"), dim, False)
 
 
@@ -420,21 +418,8 @@ def _cum_indices(name: str, largest: bool):
             _one_dim(dim, 1, name)  # a 0-d tensor takes dim 0 or -1 only
             return _make(xp.zeros((), np.int64))
         ax = _one_dim(dim, d.ndim, name)
-        a = xp.moveaxis(d, ax, -1)
-        n = a.shape[-1]
-        idx = xp.zeros(a.shape, np.int64)
-        if n:
-            best = a[..., 0].copy()
-            cur = xp.zeros(a.shape[:-1], np.int64)
-            for i in range(n):
-                v = a[..., i]
-                better = (v >= best) if largest else (v <= best)
-                if a.dtype.kind == "f":  # a NaN wins and stays (PyTorch's rule)
-                    better = xp.isnan(v) | (~xp.isnan(best) & better)
-                best = xp.where(better, v, best)
-                cur = xp.where(better, i, cur)
-                idx[..., i] = cur
-        return _make(xp.ascontiguousarray(xp.moveaxis(idx, -1, ax)))
+        _, idx = _kernel("scan_dim", xp)(_pmq(xp, d, ax), "max" if largest else "min")
+        return _make(idx.reshape(d.shape))
 
     impl.__name__ = name + "_indices"
     return defop(name + "_indices", differentiable=False)(impl)
@@ -446,8 +431,6 @@ _cummin_indices = _cum_indices("cummin", False)
 
 def _cum(kind, fn_idx, name):
     def public(input: Tensor, dim: int, *, out=None):
-        from ._scatter import gather
-
         idx = fn_idx(input, dim)
         vals = gather(input, dim, idx) if input.dim() else input.clone()
         r = kind(vals, idx)

@@ -124,7 +124,7 @@ def _check_matmul_shapes(op: str, s1, s2) -> None:
 
 def _blas_ready(xp, a):
     """``a`` as an operand BLAS takes without NumPy's slow fallback loop."""
-    if xp is not np or a.dtype.kind != "f":
+    if xp is not np or a.dtype.kind != "f" or a.flags.c_contiguous:
         return a
     if a.ndim == 1:
         return a if a.strides[0] == a.itemsize or a.size <= 1 else np.ascontiguousarray(a)
@@ -175,16 +175,19 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     _check_device("matmul", a, b)
     _check_same_dtype("matmul", a, b)
     _check_not_bool("matmul", a)
-    _check_matmul_shapes("matmul", a.shape, b.shape)
     xp = array_module(a)
     out = a.dtype
-    if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
-        # a batch of rows times one matrix: one GEMM over the folded rows, about twice as
-        # fast as NumPy's loop of one GEMM per batch entry
-        rows = _upcast(xp, a).reshape(_prod(a.shape[:-1]), a.shape[-1])
-        r = xp.matmul(rows, _blas_ready(xp, _upcast(xp, b)))
-        return _make(r.reshape(a.shape[:-1] + r.shape[-1:]).astype(out, copy=False))
-    r = xp.matmul(_blas_ready(xp, _upcast(xp, a)), _blas_ready(xp, _upcast(xp, b)))
+    try:  # NumPy's shape rules are PyTorch's: a mismatch raises, and only then is diagnosed
+        if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
+            # a batch of rows times one matrix: one GEMM over the folded rows, about twice as
+            # fast as NumPy's loop of one GEMM per batch entry
+            rows = _upcast(xp, a).reshape(_prod(a.shape[:-1]), a.shape[-1])
+            r = xp.matmul(rows, _blas_ready(xp, _upcast(xp, b)))
+            return _make(r.reshape(a.shape[:-1] + r.shape[-1:]).astype(out, copy=False))
+        r = xp.matmul(_blas_ready(xp, _upcast(xp, a)), _blas_ready(xp, _upcast(xp, b)))
+    except ValueError:
+        _check_matmul_shapes("matmul", a.shape, b.shape)
+        raise
     return _make(xp.asarray(r).astype(out, copy=False))
 
 

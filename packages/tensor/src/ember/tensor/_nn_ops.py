@@ -26,7 +26,7 @@ import numpy as np
 from . import _dtype as D
 from ._checks import not_implemented, scalar_type_name
 from ._registry import array_module, defop
-from ._tensor import Tensor
+from ._tensor import Tensor, _wrap_dim
 from .kernels import get as _kernel
 
 __all__ = [
@@ -47,6 +47,8 @@ __all__ = [
 
 _make = Tensor._make
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# the dtypes the softmax row kernels take (float16 runs in float32 inside them)
+_ROW_DTYPES = frozenset(_KERNEL_DTYPES + (np.dtype(np.float16),))
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -1047,12 +1049,11 @@ def _rows_of(x, xp):
 def _softmax_array(x, dim: int, log: bool):
     """softmax / log_softmax of array ``x`` along ``dim`` (non-negative), in ``x``'s dtype."""
     xp = array_module(x)
-    if x.size == 0:
-        return xp.empty(x.shape, dtype=x.dtype)
-    if dim == x.ndim - 1 and x.dtype in _KERNEL_DTYPES + (np.dtype(np.float16),):
-        # float16 runs in float32 inside the kernels
+    if dim == x.ndim - 1 and x.dtype in _ROW_DTYPES and x.size:
         y = _kernel("log_softmax_forward" if log else "softmax_forward", xp)(_rows_of(x, xp))
         return y.reshape(x.shape)
+    if x.size == 0:
+        return xp.empty(x.shape, dtype=x.dtype)
     w = x.astype(np.float32) if x.dtype == np.float16 else x
     s = w - w.max(axis=dim, keepdims=True)
     if log:
@@ -1065,18 +1066,16 @@ def _softmax_array(x, dim: int, log: bool):
 
 
 def _softmax_impl(op: str, input: Tensor, dim: int, half_to_float: bool, log: bool) -> Tensor:
-    from ._tensor import _wrap_dim
-
-    _need_tensor(input, op, "self")
+    # ``input`` not a Tensor fails at ``._data``: the registry then raises PyTorch's TypeError
     x = input._data
-    _float_input(op, x, half_to_float)
-    if half_to_float:
-        x = x.astype(np.float32)
+    if x.dtype.kind != "f" or half_to_float:
+        _float_input(op, x, half_to_float)
+        if half_to_float:
+            x = x.astype(np.float32)
     if x.ndim == 0:
         d = _wrap_dim(dim, 0, op)
         return _make(_softmax_array(x.reshape(1), d, log).reshape(()))
-    d = _wrap_dim(dim, x.ndim, op)
-    return _make(_softmax_array(x, d, log))
+    return _make(_softmax_array(x, _wrap_dim(dim, x.ndim, op), log))
 
 
 @defop("_softmax", out=True)
@@ -1098,15 +1097,12 @@ def _log_softmax(input: Tensor, dim: int, half_to_float: bool = False) -> Tensor
 
 def _softmax_bw_impl(op: str, grad_output: Tensor, output: Tensor, dim: int, input_dtype,
                      log: bool) -> Tensor:
-    from ._dtype import to_dtype
-    from ._tensor import _wrap_dim
-
     g, y = grad_output._data, output._data
     if g.shape != y.shape:
         raise RuntimeError(f"{op}(): grad_output of shape {list(g.shape)} does not match "
                            f"output of shape {list(y.shape)}")
     _float_input(op, y)
-    out_dt = to_dtype(input_dtype, op).np if input_dtype is not None else y.dtype
+    out_dt = D.to_dtype(input_dtype, op).np if input_dtype is not None else y.dtype
     if g.dtype != y.dtype:
         g = g.astype(y.dtype)
     xp = array_module(y)
@@ -1114,11 +1110,11 @@ def _softmax_bw_impl(op: str, grad_output: Tensor, output: Tensor, dim: int, inp
     if y.ndim == 0:
         y, g = y.reshape(1), g.reshape(1)
     d = _wrap_dim(dim, y.ndim, op)
-    if y.size == 0:
-        dx = xp.empty(y.shape, dtype=y.dtype)
-    elif d == y.ndim - 1 and y.dtype in _KERNEL_DTYPES + (np.dtype(np.float16),):
+    if d == y.ndim - 1 and y.dtype in _ROW_DTYPES and y.size:
         k = _kernel("log_softmax_backward" if log else "softmax_backward", xp)
         dx = k(_rows_of(y, xp), _rows_of(g, xp)).reshape(y.shape)
+    elif y.size == 0:
+        dx = xp.empty(y.shape, dtype=y.dtype)
     else:
         wy = y.astype(np.float32) if y.dtype == np.float16 else y
         wg = g.astype(wy.dtype, copy=False)
@@ -1172,8 +1168,7 @@ def native_layer_norm(input: Tensor, normalized_shape: list, weight: Tensor | No
     """Layer norm over the trailing ``normalized_shape`` dims with an optional elementwise
     affine, returning ``(out, mean, rstd)`` (``torch.native_layer_norm``): ``mean`` and
     ``rstd = 1 / sqrt(var + eps)`` (biased variance) keep the normalized dims with size 1.
-    One NumPy expression over the rows (float16 computes in float32): 5x faster than the
-    composite of mean, var, rsqrt and the affine ops at transformer sizes.
+    One row kernel (``layer_norm_forward``; float16 computes in float32).
 
     >>> import ember.tensor as et
     >>> out, mean, rstd = et.native_layer_norm(et.tensor([[1., 3.]]), [2], None, None, 1e-5)
@@ -1197,27 +1192,13 @@ def native_layer_norm(input: Tensor, normalized_shape: list, weight: Tensor | No
     _layer_norm_dtypes(op, x, weight, bias)
     _float_input(op, x)
     xp = array_module(x)
-    dt = x.dtype
-    wd = np.dtype(np.float32) if dt == np.float16 else dt
     lead = x.shape[:x.ndim - nd]
-    n = math.prod(ns)
-    rows = x.reshape(math.prod(lead), n).astype(wd, copy=False)
-    if n == 0:  # PyTorch: mean 0 and rstd NaN over an empty normalized shape
-        mean = xp.zeros((rows.shape[0], 1), dtype=wd)
-        out, rstd = rows.copy(), xp.full((rows.shape[0], 1), np.nan, dtype=wd)
-    else:
-        mean = rows.mean(axis=1, keepdims=True)
-        out = rows - mean
-        rstd = 1 / xp.sqrt((out * out).mean(axis=1, keepdims=True) + wd.type(eps))
-    out *= rstd
-    if weight is not None:
-        out *= weight._data.reshape(n).astype(wd, copy=False)
-    if bias is not None:
-        out += bias._data.reshape(n).astype(wd, copy=False)
+    out, mean, rstd = _kernel("layer_norm_forward", xp)(
+        x.reshape(math.prod(lead), math.prod(ns)),
+        None if weight is None else weight._data.reshape(-1),
+        None if bias is None else bias._data.reshape(-1), eps)
     stat = lead + (1,) * nd
-    return (_make(out.reshape(x.shape).astype(dt, copy=False)),
-            _make(mean.reshape(stat).astype(dt, copy=False)),
-            _make(rstd.reshape(stat).astype(dt, copy=False)))
+    return _make(out.reshape(x.shape)), _make(mean.reshape(stat)), _make(rstd.reshape(stat))
 
 
 # ----------------------------------------------------------------------------- cross entropy

@@ -27,6 +27,7 @@ from . import _dtype as D
 from ._checks import not_implemented, scalar_type_name
 from ._registry import array_module, defop, with_out, write_out
 from ._tensor import Tensor
+from .kernels import get as _kernel
 
 __all__ = [
     "sum", "mean", "prod", "std", "var", "std_mean", "var_mean", "norm", "amax", "amin", "max",
@@ -173,11 +174,33 @@ def _argsort(xp, a, axis: int):
     return xp.argsort(a, axis=axis)
 
 
+def _flip(a, axis: int):
+    """``a`` reversed along ``axis`` (non-negative): a view, by basic slicing."""
+    return a[(slice(None),) * axis + (slice(None, None, -1),)]
+
+
 def _argsort_desc(xp, a, axis: int):
     """Stable descending argsort: equal elements keep their order, NaN comes first."""
+    axis %= a.ndim
     n = a.shape[axis]
-    rev = xp.flip(_argsort(xp, xp.flip(a, axis=axis), axis), axis=axis)
+    rev = _flip(_argsort(xp, _flip(a, axis), axis), axis)
     return (n - 1) - rev
+
+
+def _pmq(xp, a, axis: int):
+    """``a`` as a C-contiguous (P, M, Q) array with ``axis`` (non-negative) in the middle,
+    what the kernels over one dim take: a view when ``a`` is contiguous."""
+    return xp.ascontiguousarray(a).reshape(math.prod(a.shape[:axis]), a.shape[axis],
+                                           math.prod(a.shape[axis + 1:]))
+
+
+def _take_along(a, idx, axis: int):
+    """``take_along_axis(a, idx, axis)`` for an in-range ``idx`` shaped like ``a`` outside
+    ``axis``: the ``gather_dim`` kernel over (P, M, Q) views, a C-contiguous result."""
+    xp = array_module(a)
+    axis %= a.ndim
+    out, _ = _kernel("gather_dim", xp)(_pmq(xp, a, axis), _pmq(xp, idx, axis))
+    return out.reshape(idx.shape)
 
 
 def _last(d, ax: int):
@@ -511,7 +534,7 @@ def _max_min_dim(name: str, largest: bool):
             idx = xp.zeros(shape, _int64)
         else:
             idx = _arg_reduce(xp, d, ax, largest)
-        vals = xp.take_along_axis(d, idx, axis=ax)
+        vals = _take_along(d, idx, ax)
         if not keepdim:
             vals, idx = xp.squeeze(vals, ax), xp.squeeze(idx, ax)
         return _make(vals), _make(idx)
@@ -716,19 +739,20 @@ def _scan(name: str, fn: str, doc: str):
         xp = array_module(d)
         if d.ndim == 0:
             return _make(d.astype(out, copy=True))
-        r = getattr(xp, fn)(d, axis=ax, dtype=_scan_acc(out))
-        return _make(_own(r.astype(out, copy=False), d))
+        r, _ = _kernel("scan_dim", xp)(_pmq(xp, d.astype(out, copy=False), ax), fn,
+                                       _scan_acc(out))
+        return _make(r.reshape(d.shape))
 
     impl.__name__, impl.__doc__ = name, doc
     return defop(name, out=True)(impl)
 
 
-cumsum = _scan("cumsum", "cumsum", """Cumulative sum along ``dim``; integer inputs give int64.
+cumsum = _scan("cumsum", "sum", """Cumulative sum along ``dim``; integer inputs give int64.
 
     >>> cumsum(tensor([1, 2, 3]), 0)
     tensor([1, 3, 6])
     """)
-cumprod = _scan("cumprod", "cumprod", """Cumulative product along ``dim``; integer inputs give
+cumprod = _scan("cumprod", "prod", """Cumulative product along ``dim``; integer inputs give
     int64.
 
     >>> cumprod(tensor([1, 2, 3]), 0)
@@ -746,10 +770,10 @@ def _select_sorted(d, ax: int, pos_fn, keepdim: bool):
     rows = _last(d, ax)
     n = rows.shape[-1]
     order = _argsort(xp, rows, -1)
-    srt = xp.take_along_axis(rows, order, axis=-1)
+    srt = _take_along(rows, order, -1)
     pos = pos_fn(srt, n)
-    vals = xp.take_along_axis(srt, pos, axis=-1)[..., 0]
-    idx = xp.take_along_axis(order, pos, axis=-1)[..., 0].astype(_int64, copy=False)
+    vals = _take_along(srt, pos, -1)[..., 0]
+    idx = _take_along(order, pos, -1)[..., 0].astype(_int64, copy=False)
     return (_make(_finish_last(vals, d, ax, keepdim)),
             _make(_finish_last(idx, d, ax, keepdim)))
 
@@ -893,7 +917,7 @@ def _sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool =
         return _make(d.copy()), _make(xp.zeros((), _int64))
     idx = _argsort_desc(xp, d, ax) if descending else _argsort(xp, d, ax)
     idx = idx.astype(_int64, copy=False)
-    return _make(xp.take_along_axis(d, idx, axis=ax)), _make(idx)
+    return _make(_take_along(d, idx, ax)), _make(idx)
 
 
 def _no_complex_sort(op: str, d) -> None:
@@ -945,21 +969,22 @@ def _topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bo
         if k == 0:
             return _make(xp.empty((0,), d.dtype)), _make(xp.empty((0,), _int64))
         return _make(d.copy()), _make(xp.zeros((), _int64))
-    rows = _last(d, ax)
     if 0 < k < n and n > 64 and k * 4 < n:
         # partition first: O(n) to find the k candidates, then sort only those
-        part = xp.argpartition(rows, n - k if largest else k - 1, axis=-1)
-        cand = part[..., n - k:] if largest else part[..., :k]
-        cvals = xp.take_along_axis(rows, cand, axis=-1)
-        o = _argsort_desc(xp, cvals, -1) if largest else _argsort(xp, cvals, -1)
-        idx = xp.take_along_axis(cand, o, axis=-1)
+        part = xp.argpartition(d, n - k if largest else k - 1, axis=ax)
+        cand = _narrow(part, ax, n - k, n) if largest else _narrow(part, ax, 0, k)
+        cvals = _take_along(d, cand, ax)
+        o = _argsort_desc(xp, cvals, ax) if largest else _argsort(xp, cvals, ax)
+        idx = _take_along(cand, o, ax)
     else:
-        order = _argsort_desc(xp, rows, -1) if largest else _argsort(xp, rows, -1)
-        idx = order[..., :k]
-    idx = idx.astype(_int64, copy=False)
-    vals = xp.take_along_axis(rows, idx, axis=-1)
-    vals, idx = xp.moveaxis(vals, -1, ax), xp.moveaxis(idx, -1, ax)
-    return _make(xp.ascontiguousarray(vals)), _make(xp.ascontiguousarray(idx))
+        order = _argsort_desc(xp, d, ax) if largest else _argsort(xp, d, ax)
+        idx = _narrow(order, ax, 0, k)
+    idx = xp.ascontiguousarray(idx.astype(_int64, copy=False))
+    return _make(_take_along(d, idx, ax)), _make(idx)
+
+
+def _narrow(a, axis: int, start: int, stop: int):
+    return a[(slice(None),) * axis + (slice(start, stop),)]
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002

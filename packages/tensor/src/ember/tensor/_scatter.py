@@ -24,6 +24,7 @@ from ._indexing import (
 )
 from ._registry import array_module, defop
 from ._tensor import Tensor, _wrap_dim
+from .kernels import get as _kernel
 
 __all__ = [
     "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_",
@@ -40,12 +41,30 @@ def _nonempty(shape: tuple) -> tuple:
     return tuple(shape) if len(shape) else (1,)
 
 
+_INDEX_DTYPES = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
+
+
 def _gather_index(index, op: str):
     _need_tensor(index, op, "index")
     a = index._data
-    if a.dtype.kind not in "iu" or a.dtype.name not in ("int32", "int64"):
+    if a.dtype not in _INDEX_DTYPES:
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     return a
+
+
+def _three(xp, arr, ishape: tuple, dim: int):
+    """``arr`` restricted to the index's extents outside ``dim``, as a C-contiguous
+    (P, M, Q) array with ``dim`` in the middle: a view of ``arr`` when it can be."""
+    if arr.shape[:dim] != ishape[:dim] or arr.shape[dim + 1:] != ishape[dim + 1:]:
+        arr = arr[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(ishape))]
+    return xp.ascontiguousarray(arr).reshape(_prod(ishape[:dim]), arr.shape[dim],
+                                             _prod(ishape[dim + 1:]))
+
+
+def _raise_bad(op: str, index3, bad: int, size: int, dim: int):
+    v = int(index3.reshape(-1)[bad])
+    raise IndexOutOfBoundsError(f"{op}(): index {v} is out of bounds for dimension {dim} with "
+                                f"size {size}")
 
 
 @defop("gather", out=True)
@@ -69,15 +88,16 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
             raise RuntimeError(
                 f"{op}(): Size does not match at dimension {d} expected index {list(a.shape)} "
                 f"to be no larger than self {list(data.shape)} apart from dimension {dim}")
-    _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
     xp = array_module(data)
-    src = data.reshape(dshape)
-    src = src[tuple(slice(None) if d == dim else slice(0, ishape[d]) for d in range(len(dshape)))]
-    out = xp.take_along_axis(src, a.reshape(ishape), axis=dim)
-    return _make(xp.ascontiguousarray(out).reshape(a.shape))
+    i3 = _three(xp, a.reshape(ishape), ishape, dim)
+    out, bad = _kernel("gather_dim", xp)(_three(xp, data.reshape(dshape), ishape, dim), i3)
+    if bad >= 0:
+        _raise_bad(op, i3, bad, dshape[dim], dim)
+    return _make(out.reshape(a.shape))
 
 
-def _scatter_check(op: str, input: Tensor, dim: int, index: Tensor, src):
+def _scatter_check(op: str, input: Tensor, dim: int, index: Tensor, src,
+                   check_range: bool = True):
     a = _gather_index(index, op)
     data = input._data
     _same_device(op, data, a)
@@ -102,60 +122,49 @@ def _scatter_check(op: str, input: Tensor, dim: int, index: Tensor, src):
             raise RuntimeError(
                 f"{op}(): Expected index {list(a.shape)} to be no larger than self "
                 f"{list(data.shape)} apart from dimension {dim}{extra}")
-    _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
+    if check_range:
+        _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
     return a.reshape(ishape), dim, dshape, ishape
 
 
-def _scatter_coords(xp, a, dim: int):
-    """Open-mesh coordinates: index ``a`` at ``dim``, aranges elsewhere."""
-    n = a.ndim
-    coords = []
-    for d in range(n):
-        if d == dim:
-            coords.append(a)
-        else:
-            shp = [1] * n
-            shp[d] = a.shape[d]
-            coords.append(xp.arange(a.shape[d]).reshape(shp))
-    return tuple(coords)
+_REDUCE = {None: "set", "add": "add", "multiply": "multiply"}
 
 
 def _scatter_into(out, op: str, input: Tensor, dim, index, src, value, reduce) -> None:
+    """Scatter into the array ``out`` (``input``'s data or a fresh copy of it) through the
+    ``scatter_dim`` kernel, on the (P, M, Q) view of ``out`` that the index covers (written
+    back when that view is not contiguous)."""
     if src is not None and not isinstance(src, Tensor):
         src, value = None, src
     if src is None and value is None:
         raise TypeError(f"{op}(): expected a 'src' Tensor or a 'value' number")
-    a, dim, dshape, ishape = _scatter_check(op, input, dim, index, src)
-    if reduce not in (None, "add", "multiply"):
+    a, dim, dshape, ishape = _scatter_check(op, input, dim, index, src, check_range=False)
+    if reduce not in _REDUCE:
         raise RuntimeError(f"{op}(): reduce argument must be either add or multiply, got "
                            f"{reduce!r}")
-    xp = array_module(out)
-    w = out.reshape(dshape)
     if a.size == 0:
         return
-    coords = _scatter_coords(xp, a, dim)
+    xp = array_module(out)
+    w = out.reshape(dshape)
+    if w.shape[:dim] != ishape[:dim] or w.shape[dim + 1:] != ishape[dim + 1:]:
+        w = w[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(ishape))]
+    P, Q = _prod(ishape[:dim]), _prod(ishape[dim + 1:])
+    w3 = w.reshape(P, dshape[dim], Q) if w.flags.c_contiguous else \
+        xp.ascontiguousarray(w).reshape(P, dshape[dim], Q)
+    i3 = xp.ascontiguousarray(a).reshape(P, ishape[dim], Q)
     if src is not None:
         s = src._data.reshape(_nonempty(src._data.shape))
-        vals = s[tuple(slice(0, n) for n in ishape)]
+        if s.shape != ishape:
+            s = s[tuple(slice(0, n) for n in ishape)]
+        s3 = xp.ascontiguousarray(s).reshape(i3.shape)
     else:
-        vals = xp.broadcast_to(xp.asarray(_cast_scalar(_scalar_of(value, op), out.dtype)),
-                               ishape)
-    if reduce is None:
-        w[coords] = vals
-    elif reduce == "multiply":
-        xp.multiply.at(w, coords, vals)
-    else:
-        _scatter_add_raw(w, coords, vals)
-
-
-def _scatter_add_raw(w, coords, vals) -> None:
-    xp = array_module(w)
-    flat = xp.zeros(vals.shape, dtype=np.int64)
-    cstride = 1
-    for d in range(w.ndim - 1, -1, -1):
-        flat = flat + coords[d] * cstride
-        cstride *= w.shape[d]
-    _index_add_into(w, 1, w.size, 1, flat.reshape(-1), vals.reshape(1, -1, 1), 1)
+        s3 = xp.broadcast_to(xp.asarray(_cast_scalar(_scalar_of(value, op), out.dtype)),
+                             i3.shape)
+    bad = _kernel("scatter_dim", xp)(w3, i3, s3, _REDUCE[reduce])
+    if bad >= 0:
+        _raise_bad(op, i3, bad, dshape[dim], dim)
+    if not w.flags.c_contiguous:
+        w[...] = w3.reshape(w.shape)
 
 
 def _fresh(input: Tensor):

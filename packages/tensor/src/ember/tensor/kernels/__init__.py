@@ -46,22 +46,30 @@ def get(name: str, device_type: str) -> Any:
 
     The device's kernel module is imported lazily; CPU kernels compile on their first call.
     """
+    try:  # a repeated lookup, in the caller's own spelling (a module, "cuda:1"): one probe
+        return _CACHE[(name, device_type)]
+    except (KeyError, TypeError):  # TypeError: an unhashable device-like object
+        pass
     if name not in KERNEL_NAMES:
         known = ", ".join(KERNEL_NAMES)
         raise ValueError(f"kernels.get(): unknown kernel {name!r}; known: {known}")
     dev = _device_type(device_type)
-    key = (name, dev)
-    fn = _CACHE.get(key)
-    if fn is not None:
-        return fn
-    if dev not in _MODULES:
-        raise ValueError(f"kernels.get(): unknown device type {dev!r}; expected 'cpu' or 'cuda'")
-    module = importlib.import_module(_MODULES[dev])
+    fn = _CACHE.get((name, dev))
+    if fn is None:
+        if dev not in _MODULES:
+            raise ValueError(
+                f"kernels.get(): unknown device type {dev!r}; expected 'cpu' or 'cuda'"
+            )
+        module = importlib.import_module(_MODULES[dev])
+        try:
+            fn = getattr(module, name)
+        except AttributeError:
+            raise NotImplementedError(
+                f"kernels.get(): kernel {name!r} is not implemented for device type {dev!r}"
+            ) from None
+        _CACHE[(name, dev)] = fn
     try:
-        fn = getattr(module, name)
-    except AttributeError:
-        raise NotImplementedError(
-            f"kernels.get(): kernel {name!r} is not implemented for device type {dev!r}"
-        ) from None
-    _CACHE[key] = fn
+        _CACHE[(name, device_type)] = fn
+    except TypeError:
+        pass
     return fn

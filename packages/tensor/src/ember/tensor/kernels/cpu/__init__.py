@@ -22,6 +22,8 @@ from typing import Any
 _WHERE: dict[str, str] = {
     "index_add": "scatter",
     "embedding_backward": "scatter",
+    "gather_dim": "scatter",
+    "scatter_dim": "scatter",
     "max_pool_forward": "pool",
     "max_pool_backward": "pool",
     "im2col": "fold",
@@ -32,6 +34,8 @@ _WHERE: dict[str, str] = {
     "log_softmax_backward": "softmax",
     "cross_entropy_forward": "softmax",
     "cross_entropy_backward": "softmax",
+    "layer_norm_forward": "norm",
+    "scan_dim": "scan",
     "lstm_cell_forward": "rnn",
     "lstm_cell_backward": "rnn",
     "gru_cell_forward": "rnn",

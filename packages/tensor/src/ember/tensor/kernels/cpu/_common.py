@@ -79,7 +79,7 @@ def use_parallel(work: int) -> bool:
     return work >= PARALLEL_MIN_WORK and numba.get_num_threads() > 1
 
 
-_FLOAT_KINDS = (np.dtype(np.float32), np.dtype(np.float64))
+_FLOAT_KINDS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
 def float_inputs(op: str, *arrays: Any) -> tuple[list[np.ndarray], np.dtype]:
@@ -88,18 +88,19 @@ def float_inputs(op: str, *arrays: Any) -> tuple[list[np.ndarray], np.dtype]:
     float16 is upcast to float32 for the computation (the caller casts results back to the
     returned dtype). Mixed dtypes raise RuntimeError naming them.
     """
-    dtypes = [np.asarray(a).dtype for a in arrays]
-    dtype = dtypes[0]
-    if any(d != dtype for d in dtypes):
-        raise RuntimeError(
-            f"{op}(): expected all inputs to have the same dtype, got "
-            + ", ".join(str(d) for d in dtypes)
-        )
+    arrays = [np.asarray(a) for a in arrays]
+    dtype = arrays[0].dtype
+    for a in arrays:
+        if a.dtype != dtype:
+            raise RuntimeError(
+                f"{op}(): expected all inputs to have the same dtype, got "
+                + ", ".join(str(a.dtype) for a in arrays)
+            )
     if dtype.kind != "f":
         raise RuntimeError(f"{op}(): expected a floating point dtype, got {dtype}")
-    compute = dtype if dtype in _FLOAT_KINDS else np.dtype(np.float32)
-    out = [np.ascontiguousarray(a, dtype=compute) for a in arrays]
-    return out, dtype
+    if dtype in _FLOAT_KINDS:  # the common case: no copy where the arrays are contiguous
+        return [np.ascontiguousarray(a) for a in arrays], dtype
+    return [np.ascontiguousarray(a, dtype=np.float32) for a in arrays], dtype
 
 
 def check_ndim(op: str, name: str, arr: np.ndarray, ndim: int, layout: str) -> None:

@@ -252,6 +252,67 @@ def index_add(out: Any, index: Any, src: Any, alpha: float = 1) -> None:
             out[...] = target
 
 
+def _first_bad(cp: Any, index: Any, size: int) -> int:
+    bad = (index < 0) | (index >= size)
+    return int(cp.flatnonzero(bad.ravel())[0]) if bool(bad.any()) else -1
+
+
+def gather_dim(x: Any, index: Any) -> tuple[Any, int]:
+    """``out[p, n, q] = x[p, index[p, n, q], q]``; returns ``(out, bad)``, ``bad`` the flat
+    position of the first index outside ``[0, M)`` or -1 (CuPy's ``take_along_axis``)."""
+    op = "gather_dim"
+    cp = _cupy.require(op)
+    dev = _device_of(op, cp, x=x, index=index)
+    _check_ndim(op, "x", x, 3, "(P, M, Q)")
+    _check_ndim(op, "index", index, 3, "(P, N, Q)")
+    P, N, Q = (int(s) for s in index.shape)
+    if x.shape[0] != P or x.shape[2] != Q:
+        raise RuntimeError(f"{op}(): index of shape {tuple(index.shape)} does not match x of "
+                           f"shape {tuple(x.shape)} outside dim 1")
+    with cp.cuda.Device(dev):
+        bad = _first_bad(cp, index, int(x.shape[1])) if index.size else -1
+        if bad >= 0:
+            return cp.empty(index.shape, dtype=x.dtype), bad
+        return cp.take_along_axis(x, index, axis=1), -1
+
+
+def scatter_dim(out: Any, index: Any, src: Any, reduce: str) -> int:
+    """In place: ``out[p, index[p, n, q], q] = src[p, n, q]`` ("set"), ``+=`` ("add") or
+    ``*=`` ("multiply"); returns the flat position of the first index outside ``[0, M)``,
+    writing nothing, or -1 (CuPy's fancy-index assignment, ``cupyx.scatter_add``,
+    ``multiply.at``)."""
+    op = "scatter_dim"
+    cp = _cupy.require(op)
+    dev = _device_of(op, cp, out=out, index=index, src=src)
+    _check_ndim(op, "out", out, 3, "(P, M, Q)")
+    _check_ndim(op, "index", index, 3, "(P, N, Q)")
+    P, N, Q = (int(s) for s in index.shape)
+    if out.shape[0] != P or out.shape[2] != Q or tuple(src.shape) != (P, N, Q):
+        raise RuntimeError(f"{op}(): out of shape {tuple(out.shape)}, index of shape "
+                           f"{tuple(index.shape)} and src of shape {tuple(src.shape)} do not "
+                           "match")
+    if src.dtype != out.dtype:
+        raise RuntimeError(f"{op}(): src dtype {src.dtype} does not match out dtype {out.dtype}")
+    if reduce not in ("set", "add", "multiply"):
+        raise ValueError(f"{op}(): reduce must be 'set', 'add' or 'multiply', got {reduce!r}")
+    if index.size == 0:
+        return -1
+    with cp.cuda.Device(dev):
+        bad = _first_bad(cp, index, int(out.shape[1]))
+        if bad >= 0:
+            return bad
+        coords = (cp.arange(P).reshape(P, 1, 1), index, cp.arange(Q).reshape(1, 1, Q))
+        if reduce == "set":
+            out[coords] = src
+        elif reduce == "add":
+            import cupyx
+
+            cupyx.scatter_add(out, coords, src)
+        else:
+            cp.multiply.at(out, coords, src)
+    return -1
+
+
 @_half_as_float()
 def embedding_backward(
     grad: Any, indices: Any, num_weights: int, padding_idx: int, scale_grad_by_freq: bool
@@ -373,6 +434,61 @@ def max_pool_backward(grad_out: Any, indices: Any, in_size: Any) -> Any:
         _launch("max_pool_backward", dtype, _blocks(B * L),
                 (g, idx, grad_in, _i64(B), _i64(L), _i64(plane)))
         return grad_in
+
+
+# ---------------------------------------------------------------------------------------------
+# layer norm (CuPy array expressions; no CUDA C of its own)
+
+
+def layer_norm_forward(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any, Any, Any]:
+    """Layer norm of each row of ``x`` (rows, n): ``(out, mean, rstd)``, statistics (rows,)."""
+    op = "layer_norm_forward"
+    cp = _cupy.require(op)
+    dev = _device_of(op, cp, x=x)
+    _check_ndim(op, "x", x, 2, "(rows, n)")
+    dt = x.dtype
+    wd = np.dtype(np.float32) if dt == np.float16 else dt
+    with cp.cuda.Device(dev):
+        rows = x.astype(wd, copy=False)
+        R, n = (int(s) for s in rows.shape)
+        if n == 0:
+            out, mean = rows.copy(), cp.zeros(R, dtype=wd)
+            rstd = cp.full(R, np.nan, dtype=wd)
+        else:
+            mean = rows.mean(axis=1)
+            out = rows - mean[:, None]
+            rstd = 1 / cp.sqrt((out * out).mean(axis=1) + wd.type(eps))
+            out *= rstd[:, None]
+        if weight is not None:
+            out *= weight.astype(wd, copy=False)
+        if bias is not None:
+            out += bias.astype(wd, copy=False)
+        return out.astype(dt, copy=False), mean.astype(dt, copy=False), rstd.astype(dt, copy=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# scans (CuPy array expressions; no CUDA C of their own)
+
+
+def scan_dim(x: Any, op: str, acc_dtype: Any = None) -> tuple[Any, Any]:
+    """Scan ``x`` (P, M, Q) along dim 1: "sum" / "prod" -> ``(out, None)``, "max" / "min" ->
+    ``(values, int64 indices)`` (a tie moves the index on, a NaN wins and stays)."""
+    name = "scan_dim"
+    cp = _cupy.require(name)
+    dev = _device_of(name, cp, x=x)
+    _check_ndim(name, "x", x, 3, "(P, M, Q)")
+    if op not in ("sum", "prod", "max", "min"):
+        raise ValueError(f"{name}(): op must be 'sum', 'prod', 'max' or 'min', got {op!r}")
+    with cp.cuda.Device(dev):
+        if op in ("sum", "prod"):
+            fn = cp.cumsum if op == "sum" else cp.cumprod
+            return fn(x, axis=1, dtype=acc_dtype).astype(x.dtype, copy=False), None
+        run = (cp.maximum if op == "max" else cp.minimum).accumulate(x, axis=1)
+        hit = x == run
+        if x.dtype.kind in "fc":
+            hit |= cp.isnan(x)
+        pos = cp.arange(x.shape[1], dtype=np.int64).reshape(1, -1, 1)
+        return run, cp.maximum.accumulate(cp.where(hit, pos, 0), axis=1)
 
 
 # ---------------------------------------------------------------------------------------------
