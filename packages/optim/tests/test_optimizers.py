@@ -525,50 +525,321 @@ def _kernels():
 
 def _adam_kwargs(**kw):
     base = {"lr": 0.01, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0,
-            "step": 1, "amsgrad": False, "maximize": False, "decoupled_weight_decay": False}
+            "steps": [1], "amsgrad": False, "maximize": False, "decoupled_weight_decay": False}
     base.update(kw)
     return base
 
 
+def _lists(*shapes, dtype=np.float64, fill=0.0):
+    return [np.full(shape, fill, dtype) for shape in shapes]
+
+
 def test_adam_kernel_validates_its_arrays():
     k = _kernels()
-    p = np.ones(4)
-    with pytest.raises(RuntimeError, match="exp_avg of shape"):
-        k.adam_step(p, np.ones(4), np.zeros(3), np.zeros(4), None, **_adam_kwargs())
-    with pytest.raises(RuntimeError, match="dtype"):
-        k.adam_step(p, np.ones(4, np.float32), np.zeros(4), np.zeros(4), None,
-                    **_adam_kwargs())
-    with pytest.raises(RuntimeError, match="needs a max_exp_avg_sq"):
-        k.adam_step(p, np.ones(4), np.zeros(4), np.zeros(4), None,
-                    **_adam_kwargs(amsgrad=True))
-    with pytest.raises(ValueError, match="step counts from 1"):
-        k.adam_step(p, np.ones(4), np.zeros(4), np.zeros(4), None, **_adam_kwargs(step=0))
-    with pytest.raises(RuntimeError, match="C-contiguous"):
-        k.adam_step(np.ones((4, 4)).T, np.ones((4, 4)), np.zeros((4, 4)), np.zeros((4, 4)),
-                    None, **_adam_kwargs())
-    with pytest.raises(RuntimeError, match="float32 or float64"):
-        k.adam_step(np.ones(4, np.int64), np.ones(4, np.int64), np.zeros(4, np.int64),
-                    np.zeros(4, np.int64), None, **_adam_kwargs())
-    assert p.tolist() == [1.0] * 4  # nothing was written by the refused calls
+    ps = _lists(2, 4, fill=1.0)
+    gs, ms, vs = _lists(2, 4, fill=1.0), _lists(2, 4), _lists(2, 4)
+    bad = [
+        (RuntimeError, r"expected exp_avgs\[1\] of shape \(4,\) \(the parameter's\), got \(3,\)",
+         lambda: k.adam_step(ps, gs, _lists(2, 3), vs, None, **_adam_kwargs(steps=[1, 1]))),
+        (RuntimeError, r"expected grads\[1\] of dtype float64 \(the parameter's\), got float32",
+         lambda: k.adam_step(ps, [gs[0], gs[1].astype(np.float32)], ms, vs, None,
+                             **_adam_kwargs(steps=[1, 1]))),
+        (RuntimeError, r"amsgrad=True needs a max_exp_avg_sq buffer for every param, got None$",
+         lambda: k.adam_step(ps, gs, ms, vs, None, **_adam_kwargs(steps=[1, 1], amsgrad=True))),
+        (RuntimeError, r"got None \(max_exp_avg_sqs\[1\]\)",
+         lambda: k.adam_step(ps, gs, ms, vs, [np.zeros(2), None],
+                             **_adam_kwargs(steps=[1, 1], amsgrad=True))),
+        (ValueError, r"steps count from 1, got 0 \(steps\[1\]\)",
+         lambda: k.adam_step(ps, gs, ms, vs, None, **_adam_kwargs(steps=[1, 0]))),
+        (RuntimeError, r"params\[1\] must be a writeable C-contiguous array",
+         lambda: k.adam_step([ps[0], np.ones((4, 4)).T], [gs[0], np.ones((4, 4))],
+                             [ms[0], np.zeros((4, 4))], [vs[0], np.zeros((4, 4))], None,
+                             **_adam_kwargs(steps=[1, 1]))),
+        (RuntimeError, r"expected float32 or float64 params, got int64 \(params\[1\]\)",
+         lambda: k.adam_step([ps[0], np.ones(4, np.int64)], [gs[0], np.ones(4, np.int64)],
+                             [ms[0], np.zeros(4, np.int64)], [vs[0], np.zeros(4, np.int64)],
+                             None, **_adam_kwargs(steps=[1, 1]))),
+        (RuntimeError, r"expected steps to hold 2 entries \(one per param\), got 1",
+         lambda: k.adam_step(ps, gs, ms, vs, None, **_adam_kwargs(steps=[1]))),
+        (TypeError, r"expected params to be a list of NumPy arrays \(one per param\), got ndarray",
+         lambda: k.adam_step(ps[0], gs[0], ms[0], vs[0], None, **_adam_kwargs(steps=[1]))),
+        (TypeError, r"expected exp_avg_sqs\[0\] to be a NumPy array, got list",
+         lambda: k.adam_step(ps, gs, ms, [[0.0, 0.0], vs[1]], None,
+                             **_adam_kwargs(steps=[1, 1]))),
+    ]
+    for error, message, call in bad:
+        with pytest.raises(error, match=message):
+            call()
+    # every array is checked before anything is written, the first parameter included
+    assert [p.tolist() for p in ps] == [[1.0] * 2, [1.0] * 4]
+    assert all(not m.any() for m in ms + vs)
+    k.adam_step([], [], [], [], None, **_adam_kwargs(steps=[]))  # nothing to do
 
 
 def test_sgd_kernel_validates_and_updates_in_place():
     k = _kernels()
-    p, buf = np.ones(3, np.float32), np.zeros(3, np.float32)
-    with pytest.raises(RuntimeError, match="needs a momentum buffer"):
-        k.sgd_step(p, np.ones(3, np.float32), None, lr=0.1, momentum=0.9, dampening=0.0,
-                   weight_decay=0.0, nesterov=False, maximize=False, first_step=True)
-    k.sgd_step(p, np.ones(3, np.float32), buf, lr=0.5, momentum=0.9, dampening=0.0,
-               weight_decay=0.0, nesterov=False, maximize=False, first_step=True)
-    assert buf.tolist() == [1.0] * 3 and p.tolist() == [0.5] * 3
-    k.sgd_step(p, np.ones(3, np.float32), buf, lr=0.5, momentum=0.9, dampening=0.0,
-               weight_decay=0.0, nesterov=False, maximize=False, first_step=False)
-    np.testing.assert_allclose(buf, np.float32(0.9) + 1, rtol=0)
-    assert p.dtype == np.float32
+    ps, bufs = _lists(3, 2, dtype=np.float32, fill=1.0), _lists(3, 2, dtype=np.float32)
+    gs = _lists(3, 2, dtype=np.float32, fill=1.0)
+    kw = {"lr": 0.5, "momentum": 0.9, "dampening": 0.0, "weight_decay": 0.0,
+          "nesterov": False, "maximize": False}
+    with pytest.raises(RuntimeError, match="needs a momentum buffer and a first-step flag"):
+        k.sgd_step(ps, gs, None, first_steps=[True, True], **kw)
+    with pytest.raises(RuntimeError, match=r"needs a momentum buffer for every param, got None "
+                                           r"\(bufs\[1\]\)"):
+        k.sgd_step(ps, gs, [bufs[0], None], first_steps=[True, True], **kw)
+    with pytest.raises(RuntimeError, match=r"expected first_steps to hold 2 entries"):
+        k.sgd_step(ps, gs, bufs, first_steps=[True], **kw)
+    assert [p.tolist() for p in ps] == [[1.0] * 3, [1.0] * 2]
+    k.sgd_step(ps, gs, bufs, first_steps=[True, True], **kw)
+    assert [b.tolist() for b in bufs] == [[1.0] * 3, [1.0] * 2]
+    assert [p.tolist() for p in ps] == [[0.5] * 3, [0.5] * 2]
+    # per-parameter first steps: the second buffer starts over from the gradient
+    k.sgd_step(ps, gs, bufs, first_steps=[False, True], **kw)
+    np.testing.assert_array_equal(bufs[0], np.float32(0.9) + 1)
+    assert bufs[1].tolist() == [1.0] * 2 and ps[1].tolist() == [0.0] * 2
+    assert ps[0].dtype == np.float32
+    # without momentum the buffers and flags are not read
+    k.sgd_step(ps, gs, None, first_steps=None, **dict(kw, momentum=0.0))
+    assert ps[1].tolist() == [-0.5] * 2
 
 
 def test_adam_kernel_division_by_zero_gives_inf_like_torch():
     k = _kernels()
     p, m, v = np.zeros(2), np.zeros(2), np.zeros(2)
-    k.adam_step(p, np.array([1.0, 0.0]), m, v, None, **_adam_kwargs(eps=0.0))
+    k.adam_step([p], [np.array([1.0, 0.0])], [m], [v], None, **_adam_kwargs(eps=0.0))
     assert p[0] == pytest.approx(-0.01) and np.isnan(p[1])  # 0 / 0, as torch gives
+
+
+# The kernels' arithmetic, written out in NumPy in the parameter's dtype: the scalars rounded
+# as the kernels round them, the operations in torch's single-tensor order (NumPy's float32
+# and float64 operations are IEEE, as the kernels' are, so the results must agree exactly).
+def _adam_exact(p, g, m, v, vmax, *, lr, beta1, beta2, eps, weight_decay, step, amsgrad,
+                maximize, decoupled_weight_decay):
+    t = p.dtype.type
+    w = t(1 - beta1)
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            p = p * t(1 - lr * weight_decay)
+        else:
+            g = g + t(weight_decay) * p
+    m[...] = m + w * (g - m) if abs(w) < 0.5 else g - (g - m) * t(1 - w)
+    v[...] = v * t(beta2) + t(1 - beta2) * g * g
+    if amsgrad:
+        np.maximum(vmax, v, out=vmax)
+    denom = np.sqrt(vmax if amsgrad else v) / t((1 - beta2 ** step) ** 0.5) + t(eps)
+    return p + t(-(lr / (1 - beta1 ** step))) * m / denom
+
+
+def _sgd_exact(p, g, buf, *, lr, momentum, dampening, weight_decay, nesterov, maximize,
+               first_step):
+    t = p.dtype.type
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        g = g + t(weight_decay) * p
+    if momentum != 0:
+        buf[...] = g if first_step else buf * t(momentum) + t(1 - dampening) * g
+        g = g + t(momentum) * buf if nesterov else buf
+    return p + t(-lr) * g
+
+
+# sizes around the chunk length (16384), tiny and empty ones; about 110k elements in all, so
+# the parallel kernel runs; the first four alone (below 32k) take the serial one
+SIZES = [(3,), (0,), (1,), (5, 7), (16383,), (16384,), (128, 129), (0, 4), (40000,), (2,)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sizes", [SIZES, SIZES[:4]], ids=["parallel", "serial"])
+@pytest.mark.parametrize("hyper", [
+    {},
+    {"amsgrad": True, "weight_decay": 0.1},
+    {"maximize": True, "beta1": 0.4, "eps": 1e-3},  # lerp's upper branch
+    {"weight_decay": 0.1, "decoupled_weight_decay": True},
+    {"amsgrad": True, "maximize": True, "weight_decay": 0.3, "decoupled_weight_decay": True},
+], ids=["plain", "amsgrad-l2", "maximize-lerp-high", "adamw", "adamw-amsgrad-maximize"])
+def test_adam_kernel_is_exact_per_tensor_over_mixed_sizes_and_steps(dtype, sizes, hyper):
+    k = _kernels()
+    rng = np.random.default_rng(7)
+    kw = _adam_kwargs(**dict(hyper, beta2=0.99))
+    kw.pop("steps")
+    ps = [rng.standard_normal(s).astype(dtype) for s in sizes]
+    states = [[np.zeros(s, dtype) for s in sizes] for _ in range(3)]
+    expected = [p.copy() for p in ps]
+    expected_states = [[a.copy() for a in column] for column in states]
+    for step in range(1, 5):
+        gs = [rng.standard_normal(s).astype(dtype) for s in sizes]
+        steps = [step + i % 3 for i in range(len(sizes))]  # every parameter its own step
+        k.adam_step(ps, gs, *states[:2], states[2] if kw["amsgrad"] else None, steps=steps,
+                    **kw)
+        for i in range(len(sizes)):
+            m, v, vmax = (column[i] for column in expected_states)
+            expected[i] = _adam_exact(expected[i], gs[i], m, v, vmax, step=steps[i], **kw)
+    for ours, theirs in zip(ps + sum(states, []), expected + sum(expected_states, [])):
+        assert ours.dtype == dtype
+        np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sizes", [SIZES, SIZES[:4]], ids=["parallel", "serial"])
+@pytest.mark.parametrize("hyper", [
+    {},
+    {"weight_decay": 0.01, "maximize": True},
+    {"momentum": 0.9},
+    {"momentum": 0.9, "dampening": 0.1, "weight_decay": 0.01},
+    {"momentum": 0.9, "nesterov": True, "weight_decay": 0.01, "maximize": True},
+], ids=["plain", "decay-maximize", "momentum", "dampening", "nesterov"])
+def test_sgd_kernel_is_exact_per_tensor_over_mixed_sizes_and_steps(dtype, sizes, hyper):
+    k = _kernels()
+    rng = np.random.default_rng(8)
+    kw = dict({"lr": 0.1, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
+               "nesterov": False, "maximize": False}, **hyper)
+    ps = [rng.standard_normal(s).astype(dtype) for s in sizes]
+    bufs = [np.zeros(s, dtype) for s in sizes]
+    expected, expected_bufs = [p.copy() for p in ps], [b.copy() for b in bufs]
+    for step in range(3):
+        gs = [rng.standard_normal(s).astype(dtype) for s in sizes]
+        first = [step == i % 2 for i in range(len(sizes))]  # buffers started at other steps
+        k.sgd_step(ps, gs, bufs if kw["momentum"] else None,
+                   first_steps=first if kw["momentum"] else None, **kw)
+        for i in range(len(sizes)):
+            expected[i] = _sgd_exact(expected[i], gs[i], expected_bufs[i],
+                                     first_step=first[i], **kw)
+    for ours, theirs in zip(ps + bufs, expected + expected_bufs):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_kernels_take_mixed_dtypes_and_non_contiguous_or_read_only_grads():
+    k = _kernels()
+    rng = np.random.default_rng(9)
+    dtypes = [np.float32, np.float64, np.float32]
+    ps = [rng.standard_normal((40, 30)).astype(d) for d in dtypes]
+    gs = [np.asfortranarray(rng.standard_normal((40, 30)).astype(d)) for d in dtypes]
+    gs[2] = np.ascontiguousarray(gs[2])
+    gs[2].flags.writeable = False
+    ms, vs = [np.zeros_like(p) for p in ps], [np.zeros_like(p) for p in ps]
+    kw = _adam_kwargs()
+    kw.pop("steps")
+    expected = [_adam_exact(p.copy(), g, m.copy(), v.copy(), None, step=1, **kw)
+                for p, g, m, v in zip(ps, gs, ms, vs)]
+    k.adam_step(ps, gs, ms, vs, None, **_adam_kwargs(steps=[1, 1, 1]))
+    for ours, theirs in zip(ps, expected):
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)
+    bufs = [np.zeros_like(p) for p in ps]
+    expected = [_sgd_exact(p.copy(), g, b.copy(), lr=0.1, momentum=0.9, dampening=0.0,
+                           weight_decay=0.0, nesterov=True, maximize=False, first_step=True)
+                for p, g, b in zip(ps, gs, bufs)]
+    k.sgd_step(ps, gs, bufs, lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.0,
+               nesterov=True, maximize=False, first_steps=[True] * 3)
+    for ours, theirs in zip(ps, expected):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+# ----------------------------------------------------------------------------- fused groups
+def _group_run(name, kwargs, *, fused, dtype=np.float32, transpose=(), float64=(), steps=4):
+    """A group of parameters of mixed sizes (empty ones included) whose gradients come and
+    go, so their step counts differ; ``transpose`` lists the parameters made non-contiguous,
+    ``float64`` those of that dtype. Returns the final parameters."""
+    rng = np.random.default_rng(3)
+    shapes = [(6, 5), (0,), (1,), (300, 70), (17,), (40, 3)]
+    params = []
+    for i, s in enumerate(shapes):
+        a = rng.standard_normal(s[::-1] if i in transpose else s)
+        p = et.from_numpy(a.astype(np.float64 if i in float64 else dtype))
+        params.append(p.t() if i in transpose else p)
+    opt = getattr(optim, name)(params, **kwargs, fused=fused)
+    for step in range(steps):
+        for i, p in enumerate(params):
+            skip = (i + step) % 3 == 0 and step < steps - 1
+            g = rng.standard_normal(tuple(p.shape)).astype(p.detach().numpy().dtype)
+            p.grad = None if skip else et.from_numpy(g)
+        opt.step()
+    return [p.detach().numpy().copy() for p in params]
+
+
+GROUP_CASES = [
+    ("Adam", {"lr": 0.01}),
+    ("Adam", {"lr": 0.01, "amsgrad": True, "weight_decay": 0.1, "maximize": True}),
+    ("AdamW", {"lr": 0.01, "weight_decay": 0.1}),
+    ("AdamW", {"lr": 0.01, "amsgrad": True}),
+    ("SGD", {"lr": 0.1}),
+    ("SGD", {"lr": 0.1, "weight_decay": 0.01, "maximize": True}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.2}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", GROUP_CASES, ids=_ids)
+def test_fused_group_equals_the_array_loop_exactly(case, dtype):
+    # one kernel call a step for the whole group, each parameter at its own step count, gives
+    # exactly the per-parameter loop's numbers (beta1 = 0.9: the loop's lerp rounds alike)
+    name, kwargs = case
+    loop = _group_run(name, kwargs, fused=False, dtype=dtype)
+    for fused in (None, True):
+        for ours, theirs in zip(_group_run(name, kwargs, fused=fused, dtype=dtype), loop):
+            np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("case", GROUP_CASES, ids=_ids)
+def test_fused_group_with_parameters_the_kernel_cannot_take_in_place(monkeypatch, case):
+    # non-contiguous parameters: the loop under fused=None, copies in the same kernel call
+    # under fused=True; the numbers are the loop's either way
+    name, kwargs = case
+    calls = _count_kernel_calls(monkeypatch, name)
+    loop = _group_run(name, kwargs, fused=False, transpose=(0, 3))
+    assert calls == []
+    ours_default = _group_run(name, kwargs, fused=None, transpose=(0, 3))
+    assert len(calls) == 4  # one call a step for the contiguous parameters
+    assert max(calls) <= 4  # ... without the non-contiguous ones
+    calls.clear()
+    ours_forced = _group_run(name, kwargs, fused=True, transpose=(0, 3))
+    assert len(calls) == 4 and max(calls) == 6  # every parameter in one call a step
+    for a, b, c in zip(ours_default, ours_forced, loop):
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_array_equal(b, c)
+
+
+@pytest.mark.parametrize("case", GROUP_CASES, ids=_ids)
+def test_fused_group_of_mixed_dtypes(case):
+    # float32 and float64 parameters in one group: one launch per dtype, each exact
+    name, kwargs = case
+    loop = _group_run(name, kwargs, fused=False, float64=(1, 3, 4))
+    ours = _group_run(name, kwargs, fused=None, float64=(1, 3, 4))
+    for i, (a, b) in enumerate(zip(ours, loop)):
+        assert a.dtype == (np.float64 if i in (1, 3, 4) else np.float32)
+        np.testing.assert_array_equal(a, b)
+
+
+def _count_kernel_calls(monkeypatch, name):
+    import importlib
+
+    module = importlib.import_module("ember.optim." + ("sgd" if name == "SGD" else "adam"))
+    calls = []
+    real = module._kernel
+
+    def fake(kernel_name, t):
+        kernel = real(kernel_name, t)
+
+        def counted(*args, **kwargs):
+            calls.append(len(args[0]))
+            return kernel(*args, **kwargs)
+        return counted
+
+    monkeypatch.setattr(module, "_kernel", fake)
+    return calls
+
+
+def test_fused_group_sees_a_replaced_param_data_and_state():
+    p, q = et.zeros(3), et.zeros(4)
+    opt = optim.Adam([p, q], lr=0.1)
+    for t in (p, q):
+        t.grad = et.ones(tuple(t.shape))
+    opt.step()
+    p.data = et.full((3,), 5.0)  # a new array under p
+    opt.state[q]["exp_avg"] = et.zeros(4)  # a new state buffer
+    opt.step()
+    np.testing.assert_allclose(p.detach().numpy(), 5.0 - 0.1, rtol=1e-6)
+    assert opt.state[q]["exp_avg"].tolist() != [0.0] * 4

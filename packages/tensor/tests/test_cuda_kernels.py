@@ -253,19 +253,21 @@ def _host_calls(dt):
         ("gru_cell_backward",
          lambda: K.gru_cell_backward(a(2, 3), a(2, 3), a(2, 3), a(2, 3), a(2, 3), a(2, 3))),
         ("adam_step",
-         lambda: K.adam_step(a(3, 4).T, a(4, 3), a(4, 3), a(4, 3), a(4, 3), lr=1e-3, beta1=0.9,
-                             beta2=0.999, eps=1e-8, weight_decay=0.01, step=3, amsgrad=True,
-                             maximize=False, decoupled_weight_decay=True)),
+         lambda: K.adam_step([a(3, 4).T], [a(4, 3)], [a(4, 3)], [a(4, 3)], [a(4, 3)], lr=1e-3,
+                             beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.01, steps=[3],
+                             amsgrad=True, maximize=False, decoupled_weight_decay=True)),
         ("adam_step",
-         lambda: K.adam_step(a(5), a(5), a(5), a(5), None, lr=1e-3, beta1=0.9, beta2=0.999,
-                             eps=1e-8, weight_decay=0.0, step=1, amsgrad=False, maximize=True,
-                             decoupled_weight_decay=False)),
+         lambda: K.adam_step([a(5)], [a(5)], [a(5)], [a(5)], None, lr=1e-3, beta1=0.9,
+                             beta2=0.999, eps=1e-8, weight_decay=0.0, steps=[1], amsgrad=False,
+                             maximize=True, decoupled_weight_decay=False)),
         ("sgd_step",
-         lambda: K.sgd_step(a(5), a(5), a(5), lr=0.1, momentum=0.9, dampening=0.0,
-                            weight_decay=1e-4, nesterov=True, maximize=False, first_step=True)),
+         lambda: K.sgd_step([a(5)], [a(5)], [a(5)], lr=0.1, momentum=0.9, dampening=0.0,
+                            weight_decay=1e-4, nesterov=True, maximize=False,
+                            first_steps=[True])),
         ("sgd_step",
-         lambda: K.sgd_step(a(5), a(5), None, lr=0.1, momentum=0.0, dampening=0.0,
-                            weight_decay=0.0, nesterov=False, maximize=False, first_step=False)),
+         lambda: K.sgd_step([a(5)], [a(5)], None, lr=0.1, momentum=0.0, dampening=0.0,
+                            weight_decay=0.0, nesterov=False, maximize=False,
+                            first_steps=None)),
     ]
 
 
@@ -288,8 +290,8 @@ def test_host_side_float16_runs_in_float32(fake):
                                   (0, 0, 0), (1, 1, 1), (1, 1, 1))
     assert out.dtype == h and ind.dtype == np.int64
     param = _fa(np.ones(4), h)
-    K.sgd_step(param, _fa(np.ones(4), h), None, lr=0.1, momentum=0.0, dampening=0.0,
-               weight_decay=0.0, nesterov=False, maximize=False, first_step=True)
+    K.sgd_step([param], [_fa(np.ones(4), h)], None, lr=0.1, momentum=0.0, dampening=0.0,
+               weight_decay=0.0, nesterov=False, maximize=False, first_steps=None)
     assert param.dtype == h
     with pytest.raises(RuntimeError, match=r"softmax_backward: expected g to have dtype float16"):
         K.softmax_backward(_fa(np.zeros((2, 3)), h), _fa(np.zeros((2, 3)), np.float32))
@@ -351,14 +353,49 @@ def test_host_side_validation(fake):
     with pytest.raises(RuntimeError, match=r"lstm_cell_forward: expected gates of shape "
                                            r"\(N, 4\*H\)"):
         K.lstm_cell_forward(f(np.zeros((2, 6))), f(np.zeros((2, 1))))
+    z = [f(np.zeros(3)), f(np.zeros(2))]
+    adam = dict(lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.0, maximize=False,
+                decoupled_weight_decay=False)
     with pytest.raises(RuntimeError, match=r"adam_step: amsgrad=True needs a max_exp_avg_sq"):
-        K.adam_step(f(np.zeros(3)), f(np.zeros(3)), f(np.zeros(3)), f(np.zeros(3)), None,
-                    lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.0, step=1,
-                    amsgrad=True, maximize=False, decoupled_weight_decay=False)
+        K.adam_step(z, z, z, z, None, steps=[1, 1], amsgrad=True, **adam)
+    with pytest.raises(RuntimeError, match=r"adam_step: amsgrad=True needs a max_exp_avg_sq "
+                                           r"buffer for every param, got None "
+                                           r"\(max_exp_avg_sqs\[1\]\)"):
+        K.adam_step(z, z, z, z, [z[0], None], steps=[1, 1], amsgrad=True, **adam)
+    with pytest.raises(ValueError, match=r"adam_step: steps count from 1, got 0 \(steps\[1\]\)"):
+        K.adam_step(z, z, z, z, None, steps=[1, 0], amsgrad=False, **adam)
+    with pytest.raises(RuntimeError, match=r"adam_step: expected exp_avgs\[1\] of shape \(2,\), "
+                                           r"got \(3,\)"):
+        K.adam_step(z, z, [z[0], z[0]], z, None, steps=[1, 1], amsgrad=False, **adam)
+    with pytest.raises(RuntimeError, match=r"adam_step: expected grads to hold 2 entries"):
+        K.adam_step(z, z[:1], z, z, None, steps=[1, 1], amsgrad=False, **adam)
+    with pytest.raises(TypeError, match=r"adam_step: expected params to be a list of CuPy "
+                                        r"arrays"):
+        K.adam_step(z[0], z[0], z[0], z[0], None, steps=[1], amsgrad=False, **adam)
+    sgd = dict(lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.0, nesterov=False,
+               maximize=False)
     with pytest.raises(RuntimeError, match=r"sgd_step: momentum=0.9 needs a momentum buffer"):
-        K.sgd_step(f(np.zeros(3)), f(np.zeros(3)), None, lr=0.1, momentum=0.9, dampening=0.0,
-                   weight_decay=0.0, nesterov=False, maximize=False, first_step=True)
-    assert fake == []  # nothing was launched for a bad input
+        K.sgd_step(z, z, None, first_steps=[True, True], **sgd)
+    with pytest.raises(RuntimeError, match=r"sgd_step: momentum=0.9 needs a momentum buffer "
+                                           r"for every param, got None \(bufs\[1\]\)"):
+        K.sgd_step(z, z, [z[0], None], first_steps=[True, True], **sgd)
+    with pytest.raises(RuntimeError, match=r"sgd_step: expected grads\[1\] to have dtype "
+                                           r"float64"):
+        K.sgd_step(z, [z[0], f(np.zeros(2), np.float32)], z, first_steps=[True, True], **sgd)
+    assert fake == []  # nothing was launched for a bad input, the valid first tensors included
+
+
+def test_host_side_optimizer_steps_launch_once_per_non_empty_tensor(fake):
+    f = _fa
+    ps = [f(np.zeros(3)), f(np.zeros(0)), f(np.zeros((2, 2), np.float32))]
+    K.adam_step(ps, ps, ps, ps, None, lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8,
+                weight_decay=0.0, steps=[1, 2, 3], amsgrad=False, maximize=False,
+                decoupled_weight_decay=False)
+    assert fake == ["adam_step_f64", "adam_step_f32"]
+    fake.clear()
+    K.sgd_step(ps, ps, ps, lr=0.1, momentum=0.9, dampening=0.0, weight_decay=0.0,
+               nesterov=False, maximize=False, first_steps=[True, False, True])
+    assert fake == ["sgd_step_f64", "sgd_step_f32"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -693,22 +730,32 @@ def _ref_adam(p, g, m, v, vmax, *, lr, beta1, beta2, eps, weight_decay, step, am
 ])
 def test_cuda_adam_step(cp, dt, amsgrad, maximize, decoupled, wd):
     r = _rng()
-    shape = (7, 9)
-    p = r.standard_normal(shape)
-    state = [p, np.zeros(shape), np.zeros(shape), np.zeros(shape)]
-    base = cp.asarray(np.ascontiguousarray(p.astype(dt).T))
-    d = [base.T] + [cp.zeros(shape, dtype=dt) for _ in range(3)]  # param non-contiguous
+    shapes = [(7, 9), (0,), (5,)]
     hyper = dict(lr=1e-2, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=wd, amsgrad=amsgrad,
                  maximize=maximize, decoupled_weight_decay=decoupled)
+    states, devs = [], []
+    for i, shape in enumerate(shapes):
+        p = r.standard_normal(shape)
+        states.append([p, np.zeros(shape), np.zeros(shape), np.zeros(shape)])
+        if i == 0:  # param non-contiguous
+            first = cp.asarray(np.ascontiguousarray(p.astype(dt).T)).T
+        else:
+            first = cp.asarray(p.astype(dt))
+        devs.append([first] + [cp.zeros(shape, dtype=dt) for _ in range(3)])
     for step in range(1, 5):
-        g = r.standard_normal(shape)
-        state = list(_ref_adam(*state[:1], g, *state[1:], step=step, **hyper))
-        K.adam_step(d[0], cp.asarray(g.astype(dt)), d[1], d[2], d[3] if amsgrad else None,
-                    step=step, **hyper)
-    for a, e in zip(d, state):
-        if a is d[3] and not amsgrad:
-            continue
-        _close(a, e, dt, rtol=1e-4 if dt == np.float32 else 1e-9)
+        gs = [r.standard_normal(shape) for shape in shapes]
+        steps = [step + i for i in range(len(shapes))]  # each parameter its own step
+        for i, g in enumerate(gs):
+            state = states[i]
+            states[i] = list(_ref_adam(*state[:1], g, *state[1:], step=steps[i], **hyper))
+        columns = [[d[k] for d in devs] for k in range(4)]
+        K.adam_step(columns[0], [cp.asarray(g.astype(dt)) for g in gs], columns[1],
+                    columns[2], columns[3] if amsgrad else None, steps=steps, **hyper)
+    for d, state in zip(devs, states):
+        for a, e in zip(d, state):
+            if a is d[3] and not amsgrad:
+                continue
+            _close(a, e, dt, rtol=1e-4 if dt == np.float32 else 1e-9)
 
 
 @pytest.mark.cuda
@@ -719,25 +766,29 @@ def test_cuda_adam_step(cp, dt, amsgrad, maximize, decoupled, wd):
 ])
 def test_cuda_sgd_step(cp, dt, momentum, dampening, nesterov, wd, maximize):
     r = _rng()
-    p = r.standard_normal(11)
-    buf = None
-    d_p = cp.asarray(p.astype(dt))
-    d_buf = cp.zeros(11, dtype=dt) if momentum else None
+    sizes = [11, 0, 4]
+    ps = [r.standard_normal(n) for n in sizes]
+    bufs = [None] * len(sizes)
+    d_ps = [cp.asarray(p.astype(dt)) for p in ps]
+    d_bufs = [cp.zeros(n, dtype=dt) for n in sizes] if momentum else None
     for step in range(3):
-        g = r.standard_normal(11)
-        gg = -g if maximize else g
-        if wd:
-            gg = gg + wd * p
+        gs = [r.standard_normal(n) for n in sizes]
+        first = [step == 0 or (step == 1 and i == 2) for i in range(len(sizes))]  # a restart
+        for i, g in enumerate(gs):
+            gg = -g if maximize else g
+            if wd:
+                gg = gg + wd * ps[i]
+            if momentum:
+                bufs[i] = gg.copy() if first[i] else bufs[i] * momentum + (1 - dampening) * gg
+                gg = gg + momentum * bufs[i] if nesterov else bufs[i]
+            ps[i] = ps[i] - 0.1 * gg
+        K.sgd_step(d_ps, [cp.asarray(g.astype(dt)) for g in gs], d_bufs, lr=0.1,
+                   momentum=momentum, dampening=dampening, weight_decay=wd, nesterov=nesterov,
+                   maximize=maximize, first_steps=first if momentum else None)
+    for i in range(len(sizes)):
+        _close(d_ps[i], ps[i], dt)
         if momentum:
-            buf = gg.copy() if buf is None else buf * momentum + (1 - dampening) * gg
-            gg = gg + momentum * buf if nesterov else buf
-        p = p - 0.1 * gg
-        K.sgd_step(d_p, cp.asarray(g.astype(dt)), d_buf, lr=0.1, momentum=momentum,
-                   dampening=dampening, weight_decay=wd, nesterov=nesterov, maximize=maximize,
-                   first_step=step == 0)
-    _close(d_p, p, dt)
-    if momentum:
-        _close(d_buf, buf, dt)
+            _close(d_bufs[i], bufs[i], dt)
 
 
 def test_every_kernel_has_a_cuda_test():

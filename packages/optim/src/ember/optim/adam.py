@@ -12,8 +12,8 @@ from .optimizer import (
     Optimizer,
     _check_adam_args,
     _fusable,
+    _fused_copies,
     _fused_mode,
-    _fused_on_copies,
     _kernel,
     _lerp_,
     _scalar,
@@ -28,10 +28,10 @@ __all__ = ["Adam", "AdamW"]
 class Adam(Optimizer):
     """Adam (Kingma & Ba), with AMSGrad, maximize and L2 or decoupled weight decay.
 
-    Each float32/float64 contiguous parameter is updated by one fused kernel (Numba on the
-    CPU); ``foreach=False`` or ``fused=False`` select the per-parameter array loop, which gives
-    the same result, ``fused=True`` or ``foreach=True`` the kernel for every parameter (see
-    :mod:`ember.optim.optimizer`).
+    The float32/float64 contiguous parameters of a group are updated by one fused multi-tensor
+    kernel call (Numba on the CPU); ``foreach=False`` or ``fused=False`` select the
+    per-parameter array loop, which gives the same result, ``fused=True`` or ``foreach=True``
+    the kernel for every parameter (see :mod:`ember.optim.optimizer`).
 
     >>> import ember.tensor as et
     >>> w = et.zeros(2)
@@ -113,23 +113,27 @@ def _adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
           decoupled_weight_decay: bool = False) -> None:
     """Adam / AdamW over lists of tensors, in place (``state_steps`` are incremented).
 
-    Arithmetic of ``torch.optim.adam._single_tensor_adam``.
+    Arithmetic of ``torch.optim.adam._single_tensor_adam``. The parameters the fused kernel
+    takes (all of them with ``fused=True``, through copies where it cannot update one in place)
+    are updated by one kernel call after the loop; the others by the array loop.
     """
     lr, beta1, beta2 = float(lr), float(beta1), float(beta2)
     kernel = _kernel("adam_step", params[0]) if _use_fused(fused, params) else None
+    columns: tuple[list[Any], ...] = ([], [], [], [], [])  # param, grad, exp_avg, ..., max
+    steps: list[float] = []
+    write_back: list[tuple[Any, Any]] = []
     for i, param in enumerate(params):
         p, g = unwrap(param), unwrap(grads[i])
         m, v = unwrap(exp_avgs[i]), unwrap(exp_avg_sqs[i])
         vmax = unwrap(max_exp_avg_sqs[i]) if amsgrad else None
         step = _step_value(state_steps[i])
-        if kernel is not None and g.dtype == p.dtype and _fusable(p, m, v, vmax):
-            kernel(p, g, m, v, vmax, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
-                   weight_decay=weight_decay, step=step, amsgrad=amsgrad, maximize=maximize,
-                   decoupled_weight_decay=decoupled_weight_decay)
-        elif fused and kernel is not None:  # fused=True / foreach=True: the kernel, on copies
-            _fused_on_copies(kernel, (p, g, m, v, vmax), (1,), lr=lr, beta1=beta1, beta2=beta2,
-                             eps=eps, weight_decay=weight_decay, step=step, amsgrad=amsgrad,
-                             maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+        in_place = kernel is not None and _fusable(p, g, m, v, vmax)
+        if in_place or (fused and kernel is not None):
+            arrays = (p, g, m, v, vmax)
+            for column, a in zip(columns, arrays if in_place else
+                                 _fused_copies(arrays, write_back)):
+                column.append(a)
+            steps.append(step)
         else:
             xp = _xp(p)
             if maximize:
@@ -158,3 +162,9 @@ def _adam(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
         bump_version(exp_avg_sqs[i])
         if amsgrad:
             bump_version(max_exp_avg_sqs[i])
+    if steps:
+        kernel(*columns[:4], columns[4] if amsgrad else None, lr=lr, beta1=beta1, beta2=beta2,
+               eps=eps, weight_decay=weight_decay, steps=steps, amsgrad=amsgrad,
+               maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+        for a, w in write_back:
+            a[...] = w

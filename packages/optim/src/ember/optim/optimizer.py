@@ -11,8 +11,9 @@ and calls a pure update function over lists of tensors (``_sgd``, ``_adam``, ...
 Implementation flags (``foreach``, ``fused``, ``capturable``, ``differentiable``, where
 PyTorch's optimizer has them) are never accepted and ignored. ember has two implementations of
 an update: the per-parameter array loop (PyTorch's single-tensor "for-loop" arithmetic) and,
-for ``SGD``, ``Adam`` and ``AdamW`` only, a fused kernel per parameter (Numba on the CPU, CuPy
-on CUDA). The flags choose between them, per param group:
+for ``SGD``, ``Adam`` and ``AdamW`` only, a fused multi-tensor kernel (one call updates every
+fused parameter of a group: one Numba launch per dtype on the CPU; CuPy on CUDA). The flags
+choose between them, per param group:
 
 * ``fused=True`` or ``foreach=True``: the fused kernels, for every parameter (ember's kernels
   are its multi-tensor implementation: PyTorch's ``foreach`` and ``fused`` are both "the fast
@@ -538,13 +539,16 @@ def _kernel(name: str, t: Tensor) -> Callable | None:
 _FUSABLE = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _fusable(*arrays: Any) -> bool:
-    """True when a fused kernel can update these arrays in place."""
-    first = arrays[0]
-    for a in arrays:
+def _fusable(param: Any, grad: Any, *state: Any) -> bool:
+    """True when a fused kernel can update these arrays in place: the parameter and its state
+    (None entries skipped) float32/float64 of one dtype and shape, C-contiguous; the gradient
+    of the parameter's dtype (the kernel reads it in any layout)."""
+    if grad.dtype != param.dtype:
+        return False
+    for a in (param, *state):
         if a is None:
             continue
-        if a.dtype not in _FUSABLE or a.dtype != first.dtype or a.shape != first.shape:
+        if a.dtype not in _FUSABLE or a.dtype != param.dtype or a.shape != param.shape:
             return False
         if not a.flags.c_contiguous:
             return False
@@ -570,18 +574,19 @@ def _use_fused(fused: bool | None, params: list[Tensor]) -> bool:
     return fused is not False and len(params) > 0
 
 
-def _fused_on_copies(kernel: Callable, arrays: tuple, inputs: int, **kwargs: Any) -> None:
-    """Run ``kernel(*arrays, **kwargs)`` on C-contiguous copies in the first array's dtype
-    (None stays None) and write the updated ones back: the forced fused path for a parameter
-    the kernel cannot update in place (non-contiguous, or a gradient of another dtype).
-    ``inputs`` lists the positions the kernel only reads (the gradient)."""
+def _fused_copies(arrays: tuple, write_back: list) -> tuple:
+    """C-contiguous copies of one parameter's ``arrays`` (parameter, gradient, state; None
+    stays None) in the parameter's dtype, for the forced fused path (a parameter the kernel
+    cannot update in place: non-contiguous, or a gradient of another dtype). The pairs
+    ``(array, copy)`` to copy back after the kernel has run are added to ``write_back`` (the
+    gradient, which the kernel only reads, is not)."""
     first = arrays[0]
     xp = _xp(first)
-    work = [None if a is None else xp.ascontiguousarray(a, dtype=first.dtype) for a in arrays]
-    kernel(*work, **kwargs)
-    for i, (a, w) in enumerate(zip(arrays, work)):
-        if a is not None and w is not a and i not in inputs:
-            a[...] = w
+    work = tuple(None if a is None else xp.ascontiguousarray(a, dtype=first.dtype)
+                 for a in arrays)
+    write_back.extend((a, w) for i, (a, w) in enumerate(zip(arrays, work))
+                      if i != 1 and a is not None and w is not a)
+    return work
 
 
 def _check_adam_args(lr: float, betas: tuple[float, float], eps: float,

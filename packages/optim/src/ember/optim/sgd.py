@@ -11,8 +11,8 @@ from ember.tensor.extension import bump_version, unwrap, wrap
 from .optimizer import (
     Optimizer,
     _fusable,
+    _fused_copies,
     _fused_mode,
-    _fused_on_copies,
     _kernel,
     _use_fused,
 )
@@ -23,10 +23,10 @@ __all__ = ["SGD"]
 class SGD(Optimizer):
     """Stochastic gradient descent, optionally with (Nesterov) momentum.
 
-    Each float32/float64 contiguous parameter is updated by one fused kernel (Numba on the
-    CPU); ``foreach=False`` or ``fused=False`` select the per-parameter array loop, which gives
-    the same result, ``fused=True`` or ``foreach=True`` the kernel for every parameter (see
-    :mod:`ember.optim.optimizer`).
+    The float32/float64 contiguous parameters of a group are updated by one fused multi-tensor
+    kernel call (Numba on the CPU); ``foreach=False`` or ``fused=False`` select the
+    per-parameter array loop, which gives the same result, ``fused=True`` or ``foreach=True``
+    the kernel for every parameter (see :mod:`ember.optim.optimizer`).
 
     >>> import ember.tensor as et
     >>> w = et.ones(2, dtype=et.float64)
@@ -87,6 +87,9 @@ def _sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[T
     ``momentum_buffer_list``. Arithmetic of ``torch.optim.sgd._single_tensor_sgd``."""
     lr = float(lr)
     kernel = _kernel("sgd_step", params[0]) if _use_fused(fused, params) else None
+    columns: tuple[list[Any], ...] = ([], [], [])  # param, grad, momentum buffer
+    first_steps: list[bool] = []
+    write_back: list[tuple[Any, Any]] = []
     for i, param in enumerate(params):
         if grads[i].is_sparse:
             _sgd_sparse(i, param, grads[i], momentum_buffer_list, weight_decay=weight_decay,
@@ -95,28 +98,18 @@ def _sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[T
             continue
         p, g = unwrap(param), unwrap(grads[i])
         buf = momentum_buffer_list[i]
-        if kernel is not None and g.dtype == p.dtype \
-                and _fusable(p, None if buf is None else unwrap(buf)):
+        in_place = kernel is not None and _fusable(p, g, None if buf is None else unwrap(buf))
+        if in_place or (fused and kernel is not None):
             first = buf is None
-            if momentum != 0 and first:
-                buf = momentum_buffer_list[i] = zeros_like(param)
-            kernel(p, g, None if momentum == 0 else unwrap(buf), lr=lr, momentum=momentum,
-                   dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
-                   maximize=maximize, first_step=first)
             if momentum != 0:
+                if first:  # (a contiguous parameter gets a contiguous buffer)
+                    buf = momentum_buffer_list[i] = zeros_like(param)
                 bump_version(buf)
-            bump_version(param)
-            continue
-        if fused and kernel is not None:  # fused=True / foreach=True: the kernel, on copies
-            first = buf is None
-            if momentum != 0 and first:
-                buf = momentum_buffer_list[i] = zeros_like(param)
-            _fused_on_copies(kernel, (p, g, None if momentum == 0 else unwrap(buf)), (1,),
-                             lr=lr, momentum=momentum, dampening=dampening,
-                             weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
-                             first_step=first)
-            if momentum != 0:
-                bump_version(buf)
+            arrays = (p, g, None if momentum == 0 else unwrap(buf))
+            for column, a in zip(columns, arrays if in_place else
+                                 _fused_copies(arrays, write_back)):
+                column.append(a)
+            first_steps.append(first)
             bump_version(param)
             continue
         if maximize:
@@ -135,6 +128,12 @@ def _sgd(params: list[Tensor], grads: list[Tensor], momentum_buffer_list: list[T
             g = g + momentum * b if nesterov else b
         p += -lr * g
         bump_version(param)
+    if first_steps:
+        kernel(*columns[:2], columns[2] if momentum != 0 else None, lr=lr, momentum=momentum,
+               dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
+               maximize=maximize, first_steps=first_steps)
+        for a, w in write_back:
+            a[...] = w
 
 
 def _sgd_sparse(i: int, param: Tensor, grad: Tensor, momentum_buffer_list: list, *,

@@ -814,90 +814,162 @@ def _check_like(op: str, param: Any, **arrays: Any) -> None:
             _check_shape(op, name, a, tuple(param.shape))
 
 
-@_half_as_float("param", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
-def adam_step(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any, *,
-              lr: float, beta1: float, beta2: float, eps: float, weight_decay: float, step: int,
-              amsgrad: bool, maximize: bool, decoupled_weight_decay: bool) -> None:
-    """One fused Adam (AdamW with ``decoupled_weight_decay``) step, in place.
+def _count(op: str, params: Any, **lists: Any) -> int:
+    """The number of tensors: ``params`` and every list in ``lists`` hold one entry each."""
+    n = None
+    for name, seq in (("params", params), *lists.items()):
+        if not isinstance(seq, (list, tuple)):
+            raise TypeError(f"{op}: expected {name} to be a list of CuPy arrays (one per "
+                            f"param), got {type(seq).__name__}")
+        if n is None:
+            n = len(seq)
+        elif len(seq) != n:
+            raise RuntimeError(
+                f"{op}: expected {name} to hold {n} entries (one per param), got {len(seq)}")
+    return n
 
-    Updates param, exp_avg, exp_avg_sq (and max_exp_avg_sq with amsgrad) exactly as
-    ``torch.optim.Adam`` / ``AdamW``'s single-tensor path; ``step`` counts from 1.
+
+def adam_step(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list,
+              max_exp_avg_sqs: list | None, *, lr: float, beta1: float, beta2: float,
+              eps: float, weight_decay: float, steps: list, amsgrad: bool, maximize: bool,
+              decoupled_weight_decay: bool) -> None:
+    """One fused Adam (AdamW with ``decoupled_weight_decay``) step over lists of arrays, in
+    place.
+
+    Updates each ``params[i]``, ``exp_avgs[i]``, ``exp_avg_sqs[i]`` (and ``max_exp_avg_sqs[i]``
+    with ``amsgrad``; the list is not read without it) exactly as ``torch.optim.Adam`` /
+    ``AdamW``'s single-tensor path; ``steps[i]`` is that parameter's step, counting from 1.
+    Every array is validated before anything is launched; then one launch per tensor.
     """
     op = "adam_step"
     cp = _cupy.require(op)
-    dev = _device_of(op, cp, param=param, grad=grad, exp_avg=exp_avg, exp_avg_sq=exp_avg_sq,
-                     max_exp_avg_sq=max_exp_avg_sq)
-    dtype = _float_dtype(op, param=param, grad=grad, exp_avg=exp_avg, exp_avg_sq=exp_avg_sq,
-                         max_exp_avg_sq=max_exp_avg_sq)
-    if amsgrad and max_exp_avg_sq is None:
-        raise RuntimeError(f"{op}: amsgrad=True needs a max_exp_avg_sq buffer, got None")
-    if int(step) < 1:
-        raise ValueError(f"{op}: step counts from 1, got {step}")
-    _check_like(op, param, grad=grad, exp_avg=exp_avg, exp_avg_sq=exp_avg_sq,
-           max_exp_avg_sq=max_exp_avg_sq if amsgrad else None)
+    lists = {"grads": grads, "exp_avgs": exp_avgs, "exp_avg_sqs": exp_avg_sqs, "steps": steps}
+    if amsgrad:
+        if max_exp_avg_sqs is None:
+            raise RuntimeError(f"{op}: amsgrad=True needs a max_exp_avg_sq buffer for every "
+                               "param, got None")
+        lists["max_exp_avg_sqs"] = max_exp_avg_sqs
+    n = _count(op, params, **lists)
+    devices = []
+    for i in range(n):
+        vmax = max_exp_avg_sqs[i] if amsgrad else None
+        if amsgrad and vmax is None:
+            raise RuntimeError(f"{op}: amsgrad=True needs a max_exp_avg_sq buffer for every "
+                               f"param, got None (max_exp_avg_sqs[{i}])")
+        arrays = {f"params[{i}]": params[i], f"grads[{i}]": grads[i],
+                  f"exp_avgs[{i}]": exp_avgs[i], f"exp_avg_sqs[{i}]": exp_avg_sqs[i],
+                  f"max_exp_avg_sqs[{i}]": vmax}
+        devices.append(_device_of(op, cp, **arrays))
+        _float_dtype(op, **arrays)
+        if int(steps[i]) < 1:
+            raise ValueError(f"{op}: steps count from 1, got {steps[i]} (steps[{i}])")
+        _check_like(op, params[i], **arrays)
+    for i in range(n):
+        with cp.cuda.Device(devices[i]):
+            _adam_launch(cp, params[i], grads[i], exp_avgs[i], exp_avg_sqs[i],
+                         max_exp_avg_sqs[i] if amsgrad else None, lr=lr, beta1=beta1,
+                         beta2=beta2, eps=eps, weight_decay=weight_decay, step=steps[i],
+                         amsgrad=amsgrad, maximize=maximize,
+                         decoupled_weight_decay=decoupled_weight_decay)
+
+
+@_half_as_float("param", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+def _adam_launch(cp: Any, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any,
+                 max_exp_avg_sq: Any, *, lr: float, beta1: float, beta2: float, eps: float,
+                 weight_decay: float, step: float, amsgrad: bool, maximize: bool,
+                 decoupled_weight_decay: bool) -> None:
+    """One tensor's ``adam_step`` launch (validated by the caller)."""
     # The host-side scalars, computed in double as in torch.optim.adam._single_tensor_adam.
+    step = float(step)
     bias_correction1 = 1 - beta1 ** step
     bias_correction2 = 1 - beta2 ** step
     step_size = lr / bias_correction1
     bias_correction2_sqrt = bias_correction2 ** 0.5
+    dtype = np.dtype(param.dtype)
     t = dtype.type
-    with cp.cuda.Device(dev):
-        n = int(param.size)
-        if n == 0:
-            return
-        p_w, p_back = _work(cp, param)
-        m_w, m_back = _work(cp, exp_avg)
-        v_w, v_back = _work(cp, exp_avg_sq)
-        if amsgrad:
-            mx_w, mx_back = _work(cp, max_exp_avg_sq)
-        else:
-            mx_w, mx_back = v_w, False  # never read or written by the kernel
-        _launch("adam_step", dtype, _blocks(n),
-                (p_w, cp.ascontiguousarray(grad), m_w, v_w, mx_w, _i64(n), t(weight_decay),
-                 t(1 - lr * weight_decay), t(beta2), t(1 - beta1), t(1 - beta2), t(eps),
-                 t(-step_size), t(bias_correction2_sqrt), _flag(amsgrad), _flag(maximize),
-                 _flag(decoupled_weight_decay)))
-        for back, dst, src in ((p_back, param, p_w), (m_back, exp_avg, m_w),
-                               (v_back, exp_avg_sq, v_w), (mx_back, max_exp_avg_sq, mx_w)):
-            if back:
-                dst[...] = src
+    n = int(param.size)
+    if n == 0:
+        return
+    p_w, p_back = _work(cp, param)
+    m_w, m_back = _work(cp, exp_avg)
+    v_w, v_back = _work(cp, exp_avg_sq)
+    if amsgrad:
+        mx_w, mx_back = _work(cp, max_exp_avg_sq)
+    else:
+        mx_w, mx_back = v_w, False  # never read or written by the kernel
+    _launch("adam_step", dtype, _blocks(n),
+            (p_w, cp.ascontiguousarray(grad), m_w, v_w, mx_w, _i64(n), t(weight_decay),
+             t(1 - lr * weight_decay), t(beta2), t(1 - beta1), t(1 - beta2), t(eps),
+             t(-step_size), t(bias_correction2_sqrt), _flag(amsgrad), _flag(maximize),
+             _flag(decoupled_weight_decay)))
+    for back, dst, src in ((p_back, param, p_w), (m_back, exp_avg, m_w),
+                           (v_back, exp_avg_sq, v_w), (mx_back, max_exp_avg_sq, mx_w)):
+        if back:
+            dst[...] = src
 
 
-@_half_as_float("param", "buf")
-def sgd_step(param: Any, grad: Any, buf: Any, *, lr: float, momentum: float, dampening: float,
-             weight_decay: float, nesterov: bool, maximize: bool, first_step: bool) -> None:
-    """One fused SGD step, in place, exactly as ``torch.optim.SGD``'s single-tensor path.
+def sgd_step(params: list, grads: list, bufs: list | None, *, lr: float, momentum: float,
+             dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+             first_steps: list | None) -> None:
+    """One fused SGD step over lists of arrays, in place, exactly as ``torch.optim.SGD``'s
+    single-tensor path.
 
-    ``buf`` is the momentum buffer (None when momentum is 0); on ``first_step`` it is set to the
-    (decayed) gradient instead of being averaged.
+    ``bufs`` are the momentum buffers and ``first_steps`` say, per parameter, whether this is
+    its buffer's first step (the buffer is then set to the (decayed) gradient instead of being
+    averaged); both are not read when ``momentum`` is 0 and may be None. Every array is
+    validated before anything is launched; then one launch per tensor.
     """
     op = "sgd_step"
     cp = _cupy.require(op)
     has_momentum = momentum != 0
-    if has_momentum and buf is None:
-        raise RuntimeError(f"{op}: momentum={momentum} needs a momentum buffer, got None")
-    used_buf = buf if has_momentum else None
-    dev = _device_of(op, cp, param=param, grad=grad, buf=used_buf)
-    dtype = _float_dtype(op, param=param, grad=grad, buf=used_buf)
-    _check_like(op, param, grad=grad, buf=used_buf)
+    lists = {"grads": grads}
+    if has_momentum:
+        if bufs is None or first_steps is None:
+            raise RuntimeError(f"{op}: momentum={momentum} needs a momentum buffer and a "
+                               "first-step flag for every param, got None")
+        lists.update(bufs=bufs, first_steps=first_steps)
+    n = _count(op, params, **lists)
+    devices = []
+    for i in range(n):
+        buf = bufs[i] if has_momentum else None
+        if has_momentum and buf is None:
+            raise RuntimeError(f"{op}: momentum={momentum} needs a momentum buffer for every "
+                               f"param, got None (bufs[{i}])")
+        arrays = {f"params[{i}]": params[i], f"grads[{i}]": grads[i], f"bufs[{i}]": buf}
+        devices.append(_device_of(op, cp, **arrays))
+        _float_dtype(op, **arrays)
+        _check_like(op, params[i], **arrays)
+    for i in range(n):
+        with cp.cuda.Device(devices[i]):
+            _sgd_launch(cp, params[i], grads[i], bufs[i] if has_momentum else None, lr=lr,
+                        momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize,
+                        first_step=has_momentum and bool(first_steps[i]))
+
+
+@_half_as_float("param", "buf")
+def _sgd_launch(cp: Any, param: Any, grad: Any, buf: Any, *, lr: float, momentum: float,
+                dampening: float, weight_decay: float, nesterov: bool, maximize: bool,
+                first_step: bool) -> None:
+    """One tensor's ``sgd_step`` launch (validated by the caller)."""
+    dtype = np.dtype(param.dtype)
     t = dtype.type
-    with cp.cuda.Device(dev):
-        n = int(param.size)
-        if n == 0:
-            return
-        p_w, p_back = _work(cp, param)
-        if has_momentum:
-            b_w, b_back = _work(cp, buf)
-        else:
-            b_w, b_back = p_w, False  # never read or written by the kernel
-        _launch("sgd_step", dtype, _blocks(n),
-                (p_w, cp.ascontiguousarray(grad), b_w, _i64(n), t(-lr), t(momentum),
-                 t(1 - dampening), t(weight_decay), _flag(nesterov), _flag(maximize),
-                 _flag(first_step)))
-        if p_back:
-            param[...] = p_w
-        if b_back:
-            buf[...] = b_w
+    n = int(param.size)
+    if n == 0:
+        return
+    p_w, p_back = _work(cp, param)
+    if buf is not None:
+        b_w, b_back = _work(cp, buf)
+    else:
+        b_w, b_back = p_w, False  # never read or written by the kernel
+    _launch("sgd_step", dtype, _blocks(n),
+            (p_w, cp.ascontiguousarray(grad), b_w, _i64(n), t(-lr), t(momentum),
+             t(1 - dampening), t(weight_decay), _flag(nesterov), _flag(maximize),
+             _flag(first_step)))
+    if p_back:
+        param[...] = p_w
+    if b_back:
+        buf[...] = b_w
 
 
 # ---------------------------------------------------------------------------------------------
