@@ -262,8 +262,32 @@ def _fill(xp, shape, dt, fill, op="full"):
 def _check_int_fill(op: str, fill, dt) -> None:
     """An integer fill value must fit the dtype (NaN, inf, 1e30 into int64 raise as in
     PyTorch, not wrap to INT64_MIN)."""
-    if isinstance(fill, (bool, np.bool_)):
-        return
+    if fill.__class__ is not int:
+        if isinstance(fill, (bool, np.bool_)):
+            return
+        fill = _int_fill_value(op, fill, dt)
+    lo, hi = _int_bounds(dt.np)
+    if not lo <= fill <= hi:
+        raise RuntimeError(f"{op}(): value cannot be converted to type {dt} without overflow: "
+                           f"{fill}")
+
+
+_INT_BOUNDS: dict = {}
+
+
+def _int_bounds(np_dtype) -> tuple[int, int]:
+    """``(min, max)`` of an integer NumPy dtype (``np.iinfo`` is slow to build; kept per
+    dtype)."""
+    b = _INT_BOUNDS.get(np_dtype)
+    if b is None:
+        info = np.iinfo(np_dtype)
+        b = _INT_BOUNDS[np_dtype] = (int(info.min), int(info.max))
+    return b
+
+
+def _int_fill_value(op: str, fill, dt) -> int:
+    """A non-int fill value of an integer tensor as the int it becomes (PyTorch truncates a
+    finite float; NaN, inf and a complex with an imaginary part raise)."""
     if isinstance(fill, numbers.Complex) and not isinstance(fill, numbers.Real):
         fill = complex(fill)
         if fill.imag:
@@ -276,10 +300,7 @@ def _check_int_fill(op: str, fill, dt) -> None:
             raise RuntimeError(f"{op}(): value cannot be converted to type {dt} without "
                                f"overflow: {f}")
         fill = int(f)
-    info = np.iinfo(dt.np)
-    if isinstance(fill, numbers.Integral) and not info.min <= int(fill) <= info.max:
-        raise RuntimeError(f"{op}(): value cannot be converted to type {dt} without overflow: "
-                           f"{fill}")
+    return int(fill)
 
 
 def _finish(arr, requires_grad: bool) -> Tensor:
@@ -458,14 +479,14 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         raise RuntimeError(
             f"arange(): upper bound and larger bound inconsistent with step sign "
             f"(start={start}, end={end}, step={step})")
+    is_int = all(v.__class__ is int or isinstance(v, numbers.Integral) for v in vals)
     if dtype is None:
-        is_int = all(isinstance(v, numbers.Integral) for v in vals)
         dtype = D.int64 if is_int else D.get_default_dtype()
     dt = D.to_dtype(dtype, "arange")
     n = max(0, math.ceil((end - start) / step))
     xp = _xp(to_device(device))
     # compute in float64 / int64 like PyTorch's accumulate type, then cast
-    if dt.is_floating_point or not all(isinstance(v, numbers.Integral) for v in vals):
+    if dt.is_floating_point or not is_int:
         arr = (start + xp.arange(n, dtype=np.float64) * step).astype(dt.np)
     else:
         arr = xp.arange(start, start + n * step, step, dtype=np.int64)[:n].astype(dt.np)

@@ -110,8 +110,25 @@ def _dims_arg(dims, op: str) -> tuple[int, ...]:
     return tuple(operator.index(d) for d in dims)
 
 
+_EXACT_RANGE: dict = {}
+
+
+def _exact_range(dtype: np.dtype) -> float:
+    """A bound below which a Python float or int converts to float ``dtype`` without overflow,
+    or to an integer ``dtype`` as is (0 where neither applies)."""
+    r = _EXACT_RANGE.get(dtype)
+    if r is None:
+        r = _EXACT_RANGE[dtype] = (float(np.finfo(dtype).max) / 2 if dtype.kind == "f" else
+                                   float(np.iinfo(dtype).max) if dtype.kind in "iu" else 0.0)
+    return r
+
+
 def _cast_scalar(value, dtype: np.dtype):
     """A Python scalar cast to ``dtype`` with PyTorch's wrap-around for integers."""
+    cls = value.__class__
+    if (cls is float and dtype.kind == "f") or (cls is int and dtype.kind in "fiu" and value >= 0):
+        if -_exact_range(dtype) < value < _exact_range(dtype):  # no overflow to silence
+            return dtype.type(value)
     with np.errstate(all="ignore"):
         if dtype.kind in "iu" and isinstance(value, numbers.Integral) and \
                 not isinstance(value, (bool, np.bool_)):
@@ -422,8 +439,10 @@ def _basic_view(data, index):
 
 
 def _rows_index(data, index):
-    """For ``index`` one integer tensor of at least one dim (``x[idx]``, the commonest
-    advanced index) on NumPy memory: the checked index array, else None."""
+    """For ``index`` one integer tensor of at least one dim, alone or in a 1-tuple (``x[idx]``,
+    the commonest advanced index) on NumPy memory: the checked index array, else None."""
+    if index.__class__ is tuple and len(index) == 1:
+        index = index[0]
     if index.__class__ is not Tensor or not data.ndim or data.__class__ is not _ndarray:
         return None
     a = index._data
@@ -541,12 +560,11 @@ def _value_array(value, target, op: str, rshape: tuple, advanced: bool):
 def _setitem_into(t: Tensor, index, value) -> None:
     data = t._data
     view, idx, rshape, _ = _resolve(data, index)
-    v = _value_array(value, data, "setitem", rshape, idx is not None)
-    with np.errstate(all="ignore"):
-        if idx is None:
-            view[...] = v
-        else:
-            view[idx] = v
+    v = _value_array(value, data, "setitem", rshape, idx is not None)  # of data's dtype
+    if idx is None:
+        view[...] = v
+    else:
+        view[idx] = v
 
 
 @defop("setitem_", inplace=True)
@@ -900,15 +918,11 @@ def _put_args(op: str, input: Tensor, index: Tensor, source: Tensor):
                          f"elements, but got source.numel() = {source._data.size}, "
                          f"index.numel() = {a.size}")
     n = input._data.size
-    if a.size:
-        bad = a[(a >= n) | (a < -n)] if n else a
-        if bad.size:
-            raise IndexError(f"{op}(): out of range: tried to access index "
-                             f"{int(bad.reshape(-1)[0])} on a tensor of {n} elements.")
-    flat = index.reshape(-1)
-    if a.size and bool((a < 0).any()):
-        flat = Tensor._make(array_module(a).where(a < 0, a + n, a).reshape(-1))
-    return flat, source.reshape(-1)
+    v = _first_bad(a, -n, n)
+    if v is not None:
+        raise IndexError(f"{op}(): out of range: tried to access index {v} on a tensor of {n} "
+                         "elements.")
+    return index.reshape(-1), source.reshape(-1)  # negative indices count from the end
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
