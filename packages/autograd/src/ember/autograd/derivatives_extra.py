@@ -1,6 +1,7 @@
-"""The derivative table's entries for the ops of ``ember.tensor._extra_ops``: only
-``scatter_reduce`` is a differentiable registry op there (the rest are composites, or not
-differentiable). Its formulas follow PyTorch's: ``sum`` and ``mean`` spread the gradient,
+"""The derivative table's entries for the ops of ``ember.tensor._extra_ops``: ``nan_to_num``
+(the gradient passes where the input is finite, as PyTorch's) and ``scatter_reduce`` are the
+differentiable registry ops there (the rest are composites, or not differentiable).
+``scatter_reduce``'s formulas follow PyTorch's: ``sum`` and ``mean`` spread the gradient,
 ``amax``/``amin`` share it evenly among the elements equal to the result, ``prod`` divides
 the result by each factor (inputs must be non-zero).
 """
@@ -41,3 +42,8 @@ def _scatter_reduce(c, g):
         gx = et.where(hit, share * self_hit, g) if incl else et.where(hit, et.zeros_like(g), g)
         gs = share.gather(dim, idx) * src_hit
     return (gx if c.needs[0] else None), None, None, (gs if c.needs[3] else None)
+
+
+@vjp("nan_to_num", save=(0,), complex="linear")
+def _nan_to_num(c, g):
+    return (g * c.args.input.isfinite(),)

@@ -15,6 +15,7 @@ import math
 import numbers
 import os
 
+import ml_dtypes
 import numpy as np
 
 from . import _dtype as D
@@ -85,31 +86,25 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- elementwise
-@with_out
+@defop("nan_to_num", out=True)
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the
-    dtype's largest and lowest finite values).
+    dtype's largest and lowest finite values); a complex tensor's parts each on their own.
+    One ``nan_to_num`` of the array module (bfloat16 through float32).
 
     >>> nan_to_num(tensor([float('nan'), 1.]))
     tensor([0., 1.])
     """
-    from ._creation import full_like
-    from ._pointwise import isnan, where
-
-    if input.is_complex():  # each part on its own, as PyTorch does
-        from ._complex import complex as _complex
-
-        return _complex(nan_to_num(input.real, nan, posinf, neginf),
-                        nan_to_num(input.imag, nan, posinf, neginf))
-    if not input.is_floating_point():
-        return input.clone()
-    fi = np.finfo(input._data.dtype)
-    posinf = float(fi.max) if posinf is None else posinf
-    neginf = float(fi.min) if neginf is None else neginf
-    x = where(isnan(input), full_like(input, nan), input)
-    x = where(input == math.inf, full_like(input, posinf), x)
-    return where(input == -math.inf, full_like(input, neginf), x)
+    d = input._data
+    if not D.is_float_np(d.dtype) and d.dtype.kind != "c":
+        return _make(d.copy())
+    fi = ml_dtypes.finfo(d.dtype)
+    w = d.astype(np.float32) if d.dtype == D.BF16_NP else d
+    r = array_module(d).nan_to_num(
+        w, nan=0.0 if nan is None else nan, posinf=float(fi.max) if posinf is None else posinf,
+        neginf=float(fi.min) if neginf is None else neginf)
+    return _make(r.astype(d.dtype, copy=False))
 
 
 def nan_to_num_(input: Tensor, nan: float = 0.0, posinf: float | None = None,

@@ -1346,14 +1346,18 @@ def cross_entropy_loss(input: Tensor, target: Tensor, weight: Tensor | None = No
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {eps}")
     rows, flat, w, _ = _ce_layout(op, input, target, weight)
     ignore_index = int(ignore_index)
-    _ce_check_targets(rows, flat, ignore_index)
     xp = array_module(rows)
     dt = rows.dtype
     if rows.shape[0] == 0:
         loss = xp.zeros(0, dtype=dt)
     elif _ce_kernel_ok(rows):
-        loss, _ = _kernel("cross_entropy_forward", xp)(rows, flat, w, ignore_index, eps)
+        try:  # the kernel checks the targets itself; PyTorch's message only when one is bad
+            loss, _ = _kernel("cross_entropy_forward", xp)(rows, flat, w, ignore_index, eps)
+        except IndexError:
+            _ce_check_targets(rows, flat, ignore_index)
+            raise
     else:
+        _ce_check_targets(rows, flat, ignore_index)
         loss = _ce_rows_numpy(rows, flat, w, ignore_index, eps)
     if r == 0:
         return _make(loss.reshape(target.shape).astype(dt, copy=False))

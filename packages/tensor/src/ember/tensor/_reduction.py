@@ -75,7 +75,7 @@ _type_name = scalar_type_name
 
 
 def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+    return v.__class__ is int or (isinstance(v, numbers.Integral) and not isinstance(v, bool))
 
 
 def _wrap(d: int, ndim: int, op: str) -> int:
@@ -283,7 +283,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     dims = _dims(dim, d.ndim, "mean")
     out = _mean_dtype(d, dtype, "mean")
     xp = array_module(d)
-    s = xp.sum(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
+    s = d.sum(axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
     with np.errstate(**_quiet):
         r = xp.true_divide(s, _count(d, dims))
     return _make(_own(r.astype(out, copy=False), d))
@@ -355,11 +355,11 @@ def _var(input: Tensor, dim=None, *, correction=1, keepdim: bool = False) -> Ten
                       UserWarning, stacklevel=3)
     x = d.astype(acc, copy=False)
     with np.errstate(**_quiet):
-        m = xp.true_divide(xp.sum(x, axis=axes, keepdims=True), n).astype(acc, copy=False)
+        m = xp.true_divide(x.sum(axis=axes, keepdims=True), n).astype(acc, copy=False)
         dev = x - m
         if dev.dtype.kind == "c":  # |x - mean|^2: a complex tensor's variance is real
             dev = xp.abs(dev)
-        ss = xp.sum(dev * dev, axis=axes, keepdims=keepdim)
+        ss = (dev * dev).sum(axis=axes, keepdims=keepdim)
         r = xp.true_divide(ss, builtins.max(dof, 0))
     return _make(_own(r.astype(D._FROM_NP[d.dtype].to_real().np, copy=False), d))
 

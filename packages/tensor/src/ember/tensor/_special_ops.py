@@ -131,7 +131,15 @@ def polygamma(n: int, input: Tensor) -> Tensor:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     if n == 0:
         return digamma.op.impl(input)
-    return _run(input._data, lambda xp, a: _sp(xp).polygamma(n, a), "polygamma")
+    return _run(input._data, lambda xp, a: _polygamma(xp, int(n), a), "polygamma")
+
+
+def _polygamma(xp, n: int, a):
+    """SciPy's ``polygamma`` for ``n >= 1`` (``(-1)**(n+1) n! zeta(n+1, x)``, its own formula,
+    zeta in float64 as there), without its Python wrapper's array conversions and its psi
+    branch for ``n == 0``."""
+    sp = _sp(xp)
+    return (-1.0) ** (n + 1) * sp.gamma(n + 1.0) * sp.zeta(np.float64(n + 1), a)
 
 
 @defop("polygamma_", inplace=True)

@@ -539,7 +539,7 @@ _EXTRA = [
     E("softmax", et.softmax, lambda x, dim: _sc("softmax")(x, axis=dim).astype(x.dtype),
       lambda d, rng: [_S(_rand((2, 3), d, rng), 1), _S(_rand((2, 3, 2), d, rng), -1)],
       ops=("logsumexp", "exp")),
-    E("nan_to_num", et.nan_to_num, _np_nan_to_num, _nan_samples, ops=("where",),
+    E("nan_to_num", et.nan_to_num, _np_nan_to_num, _nan_samples,
       inplace="nan_to_num_", grad_dtypes_ok=True),
     E("isposinf", et.isposinf, np.isposinf, lambda d, r: _nan_samples(d, r)[:1], out_dtype="bool",
       differentiable=False),

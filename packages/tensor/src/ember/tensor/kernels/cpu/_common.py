@@ -128,7 +128,7 @@ def check_indices(
     if index.dtype.kind not in "iu":
         raise TypeError(f"{op}(): expected an integer index array, got dtype {index.dtype}")
     index = np.ascontiguousarray(index, dtype=np.int64)
-    if index.size == 0:
+    if index.size == 0 or (index.min() >= 0 and index.max() < size):  # two reductions
         return index
     bad = (index < 0) | (index >= size)
     if allow is not None:
