@@ -786,7 +786,10 @@ def relu_(input: Tensor) -> Tensor:
     """In-place :func:`relu`."""
     d = input._data
     _check_inplace(input, "relu_")
-    array_module(d).maximum(d, d.dtype.type(0), out=d)
+    if d.dtype.kind == "f":
+        d.clip(0.0, _INF, out=d)
+    else:
+        array_module(d).maximum(d, d.dtype.type(0), out=d)
     input._bump()
     return input
 
