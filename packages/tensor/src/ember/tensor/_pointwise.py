@@ -839,7 +839,10 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
         raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
     d = input._data
     xp = array_module(d)
-    dt = D.result_type(*(v for v in (input, min, max) if v is not None)).np
+    dt = d.dtype
+    if not (dt.kind == "f" and min.__class__ in _PLAIN_BOUND and max.__class__ in _PLAIN_BOUND):
+        # PyTorch's promotion (a float tensor keeps its dtype with Python-number bounds)
+        dt = D.result_type(*(v for v in (input, min, max) if v is not None)).np
     if dt.kind == "c":
         _no_complex("clamp", np.empty(0, dt))
     out = d.astype(dt, copy=False)
@@ -864,6 +867,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
 
 
 _INF = float("inf")
+_PLAIN_BOUND = (float, int, type(None))
 _INT_RANGES: dict = {}
 
 
