@@ -101,14 +101,22 @@ def view_as_complex(input: Tensor) -> Tensor:
 
 
 @defop("conj_physical", out=True)
+def _conj_physical(input: Tensor) -> Tensor:
+    d = input._data
+    return _make(array_module(d).conj(d) if d.dtype.kind == "c" else d.copy())
+
+
+@with_out
 def conj_physical(input: Tensor) -> Tensor:
-    """The complex conjugate, computed into a new tensor (a copy of a real tensor).
+    """The complex conjugate, computed into a new tensor; a real tensor is returned as it is
+    (the same tensor, as PyTorch does).
 
     >>> conj_physical(view_as_complex(tensor([[1., 2.]])))
     tensor([1.-2.j])
     """
-    d = input._data
-    return _make(array_module(d).conj(d) if d.dtype.kind == "c" else d.copy())
+    if isinstance(input, Tensor) and input._data.dtype.kind != "c":
+        return input
+    return _conj_physical(input)
 
 
 @defop("conj_physical_", inplace=True)
