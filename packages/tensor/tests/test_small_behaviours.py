@@ -112,3 +112,17 @@ def test_compile_returns_the_model():
     with pytest.raises(RuntimeError, match="callable"):
         et.compile(3)
     assert np.allclose(et.compile(f)(et.ones(2)).numpy(), 2.0)
+
+
+@pytest.mark.parametrize("data, expected", [
+    ([1, 2.5], et.float32), ([True, False], et.bool), ([1, True], et.int64),
+    ([[1, 2], [3, 4]], et.int64), ([1 + 2j, 1], et.complex64), ([], et.float32),
+    ((1, 2), et.int64), ([[1, 2], [3.5, 4]], et.float32),
+    # NumPy scalars keep their dtype, promoted with the Python numbers beside them (PyTorch 2.13)
+    ([np.float64(1)], et.float64), ([np.float32(1)], et.float32), ([np.int32(1)], et.int32),
+    ([np.bool_(True)], et.bool), ([np.float32(1), 2.5], et.float32), ([np.int32(1), 2], et.int64),
+    ([np.float64(1), 1.5], et.float64)])
+def test_tensor_infers_pytorchs_dtype(data, expected):
+    t = et.tensor(data)
+    assert t.dtype == expected
+    np.testing.assert_array_equal(t.numpy(), np.array(data, dtype=expected.np if data else None))

@@ -106,9 +106,36 @@ def _as_lists(x):
     return x
 
 
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _python_scalar_classes(x, seen: set) -> bool:
+    """Collect into ``seen`` the classes of the items of nested lists/tuples ``x``; False as
+    soon as an item is anything but a list, a tuple or a Python bool/int/float/complex (one
+    class test per item, no ABC checks)."""
+    for v in x:
+        c = v.__class__
+        if c is list or c is tuple:
+            if not _python_scalar_classes(v, seen):
+                return False
+        elif c in _PY_SCALARS:
+            seen.add(c)
+        else:
+            return False
+    return True
+
+
 def _infer_dtype(data) -> D.dtype:
     """The dtype ``tensor(data)`` picks: bools -> bool, ints -> int64, floats -> default,
     complex numbers -> the default's complex counterpart."""
+    seen: set = set()
+    if (data.__class__ is list or data.__class__ is tuple) and \
+            _python_scalar_classes(data, seen):  # the common case: Python numbers only
+        if complex in seen:
+            return D.default_complex()
+        if float in seen or not seen:
+            return D.get_default_dtype()
+        return D.int64 if int in seen else D.bool
     kinds = set()
 
     def walk(x):
@@ -117,6 +144,8 @@ def _infer_dtype(data) -> D.dtype:
                 walk(v)
         elif isinstance(x, Tensor):
             kinds.add(x.dtype)
+        elif isinstance(x, np.generic):  # a NumPy scalar keeps its dtype, as in PyTorch
+            kinds.add(D.from_numpy_dtype(x.dtype, "tensor"))
         elif isinstance(x, (bool, np.bool_)):
             kinds.add(D.bool)
         elif isinstance(x, (numbers.Integral,)):
