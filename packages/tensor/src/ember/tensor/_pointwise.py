@@ -458,9 +458,8 @@ def _compare(name: str, ufunc_name: str, doc: str, complex_ok: bool = True):
             raise not_implemented(name, dt)
         xp = _xp2(da, db)
         f = npf if xp is np else getattr(xp, ufunc_name)
-        try:
-            with np.errstate(**_quiet):
-                return _make(f(da, db))
+        try:  # comparisons are quiet (NaN included): no error state to set
+            return _make(f(da, db))
         except ValueError:
             raise _broadcast_error(name, da, db) from None
 
