@@ -351,6 +351,59 @@ def _workloads(rng):
         (lambda: _torch_gru(t_gi, t_gh, t_c)) if have else None,
     )
 
+    # gathers, scatters and scans along one dim, layer norm rows (256x1024)
+    x = rng.standard_normal((256, 1024)).astype(f32)
+    ix = rng.integers(0, 1024, (256, 512))
+    sx = rng.standard_normal((256, 512)).astype(f32)
+    x3, ix3, sx3 = x.reshape(256, 1024, 1), ix.reshape(256, 512, 1), sx.reshape(256, 512, 1)
+    t_x, t_ix, t_sx = (_t(x), _t(ix), _t(sx)) if have else (None,) * 3
+    rows = np.arange(256)[:, None]
+
+    def np_scatter_add():
+        o = x.copy()
+        np.add.at(o, (rows, ix), sx)
+        return o
+
+    yield (
+        "gather_dim 256x1024 -> 256x512 along the last dim, f32",
+        lambda: cpu.gather_dim(x3, ix3),
+        lambda: np.take_along_axis(x, ix, 1),
+        (lambda: torch.gather(t_x, 1, t_ix)) if have else None,
+    )
+    yield (
+        "scatter_dim add 256x512 into 256x1024 along the last dim, f32",
+        lambda: cpu.scatter_dim(x3.copy(), ix3, sx3, "add"),
+        np_scatter_add,
+        (lambda: torch.scatter_add(t_x, 1, t_ix, t_sx)) if have else None,
+    )
+    yield (
+        "scan_dim sum 256x1024 along the last dim (float64 running sum), f32",
+        lambda: cpu.scan_dim(x3, "sum", np.float64),
+        lambda: np.cumsum(x, axis=1, dtype=np.float64).astype(f32),
+        (lambda: torch.cumsum(t_x, 1)) if have else None,
+    )
+    yield (
+        "scan_dim max 256x1024 along the last dim (values and indices), f32",
+        lambda: cpu.scan_dim(x3, "max"),
+        lambda: np.maximum.accumulate(x, axis=1),
+        (lambda: torch.cummax(t_x, 1)) if have else None,
+    )
+    w, b = rng.standard_normal(1024).astype(f32), rng.standard_normal(1024).astype(f32)
+    t_w, t_b = (_t(w), _t(b)) if have else (None, None)
+
+    def np_layer_norm():
+        m = x.mean(axis=1, keepdims=True)
+        d = x - m
+        r = 1 / np.sqrt((d * d).mean(axis=1, keepdims=True) + f32(1e-5))
+        return d * r * w + b, m, r
+
+    yield (
+        "layer_norm_forward 256x1024 with weight and bias, f32",
+        lambda: cpu.layer_norm_forward(x, w, b, 1e-5),
+        np_layer_norm,
+        (lambda: torch.native_layer_norm(t_x, [1024], t_w, t_b, 1e-5)) if have else None,
+    )
+
 
 def _fmt(v: float | None) -> str:
     return "-" if v is None else f"{v * 1e3:.3f}"

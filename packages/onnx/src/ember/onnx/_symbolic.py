@@ -93,6 +93,22 @@ def _isinf(g, a, out):
     return g.node("IsInf", [g.v(a.input)])
 
 
+@register("nan_to_num")
+def _nan_to_num(g, a, out):
+    """NaN, +inf and -inf replaced (by default the dtype's extremes), with IsNaN / IsInf and
+    Where; integer and bool inputs pass through."""
+    dt = _out_dtype(out)
+    x = g.v(a.input)
+    if dt.kind != "f":
+        return g.node("Identity", [x])
+    fi = np.finfo(dt)
+    pos = float(fi.max) if a.posinf is None else a.posinf
+    neg = float(fi.min) if a.neginf is None else a.neginf
+    y = g.node("Where", [g.node("IsNaN", [x]), g.const(0.0 if a.nan is None else a.nan, dt), x])
+    y = g.node("Where", [g.node("IsInf", [x], detect_negative=0), g.const(pos, dt), y])
+    return g.node("Where", [g.node("IsInf", [x], detect_positive=0), g.const(neg, dt), y])
+
+
 @register("isfinite")
 def _isfinite(g, a, out):
     x = g.v(a.input)

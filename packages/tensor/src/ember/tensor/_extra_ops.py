@@ -23,7 +23,7 @@ from ._checks import arg_type_error, check_dtype, check_int, not_implemented, sc
 from ._nn_ops import _log_softmax, _softmax
 from ._reduction import _one_dim, _pmq, _return_type
 from ._registry import array_module, defop, with_out
-from ._scatter import _scatter_check, gather
+from ._scatter import _scatter_check, _scatter_raw, gather
 from ._tensor import Tensor, _autograd
 from .kernels import get as _kernel
 
@@ -485,21 +485,18 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     if x.dtype != s.dtype:
         raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, "
                            f"got {x.dtype} and {s.dtype}")
-    # scatter's checks: dims, index sizes against self and src, index range (0-d as 1-d)
-    idx, ax, dshape, _ = _scatter_check("scatter_reduce", input, dim, index, src)
+    # scatter's checks: dims, index sizes against self and src (0-d as 1-d); the kernel
+    # checks the range
+    idx, ax, dshape, ishape = _scatter_check("scatter_reduce", input, dim, index, src,
+                                             check_range=False)
     x, s = x.reshape(dshape), s.reshape(s.shape or (1,))
     xp = array_module(x)
-    # positions: the full coordinate tuple of every index element
-    grids = list(xp.indices(idx.shape, sparse=True))
-    target = list(grids)
-    target[ax] = idx
-    tgt = tuple(xp.broadcast_to(t, idx.shape) for t in target)
-    vals = s[tuple(xp.broadcast_to(g, idx.shape) for g in grids)]
-    out = x.copy()
-    ufunc = {"sum": np.add, "prod": np.multiply, "mean": np.add, "amax": np.maximum,
-             "amin": np.minimum}[reduce]
-    hit = xp.zeros(x.shape, bool)
-    hit[tgt] = True
+    out = xp.array(x, copy=True, order="C")
+    hit = cnt = None
+    if reduce == "mean" or not include_self:  # which positions the index reaches, how often
+        cnt = xp.zeros(x.shape, np.int64)
+        _scatter_raw(cnt, "scatter_reduce", idx, ax, dshape, ishape, 1, "add")
+        hit = cnt > 0
     if not include_self:
         fill = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
         if fill is None:
@@ -507,23 +504,14 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
             if x.dtype.kind in "iu":
                 info = np.iinfo(x.dtype)
                 fill = info.min if reduce == "amax" else info.max
-        out[hit] = fill
-    if xp is np:
-        ufunc.at(out, tgt, vals)
-    else:  # pragma: no cover - CuPy
-        import cupyx
-
-        {"sum": cupyx.scatter_add, "mean": cupyx.scatter_add, "amax": cupyx.scatter_max,
-         "amin": cupyx.scatter_min}.get(reduce, cupyx.scatter_add)(out, tgt, vals)
-    if reduce == "mean":
-        cnt = xp.zeros(x.shape, np.int64)
-        np.add.at(cnt, tgt, 1) if xp is np else __import__("cupyx").scatter_add(cnt, tgt, 1)
-        cnt = cnt + (1 if include_self else 0)
-        cnt = xp.maximum(cnt, 1)
-        if x.dtype.kind in "iu":
-            out = xp.where(hit, out // cnt, out).astype(x.dtype)
-        else:
-            out = xp.where(hit, out / cnt, out).astype(x.dtype)
+        xp.copyto(out, out.dtype.type(fill), where=hit)
+    mode = {"sum": "add", "mean": "add", "prod": "multiply"}.get(reduce, reduce)
+    _scatter_raw(out, "scatter_reduce", idx, ax, dshape, ishape, s, mode)
+    if reduce == "mean":  # the sums divided by the counts (in the input's dtype)
+        if include_self:
+            cnt += 1
+        cnt = xp.maximum(cnt, 1).astype(out.dtype)
+        xp.copyto(out, out // cnt if x.dtype.kind in "iu" else out / cnt, where=hit)
     return _make(out.reshape(input._data.shape))
 
 

@@ -142,6 +142,17 @@ def _scatter_into(out, op: str, input: Tensor, dim, index, src, value, reduce) -
     if reduce not in _REDUCE:
         raise RuntimeError(f"{op}(): reduce argument must be either add or multiply, got "
                            f"{reduce!r}")
+    if src is None:
+        src = _cast_scalar(_scalar_of(value, op), out.dtype)
+    else:
+        src = src._data.reshape(_nonempty(src._data.shape))
+    _scatter_raw(out, op, a, dim, dshape, ishape, src, _REDUCE[reduce])
+
+
+def _scatter_raw(out, op: str, a, dim: int, dshape: tuple, ishape: tuple, src,
+                 mode: str) -> None:
+    """``scatter_dim`` of ``src`` (an array at least the index's extents, or a scalar) into
+    ``out`` at the checked-shape index ``a`` (shaped ``ishape``) along ``dim``."""
     if a.size == 0:
         return
     xp = array_module(out)
@@ -152,15 +163,12 @@ def _scatter_into(out, op: str, input: Tensor, dim, index, src, value, reduce) -
     w3 = w.reshape(P, dshape[dim], Q) if w.flags.c_contiguous else \
         xp.ascontiguousarray(w).reshape(P, dshape[dim], Q)
     i3 = xp.ascontiguousarray(a).reshape(P, ishape[dim], Q)
-    if src is not None:
-        s = src._data.reshape(_nonempty(src._data.shape))
-        if s.shape != ishape:
-            s = s[tuple(slice(0, n) for n in ishape)]
+    if getattr(src, "ndim", 0):
+        s = src if src.shape == ishape else src[tuple(slice(0, n) for n in ishape)]
         s3 = xp.ascontiguousarray(s).reshape(i3.shape)
     else:
-        s3 = xp.broadcast_to(xp.asarray(_cast_scalar(_scalar_of(value, op), out.dtype)),
-                             i3.shape)
-    bad = _kernel("scatter_dim", xp)(w3, i3, s3, _REDUCE[reduce])
+        s3 = xp.broadcast_to(xp.asarray(src, dtype=out.dtype), i3.shape)
+    bad = _kernel("scatter_dim", xp)(w3, i3, s3, mode)
     if bad >= 0:
         _raise_bad(op, i3, bad, dshape[dim], dim)
     if not w.flags.c_contiguous:

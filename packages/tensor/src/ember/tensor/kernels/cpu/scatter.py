@@ -230,6 +230,15 @@ def _scatter_one(out, t, src, k, mode):
 
 
 @njit
+def _scatter_extreme(out, t, src, k, mode):
+    # amax (3) / amin (4): a NaN on either side wins, as np.maximum / np.minimum (its own
+    # function: complex numbers have no order, and the arithmetic modes take them)
+    v, o = src[k], out[t]
+    if v != v or (v > o if mode == 3 else v < o):
+        out[t] = v
+
+
+@njit
 def _scatter_kernel(out, index, src, P, M, N, Q, mode):
     # flat C-contiguous out (P*M*Q), index and src (P*N*Q); every index is checked before
     # anything is written
@@ -247,6 +256,21 @@ def _scatter_kernel(out, index, src, P, M, N, Q, mode):
         for _ in range(N):
             for q in range(Q):
                 _scatter_one(out, (p * M + index[k]) * Q + q, src, k, mode)
+                k += 1
+    return -1
+
+
+@njit
+def _scatter_extreme_kernel(out, index, src, P, M, N, Q, mode):
+    # _scatter_kernel's loops for amax / amin, compiled only for dtypes with an order
+    bad = _first_bad(index, M)
+    if bad >= 0:
+        return bad
+    k = 0
+    for p in range(P):
+        for _ in range(N):
+            for q in range(Q):
+                _scatter_extreme(out, (p * M + index[k]) * Q + q, src, k, mode)
                 k += 1
     return -1
 
@@ -286,13 +310,14 @@ def gather_dim(x: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, int]:
     return out.view(x.dtype), bad
 
 
-_MODES = {"set": 0, "add": 1, "multiply": 2}
+_MODES = {"set": 0, "add": 1, "multiply": 2, "amax": 3, "amin": 4}
 
 
 def scatter_dim(out: np.ndarray, index: np.ndarray, src: np.ndarray, reduce: str) -> int:
     """In place: ``out[p, index[p, n, q], q] = src[p, n, q]`` (``reduce`` "set"), ``+=``
-    ("add", duplicates summed) or ``*=`` ("multiply"), for ``out`` (P, M, Q) and ``index``,
-    ``src`` (P, N, Q) (``src`` may be a broadcast view).
+    ("add", duplicates summed), ``*=`` ("multiply") or the running maximum / minimum ("amax",
+    "amin"; NaN propagates), for ``out`` (P, M, Q) and ``index``, ``src`` (P, N, Q) (``src``
+    may be a broadcast view).
 
     Returns the flat position in ``index`` of its first value outside ``[0, M)``, writing
     nothing, or -1.
@@ -317,7 +342,8 @@ def scatter_dim(out: np.ndarray, index: np.ndarray, src: np.ndarray, reduce: str
     if src.dtype != out.dtype:
         raise RuntimeError(f"{op}(): src dtype {src.dtype} does not match out dtype {out.dtype}")
     if reduce not in _MODES:
-        raise ValueError(f"{op}(): reduce must be 'set', 'add' or 'multiply', got {reduce!r}")
+        raise ValueError(f"{op}(): reduce must be 'set', 'add', 'multiply', 'amax' or 'amin', "
+                         f"got {reduce!r}")
     mode = _MODES[reduce]
     if index.size == 0:
         return -1
@@ -332,8 +358,11 @@ def scatter_dim(out: np.ndarray, index: np.ndarray, src: np.ndarray, reduce: str
         contiguous = False
         w = work = out.astype(np.float32, order="C")
         s = src.astype(np.float32)
-    bad = _scatter_kernel(work.reshape(-1), index.reshape(-1), np.ascontiguousarray(s).reshape(-1),
-                          P, out.shape[1], N, Q, mode)
+    if mode >= 3 and work.dtype.kind == "c":
+        raise RuntimeError(f"{op}(): {reduce} is not defined for complex values")
+    kernel = _scatter_extreme_kernel if mode >= 3 else _scatter_kernel
+    bad = kernel(work.reshape(-1), index.reshape(-1), np.ascontiguousarray(s).reshape(-1), P,
+                 out.shape[1], N, Q, mode)
     if bad < 0 and not contiguous:  # non-contiguous or float16 out: write the result back
         out[...] = w
     return bad

@@ -277,10 +277,10 @@ def gather_dim(x: Any, index: Any) -> tuple[Any, int]:
 
 
 def scatter_dim(out: Any, index: Any, src: Any, reduce: str) -> int:
-    """In place: ``out[p, index[p, n, q], q] = src[p, n, q]`` ("set"), ``+=`` ("add") or
-    ``*=`` ("multiply"); returns the flat position of the first index outside ``[0, M)``,
-    writing nothing, or -1 (CuPy's fancy-index assignment, ``cupyx.scatter_add``,
-    ``multiply.at``)."""
+    """In place: ``out[p, index[p, n, q], q] = src[p, n, q]`` ("set"), ``+=`` ("add"), ``*=``
+    ("multiply") or the running maximum / minimum ("amax", "amin"); returns the flat position
+    of the first index outside ``[0, M)``, writing nothing, or -1 (CuPy's fancy-index
+    assignment, ``multiply.at``, ``cupyx.scatter_add`` / ``scatter_max`` / ``scatter_min``)."""
     op = "scatter_dim"
     cp = _cupy.require(op)
     dev = _device_of(op, cp, out=out, index=index, src=src)
@@ -293,8 +293,9 @@ def scatter_dim(out: Any, index: Any, src: Any, reduce: str) -> int:
                            "match")
     if src.dtype != out.dtype:
         raise RuntimeError(f"{op}(): src dtype {src.dtype} does not match out dtype {out.dtype}")
-    if reduce not in ("set", "add", "multiply"):
-        raise ValueError(f"{op}(): reduce must be 'set', 'add' or 'multiply', got {reduce!r}")
+    if reduce not in ("set", "add", "multiply", "amax", "amin"):
+        raise ValueError(f"{op}(): reduce must be 'set', 'add', 'multiply', 'amax' or 'amin', "
+                         f"got {reduce!r}")
     if index.size == 0:
         return -1
     with cp.cuda.Device(dev):
@@ -304,12 +305,13 @@ def scatter_dim(out: Any, index: Any, src: Any, reduce: str) -> int:
         coords = (cp.arange(P).reshape(P, 1, 1), index, cp.arange(Q).reshape(1, 1, Q))
         if reduce == "set":
             out[coords] = src
-        elif reduce == "add":
+        elif reduce == "multiply":
+            cp.multiply.at(out, coords, src)
+        else:
             import cupyx
 
-            cupyx.scatter_add(out, coords, src)
-        else:
-            cp.multiply.at(out, coords, src)
+            {"add": cupyx.scatter_add, "amax": cupyx.scatter_max,
+             "amin": cupyx.scatter_min}[reduce](out, coords, src)
     return -1
 
 
