@@ -38,7 +38,7 @@ from ember.tensor.extension import OPS, get_recorder, set_recorder
 from ember.tensor.extension import unwrap as _unwrap
 from ember.tensor.extension import wrap as _wrap
 
-from . import _batching, engine
+from . import _batching, engine, graph
 from .grad_mode import state as _grad
 
 __all__ = ["autobatch", "is_pending", "flush"]
@@ -58,6 +58,7 @@ _RANDOM = _batching.RANDOM
 _get_ident = threading.get_ident
 _SELECT = OPS["select"]
 _INDEX_SELECT = OPS["index_select"]
+_INDEX_ADD = OPS["index_add"]
 _SLICE = OPS["slice_view"]
 _SPLIT = OPS["split_with_sizes"]
 _CAT = OPS["cat"]
@@ -1260,13 +1261,15 @@ class _State:
         if C is not None:
             # per code column at once: one value for every call? one source buffer? (and
             # then which rows of it)
-            S = C >> _ROW_BITS
-            one = (C == C[0]).all(0).tolist()
-            one_src = (S == S[0]).all(0).tolist()
+            # (the codes of one buffer are one range of integers: a column's least and
+            # greatest code say whether it has one value, or one source buffer)
+            lo, hi = C.min(0).tolist(), C.max(0).tolist()
+            one = [a == b for a, b in zip(lo, hi)]
+            one_src = [a >> _ROW_BITS == b >> _ROW_BITS for a, b in zip(lo, hi)]
             locs = [None] * grp.m
             for j, single in enumerate(one_src):
-                if single and not one[j] and C[0, j] >= 0:
-                    g, k, off = self.locate(int(S[0, j]))
+                if single and lo[j] >= 0 and lo[j] != hi[j]:
+                    g, k, off = self.locate(lo[j] >> _ROW_BITS)
                     if g.outs is not None:
                         locs[j] = (g.outs[k], _rows(g, C[:, j], off))
             perm = _order(C, one_src, locs)
@@ -1433,56 +1436,45 @@ class _State:
 
     def gather_mixed(self, col, f):
         """The examples' values from several sources, in row order (``f`` rows each in a flat
-        buffer): the source buffers (and the per-example tensors that are not rows of one)
-        concatenated, then one ``index_select`` of the rows; a source of which few rows are read
-        is cut down to them first."""
+        buffer): one gather node (see ``_gather``) taking each source buffer's rows to their
+        places; the per-example tensors that are not rows of one are concatenated first."""
         n = len(col)
-        r = f or 1
-        pieces = []
         pend = np.flatnonzero(col >= 0)
         singles = np.flatnonzero(col < 0).tolist() if len(pend) < n else []
-        base = np.empty(n, dtype=np.int64)  # each value's first row in the concatenation
-        at = 0
-        placed = {}  # (group, k) -> where its whole buffer is in the concatenation
+        pieces, rows, places = [], [], []
+        where = {}  # (group, k) -> its entry in pieces (two groups merged into one: one buffer)
         if len(pend):
             pc = col[pend]
             src = pc >> _ROW_BITS
             srt = np.argsort(src, kind="stable")
             ss = src[srt]
-            cuts = np.flatnonzero(ss[1:] != ss[:-1]) + 1
-            for seg in np.split(srt, cuts) if len(cuts) else (srt,):
+            cuts = (np.flatnonzero(ss[1:] != ss[:-1]) + 1).tolist()
+            for a, b in zip([0] + cuts, cuts + [len(srt)]):
+                seg = srt[a:b]
                 pos = pend[seg]
-                b = int(src[seg[0]])
-                g, k, off = self.locate(b)
+                g, k, off = self.locate(int(ss[a]))
                 if g.outs is None:
                     singles.extend(pos.tolist())
                     continue
-                B = g.outs[k]
-                rows = _rows(g, pc[seg], off)
-                m = _unwrap(B).shape[0]
-                if m > 8 * len(rows) * r + 64:  # a few rows of a large buffer: take them
-                    B = _take(B, _expand(rows, f))
-                    rows = _arange(len(rows))
-                    m = len(rows) * r
+                r = _rows(g, pc[seg], off)
+                e = where.get((g, k))
+                if e is None:
+                    where[g, k] = len(pieces)
+                    pieces.append(g.outs[k])
+                    rows.append(r)
+                    places.append(pos)
                 else:
-                    where = placed.get((g, k))
-                    if where is not None:  # (two groups merged into one: one buffer)
-                        base[pos] = rows * r + where
-                        continue
-                    placed[g, k] = at
-                pieces.append(B)
-                base[pos] = rows * r + at
-                at += m
+                    rows[e] = np.concatenate((rows[e], r))
+                    places[e] = np.concatenate((places[e], pos))
         if singles:
             vals = [self.value(int(col[i])) for i in singles]
             pieces.append(_call(_CAT, (vals, 0)) if f else _call(_STACK, (vals, 0)))
-            base[singles] = _arange(len(singles)) * r + at
-            at += len(singles) * r
-        whole = pieces[0] if len(pieces) == 1 else _call(_CAT, (pieces, 0))
-        idx = base if f <= 1 else (base[:, None] + _arange(f)).reshape(-1)
-        if at == len(idx) and (idx == _arange(at)).all():
-            return whole
-        return _call(_INDEX_SELECT, (whole, 0, _index(idx, whole)))
+            rows.append(_arange(len(singles)))
+            places.append(np.array(singles, dtype=np.int64))
+        if len(pieces) == 1 and len(places[0]) == n and (places[0] == _arange(n)).all():
+            return _take(pieces[0], _expand(rows[0], f))
+        return _gather(pieces, [_expand(r, f) for r in rows], [_expand(q, f) for q in places],
+                       n * (f or 1))
 
 
 # ------------------------------------------------------------------------------ gathering
@@ -1560,15 +1552,107 @@ def _call(op, bound):
 
 
 def _take(B, rows):
-    """Rows ``rows`` (an int64 array) of ``B``: B itself, a slice, or an index_select."""
+    """Rows ``rows`` (an int64 array) of ``B``: B itself or an index_select."""
     n = len(rows)
     r0, r1 = rows[0], rows[-1]
     if r1 - r0 == n - 1 and (n <= 2 or (rows[1:] - rows[:-1] == 1).all()):
         r0 = int(r0)
         if n == _unwrap(B).shape[0]:
             return B
-        return _call(_SLICE, (B, 0, r0, r0 + n, 1))
-    return _call(_INDEX_SELECT, (B, 0, _index(rows, B)))
+    # (a part of B, contiguous or not, as a gather: its backward is rows that the engine
+    # gathers with every other read of B, then adds in once; a slice's backward would be a
+    # zero-filled copy of B per read)
+    return _gather((B,), (rows,), None, n)
+
+
+class _GatherOp:
+    """What the autograd graph reads of a multi-source gather (see ``_gather``)."""
+
+    name = "autobatch_gather"
+    Args = tuple
+
+
+class _GatherEntry:
+    """The derivative-table entry of ``_gather``: each source gets the gradient rows of its
+    places, as rows (``engine._Rows``) that the engine sums with the source's other reads and
+    makes dense once; with ``create_graph``, as recorded ops."""
+
+    save = frozenset()
+    save_for = None
+    save_out = False
+    node_cls = None
+    release = None
+
+    def for_complex(self, op):
+        return self
+
+    @staticmethod
+    def vjp(c, g):
+        _, rows, places = c.args
+        grads = []
+        if not _grad.enabled:
+            d = _unwrap(g)
+            cpu = d.__class__ is _ndarray
+            for (shape, _), r, q in zip(c.meta[0], rows, places):
+                v = d[q] if q.__class__ is slice or cpu else d[_unwrap(_index(q, g))]
+                if cpu and 2 * len(r) >= shape[0] and np.bincount(r).max() <= 1:
+                    # most of the piece's rows, each once: its dense gradient at once
+                    z = np.zeros(shape, dtype=d.dtype)
+                    z[r] = v
+                    grads.append(_wrap(z))
+                else:  # a few rows (or rows read twice): summed with its other reads
+                    grads.append(engine._Rows(shape, 0, _index(r, g), _wrap(v)))
+        else:  # create_graph: the same, recorded
+            for (shape, _), r, q in zip(c.meta[0], rows, places):
+                v = g if q.__class__ is slice else _call(_INDEX_SELECT, (g, 0, _index(q, g)))
+                grads.append(_call(_INDEX_ADD, (_zeros(shape, g), 0, _index(r, g), v, 1)))
+        return grads, None, None
+
+
+_GATHER_OP = _GatherOp()
+_GATHER_ENTRY = _GatherEntry()
+
+
+def _zeros(shape, like):
+    d = _unwrap(like)
+    if d.__class__ is _ndarray:
+        return _wrap(np.zeros(shape, dtype=d.dtype))
+    import cupy
+
+    with d.device:
+        return _wrap(cupy.zeros(shape, dtype=d.dtype))
+
+
+def _gather(pieces, rows, places, total):
+    """One tensor of ``total`` rows whose rows ``places[i]`` are rows ``rows[i]`` of
+    ``pieces[i]`` (int64 arrays; ``places`` None: one piece, every row in order): one node in
+    the graph, whose backward hands each piece its rows of the gradient (no concatenation of
+    the sources, no zero-filled copy per read)."""
+    d0 = _unwrap(pieces[0])
+    if d0.__class__ is _ndarray:
+        if places is None:  # one piece, its rows in order
+            t = _wrap(d0.take(rows[0], 0))
+            places = (slice(None),)
+        else:
+            out = np.empty((total,) + d0.shape[1:], dtype=d0.dtype)
+            for P, r, q in zip(pieces, rows, places):
+                out[q] = _unwrap(P)[r]
+            t = _wrap(out)
+    else:  # CUDA: the row numbers on the device
+        import cupy
+
+        with d0.device:
+            if places is None:
+                t = _wrap(d0.take(cupy.asarray(rows[0]), 0))
+                places = (slice(None),)
+            else:
+                out = cupy.empty((total,) + d0.shape[1:], dtype=d0.dtype)
+                for P, r, q in zip(pieces, rows, places):
+                    out[cupy.asarray(q)] = _unwrap(P)[cupy.asarray(r)]
+                t = _wrap(out)
+    if _grad.enabled and d0.dtype.kind in "fcV" and any(P._requires_grad for P in pieces):
+        graph.attach(_GATHER_OP, _GATHER_ENTRY, (list(pieces), rows, places), t)
+    return t
 
 
 def _realize(bound):
