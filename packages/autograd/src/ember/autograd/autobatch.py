@@ -1357,50 +1357,50 @@ class _State:
         return True
 
     def run_rows(self, grp, C):
-        """A rows group (see ``record_rows``): the sources flattened to rows and
-        concatenated, then one ``index_select`` of every call's rows."""
+        """A rows group (see ``record_rows``): one gather of every call's rows from the
+        sources (each flattened to rows)."""
         drop, L, step = grp.rows
         n = grp.n
         xs, starts = C[:, 0], C[:, 1]
-        pieces = []
-        first = np.empty(n, dtype=np.int64)  # each call's first row in the concatenation
-        at = 0
+        pieces, rows, places = [], [], []
         order = np.argsort(xs, kind="stable")
         sx = xs[order]
-        cuts = np.flatnonzero(sx[1:] != sx[:-1]) + 1
-        segs = np.split(order, cuts) if len(cuts) else (order,)
+        cuts = (np.flatnonzero(sx[1:] != sx[:-1]) + 1).tolist()
         inner = self.inner
         done = set()
-        for seg in segs:  # one segment per distinct x (code)
-            c = int(xs[seg[0]])
+        for a, b in zip([0] + cuts, cuts + [n]):  # one segment per distinct x (code)
+            seg = order[a:b]
+            c = int(sx[a])
             if c >= 0:
-                b = c >> _ROW_BITS
-                if b in done:
+                buf = c >> _ROW_BITS
+                if buf in done:
                     continue
-                g, k, off = self.locate(b)
+                g, k, off = self.locate(buf)
                 if g.outs is not None:  # every call reading this buffer at once
-                    done.add(b)
+                    done.add(buf)
                     B = g.outs[k]
                     shape = tuple(_unwrap(B).shape)
                     tk = g.outm[k][0]
                     D = tk.shape[0]
                     if not tk.r:  # (m, D, ...), not flat: made rows (m * D, ...)
                         B = _batching.reshape(inner, B, (shape[0] * D,) + shape[2:])
+                    pos = np.flatnonzero((xs >= 0) & ((xs >> _ROW_BITS) == buf))
                     pieces.append(B)
-                    pos = np.flatnonzero((xs >= 0) & ((xs >> _ROW_BITS) == b))
-                    first[pos] = at + _rows(g, xs[pos], off) * D + starts[pos]
-                    at += _unwrap(B).shape[0]
+                    rows.append(_rows(g, xs[pos], off) * D + starts[pos])
+                    places.append(pos)
                     continue
-            X = self.value(c)
-            pieces.append(X)
-            first[seg] = at + starts[seg]
-            at += X.shape[0]
-        whole = pieces[0] if len(pieces) == 1 else _call(_CAT, (pieces, 0))
-        t = grp.outm[0][0]
-        if drop:
-            out = _take(whole, first)
+            pieces.append(self.value(c))
+            rows.append(starts[seg])
+            places.append(seg)
+        if L > 1 or not drop:  # every call's L rows (step apart)
+            span = _arange(L) * step
+            rows = [(r[:, None] + span).reshape(-1) for r in rows]
+            places = [(q[:, None] * L + _arange(L)).reshape(-1) for q in places]
+        if len(pieces) == 1 and (places[0] == _arange(n * L)).all():
+            out = _take(pieces[0], rows[0])
         else:
-            out = _take(whole, (first[:, None] + _arange(L) * step).reshape(-1))
+            out = _gather(pieces, rows, places, n * L)
+        t = grp.outm[0][0]
         out = _batching.reshape(inner, out, _phys(n, t.shape))
         d = _unwrap(out)
         if d.shape != _phys(n, t.shape) or d.dtype != t.dtype:
@@ -1552,13 +1552,11 @@ def _call(op, bound):
 
 
 def _take(B, rows):
-    """Rows ``rows`` (an int64 array) of ``B``: B itself or an index_select."""
+    """Rows ``rows`` (an int64 array) of ``B``: B itself or a gather."""
     n = len(rows)
-    r0, r1 = rows[0], rows[-1]
-    if r1 - r0 == n - 1 and (n <= 2 or (rows[1:] - rows[:-1] == 1).all()):
-        r0 = int(r0)
-        if n == _unwrap(B).shape[0]:
-            return B
+    if n == _unwrap(B).shape[0] and rows[0] == 0 and rows[-1] == n - 1 and (
+            n <= 2 or (rows == _arange(n)).all()):
+        return B
     # (a part of B, contiguous or not, as a gather: its backward is rows that the engine
     # gathers with every other read of B, then adds in once; a slice's backward would be a
     # zero-filled copy of B per read)
