@@ -13,8 +13,8 @@ output buffer ``b``: ``b << 32 | r``; a concrete per-example tensor: a negative 
 group keeps its first call and the codes of its calls' tensor arguments in one list of ints.
 Running the graph, the groups run depth by depth (groups of one signature at different depths
 merged where the dependencies allow), each as ONE call of the op, through autograd's ordinary
-recording, so backward runs batched too; its inputs are gathered by NumPy over the code columns
-(a buffer, a slice, or one ``index_select`` over the concatenated sources). Values of rank 2 or
+recording, so backward runs batched too; its inputs are located by NumPy over the code columns
+(a whole buffer, or one gather node taking each source buffer's rows). Values of rank 2 or
 more live *flat* in the batched buffers (the examples' rows one after another), so row-wise ops
 need no reshaping. A pending tensor becomes a real tensor (its rows of the buffer) only when
 user code touches it.
@@ -99,10 +99,11 @@ class _Unready:
     dtype, rank, size, item size and (row-major) strides at once; anything else runs the pending
     graph and answers from the real array.
 
-    It is also the pending tensor's record: ``_g`` the group of its call and ``_c`` its code
-    (which output of the group, which row). Each distinct (shape, dtype, device) is a subclass
-    holding them as class attributes (see :func:`_type`); that class is the value's *type* in
-    signatures (hashed by identity)."""
+    It carries the pending tensor's record (``_g`` the group of its call, ``_c`` its code:
+    which output of the group, which row), copied from the tensor when it is made (see
+    ``_StandIn``). Each distinct (shape, dtype, device) is a subclass holding them as class
+    attributes (see :func:`_type`); that class is the value's *type* in signatures (hashed by
+    identity), kept by the pending tensor as ``_t``."""
 
     __slots__ = ("_g", "_c")
     shape: tuple = ()
@@ -825,7 +826,7 @@ class _State:
         """``x[i]``, ``x[a:b:s]``, ``select(x, 0, i)``, ``narrow(x, 0, a, n)``: calls that
         differ only in which rows of ``x`` they take (and in ``x``'s number of rows) share a
         signature; the rows are per-call data (the second code column), and the group runs
-        as one ``index_select`` over the rows of its sources. None: not such a call."""
+        as one gather of the rows of its sources. None: not such a call."""
         name = op.name
         if name != "getitem":
             dim = bound[1]
@@ -1413,7 +1414,7 @@ class _State:
         """``(tensor, stacked)`` for one tensor argument of a group (per example of
         ``shape``), from its codes ``col``: the one tensor every example passed (``stacked``
         False), or the examples' values as a batched buffer (see ``_flat_rows``): rows of
-        batched results, taken with one slice or ``index_select`` per source buffer;
+        batched results: a whole buffer, or one gather node over the source buffers;
         per-example tensors that are not rows of one (constants, results of calls run one at a
         time) are stacked. ``loc``: (buffer, rows) where every value is a row of one buffer."""
         if loc is not None:
