@@ -13,8 +13,8 @@ output buffer ``b``: ``b << 32 | r``; a concrete per-example tensor: a negative 
 group keeps its first call and the codes of its calls' tensor arguments in one list of ints.
 Running the graph, the groups run depth by depth (groups of one signature at different depths
 merged where the dependencies allow), each as ONE call of the op, through autograd's ordinary
-recording, so backward runs batched too; its inputs are gathered by NumPy over the code columns
-(a buffer, a slice, or one ``index_select`` over the concatenated sources). Values of rank 2 or
+recording, so backward runs batched too; its inputs are located by NumPy over the code columns
+(a whole buffer, or one gather node taking each source buffer's rows). Values of rank 2 or
 more live *flat* in the batched buffers (the examples' rows one after another), so row-wise ops
 need no reshaping. A pending tensor becomes a real tensor (its rows of the buffer) only when
 user code touches it.
@@ -38,7 +38,7 @@ from ember.tensor.extension import OPS, get_recorder, set_recorder
 from ember.tensor.extension import unwrap as _unwrap
 from ember.tensor.extension import wrap as _wrap
 
-from . import _batching, engine
+from . import _batching, engine, graph
 from .grad_mode import state as _grad
 
 __all__ = ["autobatch", "is_pending", "flush"]
@@ -58,6 +58,7 @@ _RANDOM = _batching.RANDOM
 _get_ident = threading.get_ident
 _SELECT = OPS["select"]
 _INDEX_SELECT = OPS["index_select"]
+_INDEX_ADD = OPS["index_add"]
 _SLICE = OPS["slice_view"]
 _SPLIT = OPS["split_with_sizes"]
 _CAT = OPS["cat"]
@@ -98,10 +99,11 @@ class _Unready:
     dtype, rank, size, item size and (row-major) strides at once; anything else runs the pending
     graph and answers from the real array.
 
-    It is also the pending tensor's record: ``_g`` the group of its call and ``_c`` its code
-    (which output of the group, which row). Each distinct (shape, dtype, device) is a subclass
-    holding them as class attributes (see :func:`_type`); that class is the value's *type* in
-    signatures (hashed by identity)."""
+    It carries the pending tensor's record (``_g`` the group of its call, ``_c`` its code:
+    which output of the group, which row), copied from the tensor when it is made (see
+    ``_StandIn``). Each distinct (shape, dtype, device) is a subclass holding them as class
+    attributes (see :func:`_type`); that class is the value's *type* in signatures (hashed by
+    identity), kept by the pending tensor as ``_t``."""
 
     __slots__ = ("_g", "_c")
     shape: tuple = ()
@@ -267,27 +269,43 @@ def _rows(g, codes, off=0):
     return rows if g.phys is None else g.phys[rows]
 
 
+class _StandIn:
+    """``_Pending._data``: made on first use (most pending tensors are only passed to other
+    ops, which read ``_g``, ``_c`` and ``_t``): the ``_Unready`` of the tensor, kept in the
+    instance, where later reads find it first (this descriptor defines no ``__set__``)."""
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        u = _new(obj._t)
+        u._g = obj._g
+        u._c = obj._c
+        setattr(obj, _DATA, u)
+        return u
+
+
 class _Pending(Tensor):
     """A tensor whose op has been deferred. Its metadata is known; its values, its
     ``grad_fn`` and its storage exist once the pending graph has run, when the object turns
-    into an ordinary Tensor (a row of its group's batched result). Its ``_data`` is an
-    ``_Unready``, so the Tensor's own metadata accessors (shape, dtype, dim, size, ...) answer
-    without running anything."""
+    into an ordinary Tensor (a row of its group's batched result). It holds its record: ``_g``
+    the group of its call, ``_c`` its code, ``_t`` its type (the ``_Unready`` subclass of its
+    shape, dtype and device); its ``_data`` is an ``_Unready`` of that type, so the Tensor's own
+    metadata accessors (shape, dtype, dim, size, ...) answer without running anything."""
 
     __slots__ = ()
 
     @property
     def device(self):
-        dev = _unwrap(self).dev
+        dev = self._t.dev
         return _CPU if dev is None else _device("cuda", dev)
 
     @property
     def is_cuda(self):
-        return _unwrap(self).dev is not None
+        return self._t.dev is not None
 
     @property
     def is_cpu(self):
-        return _unwrap(self).dev is None
+        return self._t.dev is None
 
     @property
     def is_leaf(self):
@@ -297,8 +315,13 @@ class _Pending(Tensor):
     def _materialize(self):
         """Run the pending graph (if this tensor's op has not run yet) and become the real
         tensor: a row of the batched result."""
+        g = self._g
+        if g.depth:
+            g.st.flush()
+        v = _made(g, self._c)
         d = self.__dict__
-        v = _value(d["_data"])
+        for k in ("_g", "_c", "_t", "_data"):
+            d.pop(k, None)
         d.update(v.__dict__)
         self.__class__ = Tensor
         return self
@@ -323,6 +346,7 @@ def _resolving_property(name):
 
 for _name in ("grad_fn", "_base", "_vc", "_autograd_meta", "data"):
     setattr(_Pending, _name, _resolving_property(_name))
+setattr(_Pending, _DATA, _StandIn())
 
 
 def _resolving_method(name):
@@ -423,6 +447,212 @@ def _is_param(a):
     return a._requires_grad and a.grad_fn is None
 
 
+# ------------------------------------------------------------------------------ fast paths
+# The generic recorder walks the arguments of every call, testing each one's kind. Most calls of
+# an op repeat a few argument *patterns* (``mul(pending, pending)``, ``linear(pending,
+# parameter, parameter)``), so each pattern seen is compiled once into straight-line code: class
+# guards, then the same signature key, codes and results as the generic path, built without a
+# loop (see _spec_source). A call no pattern of its op covers, or whose group does not exist
+# yet, goes the generic way.
+_PATTERNS: dict = {}      # op -> the argument patterns compiled for it (shared by all contexts)
+_FACTORIES: dict = {}     # patterns -> the compiled factory of their specialized recorder
+_MAX_PATTERNS = 4
+
+
+def _pattern(bound):
+    """The argument pattern of a call: per argument ``"P"`` (a pending tensor), ``"I"`` (an int
+    or None: keyed as itself), ``("F", cls)`` (a float, bool or str: keyed after its class),
+    ``("T", cls)`` (a concrete tensor of class ``cls``), ``("L", cls, subpatterns)`` (a list or
+    tuple of at most 8 of those but "F" and "L"); None when an argument is of another kind (the
+    generic path then always serves the op's calls of that pattern)."""
+    if not bound:
+        return None
+    out = []
+    for a in bound:
+        c = a.__class__
+        if c is _Pending:
+            out.append("P")
+        elif c is int or a is None:
+            out.append("I")
+        elif c is float or c is bool or c is str:
+            out.append(("F", c))
+        elif isinstance(a, _TensorType):
+            out.append(("T", c))
+        elif (c is list or c is tuple) and len(a) <= 8:
+            sub = []
+            for b in a:
+                bc = b.__class__
+                if bc is _Pending:
+                    sub.append("P")
+                elif bc is int or b is None:
+                    sub.append("I")
+                elif isinstance(b, _TensorType):
+                    sub.append(("T", bc))
+                else:
+                    return None
+            out.append(("L", c, tuple(sub)))
+        else:
+            return None
+    return tuple(out)
+
+
+def _spec_source(pats):
+    """Python source of ``factory(st) -> spec``; ``spec(op, bound)`` records a call matching one
+    of ``pats`` exactly as the generic recorder would (same key, codes, depth, results), or
+    returns None (no pattern matches, or its group does not exist yet)."""
+    n = len(pats[0])
+    args = [f"a{i}" for i in range(n)]
+    classes = {}
+
+    def cls_name(c):
+        return classes.setdefault(c, f"C{len(classes)}")
+
+    body = []
+    for pat in pats:
+        guards, pend, tens, keys = [], [], [], []
+        for i, k in enumerate(pat):
+            a = args[i]
+            if k == "P":
+                guards.append(f"{a}.__class__ is Pending")
+                pend.append(a)
+                keys.append(f"{a}._t")
+            elif k == "I":
+                guards.append(f"({a}.__class__ is int or {a} is None)")
+                keys.append(a)
+            elif k[0] == "F":
+                guards.append(f"{a}.__class__ is {cls_name(k[1])}")
+                keys.append(f"{cls_name(k[1])}, {a}")
+            elif k[0] == "T":
+                guards.append(f"{a}.__class__ is {cls_name(k[1])}")
+                tens.append(a)
+                keys.append(f"{a}_k")
+            else:  # a list or tuple
+                _, c, sub = k
+                guards.append(f"{a}.__class__ is {cls_name(c)} and len({a}) == {len(sub)}")
+                items = []
+                for j, q in enumerate(sub):
+                    b = f"{a}[{j}]"
+                    name = f"{a}_{j}"
+                    if q == "P":
+                        guards.append(f"{b}.__class__ is Pending")
+                        pend.append(name)
+                        items.append(f"{name}._t")
+                    elif q == "I":
+                        guards.append(f"({b}.__class__ is int or {b} is None)")
+                        items.append(b)
+                    else:
+                        guards.append(f"{b}.__class__ is {cls_name(q[1])}")
+                        tens.append(name)
+                        items.append(f"{name}_k")
+                keys.append(f"({cls_name(c)}, {', '.join(items)},)")
+        # the coded arguments in order: pending ones and concrete tensors but parameters
+        coded = [x for x in _flat_names(pat, args)]
+        lines = ["if " + " and ".join(guards or ["True"]) + ":"]
+        for i, k in enumerate(pat):  # unpack list elements
+            if k.__class__ is tuple and k[0] == "L":
+                for j in range(len(k[2])):
+                    lines.append(f"    {args[i]}_{j} = {args[i]}[{j}]")
+        rg = []
+        for x in pend:
+            lines += [f"    g = {x}._g", f"    {x}_d = g.depth", f"    if not {x}_d:",
+                      "        keep(g)"]
+            rg.append(f"{x}._requires_grad")
+        if tens:
+            lines.append("    cs = []")
+        for x in coded:
+            if x in pend:
+                if tens:
+                    lines.append(f"    cs.append({x}._c)")
+            else:  # a concrete tensor: a parameter by identity, else coded by tkey
+                lines += [f"    ent = wkeys.get(id({x}))",
+                          f"    if ent is not None and ent[0] is {x}._data and "
+                          f"{x}._requires_grad:",
+                          f"        {x}_k = ent[1]",
+                          "    else:",
+                          f"        {x}_k = tkey({x}, cs)"]
+                rg.append(f"{x}._requires_grad")
+        if not pend:
+            lines.append("    d = 0")
+        else:
+            lines.append(f"    d = {pend[0]}_d")
+            for x in pend[1:]:
+                lines.append(f"    if {x}_d > d:")
+                lines.append(f"        d = {x}_d")
+        lines.append(f"    grp = groups.get((op, grad.enabled, {', '.join(keys)}, d + 1))")
+        lines.append("    if grp is None:")
+        lines.append("        return None")
+        lines.append("    row = grp.n")
+        lines.append("    grp.n = row + 1")
+        if tens:
+            lines.append("    if cs:")
+            lines.append("        grp.codes += cs")
+        elif pend:
+            lines.append(f"    grp.codes += ({', '.join(x + '._c' for x in pend)},)")
+        lines.append(f"    rg = {' or '.join(rg) if rg else 'False'}")
+        lines += ["    one = grp.one",
+                  "    if one is not None:",
+                  "        p = new(Pending)",
+                  "        p._g = grp",
+                  "        p._c = grp.base | row",
+                  "        p._t = one",
+                  "        if rg and grp.diff:",
+                  "            p._requires_grad = True",
+                  "        return p",
+                  "    return results(grp, row, rg)"]
+        body += ["        " + line for line in lines]
+    head = ["def factory(st):",
+            "    groups, wkeys, keep, tkey = st.groups, st.wkeys, st.keep, st.tkey",
+            "",
+            "    def spec(op, bound):",
+            f"        {', '.join(args)}, = bound"]
+    return "\n".join(head + body + ["        return None", "", "    return spec", ""]), \
+        {v: k for k, v in classes.items()}
+
+
+def _flat_names(pat, args):
+    """The names of the coded arguments of ``pat`` (pending values and concrete tensors,
+    list elements included), in the order of the generic recorder's codes."""
+    out = []
+    for i, k in enumerate(pat):
+        if k == "P" or (k.__class__ is tuple and k[0] == "T"):
+            out.append(args[i])
+        elif k.__class__ is tuple and k[0] == "L":
+            for j, q in enumerate(k[2]):
+                if q == "P" or (q.__class__ is tuple and q[0] == "T"):
+                    out.append(f"{args[i]}_{j}")
+    return out
+
+
+def _spec_factory(pats):
+    """The compiled ``factory(state) -> spec`` of a set of patterns (cached)."""
+    f = _FACTORIES.get(pats)
+    if f is None:
+        src, classes = _spec_source(pats)
+        env = {"Pending": _Pending, "new": _new, "grad": _grad, "results": _results,
+               "id": id}
+        env.update(classes)
+        exec(compile(src, f"<autobatch recorder {len(_FACTORIES)}>", "exec"), env)
+        f = _FACTORIES[pats] = env["factory"]
+    return f
+
+
+def _results(grp, row, rg):
+    """The pending results of row ``row`` of ``grp`` (a container of several, or one whose
+    ``requires_grad`` depends on its output)."""
+    rg = rg and grp.diff
+    res = []
+    for t, f, base in grp.outm:
+        p = _new(_Pending)
+        p._g = grp
+        p._c = base | row
+        p._t = t
+        if rg and f:
+            p._requires_grad = True
+        res.append(p)
+    kind = grp.kind
+    return res[0] if kind is None else kind(res)
+
+
 # ------------------------------------------------------------------------------ the state
 class _State:
     """One active ``autobatch()`` context (per thread)."""
@@ -444,6 +674,8 @@ class _State:
         self.table: dict = {}
         self.consts: list = []
         self.cids: dict = {}
+        self.specs: dict = {}  # op -> its specialized recorder (see _spec_factory)
+        self.spec_pats: dict = {}  # op -> the patterns its specialized recorder covers
         self.record = self.recorder()
 
     # -- the recorder -----------------------------------------------------------------
@@ -462,12 +694,18 @@ class _State:
         TensorType = _TensorType
         new = _new
         wkeys = self.wkeys
+        specs = self.specs
 
         def record(op, bound):
             # (while the graph runs, and in backward, the recorder is swapped out: see flush
             # and _outside; ``flushing`` guards a recorder captured before that)
             if _get_ident() != tid or st.flushing:
                 return inner(op, bound)
+            sp = specs.get(op)
+            if sp is not None:  # the argument patterns seen before, compiled (see _spec_source)
+                p = sp(op, bound)
+                if p is not None:
+                    return p
             kind = opkind.get(op, -1)
             if kind:
                 if kind < 0:
@@ -493,14 +731,13 @@ class _State:
                 for a in bound:
                     c = a.__class__
                     if c is Pending:
-                        u = unwrap(a)
-                        key.append(u.__class__)
-                        codes.append(u._c)
-                        d = u._g.depth
+                        key.append(a._t)
+                        codes.append(a._c)
+                        d = a._g.depth
                         if d > depth:
                             depth = d
                         elif not d:
-                            st.keep(u._g)
+                            st.keep(a._g)
                         if a._requires_grad:
                             rg = True
                     elif c is int or a is None:
@@ -519,14 +756,13 @@ class _State:
                         for b in a:
                             bc = b.__class__
                             if bc is Pending:
-                                u = unwrap(b)
-                                sub.append(u.__class__)
-                                codes.append(u._c)
-                                d = u._g.depth
+                                sub.append(b._t)
+                                codes.append(b._c)
+                                d = b._g.depth
                                 if d > depth:
                                     depth = d
                                 elif not d:
-                                    st.keep(u._g)
+                                    st.keep(b._g)
                                 if b._requires_grad:
                                     rg = True
                             elif bc is int or b is None:
@@ -554,41 +790,43 @@ class _State:
                 grp = st.new_group(op, bound, key, gm, depth + 1)
                 if grp is None:
                     return st.eager(op, bound)
+            if not kind:
+                st.learn(op, bound)
             row = grp.n
             grp.n = row + 1
             if codes:
                 grp.codes += codes
             one = grp.one
             if one is not None:
-                u = new(one)
-                u._g = grp
-                u._c = grp.base | row
                 p = new(Pending)
-                setattr(p, _DATA, u)
+                p._g = grp
+                p._c = grp.base | row
+                p._t = one
                 if rg and grp.diff:
                     p._requires_grad = True
                 return p
-            rg = rg and grp.diff
-            res = []
-            for t, f, base in grp.outm:
-                u = new(t)
-                u._g = grp
-                u._c = base | row
-                p = new(Pending)
-                setattr(p, _DATA, u)
-                if rg and f:
-                    p._requires_grad = True
-                res.append(p)
-            kind = grp.kind
-            return res[0] if kind is None else kind(res)
+            return _results(grp, row, rg)
 
         return record
+
+    def learn(self, op, bound):
+        """Note the argument pattern of a call the generic recorder handled, and give ``op`` a
+        specialized recorder covering its patterns (at most ``_MAX_PATTERNS`` per op, shared by
+        every context; the compiled code is cached per set of patterns)."""
+        pats = _PATTERNS.get(op, ())
+        if len(pats) < _MAX_PATTERNS:
+            pat = _pattern(bound)
+            if pat is not None and pat not in pats and (not pats or len(pat) == len(pats[0])):
+                pats = _PATTERNS[op] = pats + (pat,)
+        if pats and self.spec_pats.get(op) is not pats:
+            self.spec_pats[op] = pats
+            self.specs[op] = _spec_factory(pats)(self)
 
     def record_rows(self, op, bound):
         """``x[i]``, ``x[a:b:s]``, ``select(x, 0, i)``, ``narrow(x, 0, a, n)``: calls that
         differ only in which rows of ``x`` they take (and in ``x``'s number of rows) share a
         signature; the rows are per-call data (the second code column), and the group runs
-        as one ``index_select`` over the rows of its sources. None: not such a call."""
+        as one gather of the rows of its sources. None: not such a call."""
         name = op.name
         if name != "getitem":
             dim = bound[1]
@@ -597,7 +835,7 @@ class _State:
         x = bound[0]
         c = x.__class__
         if c is _Pending:
-            t = _unwrap(x).__class__
+            t = x._t
         elif c is _TensorType or isinstance(x, _TensorType):
             d = _unwrap(x)
             if d.__class__ is not _ndarray and isinstance(d, _Unready):
@@ -643,11 +881,10 @@ class _State:
         gm = _grad.enabled
         key = (_ROWS_KEY, gm, t.dtype, t.dev, t.shape[1:], drop, L, step)
         if c is _Pending:
-            u = _unwrap(x)
-            code = u._c
-            depth = u._g.depth
+            code = x._c
+            depth = x._g.depth
             if not depth:
-                self.keep(u._g)
+                self.keep(x._g)
         else:
             i = self.cids.get(id(x))
             if i is None:
@@ -666,11 +903,10 @@ class _State:
         row = grp.n
         grp.n = row + 1
         grp.codes += (code, start)
-        u = _new(grp.outm[0][0])
-        u._g = grp
-        u._c = grp.base | row
         p = _new(_Pending)
-        setattr(p, _DATA, u)
+        p._g = grp
+        p._c = grp.base | row
+        p._t = grp.outm[0][0]
         if x._requires_grad and grp.diff:
             p._requires_grad = True
         return p
@@ -1022,15 +1258,25 @@ class _State:
         n = grp.n
         if rule is _take_rows:
             return self.run_rows(grp, C)
-        perm = None
+        perm = locs = None
         if C is not None:
-            # per code column at once: one value for every call? one source buffer?
-            S = C >> _ROW_BITS
-            one = (C == C[0]).all(0).tolist()
-            one_src = (S == S[0]).all(0).tolist()
-            perm = _order(C, S, one_src)
+            # per code column at once: one value for every call? one source buffer? (and
+            # then which rows of it)
+            # (the codes of one buffer are one range of integers: a column's least and
+            # greatest code say whether it has one value, or one source buffer)
+            lo, hi = C.min(0).tolist(), C.max(0).tolist()
+            one = [a == b for a, b in zip(lo, hi)]
+            one_src = [a >> _ROW_BITS == b >> _ROW_BITS for a, b in zip(lo, hi)]
+            locs = [None] * grp.m
+            for j, single in enumerate(one_src):
+                if single and lo[j] >= 0 and lo[j] != hi[j]:
+                    g, k, off = self.locate(lo[j] >> _ROW_BITS)
+                    if g.outs is not None:
+                        locs[j] = (g.outs[k], _rows(g, C[:, j], off))
+            perm = _order(C, one_src, locs)
             if perm is not None:
                 C = C[perm]
+                locs = [loc if loc is None else (loc[0], loc[1][perm]) for loc in locs]
         first = grp.first
         shapes = grp.shapes
         args, stacked = [], []
@@ -1041,7 +1287,7 @@ class _State:
                 args.append(a)
                 stacked.append(False)
             elif pl.__class__ is int:
-                t, s = self.gather(C[:, pl], shapes[pos], one[pl], one_src[pl])
+                t, s = self.gather(C[:, pl], shapes[pos], one[pl], one_src[pl], locs[pl])
                 args.append(t)
                 stacked.append(s)
                 some = some or s
@@ -1052,7 +1298,8 @@ class _State:
                         ts.append(a[i])
                         ss.append(False)
                     else:
-                        t, s = self.gather(C[:, q], shapes[pos][i], one[q], one_src[q])
+                        t, s = self.gather(C[:, q], shapes[pos][i], one[q], one_src[q],
+                                           locs[q])
                         ts.append(t)
                         ss.append(s)
                         some = some or s
@@ -1111,50 +1358,50 @@ class _State:
         return True
 
     def run_rows(self, grp, C):
-        """A rows group (see ``record_rows``): the sources flattened to rows and
-        concatenated, then one ``index_select`` of every call's rows."""
+        """A rows group (see ``record_rows``): one gather of every call's rows from the
+        sources (each flattened to rows)."""
         drop, L, step = grp.rows
         n = grp.n
         xs, starts = C[:, 0], C[:, 1]
-        pieces = []
-        first = np.empty(n, dtype=np.int64)  # each call's first row in the concatenation
-        at = 0
+        pieces, rows, places = [], [], []
         order = np.argsort(xs, kind="stable")
         sx = xs[order]
-        cuts = np.flatnonzero(sx[1:] != sx[:-1]) + 1
-        segs = np.split(order, cuts) if len(cuts) else (order,)
+        cuts = (np.flatnonzero(sx[1:] != sx[:-1]) + 1).tolist()
         inner = self.inner
         done = set()
-        for seg in segs:  # one segment per distinct x (code)
-            c = int(xs[seg[0]])
+        for a, b in zip([0] + cuts, cuts + [n]):  # one segment per distinct x (code)
+            seg = order[a:b]
+            c = int(sx[a])
             if c >= 0:
-                b = c >> _ROW_BITS
-                if b in done:
+                buf = c >> _ROW_BITS
+                if buf in done:
                     continue
-                g, k, off = self.locate(b)
+                g, k, off = self.locate(buf)
                 if g.outs is not None:  # every call reading this buffer at once
-                    done.add(b)
+                    done.add(buf)
                     B = g.outs[k]
                     shape = tuple(_unwrap(B).shape)
                     tk = g.outm[k][0]
                     D = tk.shape[0]
                     if not tk.r:  # (m, D, ...), not flat: made rows (m * D, ...)
                         B = _batching.reshape(inner, B, (shape[0] * D,) + shape[2:])
+                    pos = np.flatnonzero((xs >= 0) & ((xs >> _ROW_BITS) == buf))
                     pieces.append(B)
-                    pos = np.flatnonzero((xs >= 0) & ((xs >> _ROW_BITS) == b))
-                    first[pos] = at + _rows(g, xs[pos], off) * D + starts[pos]
-                    at += _unwrap(B).shape[0]
+                    rows.append(_rows(g, xs[pos], off) * D + starts[pos])
+                    places.append(pos)
                     continue
-            X = self.value(c)
-            pieces.append(X)
-            first[seg] = at + starts[seg]
-            at += X.shape[0]
-        whole = pieces[0] if len(pieces) == 1 else _call(_CAT, (pieces, 0))
-        t = grp.outm[0][0]
-        if drop:
-            out = _take(whole, first)
+            pieces.append(self.value(c))
+            rows.append(starts[seg])
+            places.append(seg)
+        if L > 1 or not drop:  # every call's L rows (step apart)
+            span = _arange(L) * step
+            rows = [(r[:, None] + span).reshape(-1) for r in rows]
+            places = [(q[:, None] * L + _arange(L)).reshape(-1) for q in places]
+        if len(pieces) == 1 and (places[0] == _arange(n * L)).all():
+            out = _take(pieces[0], rows[0])
         else:
-            out = _take(whole, (first[:, None] + _arange(L) * step).reshape(-1))
+            out = _gather(pieces, rows, places, n * L)
+        t = grp.outm[0][0]
         out = _batching.reshape(inner, out, _phys(n, t.shape))
         d = _unwrap(out)
         if d.shape != _phys(n, t.shape) or d.dtype != t.dtype:
@@ -1163,13 +1410,15 @@ class _State:
         return True
 
     # -- gathering ----------------------------------------------------------------------
-    def gather(self, col, shape, one=None, one_src=None):
+    def gather(self, col, shape, one=None, one_src=None, loc=None):
         """``(tensor, stacked)`` for one tensor argument of a group (per example of
         ``shape``), from its codes ``col``: the one tensor every example passed (``stacked``
         False), or the examples' values as a batched buffer (see ``_flat_rows``): rows of
-        batched results, taken with one slice or ``index_select`` per source buffer;
+        batched results: a whole buffer, or one gather node over the source buffers;
         per-example tensors that are not rows of one (constants, results of calls run one at a
-        time) are stacked."""
+        time) are stacked. ``loc``: (buffer, rows) where every value is a row of one buffer."""
+        if loc is not None:
+            return _take(loc[0], _expand(loc[1], _flat_rows(shape))), True
         c0 = int(col[0])
         if one is None:
             one = bool((col == c0).all())
@@ -1188,56 +1437,45 @@ class _State:
 
     def gather_mixed(self, col, f):
         """The examples' values from several sources, in row order (``f`` rows each in a flat
-        buffer): the source buffers (and the per-example tensors that are not rows of one)
-        concatenated, then one ``index_select`` of the rows; a source of which few rows are read
-        is cut down to them first."""
+        buffer): one gather node (see ``_gather``) taking each source buffer's rows to their
+        places; the per-example tensors that are not rows of one are concatenated first."""
         n = len(col)
-        r = f or 1
-        pieces = []
         pend = np.flatnonzero(col >= 0)
         singles = np.flatnonzero(col < 0).tolist() if len(pend) < n else []
-        base = np.empty(n, dtype=np.int64)  # each value's first row in the concatenation
-        at = 0
-        placed = {}  # (group, k) -> where its whole buffer is in the concatenation
+        pieces, rows, places = [], [], []
+        where = {}  # (group, k) -> its entry in pieces (two groups merged into one: one buffer)
         if len(pend):
             pc = col[pend]
             src = pc >> _ROW_BITS
             srt = np.argsort(src, kind="stable")
             ss = src[srt]
-            cuts = np.flatnonzero(ss[1:] != ss[:-1]) + 1
-            for seg in np.split(srt, cuts) if len(cuts) else (srt,):
+            cuts = (np.flatnonzero(ss[1:] != ss[:-1]) + 1).tolist()
+            for a, b in zip([0] + cuts, cuts + [len(srt)]):
+                seg = srt[a:b]
                 pos = pend[seg]
-                b = int(src[seg[0]])
-                g, k, off = self.locate(b)
+                g, k, off = self.locate(int(ss[a]))
                 if g.outs is None:
                     singles.extend(pos.tolist())
                     continue
-                B = g.outs[k]
-                rows = _rows(g, pc[seg], off)
-                m = _unwrap(B).shape[0]
-                if m > 8 * len(rows) * r + 64:  # a few rows of a large buffer: take them
-                    B = _take(B, _expand(rows, f))
-                    rows = _arange(len(rows))
-                    m = len(rows) * r
+                r = _rows(g, pc[seg], off)
+                e = where.get((g, k))
+                if e is None:
+                    where[g, k] = len(pieces)
+                    pieces.append(g.outs[k])
+                    rows.append(r)
+                    places.append(pos)
                 else:
-                    where = placed.get((g, k))
-                    if where is not None:  # (two groups merged into one: one buffer)
-                        base[pos] = rows * r + where
-                        continue
-                    placed[g, k] = at
-                pieces.append(B)
-                base[pos] = rows * r + at
-                at += m
+                    rows[e] = np.concatenate((rows[e], r))
+                    places[e] = np.concatenate((places[e], pos))
         if singles:
             vals = [self.value(int(col[i])) for i in singles]
             pieces.append(_call(_CAT, (vals, 0)) if f else _call(_STACK, (vals, 0)))
-            base[singles] = _arange(len(singles)) * r + at
-            at += len(singles) * r
-        whole = pieces[0] if len(pieces) == 1 else _call(_CAT, (pieces, 0))
-        idx = base if f <= 1 else (base[:, None] + _arange(f)).reshape(-1)
-        if at == len(idx) and (idx == _arange(at)).all():
-            return whole
-        return _call(_INDEX_SELECT, (whole, 0, _index(idx, whole)))
+            rows.append(_arange(len(singles)))
+            places.append(np.array(singles, dtype=np.int64))
+        if len(pieces) == 1 and len(places[0]) == n and (places[0] == _arange(n)).all():
+            return _take(pieces[0], _expand(rows[0], f))
+        return _gather(pieces, [_expand(r, f) for r in rows], [_expand(q, f) for q in places],
+                       n * (f or 1))
 
 
 # ------------------------------------------------------------------------------ gathering
@@ -1246,23 +1484,39 @@ _ROWS_KEY = object()  # the op of a rows group's signature (see record_rows)
 _FULL = slice(None)
 
 
-def _order(C, S, one_src):
-    """The order to run a group's calls in (None: as recorded): by source buffer of the
-    argument read from the most sources, then by row, so that argument is gathered as its
-    sources one after another (slices or whole buffers, no reordering) and the results of
-    calls that read one source are neighbours for the groups reading them in turn. ``S``:
-    the codes' buffers, ``one_src``: per column, whether it has one."""
-    best, most = None, 1
-    for j, single in enumerate(one_src):
-        if single:
+def _order(C, one_src, locs):
+    """The order to run a group's calls in (None: as recorded). An argument read from one
+    buffer (``locs[j]``: the buffer and the rows, in call order) but not in the buffer's row
+    order: by its rows, so it is taken as a slice (and the results keep the layout of that
+    buffer: the groups after read neighbouring rows in turn). Else, when no argument is read
+    from one buffer: by source buffer of the argument read from the most sources, then by
+    row, so that argument is gathered as its sources one after another (slices or whole
+    buffers, no reordering). An argument already read in order is never reordered for
+    another: that would only move the gather from one argument to the other."""
+    single = False
+    for loc in locs:
+        if loc is None:
             continue
-        k = len(set(S[:, j].tolist()))
+        single = True
+        rows = loc[1]
+        if len(rows) > 1 and not (rows[1:] > rows[:-1]).all():
+            return np.argsort(rows, kind="stable")
+    if single:
+        return None
+    best, most = None, 0
+    for j, one in enumerate(one_src):
+        if one:
+            continue
+        s = C[:, j] >> _ROW_BITS
+        k = np.count_nonzero(s[1:] != s[:-1])
         if k > most:
             best, most = j, k
     if best is None:
         return None
-    perm = np.lexsort((C[:, best] & _MASK, S[:, best]))
-    return None if (perm == _arange(len(perm))).all() else perm
+    col = C[:, best]
+    if (col[1:] >= col[:-1]).all():
+        return None
+    return np.argsort(col, kind="stable")
 
 
 def _expand(rows, f):
@@ -1299,15 +1553,105 @@ def _call(op, bound):
 
 
 def _take(B, rows):
-    """Rows ``rows`` (an int64 array) of ``B``: B itself, a slice, or an index_select."""
+    """Rows ``rows`` (an int64 array) of ``B``: B itself or a gather."""
     n = len(rows)
-    r0, r1 = rows[0], rows[-1]
-    if r1 - r0 == n - 1 and (n <= 2 or (rows[1:] - rows[:-1] == 1).all()):
-        r0 = int(r0)
-        if n == _unwrap(B).shape[0]:
-            return B
-        return _call(_SLICE, (B, 0, r0, r0 + n, 1))
-    return _call(_INDEX_SELECT, (B, 0, _index(rows, B)))
+    if n == _unwrap(B).shape[0] and rows[0] == 0 and rows[-1] == n - 1 and (
+            n <= 2 or (rows == _arange(n)).all()):
+        return B
+    # (a part of B, contiguous or not, as a gather: its backward is rows that the engine
+    # gathers with every other read of B, then adds in once; a slice's backward would be a
+    # zero-filled copy of B per read)
+    return _gather((B,), (rows,), None, n)
+
+
+class _GatherOp:
+    """What the autograd graph reads of a multi-source gather (see ``_gather``)."""
+
+    name = "autobatch_gather"
+    Args = tuple
+
+
+class _GatherEntry:
+    """The derivative-table entry of ``_gather``: each source gets the gradient rows of its
+    places, as rows (``engine._Rows``) that the engine sums with the source's other reads and
+    makes dense once; with ``create_graph``, as recorded ops."""
+
+    save = frozenset()
+    save_for = None
+    save_out = False
+    node_cls = None
+    release = None
+
+    def for_complex(self, op):
+        return self
+
+    @staticmethod
+    def vjp(c, g):
+        _, rows, places = c.args
+        grads = []
+        if not _grad.enabled:
+            d = _unwrap(g)
+            cpu = d.__class__ is _ndarray
+            for (shape, _), r, q in zip(c.meta[0], rows, places):
+                v = d[q] if q.__class__ is slice or cpu else d[_unwrap(_index(q, g))]
+                if cpu and 2 * len(r) >= shape[0] and np.bincount(r).max() <= 1:
+                    # most of the piece's rows, each once: its dense gradient at once
+                    z = np.zeros(shape, dtype=d.dtype)
+                    z[r] = v
+                    grads.append(_wrap(z))
+                else:  # a few rows (or rows read twice): summed with its other reads
+                    grads.append(engine._Rows(shape, 0, _index(r, g), _wrap(v)))
+        else:  # create_graph: the same, recorded
+            for (shape, _), r, q in zip(c.meta[0], rows, places):
+                v = g if q.__class__ is slice else _call(_INDEX_SELECT, (g, 0, _index(q, g)))
+                grads.append(_call(_INDEX_ADD, (_zeros(shape, g), 0, _index(r, g), v, 1)))
+        return grads, None, None
+
+
+_GATHER_OP = _GatherOp()
+_GATHER_ENTRY = _GatherEntry()
+
+
+def _zeros(shape, like):
+    d = _unwrap(like)
+    if d.__class__ is _ndarray:
+        return _wrap(np.zeros(shape, dtype=d.dtype))
+    import cupy
+
+    with d.device:
+        return _wrap(cupy.zeros(shape, dtype=d.dtype))
+
+
+def _gather(pieces, rows, places, total):
+    """One tensor of ``total`` rows whose rows ``places[i]`` are rows ``rows[i]`` of
+    ``pieces[i]`` (int64 arrays; ``places`` None: one piece, every row in order): one node in
+    the graph, whose backward hands each piece its rows of the gradient (no concatenation of
+    the sources, no zero-filled copy per read)."""
+    d0 = _unwrap(pieces[0])
+    if d0.__class__ is _ndarray:
+        if places is None:  # one piece, its rows in order
+            t = _wrap(d0.take(rows[0], 0))
+            places = (slice(None),)
+        else:
+            out = np.empty((total,) + d0.shape[1:], dtype=d0.dtype)
+            for P, r, q in zip(pieces, rows, places):
+                out[q] = _unwrap(P)[r]
+            t = _wrap(out)
+    else:  # CUDA: the row numbers on the device
+        import cupy
+
+        with d0.device:
+            if places is None:
+                t = _wrap(d0.take(cupy.asarray(rows[0]), 0))
+                places = (slice(None),)
+            else:
+                out = cupy.empty((total,) + d0.shape[1:], dtype=d0.dtype)
+                for P, r, q in zip(pieces, rows, places):
+                    out[cupy.asarray(q)] = _unwrap(P)[cupy.asarray(r)]
+                t = _wrap(out)
+    if _grad.enabled and d0.dtype.kind in "fcV" and any(P._requires_grad for P in pieces):
+        graph.attach(_GATHER_OP, _GATHER_ENTRY, (list(pieces), rows, places), t)
+    return t
 
 
 def _realize(bound):
@@ -1348,7 +1692,7 @@ def _out_key(o):
 def _placeholder(a):
     c = a.__class__
     if c is _Pending:
-        u = _unwrap(a)
+        u = a._t
         return _wrap(_fill(u.shape, u.dtype, u.dev))
     if (c is list or c is tuple) and any(b.__class__ is _Pending for b in a):
         return c(_placeholder(b) for b in a)
