@@ -326,7 +326,7 @@ def attach(op, entry, args, out):
     i = 0
     for a in args:
         if a.__class__ is _TensorType or isinstance(a, _TensorType):
-            d = a._data
+            d = _unwrap(a)
             if a._requires_grad:
                 mask |= 1 << i
                 m = a._autograd_meta
@@ -379,7 +379,7 @@ def attach(op, entry, args, out):
         node._trace = traceback.format_stack()[:-3]
     if out.__class__ is _TensorType or isinstance(out, _TensorType):
         node._n_out = 1
-        kind = out._data.dtype.kind
+        kind = _unwrap(out).dtype.kind
         if not entry.save_out and kind == "f":  # the common case
             node._out_data = None
             out.grad_fn = node
