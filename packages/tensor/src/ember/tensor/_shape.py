@@ -547,7 +547,8 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     _check_not_0d("split", nd)
     dim = _wrap_dim(dim, nd, "split")
     size = tensor._data.shape[dim]
-    if isinstance(split_size_or_sections, numbers.Integral):
+    if split_size_or_sections.__class__ is int or isinstance(split_size_or_sections,
+                                                            numbers.Integral):
         step = int(split_size_or_sections)
         if step < 0:
             raise RuntimeError(f"split expects split_size be non-negative, but got "
