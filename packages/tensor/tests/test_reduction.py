@@ -631,3 +631,20 @@ def test_property_logsumexp_bounds(values):
     r = R.logsumexp(t, 0).item()
     m = max(values)
     assert m - 1e-9 <= r <= m + np.log(len(values)) + 1e-9
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "prod", "norm", "var", "logsumexp"])
+@pytest.mark.parametrize("dtype", [et.float16, et.float32, et.float64])
+def test_reductions_of_huge_values_warn_nothing(op, dtype):
+    # PyTorch computes these without a warning (an overflowing sum or product is inf); NumPy's
+    # reductions warn unless told not to
+    big = float(np.finfo(dtype.np).max) / 2
+    x = et.full((3, 4), big, dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        whole = et.logsumexp(x, (0, 1)) if op == "logsumexp" else getattr(x, op)()
+        rows = getattr(et, op)(x, 1) if op != "norm" else x.norm(dim=1)
+    if op in ("sum", "prod"):
+        assert np.isinf(whole.float().item()) and np.isinf(rows.float().numpy()).all()
+    if op == "logsumexp":  # big + log(12) and big + log(4): big in float precision
+        np.testing.assert_allclose(rows.double().numpy(), big, rtol=1e-3)

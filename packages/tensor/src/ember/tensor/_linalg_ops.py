@@ -570,7 +570,7 @@ def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = F
 @defop("linalg_vector_norm", out=True)
 def linalg_vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *,
                        dtype=None) -> Tensor:
-    from ._reduction import _dims
+    from ._reduction import _dims, _on_kernel
 
     d = x._data
     if d.dtype.kind == "c":  # the norm of the magnitudes
@@ -586,6 +586,10 @@ def linalg_vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *,
         d = d.astype(_dtype_np(dtype))
     dims = _dims(dim, d.ndim, "linalg.vector_norm") if dim is not None else \
         tuple(range(d.ndim))
+    if ord == 1 or ord == 2:  # the reduction kernels' 1-norm and 2-norm
+        r = _on_kernel("linalg.vector_norm", d, dims, keepdim, "sum_reduce", 1 + int(ord))
+        if r is not None:
+            return _make(r)
     axes = tuple(dims) if d.ndim else None
     acc = np.float32 if d.dtype == np.float16 else d.dtype
     a = xp.abs(d).astype(acc, copy=False)

@@ -1,0 +1,362 @@
+"""Sums, means, sums of squares, variances and log-sum-exps of float32 / float64 arrays.
+
+Every kernel reduces axis 1 of a C-contiguous ``(outer, n, inner)`` array into a flat
+``(outer * inner,)`` output: ``ember.tensor._reduction`` views a reduction over adjacent dims of
+a (possibly permuted) contiguous tensor that way. CPU only: CuPy's reductions serve CUDA.
+
+Rows (``inner == 1``, a reduction along contiguous memory) are summed in blocks of ``_B``
+elements; inside a block the sum is reassociated so that LLVM vectorizes it (partial sums per
+SIMD lane, 4 x 16 of them in float32 with AVX-512), and the block sums are added in float64,
+flushed every ``_CASCADE`` blocks. That is a cascade like PyTorch's: float32 partial sums of a
+few dozen elements under a float64 total, at least as accurate as PyTorch's float32 cascade at
+every length. Columns (``inner > 1``) add whole rows elementwise (vectorized along the row)
+into a block accumulator of the input dtype, flushed into float64 every ``_RB`` rows.
+
+Variances are a two-pass algorithm per block (the block's mean rounded to the input dtype is
+the shift ``c``; ``sum(x - c)`` and ``sum((x - c)**2)`` in float64 correct for that rounding),
+blocks combined with Chan et al.'s pairwise update: one pass over memory, exact zero for a
+constant row, no overflow of float32 squares. Columns take two passes (the column means, then
+the shifted sums). Log-sum-exps keep a running maximum per block (one pass over memory) and
+exponentiate with ``_vmath.vexp``.
+
+NaN and inf propagate as in PyTorch (the fast-math flags keep IEEE semantics, only sums are
+reassociated). Measured against NumPy's pairwise ``add.reduce`` and PyTorch (float32,
+single thread, 256 x 1024): rows 12 us vs NumPy 45 us, PyTorch 15 us.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._vmath import like, vexp
+
+__all__ = ["sum_reduce", "var_reduce", "logsumexp_reduce"]
+
+
+
+def _jit(fn=None, *, sums=False):
+    """``njit`` (cached, nogil, NumPy's error model) with IEEE arithmetic, except that the
+    block sums (``sums``) may be reassociated, which lets LLVM vectorize them, and contracted
+    to fused multiply-adds. No "arcp": the variance's correction ``s2 - s1 * s1 / n`` must
+    come out exactly 0 on constant data, which a rounded reciprocal breaks."""
+    def wrap(f):
+        return numba.njit(cache=True, nogil=True, error_model="numpy",
+                          fastmath={"reassoc", "contract"} if sums else False)(f)
+    return wrap if fn is None else wrap(fn)
+
+
+_B = 2048  # elements per vectorized block of a row
+_CASCADE = 512  # row blocks per float64 partial sum
+_RB = 64  # rows per block accumulator of a column sum
+
+
+# --------------------------------------------------------------------------- blocks of a row
+# Each takes a non-empty contiguous 1-D block and returns its reduction in the block's dtype.
+
+
+@_jit(sums=True)
+def _bsum(b):
+    s = b[0]
+    for j in range(1, b.shape[0]):
+        s += b[j]
+    return s
+
+
+@_jit(sums=True)
+def _bsumabs(b):
+    s = abs(b[0])
+    for j in range(1, b.shape[0]):
+        s += abs(b[j])
+    return s
+
+
+@_jit(sums=True)
+def _bsumsq(b):
+    s = b[0] * b[0]
+    for j in range(1, b.shape[0]):
+        s += b[j] * b[j]
+    return s
+
+
+@_jit(sums=True)
+def _bdev(b, c):
+    # sum(x - c) and sum((x - c)**2) in float64: x - c is exact for float32 data
+    c = np.float64(c)
+    d = np.float64(b[0]) - c
+    s1 = d
+    s2 = d * d
+    for j in range(1, b.shape[0]):
+        d = np.float64(b[j]) - c
+        s1 += d
+        s2 += d * d
+    return s1, s2
+
+
+@_jit
+def _bmax(b):
+    # eight independent running maxima (one select chain does not vectorize); NaN is skipped
+    # here and still reaches the result through exp(NaN - m)
+    n = b.shape[0]
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = b[0]
+    j = 0
+    while j + 8 <= n:
+        v = b[j]
+        a0 = v if v > a0 else a0
+        v = b[j + 1]
+        a1 = v if v > a1 else a1
+        v = b[j + 2]
+        a2 = v if v > a2 else a2
+        v = b[j + 3]
+        a3 = v if v > a3 else a3
+        v = b[j + 4]
+        a4 = v if v > a4 else a4
+        v = b[j + 5]
+        a5 = v if v > a5 else a5
+        v = b[j + 6]
+        a6 = v if v > a6 else a6
+        v = b[j + 7]
+        a7 = v if v > a7 else a7
+        j += 8
+    a0 = a1 if a1 > a0 else a0
+    a2 = a3 if a3 > a2 else a2
+    a4 = a5 if a5 > a4 else a4
+    a6 = a7 if a7 > a6 else a6
+    a0 = a2 if a2 > a0 else a0
+    a4 = a6 if a6 > a4 else a4
+    m = a4 if a4 > a0 else a0
+    while j < n:
+        v = b[j]
+        m = v if v > m else m
+        j += 1
+    return m
+
+
+@_jit(sums=True)
+def _bexpsum(b, m):
+    s = vexp(b[0] - m)
+    for j in range(1, b.shape[0]):
+        s += vexp(b[j] - m)
+    return s
+
+
+# --------------------------------------------------------------------------- one row
+
+
+# Rows of at most _B elements are one block: the entry points call the block functions on
+# them directly, in a loop chosen outside the rows (a branch per row costs as much as a short
+# row's sum). These functions take the longer rows.
+
+
+@_jit
+def _row_sum(r, p):
+    # p = 0: sum(r), 1: sum(|r|), 2: sum(r**2), in float64 (the powers of the p-norms)
+    lo = 0.0
+    hi = 0.0
+    k = 0
+    for s in range(0, r.shape[0], _B):
+        b = r[s:s + _B]
+        lo += _bsum(b) if p == 0 else _bsumabs(b) if p == 1 else _bsumsq(b)
+        k += 1
+        if k == _CASCADE:
+            hi += lo
+            lo = 0.0
+            k = 0
+    return hi + lo
+
+
+@_jit
+def _block_moments(b):
+    # (mean, M2) of a non-empty block in float64: the shift c is its mean rounded to the
+    # input dtype, sum(x - c) corrects for that rounding
+    nb = b.shape[0]
+    c = like(_bsum(b) / nb, b)
+    s1, s2 = _bdev(b, c)
+    return c + s1 / nb, s2 - s1 * s1 / nb
+
+
+@_jit
+def _row_m2(r):
+    # the sum of squared deviations from the mean of a non-empty row, in float64
+    mean, m2 = _block_moments(r[:_B])
+    for s in range(_B, r.shape[0], _B):  # Chan et al.'s update, block by block
+        b = r[s:s + _B]
+        nb = b.shape[0]
+        mb, m2b = _block_moments(b)
+        w = nb / (s + nb)
+        delta = mb - mean
+        mean += delta * w
+        m2 += m2b + delta * delta * (s * w)
+    return m2
+
+
+@_jit
+def _block_shift(b):
+    # the block's maximum, or 0 where it is not finite: an all -inf block sums to 0, a +inf
+    # element makes the sum inf, NaN stays NaN (through exp(NaN - m))
+    m = _bmax(b)
+    return m if math.isfinite(m) else like(0.0, b)
+
+
+@_jit
+def _row_lse(r):
+    # log(sum(exp(r))) of a non-empty row, with a running shift block by block
+    m = _block_shift(r[:_B])
+    shift = np.float64(m)
+    s = np.float64(_bexpsum(r[:_B], m))
+    for k in range(_B, r.shape[0], _B):
+        b = r[k:k + _B]
+        m = _block_shift(b)
+        e = _bexpsum(b, m)
+        if m > shift:
+            s = s * math.exp(shift - m) + e
+            shift = np.float64(m)
+        else:
+            s += e * math.exp(m - shift)
+    return math.log(s) + shift
+
+
+# --------------------------------------------------------------------------- entry points
+# ``x`` is a C-contiguous float32 / float64 array (outer, n, inner); ``out`` a new
+# (outer * inner,) array of its dtype. Rows (inner == 1) and columns take different loops.
+# No parallel versions: measured on this project's two shared cores, prange over the rows was
+# slower than one thread at every size from 256x1024 to 10000x1000 (sum, var, logsumexp).
+
+
+@_jit
+def sum_reduce(x, out, mode):
+    """``out = sum(x, 1)`` (``mode`` 0), the mean (1), the 1-norm ``sum(|x|, 1)`` (2) or the
+    2-norm ``sqrt(sum(x**2, 1))`` (3)."""
+    outer, n, inner = x.shape
+    p = mode - 1 if mode > 1 else 0
+    div = np.float64(n) if mode == 1 else 1.0
+    if inner == 1:
+        rows = x.reshape(outer, n)
+        if n == 0:
+            out[:] = 0.0 / div
+        elif n > _B:
+            for i in range(outer):
+                t = _row_sum(rows[i], p)
+                out[i] = math.sqrt(t) if p == 2 else t / div
+        elif p == 0:
+            for i in range(outer):
+                out[i] = _bsum(rows[i]) / div
+        elif p == 1:
+            for i in range(outer):
+                out[i] = _bsumabs(rows[i])
+        else:
+            for i in range(outer):
+                out[i] = math.sqrt(_bsumsq(rows[i]))
+        return
+    blk = np.empty(inner, x.dtype)
+    acc = np.empty(inner, np.float64)
+    for o in range(outer):
+        acc[:] = 0.0
+        for r0 in range(0, n, _RB):
+            blk[:] = 0.0
+            for r in range(r0, min(r0 + _RB, n)):
+                row = x[o, r]
+                if p == 0:
+                    for j in range(inner):
+                        blk[j] += row[j]
+                elif p == 1:
+                    for j in range(inner):
+                        blk[j] += abs(row[j])
+                else:
+                    for j in range(inner):
+                        blk[j] += row[j] * row[j]
+            for j in range(inner):
+                acc[j] += blk[j]
+        for j in range(inner):
+            out[o * inner + j] = math.sqrt(acc[j]) if p == 2 else acc[j] / div
+
+
+@_jit
+def var_reduce(x, out, correction):
+    """``out = sum((x - mean)**2, 1) / max(n - correction, 0)``, NaN where ``n`` is 0."""
+    outer, n, inner = x.shape
+    dof = np.float64(max(n - correction, 0))
+    if inner == 1:
+        rows = x.reshape(outer, n)
+        if n == 0:
+            out[:] = np.nan
+        elif n > _B:
+            for i in range(outer):
+                m2 = _row_m2(rows[i])
+                out[i] = (0.0 if m2 < 0.0 else m2) / dof
+        else:
+            for i in range(outer):
+                m2 = _block_moments(rows[i])[1]
+                out[i] = (0.0 if m2 < 0.0 else m2) / dof
+        return
+    c = np.empty(inner, x.dtype)
+    acc = np.empty(inner, np.float64)
+    s1 = np.empty(inner, np.float64)
+    s2 = np.empty(inner, np.float64)
+    for o in range(outer):
+        acc[:] = 0.0
+        for r0 in range(0, n, _RB):
+            c[:] = 0.0
+            for r in range(r0, min(r0 + _RB, n)):
+                row = x[o, r]
+                for j in range(inner):
+                    c[j] += row[j]
+            for j in range(inner):
+                acc[j] += c[j]
+        for j in range(inner):  # the shift: each column's mean rounded to the input dtype
+            c[j] = acc[j] / n
+        s1[:] = 0.0
+        s2[:] = 0.0
+        for r in range(n):
+            row = x[o, r]
+            for j in range(inner):
+                d = np.float64(row[j]) - np.float64(c[j])
+                s1[j] += d
+                s2[j] += d * d
+        for j in range(inner):
+            m2 = s2[j] - s1[j] * s1[j] / n if n else 0.0
+            out[o * inner + j] = (0.0 if m2 < 0.0 else m2) / dof if n else np.nan
+
+
+@_jit
+def logsumexp_reduce(x, out):
+    """``out = log(sum(exp(x), 1))`` for ``n > 0``, without overflow."""
+    outer, n, inner = x.shape
+    if inner == 1:
+        rows = x.reshape(outer, n)
+        if n > _B:
+            for i in range(outer):
+                out[i] = _row_lse(rows[i])
+        else:
+            for i in range(outer):
+                r = rows[i]
+                m = _block_shift(r)
+                out[i] = math.log(_bexpsum(r, m)) + m
+        return
+    m = np.empty(inner, x.dtype)
+    blk = np.empty(inner, x.dtype)
+    acc = np.empty(inner, np.float64)
+    for o in range(outer):
+        row = x[o, 0]
+        for j in range(inner):
+            m[j] = row[j]
+        for r in range(1, n):
+            row = x[o, r]
+            for j in range(inner):
+                v = row[j]
+                m[j] = v if v > m[j] else m[j]
+        for j in range(inner):  # the shift, 0 where the maximum is not finite
+            m[j] = m[j] if math.isfinite(m[j]) else 0.0
+        acc[:] = 0.0
+        for r0 in range(0, n, _RB):
+            blk[:] = 0.0
+            for r in range(r0, min(r0 + _RB, n)):
+                row = x[o, r]
+                for j in range(inner):
+                    blk[j] += vexp(row[j] - m[j])
+            for j in range(inner):
+                acc[j] += blk[j]
+        for j in range(inner):
+            out[o * inner + j] = math.log(acc[j]) + m[j]
