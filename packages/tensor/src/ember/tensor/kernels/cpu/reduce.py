@@ -1,4 +1,4 @@
-"""Sums, means, sums of squares, variances and log-sum-exps of float32 / float64 arrays.
+"""Sums, means, 1- and 2-norms, variances and log-sum-exps of float32 / float64 arrays.
 
 Every kernel reduces axis 1 of a C-contiguous ``(outer, n, inner)`` array into a flat
 ``(outer * inner,)`` output: ``ember.tensor._reduction`` views a reduction over adjacent dims of
@@ -7,21 +7,24 @@ a (possibly permuted) contiguous tensor that way. CPU only: CuPy's reductions se
 Rows (``inner == 1``, a reduction along contiguous memory) are summed in blocks of ``_B``
 elements; inside a block the sum is reassociated so that LLVM vectorizes it (partial sums per
 SIMD lane, 4 x 16 of them in float32 with AVX-512), and the block sums are added in float64,
-flushed every ``_CASCADE`` blocks. That is a cascade like PyTorch's: float32 partial sums of a
-few dozen elements under a float64 total, at least as accurate as PyTorch's float32 cascade at
-every length. Columns (``inner > 1``) add whole rows elementwise (vectorized along the row)
-into a block accumulator of the input dtype, flushed into float64 every ``_RB`` rows.
+flushed every ``_CASCADE`` blocks: a cascade like PyTorch's, float32 partial sums of a few dozen
+elements under a float64 total, as accurate as PyTorch's float32 cascade or more at every
+length. Columns (``inner > 1``) are reduced in tiles of ``_TILE`` columns: whole row segments
+added elementwise (vectorized along the row) into a block accumulator of the input dtype,
+flushed into float64 every ``_RB`` rows.
 
-Variances are a two-pass algorithm per block (the block's mean rounded to the input dtype is
-the shift ``c``; ``sum(x - c)`` and ``sum((x - c)**2)`` in float64 correct for that rounding),
-blocks combined with Chan et al.'s pairwise update: one pass over memory, exact zero for a
-constant row, no overflow of float32 squares. Columns take two passes (the column means, then
-the shifted sums). Log-sum-exps keep a running maximum per block (one pass over memory) and
-exponentiate with ``_vmath.vexp``.
+Variances are two passes per block (the block's mean rounded to the input dtype is the shift
+``c``; ``sum(x - c)`` and ``sum((x - c)**2)`` in float64 correct for that rounding), blocks
+combined with Chan et al.'s pairwise update: one pass over memory, exactly 0 for constant data,
+no overflow of float32 squares. Columns take two passes (the column means, then the shifted
+sums). Log-sum-exps shift each block by its maximum, combine blocks with a running shift (one
+pass over memory) and exponentiate with ``_vmath.vexp``.
 
-NaN and inf propagate as in PyTorch (the fast-math flags keep IEEE semantics, only sums are
-reassociated). Measured against NumPy's pairwise ``add.reduce`` and PyTorch (float32,
-single thread, 256 x 1024): rows 12 us vs NumPy 45 us, PyTorch 15 us.
+NaN and inf propagate as in PyTorch: only the block sums are reassociated, everything else keeps
+IEEE semantics. Measured against NumPy and PyTorch (float32, one thread, 256 x 1024): rows sum
+in 13 us (NumPy's pairwise ``add.reduce`` 45, PyTorch 15), columns in 15-18 (NumPy 19-30,
+PyTorch 35-75), variance of the rows in 45 (NumPy's two passes 200), log-sum-exp of the rows
+in 140 (NumPy 280, PyTorch 280).
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ import numpy as np
 from ._vmath import like, vexp
 
 __all__ = ["sum_reduce", "var_reduce", "logsumexp_reduce"]
-
 
 
 def _jit(fn=None, *, sums=False):
