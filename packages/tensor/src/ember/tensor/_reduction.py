@@ -227,6 +227,7 @@ _KERNEL_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _SUM_KERNEL_MIN = 4096  # smaller sums: NumPy's add.reduce (measured: faster below 4096)
 _plans: dict = {}  # (shape, dim, keepdim, op) of a C-contiguous input -> plan, or False
 _empty = np.empty
+_add_reduce = np.add.reduce
 
 
 def _plan(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool, kernel):
@@ -286,8 +287,8 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
         fn, view, size, shape = plan
         if fn is None:  # NumPy: axes, keepdim, and whether the result is 0-d (a NumPy scalar)
             if shape:
-                return np.add.reduce(d, view, out=_empty((), d.dtype))
-            return np.add.reduce(d, view, keepdims=size)
+                return _add_reduce(d, view, out=_empty((), d.dtype))
+            return _add_reduce(d, view, keepdims=size)
         out = _empty(size, d.dtype)
         fn(d.reshape(view), out, *args)
         return out.reshape(shape)
