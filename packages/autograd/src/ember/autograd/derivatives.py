@@ -766,11 +766,12 @@ def _norm(c, g):
     p = c.args.p
     dims = _rdims(c, x, 2)
     keep = _keepdim(c, 3)
+    if p in ("fro", 2, 2.0, None):  # x * (g / norm), 0 where the norm is 0, as PyTorch: the
+        zero = c.out == 0  # scale on the reduced shape, one pass over x
+        safe = et.where(zero, et.ones_like(c.out), c.out)
+        return (x * _unreduce(et.where(zero, et.zeros_like(g), g / safe), x.shape, dims, keep),)
     gx = _unreduce(g, x.shape, dims, keep)
     out = _unreduce(c.out, x.shape, dims, keep)
-    if p in ("fro", 2, 2.0, None):
-        safe = et.where(out == 0, et.ones_like(out), out)
-        return (et.where(out == 0, et.zeros_like(gx), gx * x / safe),)
     if p == 1:
         return (gx * et.sgn(x),)
     if p in (float("inf"), float("-inf")):

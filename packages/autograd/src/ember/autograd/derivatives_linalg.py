@@ -360,6 +360,10 @@ def _vector_norm(c, g):
 
     if x.dim() == 0:
         up = lambda t: t  # noqa: E731
+    if p == 2:  # x * (g / norm), 0 where the norm is 0, as PyTorch: one pass over x
+        n = c.out if c.out.dtype == x.dtype else c.out.to(dtype=x.dtype)
+        zero = n == 0
+        return (x * up(et.where(zero, et.zeros_like(g), g / et.where(zero, et.ones_like(n), n))),)
     gx, out = up(g), up(c.out)
     if c.out.dtype != x.dtype:
         out = out.to(dtype=x.dtype)
@@ -367,9 +371,6 @@ def _vector_norm(c, g):
         return (et.zeros_like(x),)
     if p == 1:
         return (gx * et.sgn(x),)
-    if p == 2:
-        safe = et.where(out == 0, et.ones_like(out), out)
-        return (et.where(out == 0, et.zeros_like(gx), gx * x / safe),)
     if math.isinf(p):
         hit = (x.abs() == out).to(x.dtype)
         count = hit.sum(dims, keepdim=True) if x.dim() else hit

@@ -25,7 +25,7 @@ import numbers
 import numpy as np
 
 from ._checks import scalar_type_name
-from ._reduction import _return_type
+from ._reduction import _dims, _on_kernel, _return_type
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
 
@@ -570,8 +570,6 @@ def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = F
 @defop("linalg_vector_norm", out=True)
 def linalg_vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *,
                        dtype=None) -> Tensor:
-    from ._reduction import _dims, _on_kernel
-
     d = x._data
     if d.dtype.kind == "c":  # the norm of the magnitudes
         d = _xp(d).abs(d)

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import not_implemented, scalar_type_name
+from ._pointwise import sqrt, where
 from ._registry import array_module, defop, with_out, write_out
 from ._tensor import Tensor
 from .kernels import get as _kernel
@@ -226,6 +227,7 @@ _KERNEL_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _SUM_KERNEL_MIN = 4096  # smaller sums: NumPy's add.reduce (measured: faster below 4096)
 _plans: dict = {}  # (shape, dim, keepdim, op) of a C-contiguous input -> plan, or False
 _empty = np.empty
+_add_reduce = np.add.reduce
 
 
 def _plan(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool, kernel):
@@ -273,9 +275,8 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
             if len(_plans) >= 4096:
                 _plans.clear()
             dims = _dims(dim, len(shape), op)
-            if op == "sum" and d.size < _SUM_KERNEL_MIN:  # a full sum keeps its dims, so
-                full = not keepdim and len(dims) == len(shape)  # that NumPy gives an array
-                plan = (None, dims or None, keepdim or full, () if full else None)
+            if op == "sum" and d.size < _SUM_KERNEL_MIN:
+                plan = (None, dims or None, keepdim, not keepdim and len(dims) == len(shape))
             else:
                 if _kr is None:
                     from .kernels.cpu import reduce as _kr
@@ -284,10 +285,11 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
         if not plan:
             return None
         fn, view, size, shape = plan
-        if fn is None:  # NumPy: the axes, keepdims and the shape of a full sum
+        if fn is None:  # NumPy: axes, keepdim, and whether the result is 0-d (a NumPy scalar)
             with np.errstate(**_quiet):  # an overflow to inf is PyTorch's result, no warning
-                r = np.add.reduce(d, view, keepdims=size)
-            return r if shape is None else r.reshape(shape)
+                if shape:
+                    return _add_reduce(d, view, out=_empty((), d.dtype))
+                return _add_reduce(d, view, keepdims=size)
         out = _empty(size, d.dtype)
         fn(d.reshape(view), out, *args)
         return out.reshape(shape)
@@ -492,8 +494,6 @@ def std(input: Tensor, dim=None, unbiased: bool | None = None, keepdim: bool = F
 def _safe_sqrt(v: Tensor) -> Tensor:
     """``sqrt(v)`` whose gradient is 0 where ``v == 0`` (a constant input's std), as
     PyTorch's std backward, never ``0 * inf = NaN``; NaN and inf variances stay as they are."""
-    from ._pointwise import sqrt, where
-
     if v.requires_grad:
         zero = v == 0
         return where(zero, 0.0, sqrt(where(zero, 1.0, v)))
