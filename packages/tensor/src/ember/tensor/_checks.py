@@ -134,3 +134,16 @@ def check_dtype(op: str, dt, *, bool_ok: bool = True, int_ok: bool = True,
         ok = float_ok
     if not ok:
         raise not_implemented(op, dt)
+
+
+_INT_BOUNDS: dict = {}
+
+
+def int_bounds(np_dtype) -> tuple[int, int]:
+    """``(min, max)`` of an integer NumPy dtype, kept per dtype (``np.iinfo`` is slow to
+    build: about 1 us, more than the checks that ask for it)."""
+    b = _INT_BOUNDS.get(np_dtype)
+    if b is None:
+        info = np.iinfo(np_dtype)
+        b = _INT_BOUNDS[np_dtype] = (int(info.min), int(info.max))
+    return b

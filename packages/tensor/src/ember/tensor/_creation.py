@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import _dtype as D
-from ._checks import check_int
+from ._checks import check_int, int_bounds
 from ._device import CPU, device, to_device
 from ._registry import array_module, defop, with_out
 from ._tensor import Size, Tensor, _device_of
@@ -295,23 +295,10 @@ def _check_int_fill(op: str, fill, dt) -> None:
         if isinstance(fill, (bool, np.bool_)):
             return
         fill = _int_fill_value(op, fill, dt)
-    lo, hi = _int_bounds(dt.np)
+    lo, hi = int_bounds(dt.np)
     if not lo <= fill <= hi:
         raise RuntimeError(f"{op}(): value cannot be converted to type {dt} without overflow: "
                            f"{fill}")
-
-
-_INT_BOUNDS: dict = {}
-
-
-def _int_bounds(np_dtype) -> tuple[int, int]:
-    """``(min, max)`` of an integer NumPy dtype (``np.iinfo`` is slow to build; kept per
-    dtype)."""
-    b = _INT_BOUNDS.get(np_dtype)
-    if b is None:
-        info = np.iinfo(np_dtype)
-        b = _INT_BOUNDS[np_dtype] = (int(info.min), int(info.max))
-    return b
 
 
 def _int_fill_value(op: str, fill, dt) -> int:

@@ -23,7 +23,13 @@ import operator
 import numpy as np
 
 from . import _dtype as D
-from ._checks import broadcast_shapes, check_inplace, check_same_device, scalar_type_name
+from ._checks import (
+    broadcast_shapes,
+    check_inplace,
+    check_same_device,
+    int_bounds,
+    scalar_type_name,
+)
 from ._registry import array_module, defop
 from ._tensor import Tensor, _legacy_name, _ptr, _root, _wrap_dim
 
@@ -119,7 +125,7 @@ def _exact_range(dtype: np.dtype) -> float:
     r = _EXACT_RANGE.get(dtype)
     if r is None:
         r = _EXACT_RANGE[dtype] = (float(np.finfo(dtype).max) / 2 if dtype.kind == "f" else
-                                   float(np.iinfo(dtype).max) if dtype.kind in "iu" else 0.0)
+                                   float(int_bounds(dtype)[1]) if dtype.kind in "iu" else 0.0)
     return r
 
 

@@ -18,6 +18,7 @@ from ._checks import (
     check_inplace,
     check_same_device,
     device_error,
+    int_bounds,
     not_implemented,
     scalar_type_name,
 )
@@ -852,9 +853,9 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
         # is the dtype's extreme; NumPy's maximum/minimum against a scalar do not vectorize:
         # about 3x slower at 256x1024); min > max gives max everywhere, as in PyTorch
         if lo is None:
-            lo = -_INF if dt.kind == "f" else _int_range(dt)[0]
+            lo = -_INF if dt.kind == "f" else int_bounds(dt)[0]
         elif hi is None:
-            hi = _INF if dt.kind == "f" else _int_range(dt)[1]
+            hi = _INF if dt.kind == "f" else int_bounds(dt)[1]
         return _make(out.clip(lo, hi).astype(dt, copy=False))
     if lo is not None:
         out = xp.maximum(out, lo)
@@ -867,17 +868,6 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
 
 _INF = float("inf")
 _PLAIN_BOUND = (float, int, type(None))
-_INT_RANGES: dict = {}
-
-
-def _int_range(dt: np.dtype) -> tuple[int, int]:
-    r = _INT_RANGES.get(dt)
-    if r is None:
-        info = np.iinfo(dt)
-        r = _INT_RANGES[dt] = (int(info.min), int(info.max))
-    return r
-
-
 @defop("clamp_", inplace=True)
 def clamp_(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """In-place :func:`clamp`."""

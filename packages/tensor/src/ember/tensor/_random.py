@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from . import _dtype as D
-from ._checks import scalar_type_name
+from ._checks import int_bounds, scalar_type_name
 from ._creation import _finish, _size, _size_kw, _xp
 from ._device import device, to_device
 from ._registry import array_module, defop
@@ -430,8 +430,7 @@ def _int_bounds(dt: D.dtype) -> tuple[int, int]:
         return 0, 1
     if dt.is_floating_point:
         return -(1 << (np.finfo(dt.np).nmant + 1)), 1 << (np.finfo(dt.np).nmant + 1)
-    info = np.iinfo(dt.np)
-    return int(info.min), int(info.max)
+    return int_bounds(dt.np)
 
 
 def _check_range(low: int, high: int, dt: D.dtype) -> None:
