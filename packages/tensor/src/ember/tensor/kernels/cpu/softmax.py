@@ -77,10 +77,8 @@ def _row_max(x, i):
 @vjit(sums=True)
 def _exp_store_sum(x, y, i, m):
     # y[i] = exp(x[i] - m); returns the row sum (in the dtype of x).
-    e = vexp(x[i, 0] - m)
-    y[i, 0] = e
-    s = e
-    for j in range(1, x.shape[1]):
+    s = like(0.0, x)  # from a zero, so that short rows vectorize too (no scalar first term)
+    for j in range(x.shape[1]):
         e = vexp(x[i, j] - m)
         y[i, j] = e
         s += e
@@ -89,24 +87,24 @@ def _exp_store_sum(x, y, i, m):
 
 @vjit(sums=True)
 def _exp_sum(x, i, m):
-    s = vexp(x[i, 0] - m)
-    for j in range(1, x.shape[1]):
+    s = like(0.0, x)
+    for j in range(x.shape[1]):
         s += vexp(x[i, j] - m)
     return s
 
 
 @vjit(sums=True)
 def _row_sum(g, i):
-    s = g[i, 0]
-    for j in range(1, g.shape[1]):
+    s = like(0.0, g)
+    for j in range(g.shape[1]):
         s += g[i, j]
     return s
 
 
 @vjit(sums=True)
 def _row_dot(g, y, i):
-    s = g[i, 0] * y[i, 0]
-    for j in range(1, g.shape[1]):
+    s = like(0.0, g)
+    for j in range(g.shape[1]):
         s += g[i, j] * y[i, j]
     return s
 
@@ -115,16 +113,16 @@ def _row_dot(g, y, i):
 def _row_smooth(x, w, i, m):
     # sum_c w[c] (m - x[i, c]): the caller adds ls * sum(w) (lse = m + ls kept apart, so that
     # large logits lose no precision in the input dtype; reassociation is allowed here)
-    s = w[0] * (m - x[i, 0])
-    for j in range(1, x.shape[1]):
+    s = like(0.0, x)
+    for j in range(x.shape[1]):
         s += w[j] * (m - x[i, j])
     return s
 
 
 @vjit(sums=True)
 def _sum(w):
-    s = w[0]
-    for j in range(1, w.shape[0]):
+    s = like(0.0, w)
+    for j in range(w.shape[0]):
         s += w[j]
     return s
 
