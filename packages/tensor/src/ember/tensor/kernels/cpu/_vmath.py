@@ -16,7 +16,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-__all__ = ["vjit", "vexp", "like"]
+__all__ = ["vjit", "vexp", "vmax", "like"]
 
 # --------------------------------------------------------------------------- vector math
 
@@ -138,3 +138,43 @@ def _ov_like(v, a):
         return dt(v)
 
     return impl
+
+
+@vjit
+def vmax(b):
+    """The largest element of the 1-d array ``b`` (at least one element): eight independent
+    running maxima, since one select chain does not vectorize. NaN is skipped; the softmax
+    and log-sum-exp kernels that use it still get NaN through ``exp(NaN - m)``."""
+    n = b.shape[0]
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = b[0]
+    j = 0
+    while j + 8 <= n:
+        v = b[j]
+        a0 = v if v > a0 else a0
+        v = b[j + 1]
+        a1 = v if v > a1 else a1
+        v = b[j + 2]
+        a2 = v if v > a2 else a2
+        v = b[j + 3]
+        a3 = v if v > a3 else a3
+        v = b[j + 4]
+        a4 = v if v > a4 else a4
+        v = b[j + 5]
+        a5 = v if v > a5 else a5
+        v = b[j + 6]
+        a6 = v if v > a6 else a6
+        v = b[j + 7]
+        a7 = v if v > a7 else a7
+        j += 8
+    a0 = a1 if a1 > a0 else a0
+    a2 = a3 if a3 > a2 else a2
+    a4 = a5 if a5 > a4 else a4
+    a6 = a7 if a7 > a6 else a6
+    a0 = a2 if a2 > a0 else a0
+    a4 = a6 if a6 > a4 else a4
+    m = a4 if a4 > a0 else a0
+    while j < n:
+        v = b[j]
+        m = v if v > m else m
+        j += 1
+    return m

@@ -34,7 +34,7 @@ import math
 import numba
 import numpy as np
 
-from ._vmath import like, vexp
+from ._vmath import like, vexp, vmax
 
 __all__ = ["sum_reduce", "var_reduce", "logsumexp_reduce"]
 
@@ -99,45 +99,6 @@ def _bdev(b, c):
     return s1, s2
 
 
-@_jit
-def _bmax(b):
-    # eight independent running maxima (one select chain does not vectorize); NaN is skipped
-    # here and still reaches the result through exp(NaN - m)
-    n = b.shape[0]
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = b[0]
-    j = 0
-    while j + 8 <= n:
-        v = b[j]
-        a0 = v if v > a0 else a0
-        v = b[j + 1]
-        a1 = v if v > a1 else a1
-        v = b[j + 2]
-        a2 = v if v > a2 else a2
-        v = b[j + 3]
-        a3 = v if v > a3 else a3
-        v = b[j + 4]
-        a4 = v if v > a4 else a4
-        v = b[j + 5]
-        a5 = v if v > a5 else a5
-        v = b[j + 6]
-        a6 = v if v > a6 else a6
-        v = b[j + 7]
-        a7 = v if v > a7 else a7
-        j += 8
-    a0 = a1 if a1 > a0 else a0
-    a2 = a3 if a3 > a2 else a2
-    a4 = a5 if a5 > a4 else a4
-    a6 = a7 if a7 > a6 else a6
-    a0 = a2 if a2 > a0 else a0
-    a4 = a6 if a6 > a4 else a4
-    m = a4 if a4 > a0 else a0
-    while j < n:
-        v = b[j]
-        m = v if v > m else m
-        j += 1
-    return m
-
-
 @_jit(sums=True)
 def _bexpsum(b, m):
     s = like(0.0, b)
@@ -200,7 +161,7 @@ def _row_m2(r):
 def _block_shift(b):
     # the block's maximum, or 0 where it is not finite: an all -inf block sums to 0, a +inf
     # element makes the sum inf, NaN stays NaN (through exp(NaN - m))
-    m = _bmax(b)
+    m = vmax(b)
     return m if math.isfinite(m) else like(0.0, b)
 
 

@@ -21,7 +21,7 @@ from ._common import (
     parallel_call,
     use_parallel,
 )
-from ._vmath import like, vexp, vjit
+from ._vmath import like, vexp, vjit, vmax
 
 __all__ = [
     "softmax_forward",
@@ -33,45 +33,6 @@ __all__ = [
 ]
 
 # --------------------------------------------------------------------------- row helpers
-
-
-@vjit
-def _row_max(x, i):
-    # Eight independent running maxima (a single select chain does not vectorize). NaN is
-    # skipped here; it still makes the whole row NaN through exp(NaN - m), as in PyTorch.
-    n = x.shape[1]
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = x[i, 0]
-    j = 0
-    while j + 8 <= n:
-        v = x[i, j]
-        a0 = v if v > a0 else a0
-        v = x[i, j + 1]
-        a1 = v if v > a1 else a1
-        v = x[i, j + 2]
-        a2 = v if v > a2 else a2
-        v = x[i, j + 3]
-        a3 = v if v > a3 else a3
-        v = x[i, j + 4]
-        a4 = v if v > a4 else a4
-        v = x[i, j + 5]
-        a5 = v if v > a5 else a5
-        v = x[i, j + 6]
-        a6 = v if v > a6 else a6
-        v = x[i, j + 7]
-        a7 = v if v > a7 else a7
-        j += 8
-    a0 = a1 if a1 > a0 else a0
-    a2 = a3 if a3 > a2 else a2
-    a4 = a5 if a5 > a4 else a4
-    a6 = a7 if a7 > a6 else a6
-    a0 = a2 if a2 > a0 else a0
-    a4 = a6 if a6 > a4 else a4
-    m = a4 if a4 > a0 else a0
-    while j < n:
-        v = x[i, j]
-        m = v if v > m else m
-        j += 1
-    return m
 
 
 @vjit(sums=True)
@@ -133,7 +94,7 @@ def _sum(w):
 @vjit
 def _softmax_row(x, y, i, log):
     # All -inf row: m = -inf and x - m is NaN everywhere, as in PyTorch.
-    m = _row_max(x, i)
+    m = vmax(x[i])
     if log:
         ls = np.log(_exp_sum(x, i, m))  # x - (m + ls) would round m + ls first
         for j in range(x.shape[1]):
@@ -184,7 +145,7 @@ def _softmax_bwd_parallel(y, g, dx, log):
 @vjit
 def _ce_fwd_row(x, t, w, ignore, eps, loss, lse, i):
     C = x.shape[1]
-    m = _row_max(x, i)
+    m = vmax(x[i])
     ls = np.log(_exp_sum(x, i, m))
     lse[i] = m + ls
     ti = t[i]
@@ -221,7 +182,7 @@ def _ce_bwd_row(x, t, w, wsum, ignore, eps, go, dx, i):
         for j in range(C):
             dx[i, j] = 0.0
         return
-    m = _row_max(x, i)
+    m = vmax(x[i])
     s = _exp_store_sum(x, dx, i, m)
     gi = go[i]
     hot = (1.0 - eps) * w[ti] * gi
