@@ -54,16 +54,21 @@ def _is_cuda(device: str) -> bool:
 
 @pytest.fixture(autouse=True)
 def _no_tf32():
-    """PyTorch CUDA would use TF32 in cuDNN convolutions by default: not an fp32 reference."""
+    """PyTorch CUDA would use TF32 in cuDNN convolutions and RNNs by default: not an fp32
+    reference. The per-backend ``fp32_precision`` flags set IEEE float32 for both (the legacy
+    ``allow_tf32`` flag reaches only the convolutions)."""
     if torch is None:
         yield
         return
-    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    flags = torch.backends.cudnn, torch.backends.cuda.matmul
+    saved = [f.fp32_precision for f in flags]
+    for f in flags:
+        f.fp32_precision = "ieee"
     try:
         yield
     finally:
-        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+        for f, v in zip(flags, saved):
+            f.fp32_precision = v
 
 
 def _torch_device(device: str) -> str:

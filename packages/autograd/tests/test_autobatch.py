@@ -6,7 +6,11 @@ The models are written with ember.tensor ops only (this distribution's tests run
 ember-nn): parameters are leaf tensors that require grad."""
 from __future__ import annotations
 
+import functools
+import importlib.util
 import random
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,12 +19,22 @@ import ember.tensor as et
 from ember.autograd import autobatch, no_grad
 from ember.autograd.autobatch import is_pending
 
+_path = Path(__file__).resolve().parents[2] / "tensor" / "tests" / "devices.py"
+if "ember_test_devices" in sys.modules:
+    DV = sys.modules["ember_test_devices"]
+else:
+    _spec = importlib.util.spec_from_file_location("ember_test_devices", _path)
+    DV = importlib.util.module_from_spec(_spec)
+    sys.modules["ember_test_devices"] = DV
+    _spec.loader.exec_module(DV)
+CUDA_ONLY, require_device = DV.CUDA_ONLY, DV.require_device
+
 TOL = {"float64": dict(rtol=1e-10, atol=1e-12), "float32": dict(rtol=2e-4, atol=1e-5)}
 
 
-def param(rng, *shape, dtype="float64", scale=0.3):
+def param(rng, *shape, dtype="float64", scale=0.3, device="cpu"):
     return et.tensor(rng.standard_normal(shape) * scale, dtype=getattr(et, dtype),
-                     requires_grad=True)
+                     device=device, requires_grad=True)
 
 
 def run_both(params, loss_fn, dtype):
@@ -36,7 +50,7 @@ def run_both(params, loss_fn, dtype):
         else:
             loss = loss_fn()
         loss.backward()
-        results.append((loss.item(), [p.grad.numpy().copy() for p in params]))
+        results.append((loss.item(), [p.grad.cpu().numpy().copy() for p in params]))
     (l0, g0), (l1, g1) = results
     np.testing.assert_allclose(l1, l0, **TOL[dtype])
     for a, b in zip(g0, g1):
@@ -64,13 +78,13 @@ def leaves(t):
 class TreeLSTM:
     """The binary Tree-LSTM of the W7 anchor, node by node."""
 
-    def __init__(self, rng, H, dtype):
-        self.H = H
-        self.emb = param(rng, 50, H, dtype=dtype)
-        self.leaf_w, self.leaf_b = param(rng, 3 * H, H, dtype=dtype), param(rng, 3 * H, dtype=dtype)
-        self.comp_w, self.comp_b = (param(rng, 5 * H, 2 * H, dtype=dtype),
-                                    param(rng, 5 * H, dtype=dtype))
-        self.out_w, self.out_b = param(rng, 5, H, dtype=dtype), param(rng, 5, dtype=dtype)
+    def __init__(self, rng, H, dtype, device="cpu"):
+        self.H, self.device = H, device
+        p = functools.partial(param, rng, dtype=dtype, device=device)
+        self.emb = p(50, H)
+        self.leaf_w, self.leaf_b = p(3 * H, H), p(3 * H)
+        self.comp_w, self.comp_b = p(5 * H, 2 * H), p(5 * H)
+        self.out_w, self.out_b = p(5, H), p(5)
 
     def params(self):
         return [self.emb, self.leaf_w, self.leaf_b, self.comp_w, self.comp_b, self.out_w,
@@ -90,22 +104,24 @@ class TreeLSTM:
         return et.sigmoid(o) * et.tanh(c), c
 
     def loss(self, tree, label):
-        ids = et.tensor(leaves(tree))
+        ids = et.tensor(leaves(tree), device=self.device)
         h, _ = self.node(tree, et.embedding(self.emb, ids), [0])
-        return cross_entropy(et.linear(h, self.out_w, self.out_b), et.tensor([label]))
+        return cross_entropy(et.linear(h, self.out_w, self.out_b),
+                             et.tensor([label], device=self.device))
+
+
+def tree_lstm_case(dtype, device="cpu"):
+    """(parameters, loss function) of a Tree-LSTM over 10 random trees."""
+    rng = np.random.default_rng(0)
+    prng = random.Random(0)
+    model = TreeLSTM(rng, 8, dtype, device)
+    data = [(random_tree(prng, prng.randint(1, 12)), prng.randrange(5)) for _ in range(10)]
+    return model.params(), lambda: et.stack([model.loss(t, y) for t, y in data]).mean()
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_tree_lstm_losses_and_gradients(dtype):
-    rng = np.random.default_rng(0)
-    prng = random.Random(0)
-    model = TreeLSTM(rng, 8, dtype)
-    data = [(random_tree(prng, prng.randint(1, 12)), prng.randrange(5)) for _ in range(10)]
-
-    def loss_fn():
-        return et.stack([model.loss(t, y) for t, y in data]).mean()
-
-    run_both(model.params(), loss_fn, dtype)
+    run_both(*tree_lstm_case(dtype), dtype)
 
 
 def test_tree_lstm_runs_batched():
@@ -126,39 +142,43 @@ def test_tree_lstm_runs_batched():
 class Acceptor:
     """A per-example LSTM over a variable-length sequence (no padding), then a classifier."""
 
-    def __init__(self, rng, V, E, H, dtype):
-        self.H = H
-        self.emb = param(rng, V, E, dtype=dtype)
-        self.w_ih, self.w_hh = param(rng, 4 * H, E, dtype=dtype), param(rng, 4 * H, H, dtype=dtype)
-        self.b = param(rng, 4 * H, dtype=dtype)
-        self.out_w, self.out_b = param(rng, 2, H, dtype=dtype), param(rng, 2, dtype=dtype)
+    def __init__(self, rng, V, E, H, dtype, device="cpu"):
+        self.H, self.device = H, device
+        p = functools.partial(param, rng, dtype=dtype, device=device)
+        self.emb = p(V, E)
+        self.w_ih, self.w_hh = p(4 * H, E), p(4 * H, H)
+        self.b = p(4 * H)
+        self.out_w, self.out_b = p(2, H), p(2)
         self.dtype = getattr(et, dtype)
 
     def params(self):
         return [self.emb, self.w_ih, self.w_hh, self.b, self.out_w, self.out_b]
 
     def loss(self, seq, label):
-        xs = et.embedding(self.emb, et.tensor(seq))
-        h = et.zeros(1, self.H, dtype=self.dtype)
-        c = et.zeros(1, self.H, dtype=self.dtype)
+        xs = et.embedding(self.emb, et.tensor(seq, device=self.device))
+        h = et.zeros(1, self.H, dtype=self.dtype, device=self.device)
+        c = et.zeros(1, self.H, dtype=self.dtype, device=self.device)
         for t in range(len(seq)):
             x = xs[t].unsqueeze(0)
             h, c = et.lstm_cell_fused(et.linear(x, self.w_ih, self.b),
                                       et.matmul(h, self.w_hh.t()), c)
-        return cross_entropy(et.linear(h, self.out_w, self.out_b), et.tensor([label]))
+        return cross_entropy(et.linear(h, self.out_w, self.out_b),
+                             et.tensor([label], device=self.device))
+
+
+def acceptor_case(dtype, device="cpu"):
+    """(parameters, loss function) of an LSTM acceptor over 9 sequences of lengths 1-11."""
+    rng = np.random.default_rng(2)
+    model = Acceptor(rng, 30, 6, 5, dtype, device)
+    seqs = [list(rng.integers(0, 30, int(n))) for n in rng.integers(1, 12, 9)]
+    labels = [int(y) for y in rng.integers(0, 2, 9)]
+    return model.params(), lambda: et.stack([model.loss(s, y)
+                                             for s, y in zip(seqs, labels)]).mean()
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_lstm_acceptor_variable_lengths(dtype):
-    rng = np.random.default_rng(2)
-    model = Acceptor(rng, 30, 6, 5, dtype)
-    seqs = [list(rng.integers(0, 30, int(n))) for n in rng.integers(1, 12, 9)]
-    labels = [int(y) for y in rng.integers(0, 2, 9)]
-
-    def loss_fn():
-        return et.stack([model.loss(s, y) for s, y in zip(seqs, labels)]).mean()
-
-    run_both(model.params(), loss_fn, dtype)
+    run_both(*acceptor_case(dtype), dtype)
 
 
 # ------------------------------------------------------------------------------ SPINN
@@ -166,14 +186,14 @@ class SPINN:
     """The shift-reduce encoder of examples/spinn_snli.py, one example at a time: a buffer of
     word states, a stack, a TreeLSTM reduction of the top two entries."""
 
-    def __init__(self, rng, V, H, dtype):
-        self.H = H
-        self.emb = param(rng, V, H, dtype=dtype)
-        self.proj_w, self.proj_b = param(rng, 2 * H, H, dtype=dtype), param(rng, 2 * H, dtype=dtype)
-        self.comp_w, self.comp_b = (param(rng, 5 * H, 2 * H, dtype=dtype),
-                                    param(rng, 5 * H, dtype=dtype))
-        self.out_w, self.out_b = param(rng, 3, H, dtype=dtype), param(rng, 3, dtype=dtype)
-        self.zero = et.zeros(2 * H, dtype=getattr(et, dtype))
+    def __init__(self, rng, V, H, dtype, device="cpu"):
+        self.H, self.device = H, device
+        p = functools.partial(param, rng, dtype=dtype, device=device)
+        self.emb = p(V, H)
+        self.proj_w, self.proj_b = p(2 * H, H), p(2 * H)
+        self.comp_w, self.comp_b = p(5 * H, 2 * H), p(5 * H)
+        self.out_w, self.out_b = p(3, H), p(3)
+        self.zero = et.zeros(2 * H, dtype=getattr(et, dtype), device=device)
 
     def params(self):
         return [self.emb, self.proj_w, self.proj_b, self.comp_w, self.comp_b, self.out_w,
@@ -188,7 +208,8 @@ class SPINN:
         return et.cat([o.sigmoid() * c.tanh(), c], 0)
 
     def loss(self, words, transitions, label):
-        buf = et.linear(et.embedding(self.emb, et.tensor(words)), self.proj_w, self.proj_b)
+        buf = et.linear(et.embedding(self.emb, et.tensor(words, device=self.device)),
+                        self.proj_w, self.proj_b)
         buffer = [buf[i] for i in reversed(range(len(words)))]
         stack = [self.zero, self.zero]
         for op in transitions:
@@ -198,7 +219,8 @@ class SPINN:
                 right, left = stack.pop(), stack.pop()
                 stack.append(self.reduce(left, right))
         h = stack[-1][: self.H].unsqueeze(0)
-        return cross_entropy(et.linear(h, self.out_w, self.out_b), et.tensor([label]))
+        return cross_entropy(et.linear(h, self.out_w, self.out_b),
+                             et.tensor([label], device=self.device))
 
 
 def random_transitions(rng, n):
@@ -215,21 +237,35 @@ def random_transitions(rng, n):
     return out
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_spinn_encoder(dtype):
+def spinn_case(dtype, device="cpu"):
+    """(parameters, loss function) of the SPINN encoder over 8 random parses."""
     rng = np.random.default_rng(3)
     prng = random.Random(3)
-    model = SPINN(rng, 40, 6, dtype)
+    model = SPINN(rng, 40, 6, dtype, device)
     data = []
     for _ in range(8):
         n = prng.randint(1, 9)
         data.append(([prng.randrange(40) for _ in range(n)], random_transitions(prng, n),
                      prng.randrange(3)))
+    return model.params(), lambda: et.stack([model.loss(*ex) for ex in data]).mean()
 
-    def loss_fn():
-        return et.stack([model.loss(*ex) for ex in data]).mean()
 
-    run_both(model.params(), loss_fn, dtype)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_spinn_encoder(dtype):
+    run_both(*spinn_case(dtype), dtype)
+
+
+@pytest.mark.parametrize("device", CUDA_ONLY)
+@pytest.mark.parametrize("case", [tree_lstm_case, acceptor_case, spinn_case],
+                         ids=["tree_lstm", "acceptor", "spinn"])
+def test_models_on_device(case, device):
+    """On the GPU the batched run equals the unbatched one, and both equal the CPU's."""
+    require_device(device)
+    _, (l1, g1) = run_both(*case("float64", device), "float64")
+    (lc, gc), _ = run_both(*case("float64"), "float64")
+    np.testing.assert_allclose(l1, lc, **TOL["float64"])
+    for a, b in zip(gc, g1):
+        np.testing.assert_allclose(b, a, **TOL["float64"])
 
 
 # ------------------------------------------------------------------------------ semantics

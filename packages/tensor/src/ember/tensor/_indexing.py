@@ -158,26 +158,30 @@ def _scalar_of(value, op: str):
 
 # ------------------------------------------------------------------------------ accumulation
 def _kernel_index_add(out3, index, src3, alpha) -> None:
-    """``out3[p, index[n], q] += alpha * src3[p, n, q]`` (indices already in range)."""
-    xp = array_module(out3)
-    if out3.dtype.kind in "fiu":
-        fn = None
-        # the CUDA kernel takes float dtypes only: integers use the generic path there
-        if xp is np or out3.dtype.kind == "f":
-            try:
-                from .kernels import get
+    """``out3[p, index[n], q] += alpha * src3[p, n, q]`` (indices already in range, ``out3``
+    and ``src3`` C-contiguous). The index_add kernel takes real numbers (on CUDA floats only);
+    complex numbers add as their real and imaginary parts, and the dtypes the kernel does not
+    take (bool, bfloat16, integers on CUDA) go through scatter_dim's "add"."""
+    from .kernels import get
 
-                fn = get("index_add", xp)
-            except (ImportError, NotImplementedError, ValueError):
-                fn = None
-        if fn is not None:
-            fn(out3, index, src3, alpha)
-            return
+    xp = array_module(out3)
+    kind = out3.dtype.kind
+    if kind == "c":
         if alpha != 1:
             src3 = (src3 * alpha).astype(out3.dtype)
-    elif not alpha:  # bool: adding is a logical or; a zero alpha adds nothing
+            alpha = 1
+        real = out3.real.dtype
+        out3, src3, kind = out3.view(real), src3.view(real), "f"
+    if kind == "f" or (kind in "iu" and xp is np):
+        get("index_add", xp)(out3, index, src3, alpha)
         return
-    xp.add.at(out3, (slice(None), index, slice(None)), src3)
+    if kind == "b":
+        if not alpha:  # adding is a logical or; a zero alpha adds nothing
+            return
+    elif alpha != 1:
+        src3 = (src3 * alpha).astype(out3.dtype)
+    P, N, Q = src3.shape
+    get("scatter_dim", xp)(out3, xp.broadcast_to(index.reshape(1, N, 1), (P, N, Q)), src3, "add")
 
 
 def _index_add_into(w, P: int, M: int, Q: int, index, src3, alpha) -> None:

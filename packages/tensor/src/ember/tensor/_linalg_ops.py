@@ -153,6 +153,22 @@ def _own(xp, r):
     return xp.ascontiguousarray(r)
 
 
+def _host(a):
+    """``a`` on the host. The LAPACK routines CuPy lacks (geev, sytrf, sytrs) run there, and
+    their results go back to the input's device (:func:`_on_device_of`), as PyTorch runs
+    MAGMA's host-side geev for a CUDA ``linalg.eig``."""
+    return a if isinstance(a, np.ndarray) else a.get()
+
+
+def _on_device_of(a, *results) -> tuple:
+    """Tensors of the host arrays ``results``, on the device of the array ``a``."""
+    if isinstance(a, np.ndarray):
+        return tuple(_make(r) for r in results)
+    xp = _xp(a)
+    with a.device:
+        return tuple(_make(xp.asarray(r)) for r in results)
+
+
 # ---------------------------------------------------------------------------- det / inv / solve
 @defop("linalg_det", out=True)
 def linalg_det(A: Tensor) -> Tensor:
@@ -343,10 +359,7 @@ def _check_eig(op: str, a, finite: bool = True) -> None:
         raise RuntimeError(f"{op}: Unknown Complex ScalarType for {scalar_type_name(a.dtype)}")
     if a.dtype == np.float16:
         raise NotImplementedError(f"{op}: \"linalg_eig_out_cpu\" not implemented for 'Half'")
-    if _xp(a) is not np:
-        raise RuntimeError(f"{op}: not supported for CUDA tensors in ember: CuPy has no general "
-                           "(non-Hermitian) eigensolver; compute it on the CPU (A.cpu())")
-    if finite and a.size and not np.isfinite(a).all():
+    if finite and a.size and not bool(_xp(a).isfinite(a).all()):
         raise RuntimeError(f"torch.{op}: input tensor should not contain infs or NaNs.")
 
 
@@ -356,10 +369,9 @@ def linalg_eig(A: Tensor):
     _check_eig("linalg.eig", a)
     cdt = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
     if a.size == 0:
-        return _make(np.zeros(a.shape[:-1], cdt)), _make(np.zeros(a.shape, cdt))
-    w, v = np.linalg.eig(a)  # LAPACK geev: unit-norm eigenvectors, as PyTorch's
-    return (_make(np.ascontiguousarray(w, dtype=cdt)),
-            _make(np.ascontiguousarray(v, dtype=cdt)))
+        return _on_device_of(a, np.zeros(a.shape[:-1], cdt), np.zeros(a.shape, cdt))
+    w, v = np.linalg.eig(_host(a))  # LAPACK geev: unit-norm eigenvectors, as PyTorch's
+    return _on_device_of(a, np.ascontiguousarray(w, dtype=cdt), np.ascontiguousarray(v, dtype=cdt))
 
 
 @defop("linalg_svd", out=True)
@@ -626,15 +638,11 @@ def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bo
     _check_square("linalg.ldl_factor_ex", a)
     _no_complex("linalg.ldl_factor_ex", a)
     _check_float("linalg.ldl_factor_ex", a, half_kernel="ldl_factor_kernel_cpu")
-    xp = _xp(a)
-    if xp is not np:
-        raise NotImplementedError("linalg.ldl_factor: not implemented on ember's CUDA backend "
-                                  "(cuSOLVER has no sytrf); use .cpu()")
     from scipy.linalg import lapack
 
     sytrf = lapack.dsytrf if a.dtype == np.float64 else lapack.ssytrf
     n = a.shape[-1]
-    flat = a.reshape((-1, n, n))
+    flat = _host(a).reshape((-1, n, n))
     lds = np.empty_like(flat)
     pivs = np.empty((flat.shape[0], n), np.int32)
     info = np.zeros(flat.shape[0], np.int32)
@@ -645,8 +653,8 @@ def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bo
         info[i] = inf
     if check_errors and (info != 0).any():
         raise LinAlgError("linalg.ldl_factor_ex: the factorization could not be completed")
-    return (_make(lds.reshape(a.shape)), _make(pivs.reshape(a.shape[:-1])),
-            _make(info.reshape(a.shape[:-2])))
+    return _on_device_of(a, lds.reshape(a.shape), pivs.reshape(a.shape[:-1]),
+                         info.reshape(a.shape[:-2]))
 
 
 @defop("linalg_ldl_solve", out=True, differentiable=False)
@@ -678,8 +686,8 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
                            f"{scalar_type_name(ld.dtype)} instead.")
     _check_float(op, ld, half_kernel="ldl_solve_kernel_cpu")
     _check_same(op, ld, b)
-    if _xp(ld) is not np:
-        raise NotImplementedError(f"{op}: not implemented on ember's CUDA backend")
+    on = ld
+    ld, piv, b = _host(ld), _host(piv), _host(b)
     from scipy.linalg import lapack
 
     sytrs = lapack.dsytrs if ld.dtype == np.float64 else lapack.ssytrs
@@ -699,7 +707,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
     for i in range(bb.shape[0]):
         x, _ = sytrs(ldb[i], pb[i], bb[i], lower=1)
         out[i] = x
-    return _make(out.reshape(batch + b.shape[-2:]))
+    return _on_device_of(on, out.reshape(batch + b.shape[-2:]))[0]
 
 
 @defop("geqrf", out=True, differentiable=False)
@@ -707,14 +715,9 @@ def _geqrf(input: Tensor):
     a = input._data
     _check_matrix("geqrf", a, "input")
     _check_float("geqrf", a, kernel="geqrf_cpu", complex_ok=True)
-    xp = _xp(a)
-    if xp is not np:
-        a = xp.asnumpy(a)
-    h, tau = np.linalg.qr(a, mode="raw")
-    h, tau = np.ascontiguousarray(_T(h)), np.ascontiguousarray(tau)
-    if xp is not np:
-        h, tau = xp.asarray(h), xp.asarray(tau)
-    return _make(h.astype(a.dtype, copy=False)), _make(tau.astype(a.dtype, copy=False))
+    h, tau = np.linalg.qr(_host(a), mode="raw")
+    return _on_device_of(a, np.ascontiguousarray(_T(h), dtype=a.dtype),
+                         np.ascontiguousarray(tau, dtype=a.dtype))
 
 
 def geqrf(input: Tensor, *, out=None):

@@ -166,11 +166,12 @@ def _bf16_binary(name: str, f, da, db) -> Tensor:
         db = db if hasattr(db, "shape") else float(_BF16.type(db))
     elif name == "div" and not hasattr(da, "shape"):  # scalar / t is reciprocal(t) * scalar
         db, f = np.reciprocal(db.astype(_F32)).astype(_BF16), np.multiply
+    xp = _xp2(da, db)
     da = da.astype(_F32) if hasattr(da, "shape") else da
     db = db.astype(_F32) if hasattr(db, "shape") else db
     try:
-        with np.errstate(**_quiet):
-            return _make(np.asarray(f(da, db)).astype(_BF16))
+        with np.errstate(**_quiet):  # NumPy's ufuncs take CuPy arrays through __array_ufunc__
+            return _make(xp.asarray(f(da, db)).astype(_BF16))
     except ValueError:
         raise _broadcast_error(name, da, db) from None
 
@@ -691,14 +692,14 @@ def _unary(name: str, fn, desc: str, float_out: bool):
 
     def impl(input: Tensor):
         d = input._data
+        xp = np if isinstance(d, _ndarray) else array_module(d)
         if real_only and d.dtype.kind == "c":
             _no_complex(name, d)
         if float_out and d.dtype.kind not in "fc":
             if d.dtype == _BF16:  # computed in float32, rounded once
                 with np.errstate(**_quiet):
-                    return _make(np.asarray(compute(np, d.astype(_F32))).astype(_BF16))
+                    return _make(xp.asarray(compute(xp, d.astype(_F32))).astype(_BF16))
             d = d.astype(default[0].np)
-        xp = np if isinstance(d, _ndarray) else array_module(d)
         if not quiet:
             return _make(compute(xp, d))
         with np.errstate(**_quiet):
@@ -1030,9 +1031,10 @@ def zero_(input: Tensor) -> Tensor:
     return _write(input, 0, "zero_")
 
 
-def _masked_fill_args(op: str, mask: Tensor, value):
+def _masked_fill_args(op: str, input: Tensor, mask: Tensor, value):
     """The mask's array and the fill value (a 0-d tensor's array), checked as PyTorch does."""
     m = mask._data
+    _check_same_device(op, input._data, m)
     if m.dtype.kind != "b":
         raise RuntimeError(f"{op} only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype}")
@@ -1047,7 +1049,7 @@ def _masked_fill_args(op: str, mask: Tensor, value):
 @defop("masked_fill_", inplace=True)
 def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:
     """Fill ``value`` where ``mask`` is True, in place."""
-    m, value = _masked_fill_args("masked_fill_", mask, value)
+    m, value = _masked_fill_args("masked_fill_", input, mask, value)
     d = input._data
     try:
         shape = np.broadcast_shapes(m.shape, d.shape)
@@ -1071,7 +1073,7 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     >>> masked_fill(tensor([1., 2.]), tensor([True, False]), 0.)
     tensor([0., 2.])
     """
-    m, v = _masked_fill_args("masked_fill", mask, value)
+    m, v = _masked_fill_args("masked_fill", input, mask, value)
     d = input._data
     xp = array_module(d)
     return _make(xp.where(m, xp.asarray(v, dtype=d.dtype), d))

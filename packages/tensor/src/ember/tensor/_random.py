@@ -215,10 +215,20 @@ def manual_seed(seed) -> Generator:
     True
     """
     s = _check_seed(seed)
+    cuda_manual_seed(s, all_devices=True)
+    return default_generator.manual_seed(s)
+
+
+def cuda_manual_seed(seed, all_devices: bool) -> None:
+    """``torch.cuda.manual_seed`` (the current device's generator) and ``manual_seed_all``
+    (every device's, those made later too)."""
+    s = _check_seed(seed)
+    if not all_devices:
+        _default_for(device_of_current_cuda()).manual_seed(s)
+        return
     _cuda_seed[0] = s
     for g in _cuda_generators.values():
         g.manual_seed(s)
-    return default_generator.manual_seed(s)
 
 
 def seed() -> int:

@@ -1166,14 +1166,13 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
                            f"{list(input._data.shape)}")
     if r < 0:
         raise RuntimeError(f"combinations(): Expect a non-negative number, but got {r}")
-    if r == 0:
-        return index_select(input, 0, Tensor._make(np.zeros(0, np.int64)))
     make = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
-    idx = np.asarray(list(make(range(input._data.shape[0]), int(r))), np.int64).reshape(-1)
+    idx = np.asarray(list(make(range(input._data.shape[0]), int(r))) if r else [],
+                     np.int64).reshape(-1)
     xp = array_module(input._data)
-    idx = Tensor._make(idx if xp is np else xp.asarray(idx))
-    return reshape(index_select(input, 0, idx), -1, int(r))
+    out = index_select(input, 0, Tensor._make(idx if xp is np else xp.asarray(idx)))
+    return reshape(out, -1, int(r)) if r else out  # r = 0: PyTorch's empty 1-D result
 
 
 def sum_to_size(input: Tensor, *size) -> Tensor:

@@ -63,12 +63,19 @@ def synchronize(dev=None) -> None:
 
 
 def manual_seed(seed: int) -> None:
-    """Seed the CUDA generator (no-op without a GPU, like PyTorch)."""
+    """Seed the current CUDA device's generator (a no-op without a GPU, like PyTorch)."""
     if is_available():
-        _cp("manual_seed").random.seed(seed)
+        from ._random import cuda_manual_seed
+
+        cuda_manual_seed(seed, all_devices=False)
 
 
-manual_seed_all = manual_seed
+def manual_seed_all(seed: int) -> None:
+    """Seed the generator of every CUDA device (a no-op without a GPU, like PyTorch)."""
+    if is_available():
+        from ._random import cuda_manual_seed
+
+        cuda_manual_seed(seed, all_devices=True)
 
 
 def memory_allocated(dev=None) -> int:

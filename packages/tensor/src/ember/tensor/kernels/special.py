@@ -52,15 +52,17 @@ def _build():
 
 
 def _apply(name: str, xp, d):
+    # other dtypes (float16, bfloat16) are computed in float32 and rounded once, on both devices
+    work = d if d.dtype in (np.float32, np.float64) else d.astype(np.float32)
     if xp is np:
         if not _cpu:
             _build()
-        work = d if d.dtype in (np.float32, np.float64) else d.astype(np.float32)
         out = _cpu[name](work)
-        return out.astype(d.dtype, copy=False)
-    from .._cupy import special_functions
+    else:
+        from .._cupy import special_functions
 
-    return getattr(special_functions(name), name)(d)
+        out = getattr(special_functions(name), name)(work)
+    return out.astype(d.dtype, copy=False)
 
 
 def erf(xp, d):

@@ -118,6 +118,21 @@ def tolerance(dtype: str) -> tuple[float, float]:
             "complex64": (1e-5, 1e-5)}.get(dtype, (1e-10, 1e-10))
 
 
+def fix_gauge(a: np.ndarray, kind: str | None) -> np.ndarray:
+    """``a`` with each column (``kind`` "col") or row ("row") of its last two dims divided by
+    the phase of its largest-magnitude entry, so that vectors defined only up to a sign or a
+    phase compare equal; ``a`` itself for ``kind`` None."""
+    if kind is None:
+        return a
+    m = np.asarray(a) if kind == "col" else np.asarray(a).swapaxes(-1, -2)
+    at = np.abs(m).argmax(axis=-2)[..., None, :]
+    pivot = np.take_along_axis(m, at, axis=-2)
+    size = np.abs(pivot)
+    phase = np.where(size > 0, pivot / np.where(size > 0, size, 1), 1)
+    m = m / phase
+    return m if kind == "col" else m.swapaxes(-1, -2)
+
+
 def ref_args(sample: Sample, dtype: str) -> tuple[tuple, dict]:
     """The arguments a NumPy reference runs on: bfloat16 arrays as float32 (NumPy would
     accumulate sums and products in bfloat16; PyTorch, like ember, computes in float32)."""
@@ -236,7 +251,11 @@ class OpEntry:
     ``operands``), "promote_float" (that, with integral results turned into float32), "float"
     (first operand's dtype, integral -> float32), "bool", "int64", or a callable
     ``(sample, dtype_name) -> dtype_name``. ``view``: the result shares storage with args[0].
-    ``ops``: registry ops exercised (for the coverage walk).
+    ``ops``: registry ops exercised (for the coverage walk). ``gauge``: {output index: "col"
+    or "row"} for outputs whose columns (rows) are unique only up to a sign or phase
+    (eigenvectors, singular vectors), compared after :func:`fix_gauge`. ``host_outputs``: the
+    outputs PyTorch keeps on the CPU whatever the input's device (a PackedSequence's
+    batch_sizes).
     """
 
     name: str
@@ -257,6 +276,8 @@ class OpEntry:
     grad_dtypes_ok: bool = True
     ref_dtype_exact: bool = True
     layouts: tuple = ("contig", "noncontig")
+    gauge: dict = field(default_factory=dict)
+    host_outputs: tuple = ()
 
     def __post_init__(self):
         if self.method == "auto":

@@ -386,10 +386,10 @@ NN_ENTRIES = (
     OpEntry("_pack_padded_sequence", et._pack_padded_sequence, _ref_pack,
             lambda d, rng: [Sample((_rand((4, 3, 2), d, rng), np.asarray([4, 2, 2]), False)),
                             Sample((_rand((3, 5), d, rng), np.asarray([5, 4, 1]), True))],
-            method=None, out_dtype=lambda s, d: (d, "int64")),
+            method=None, out_dtype=lambda s, d: (d, "int64"), host_outputs=(1,)),
     OpEntry("_pad_packed_sequence", et._pad_packed_sequence, _ref_pad,
             lambda d, rng: [Sample((_rand((6, 2), d, rng), np.asarray([3, 2, 1]), False, 0.0,
                                     0)),
                             Sample((_rand((5,), d, rng), np.asarray([2, 2, 1]), True, -1.5, 4))],
-            method=None, out_dtype=lambda s, d: (d, "int64")),
+            method=None, out_dtype=lambda s, d: (d, "int64"), host_outputs=(1,)),
 )

@@ -25,7 +25,7 @@ import ember.tensor as et
 
 __all__ = [
     "Sample", "OpEntry", "OP_TABLE", "ENTRIES", "torch_result_type", "to_ember", "noncontig",
-    "np_dtype", "tolerance", "ref_args", "BF16_ENTRIES",
+    "np_dtype", "tolerance", "ref_args", "fix_gauge", "BF16_ENTRIES",
     "as_keywords", "COVERED_OPS", "NON_TABLE_OPS", "VIEW_CHAINS",
 ]
 
@@ -43,6 +43,7 @@ from ._harness import (
     _rand,
     as_keywords,
     binary_samples,
+    fix_gauge,
     noncontig,
     np_dtype,
     ref_args,

@@ -210,7 +210,7 @@ _LINALG = [
       lambda d, rng: [_S(_spd((3, 3), d, rng)), _S(_spd((2, 4, 4), d, rng))], method=None,
       differentiable=False),
     E("linalg_cholesky_grad", lambda a, upper=False: LA.cholesky(
-        a @ a.mT + 3 * et.eye(a.shape[-1], dtype=a.dtype), upper=upper),
+        a @ a.mT + 3 * et.eye(a.shape[-1], dtype=a.dtype, device=a.device), upper=upper),
       lambda a, upper=False: (lambda r: r.swapaxes(-1, -2) if upper else r)(
           np.linalg.cholesky(a @ a.swapaxes(-1, -2) + 3 * np.eye(a.shape[-1]))),
       lambda d, rng: [_S(_rand((3, 3), d, rng)), _S(_rand((2, 3, 3), d, rng), upper=True)],
@@ -221,7 +221,7 @@ _LINALG = [
       method=None),
     E("linalg_eigh", LA.eigh, lambda a, UPLO="L": tuple(np.linalg.eigh(a, UPLO)),
       lambda d, rng: [_S(_sym_sep((3, 3), d, rng)), _S(_sym_sep((2, 4, 4), d, rng), "U")],
-      method=None, differentiable=False),
+      method=None, differentiable=False, gauge={1: "col"}),
     E("linalg_eigh_grad",
       lambda a: (lambda r: (r[0], r[1] * r[1][..., :1, :]))(LA.eigh(a + a.mT)),
       lambda a: (lambda r: (r[0], r[1] * r[1][..., :1, :]))(
@@ -234,7 +234,7 @@ _LINALG = [
     E("linalg_svd", LA.svd, lambda a, full_matrices=True: tuple(np.linalg.svd(a,
                                                                              full_matrices)),
       lambda d, rng: [_S(_sep((4, 3), d, rng)), _S(_sep((2, 3, 5), d, rng), False)],
-      method=None, differentiable=False),
+      method=None, differentiable=False, gauge={0: "col", 2: "row"}),
     E("linalg_svd_grad",
       lambda a: (lambda r: (r[1], r[0] @ r[2]))(LA.svd(a, full_matrices=False)),
       lambda a: (lambda r: (r[1], r[0] @ r[2]))(np.linalg.svd(a, full_matrices=False)),

@@ -2,7 +2,9 @@
 
 Every function here has exactly the name and signature of its Numba CPU twin, takes and returns
 CuPy arrays, and runs CUDA C from the ``.cu`` files next to this module, compiled at first use
-by ``cupy.RawModule`` (one module per file and device, memoized). Shapes, dtypes and index
+by ``cupy.RawModule`` (one module per file and device, memoized); the kernels that must take
+every dtype (``scatter_dim``, the max / min of ``scan_dim``) are CuPy ElementwiseKernels instead,
+which CuPy compiles per dtype. Shapes, dtypes and index
 ranges are checked on the host before a launch, so a bad index raises IndexError naming the op,
 the index and the valid range, and a kernel never reads or writes out of bounds.
 
@@ -276,42 +278,113 @@ def gather_dim(x: Any, index: Any) -> tuple[Any, int]:
         return cp.take_along_axis(x, index, axis=1), -1
 
 
+# The dtype-generic kernels (scatter_dim, scan_dim's max / min): CuPy ElementwiseKernels, so one
+# source covers every dtype CuPy has (bool, the integers, float16/32/64, complex). One thread owns
+# one (p, q) column and walks dim 1 in order, so no two threads touch one element: no atomics,
+# duplicate indices reduce in index order (as on the CPU) and "set" keeps the last write.
+_SCATTER_BODY = r"""
+    const long long p = i / Q, q = i % Q;
+    for (long long n = 0; n < N; ++n) {
+        const long long s = (p * N + n) * Q + q;
+        T& o = out[(p * M + index[s]) * Q + q];
+        const T v = src[s];
+        if (mode == 0) o = v;
+        else if (mode == 1) o = o + v;
+        else o = o * v;
+    }
+"""
+# amax (3) / amin (4): a NaN on either side wins, as on the CPU; separate because complex
+# numbers have no order and the arithmetic modes take them
+_SCATTER_EXTREME_BODY = r"""
+    const long long p = i / Q, q = i % Q;
+    for (long long n = 0; n < N; ++n) {
+        const long long s = (p * N + n) * Q + q;
+        T& o = out[(p * M + index[s]) * Q + q];
+        const T v = src[s];
+        if (v != v || (mode == 3 ? v > o : v < o)) o = v;
+    }
+"""
+# PyTorch's rule: a tie moves the index on (>= / <=), a NaN wins and stays
+_SCAN_EXTREME_BODY = r"""
+    const long long p = i / Q, q = i % Q;
+    long long k = p * M * Q + q;
+    if (M > 0) {
+        T best = x[k];
+        long long at = 0;
+        out[k] = best;
+        idx[k] = 0;
+        for (long long m = 1; m < M; ++m) {
+            k += Q;
+            const T v = x[k];
+            if (v != v || (best == best && (largest ? v >= best : v <= best))) {
+                best = v;
+                at = m;
+            }
+            out[k] = best;
+            idx[k] = at;
+        }
+    }
+"""
+
+
+@_cupy.memoize
+def _generic_kernel(name: str) -> Any:
+    """The ElementwiseKernel ``name`` (compiled per dtype by CuPy on first launch)."""
+    ek = _cupy.cupy.ElementwiseKernel
+    if name == "scan_extreme":
+        return ek("raw T x, int64 M, int64 Q, int32 largest", "raw T out, raw int64 idx",
+                  _SCAN_EXTREME_BODY, "ember_scan_extreme")
+    body = _SCATTER_EXTREME_BODY if name == "scatter_extreme" else _SCATTER_BODY
+    return ek("raw T src, raw int64 index, int64 M, int64 N, int64 Q, int32 mode", "raw T out",
+              body, f"ember_{name}")
+
+
+_SCATTER_MODES = {"set": 0, "add": 1, "multiply": 2, "amax": 3, "amin": 4}
+
+
+def _with_order_work(cp: Any, a: Any) -> Any:
+    """``a`` as a C-contiguous array the generic kernels compute in: half-precision floats
+    (float16, bfloat16) in float32, as the CPU twins do."""
+    if (a.dtype.kind == "f" and a.dtype.itemsize == 2) or a.dtype.kind == "V":
+        return cp.ascontiguousarray(a.astype(np.float32))
+    return cp.ascontiguousarray(a)
+
+
 def scatter_dim(out: Any, index: Any, src: Any, reduce: str) -> int:
     """In place: ``out[p, index[p, n, q], q] = src[p, n, q]`` ("set"), ``+=`` ("add"), ``*=``
-    ("multiply") or the running maximum / minimum ("amax", "amin"); returns the flat position
-    of the first index outside ``[0, M)``, writing nothing, or -1 (CuPy's fancy-index
-    assignment, ``multiply.at``, ``cupyx.scatter_add`` / ``scatter_max`` / ``scatter_min``)."""
+    ("multiply") or the running maximum / minimum ("amax", "amin"; NaN propagates); returns the
+    flat position of the first index outside ``[0, M)``, writing nothing, or -1."""
     op = "scatter_dim"
     cp = _cupy.require(op)
     dev = _device_of(op, cp, out=out, index=index, src=src)
     _check_ndim(op, "out", out, 3, "(P, M, Q)")
     _check_ndim(op, "index", index, 3, "(P, N, Q)")
     P, N, Q = (int(s) for s in index.shape)
+    M = int(out.shape[1])
     if out.shape[0] != P or out.shape[2] != Q or tuple(src.shape) != (P, N, Q):
         raise RuntimeError(f"{op}(): out of shape {tuple(out.shape)}, index of shape "
                            f"{tuple(index.shape)} and src of shape {tuple(src.shape)} do not "
                            "match")
     if src.dtype != out.dtype:
         raise RuntimeError(f"{op}(): src dtype {src.dtype} does not match out dtype {out.dtype}")
-    if reduce not in ("set", "add", "multiply", "amax", "amin"):
+    if reduce not in _SCATTER_MODES:
         raise ValueError(f"{op}(): reduce must be 'set', 'add', 'multiply', 'amax' or 'amin', "
                          f"got {reduce!r}")
+    mode = _SCATTER_MODES[reduce]
+    if mode >= 3 and out.dtype.kind == "c":
+        raise RuntimeError(f"{op}(): {reduce} is not defined for complex values")
     if index.size == 0:
         return -1
     with cp.cuda.Device(dev):
-        bad = _first_bad(cp, index, int(out.shape[1]))
+        bad = _first_bad(cp, index, M)
         if bad >= 0:
             return bad
-        coords = (cp.arange(P).reshape(P, 1, 1), index, cp.arange(Q).reshape(1, 1, Q))
-        if reduce == "set":
-            out[coords] = src
-        elif reduce == "multiply":
-            cp.multiply.at(out, coords, src)
-        else:
-            import cupyx
-
-            {"add": cupyx.scatter_add, "amax": cupyx.scatter_max,
-             "amin": cupyx.scatter_min}[reduce](out, coords, src)
+        work = _with_order_work(cp, out)
+        kernel = _generic_kernel("scatter_extreme" if mode >= 3 else "scatter")
+        kernel(_with_order_work(cp, src), cp.ascontiguousarray(index, dtype=np.int64), _i64(M),
+               _i64(N), _i64(Q), np.int32(mode), work, size=P * Q)
+        if work is not out:
+            out[...] = work
     return -1
 
 
@@ -469,12 +542,13 @@ def layer_norm_forward(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any,
 
 
 # ---------------------------------------------------------------------------------------------
-# scans (CuPy array expressions; no CUDA C of their own)
+# scans
 
 
 def scan_dim(x: Any, op: str, acc_dtype: Any = None) -> tuple[Any, Any]:
-    """Scan ``x`` (P, M, Q) along dim 1: "sum" / "prod" -> ``(out, None)``, "max" / "min" ->
-    ``(values, int64 indices)`` (a tie moves the index on, a NaN wins and stays)."""
+    """Scan ``x`` (P, M, Q) along dim 1: "sum" / "prod" -> ``(out, None)`` (CuPy's cumsum /
+    cumprod), "max" / "min" -> ``(values, int64 indices)`` (a tie moves the index on, a NaN wins
+    and stays)."""
     name = "scan_dim"
     cp = _cupy.require(name)
     dev = _device_of(name, cp, x=x)
@@ -485,12 +559,14 @@ def scan_dim(x: Any, op: str, acc_dtype: Any = None) -> tuple[Any, Any]:
         if op in ("sum", "prod"):
             fn = cp.cumsum if op == "sum" else cp.cumprod
             return fn(x, axis=1, dtype=acc_dtype).astype(x.dtype, copy=False), None
-        run = (cp.maximum if op == "max" else cp.minimum).accumulate(x, axis=1)
-        hit = x == run
-        if x.dtype.kind in "fc":
-            hit |= cp.isnan(x)
-        pos = cp.arange(x.shape[1], dtype=np.int64).reshape(1, -1, 1)
-        return run, cp.maximum.accumulate(cp.where(hit, pos, 0), axis=1)
+        work = _with_order_work(cp, x)
+        out = cp.empty_like(work)
+        idx = cp.empty(work.shape, dtype=np.int64)
+        P, M, Q = (int(v) for v in work.shape)
+        if P * Q:
+            _generic_kernel("scan_extreme")(work, _i64(M), _i64(Q), np.int32(op == "max"), out,
+                                            idx, size=P * Q)
+        return out.astype(x.dtype, copy=False), idx
 
 
 # ---------------------------------------------------------------------------------------------
