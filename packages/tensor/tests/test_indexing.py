@@ -310,9 +310,16 @@ def test_setitem_casts_values():
     x[1] = et.tensor(3.9)
     x[x == 0] = et.tensor(-1.5)
     assert x.tolist() == [2, 3, -1]
-    b = et.zeros(3, dtype=et.int8)
-    b[0] = 300  # wraps like PyTorch
-    assert b.tolist()[0] == 44
+    b = et.zeros(3, dtype=et.uint8)
+    b[0] = -1  # a negative int wraps into an unsigned dtype, down to -255, as in PyTorch
+    assert b.tolist()[0] == 255
+    for bad in (300, -256, 255.5, -0.5, float("nan"), float("inf")):
+        with pytest.raises(RuntimeError, match=r"setitem_?\(\): value cannot be converted to "
+                                               r"type uint8_t without overflow"):
+            b[1] = bad
+    with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+        b[1] = 2**63
+    assert b.tolist() == [255, 0, 0]
     f = et.zeros(2, dtype=et.float16)
     f[:] = et.tensor([1.5, 2.5], dtype=et.float64)
     assert f.tolist() == [1.5, 2.5]

@@ -1,6 +1,9 @@
 """Argument checks shared by the op families: devices and in-place writes."""
 from __future__ import annotations
 
+import cmath
+import math
+
 import numpy as np
 
 from ._tensor import Tensor, _device_of
@@ -147,3 +150,75 @@ def int_bounds(np_dtype) -> tuple[int, int]:
         info = np.iinfo(np_dtype)
         b = _INT_BOUNDS[np_dtype] = (int(info.min), int(info.max))
     return b
+
+
+# PyTorch's (C++) names of the dtypes, as its conversion errors spell them
+_C_NAMES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t",
+            "int32": "int", "int64": "int64_t", "uint16": "uint16_t", "uint32": "uint32_t",
+            "uint64": "uint64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "float32": "float", "float64": "double", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}
+_FINITE_MAX: dict = {}
+
+
+def _overflow(op: str, value, np_dtype) -> RuntimeError:
+    name = _C_NAMES.get(np_dtype.name, np_dtype.name)
+    return RuntimeError(f"{op}(): value cannot be converted to type {name} without overflow: "
+                        f"{value}")
+
+
+def checked_scalar(op: str, value, np_dtype):
+    """A Python or NumPy scalar as the ``np_dtype`` scalar PyTorch writes into a tensor (fill_,
+    setitem, full, index_fill, masked_fill), with c10's checked conversion.
+
+    Into an integer dtype a value out of range, NaN or infinite raises RuntimeError ("value
+    cannot be converted to type uint8_t without overflow"); a float is truncated toward zero;
+    a negative int wraps into an unsigned dtype down to ``-max`` (-1 into uint8 is 255, -256
+    raises). A complex value with an imaginary part raises for a real dtype, and so does a
+    finite value beyond float32's range for float32 and complex64 (the half-precision dtypes
+    take it as inf, as PyTorch's do). Bool takes any value (its truth). A Python int outside
+    [-2**63, 2**64) is refused first, as PyTorch's argument parser does (OverflowError).
+
+    >>> checked_scalar("fill_", -1, np.dtype(np.uint8))
+    np.uint8(255)
+    >>> checked_scalar("fill_", 2.7, np.dtype(np.int64))
+    np.int64(2)
+    """
+    kind = np_dtype.kind
+    if value.__class__ is int and not -(1 << 63) <= value < (1 << 64):
+        raise OverflowError(f"{op}(): Python int too large to convert to C long: {value}")
+    if isinstance(value, complex) or (isinstance(value, np.generic) and value.dtype.kind == "c"):
+        if kind != "c":
+            if value.imag:
+                raise _overflow(op, value, np_dtype)
+            value = value.real
+    if kind == "b" or isinstance(value, (bool, np.bool_)):
+        return np_dtype.type(bool(value)) if kind == "b" else np_dtype.type(int(value))
+    if kind in "iu":
+        lo, hi = int_bounds(np_dtype)
+        if isinstance(value, (int, np.integer)):
+            v = int(value)
+            if lo <= v <= hi:
+                return np_dtype.type(v)
+            if kind == "u" and -hi <= v < 0:  # two's complement, as c10 allows
+                return np_dtype.type(v + hi + 1)
+            raise _overflow(op, value, np_dtype)
+        f = float(value)
+        if not lo <= f <= hi or int(f) > hi:  # NaN fails the comparison
+            raise _overflow(op, value, np_dtype)
+        return np_dtype.type(int(f))
+    big = _FINITE_MAX.get(np_dtype)
+    if big is None:  # bfloat16's range is float32's
+        big = _FINITE_MAX[np_dtype] = float(np.finfo(np_dtype if kind in "fc" else np.float32).max)
+    if kind == "c":
+        z = complex(value)
+        if abs(z.real) <= big and abs(z.imag) <= big or not cmath.isfinite(z):
+            return np_dtype.type(z)
+        raise _overflow(op, value, np_dtype)
+    f = float(value)
+    if -big <= f <= big or f != f:
+        return np_dtype.type(f)
+    if np_dtype.itemsize > 2 and math.isfinite(f):
+        raise _overflow(op, value, np_dtype)
+    with np.errstate(over="ignore"):  # inf, or a half-precision dtype's overflow to inf
+        return np_dtype.type(f)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import _dtype as D
-from ._checks import check_int, int_bounds
+from ._checks import check_int, checked_scalar
 from ._device import CPU, device, to_device
 from ._registry import array_module, defop, with_out
 from ._tensor import Size, Tensor, _device_of
@@ -283,40 +283,7 @@ def _fill(xp, shape, dt, fill, op="full"):
         return xp.empty(shape, dtype=dt.np)
     if fill == 0:
         return xp.zeros(shape, dtype=dt.np)
-    if dt.np.kind in "iu":
-        _check_int_fill(op, fill, dt)
-    return xp.full(shape, fill, dtype=dt.np)
-
-
-def _check_int_fill(op: str, fill, dt) -> None:
-    """An integer fill value must fit the dtype (NaN, inf, 1e30 into int64 raise as in
-    PyTorch, not wrap to INT64_MIN)."""
-    if fill.__class__ is not int:
-        if isinstance(fill, (bool, np.bool_)):
-            return
-        fill = _int_fill_value(op, fill, dt)
-    lo, hi = int_bounds(dt.np)
-    if not lo <= fill <= hi:
-        raise RuntimeError(f"{op}(): value cannot be converted to type {dt} without overflow: "
-                           f"{fill}")
-
-
-def _int_fill_value(op: str, fill, dt) -> int:
-    """A non-int fill value of an integer tensor as the int it becomes (PyTorch truncates a
-    finite float; NaN, inf and a complex with an imaginary part raise)."""
-    if isinstance(fill, numbers.Complex) and not isinstance(fill, numbers.Real):
-        fill = complex(fill)
-        if fill.imag:
-            raise RuntimeError(f"{op}(): value cannot be converted to type {dt} without "
-                               "overflow")
-        fill = fill.real
-    if isinstance(fill, numbers.Real) and not isinstance(fill, numbers.Integral):
-        f = float(fill)
-        if not math.isfinite(f):
-            raise RuntimeError(f"{op}(): value cannot be converted to type {dt} without "
-                               f"overflow: {f}")
-        fill = int(f)
-    return int(fill)
+    return xp.full(shape, checked_scalar(op, fill, dt.np), dtype=dt.np)
 
 
 def _finish(arr, requires_grad: bool) -> Tensor:

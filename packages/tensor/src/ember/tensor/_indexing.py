@@ -27,7 +27,7 @@ from ._checks import (
     broadcast_shapes,
     check_inplace,
     check_same_device,
-    int_bounds,
+    checked_scalar,
     scalar_type_name,
 )
 from ._registry import array_module, defop
@@ -114,32 +114,6 @@ def _dims_arg(dims, op: str) -> tuple[int, ...]:
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     return tuple(operator.index(d) for d in dims)
-
-
-_EXACT_RANGE: dict = {}
-
-
-def _exact_range(dtype: np.dtype) -> float:
-    """A bound below which a Python float or int converts to float ``dtype`` without overflow,
-    or to an integer ``dtype`` as is (0 where neither applies)."""
-    r = _EXACT_RANGE.get(dtype)
-    if r is None:
-        r = _EXACT_RANGE[dtype] = (float(np.finfo(dtype).max) / 2 if dtype.kind == "f" else
-                                   float(int_bounds(dtype)[1]) if dtype.kind in "iu" else 0.0)
-    return r
-
-
-def _cast_scalar(value, dtype: np.dtype):
-    """A Python scalar cast to ``dtype`` with PyTorch's wrap-around for integers."""
-    cls = value.__class__
-    if (cls is float and dtype.kind == "f") or (cls is int and dtype.kind in "fiu" and value >= 0):
-        if -_exact_range(dtype) < value < _exact_range(dtype):  # no overflow to silence
-            return dtype.type(value)
-    with np.errstate(all="ignore"):
-        if dtype.kind in "iu" and isinstance(value, numbers.Integral) and \
-                not isinstance(value, (bool, np.bool_)):
-            return np.array(int(value) & ((1 << 64) - 1), dtype=np.uint64).astype(dtype)[()]
-        return np.asarray(value).astype(dtype)[()]
 
 
 def _scalar_of(value, op: str):
@@ -528,9 +502,9 @@ def _value_array(value, target, op: str, rshape: tuple, advanced: bool):
         v = value._data
         if type(v) is not type(target) or (not isinstance(v, _ndarray)
                                             and v.device != target.device):
-            if v.ndim == 0:
-                return _cast_scalar(value.item(), target.dtype)
-            _same_device(op, target, v)
+            if v.ndim != 0:  # a 0-d value crosses devices, as in PyTorch
+                _same_device(op, target, v)
+            v = _on(v, xp)
         if advanced and v.ndim and v.dtype != target.dtype:
             raise RuntimeError(
                 f"Index put requires the source and destination dtypes match, got "
@@ -561,8 +535,9 @@ def _value_array(value, target, op: str, rshape: tuple, advanced: bool):
                 v = v.astype(target.dtype)
         return v
     if isinstance(value, (numbers.Number, np.generic)) and not isinstance(value, complex):
-        return _cast_scalar(value, target.dtype)
-    del xp
+        if value.__class__ is int and not -(1 << 63) <= value < (1 << 63):
+            raise ValueError(f"{op}(): Overflow when unpacking long long: {value}")
+        return checked_scalar(op, value, target.dtype)
     raise TypeError(f"can't assign a {type(value).__name__} to a "
                     f"{_legacy_name(D._FROM_NP[target.dtype], not isinstance(target, _ndarray))}")
 

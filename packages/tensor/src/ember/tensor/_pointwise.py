@@ -17,6 +17,7 @@ from ._checks import (
     check_dtype,
     check_inplace,
     check_same_device,
+    checked_scalar,
     device_error,
     int_bounds,
     not_implemented,
@@ -893,8 +894,13 @@ def _where(condition: Tensor, input, other) -> Tensor:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {condition.dtype}")
     da, db, dt = _operands(input, other, "where")
-    if hasattr(da, "shape") and type(c) is not type(da):
-        _check_same_device("where", c, da)
+    for t in (input, other):
+        if isinstance(t, Tensor):
+            _check_same_device("where", c, t._data)
+    if not isinstance(input, Tensor):  # a number must fit the result's dtype, as in PyTorch
+        da = checked_scalar("where", input, dt)
+    if not isinstance(other, Tensor):
+        db = checked_scalar("where", other, dt)
     if dt == _BF16:  # NumPy would widen bfloat16 with a Python scalar
         return _make(np.where(c, da, db).astype(_BF16, copy=False))
     return _make(_xp2(da, db).where(c, da, db))
@@ -1022,6 +1028,8 @@ def fill_(input: Tensor, value) -> Tensor:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                f"with {value.dim()} dimensions.")
         value = value._data.reshape(())
+    elif isinstance(value, (numbers.Number, np.generic)):
+        value = checked_scalar("fill_", value, input._data.dtype)
     return _write(input, value, "fill_")
 
 
@@ -1032,7 +1040,8 @@ def zero_(input: Tensor) -> Tensor:
 
 
 def _masked_fill_args(op: str, input: Tensor, mask: Tensor, value):
-    """The mask's array and the fill value (a 0-d tensor's array), checked as PyTorch does."""
+    """The mask's array and the fill value (a 0-d tensor's array, or a number converted to
+    the input's dtype), checked as PyTorch does."""
     m = mask._data
     _check_same_device(op, input._data, m)
     if m.dtype.kind != "b":
@@ -1042,8 +1051,8 @@ def _masked_fill_args(op: str, input: Tensor, mask: Tensor, value):
         if value.dim() != 0:
             raise RuntimeError(f"{op} only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value.dim()} dimension(s).")
-        value = value._data
-    return m, value
+        return m, value._data
+    return m, checked_scalar(op, value, input._data.dtype)
 
 
 @defop("masked_fill_", inplace=True)

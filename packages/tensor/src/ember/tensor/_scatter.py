@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_inplace, check_same_device
+from ._checks import check_inplace, check_same_device, checked_scalar
 from ._indexing import (
     _INT64,
     IndexOutOfBoundsError,
-    _cast_scalar,
     _check_range,
     _index_add_into,
     _index_vector,
@@ -143,7 +142,7 @@ def _scatter_into(out, op: str, input: Tensor, dim, index, src, value, reduce) -
         raise RuntimeError(f"{op}(): reduce argument must be either add or multiply, got "
                            f"{reduce!r}")
     if src is None:
-        src = _cast_scalar(_scalar_of(value, op), out.dtype)
+        src = checked_scalar(op, _scalar_of(value, op), out.dtype)
     else:
         src = src._data.reshape(_nonempty(src._data.shape))
     _scatter_raw(out, op, a, dim, dshape, ishape, src, _REDUCE[reduce])
@@ -355,7 +354,7 @@ def _index_fill_into(out, op: str, input: Tensor, dim, index, value) -> None:
     if a.ndim > 1:
         raise RuntimeError(f"{op}(): Index has to be a vector/scalar")
     _same_device(op, out, a)
-    v = _cast_scalar(_scalar_of(value, op), out.dtype)
+    v = checked_scalar(op, _scalar_of(value, op), out.dtype)
     dshape = _nonempty(out.shape)
     dim = _wrap_dim(dim, out.ndim, op)
     a = a.reshape(-1)
