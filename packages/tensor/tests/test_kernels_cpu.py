@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 25
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 26
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -970,3 +970,23 @@ def test_floor_divide_kernel_float16_rounds_each_step():
     assert got.dtype == np.float16
     assert (got == np.floor((a - np.fmod(a, b)) / b)).all() and got[0] == 8728
     assert np.floor_divide(a.astype(np.float32), b.astype(np.float32))[0] == 8724
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_nan_to_num_kernel_matches_numpy(dtype):
+    v = np.array([np.nan, np.inf, -np.inf, 1.5, -0.0, 0.0, -2.0, 1e-40], np.float64)
+    x = v.astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        x.imag = v[::-1]
+    for args in ((0.0, 7.0, -7.0), (2.5, 1e10, -3.0)):
+        got = cpu.nan_to_num(x, *args)
+        ref = np.nan_to_num(x, nan=args[0], posinf=args[1], neginf=args[2])
+        assert got.dtype == x.dtype
+        assert _same_bits(got.view(got.real.dtype), ref.view(ref.real.dtype)).all()
+    grid = np.stack([x, x[::-1]])  # 2-d, non-contiguous (a transpose), 0-d and empty
+    np.testing.assert_array_equal(cpu.nan_to_num(grid.T, 0.0, 1.0, -1.0),
+                                  np.nan_to_num(grid.T, nan=0.0, posinf=1.0, neginf=-1.0))
+    assert cpu.nan_to_num(x[0].reshape(()), 3.0, 1.0, -1.0).shape == ()
+    assert cpu.nan_to_num(x[:0], 0.0, 1.0, -1.0).shape == (0,)
+    with pytest.raises(TypeError):
+        cpu.nan_to_num(np.ones(2, np.int64), 0.0, 1.0, -1.0)

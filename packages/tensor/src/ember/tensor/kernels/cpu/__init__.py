@@ -45,6 +45,7 @@ _WHERE: dict[str, str] = {
     "fmod": "elementwise",
     "remainder": "elementwise",
     "floor_divide": "elementwise",
+    "nan_to_num": "elementwise",
 }
 __all__ = list(_WHERE)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ember.tensor import _cupy
 
-__all__ = ["fmod", "remainder", "floor_divide"]
+__all__ = ["fmod", "remainder", "floor_divide", "nan_to_num"]
 
 # float (float16 computes through float for fmod; the fix-ups round in the input type as
 # PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
@@ -89,3 +89,27 @@ def remainder(a: Any, b: Any, out: Any = None) -> Any:
 def floor_divide(a: Any, b: Any, out: Any = None) -> Any:
     """PyTorch's ``floor_divide``: ``a / b`` rounded toward negative infinity."""
     return _binary("floor_divide", a, b, out)
+
+
+@_cupy.memoize
+def _nan_to_num_kernel() -> Any:
+    return _cupy.require("nan_to_num").ElementwiseKernel(
+        "T x, T nan, T posinf, T neginf", "T y",
+        "y = isnan(x) ? nan : (isinf(x) ? (x > (T)0 ? posinf : neginf) : x);",
+        "ember_nan_to_num")
+
+
+def nan_to_num(x: Any, nan: float, posinf: float, neginf: float) -> Any:
+    """``x`` (float32 / float64, or complex: each part on its own) with NaN, +inf and -inf
+    replaced by ``nan``, ``posinf`` and ``neginf``; a new C-contiguous array."""
+    cp = _cupy.require("nan_to_num")
+    part = x.real.dtype if x.dtype.kind == "c" else x.dtype
+    if part.kind != "f" or part.itemsize < 4:
+        raise TypeError(f"nan_to_num: no kernel for dtype {x.dtype}")
+    if not x.flags.c_contiguous:
+        x = x.copy()
+    out = cp.empty(x.shape, x.dtype)
+    k = _nan_to_num_kernel()
+    k(x.reshape(-1).view(part), part.type(nan), part.type(posinf), part.type(neginf),
+      out.reshape(-1).view(part))
+    return out
