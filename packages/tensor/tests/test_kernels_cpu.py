@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 22
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 26
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -872,3 +872,121 @@ def test_every_kernel_is_reached_by_library_code():
             requested |= set(re.findall(r"""['"](\w+)['"]""", m.group(1)))
     missing = sorted(set(kernels.KERNEL_NAMES) - requested)
     assert not missing, f"kernels no library code requests: {missing}"
+
+
+# --------------------------------------------------------------------------- fmod / remainder
+_EDGE = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 3.0, -3.0, 7.0, -7.0, 0.1, -0.1, 1e-30, -1e-30, 3e38,
+         -3e38, 2.0 ** 60, -(2.0 ** 60), np.inf, -np.inf, np.nan]
+
+
+def _same_bits(x, y):
+    """Equal values, equal signs of zero, NaN where NaN."""
+    x, y = np.asarray(x), np.asarray(y)
+    assert x.dtype == y.dtype and x.shape == y.shape
+    return (np.signbit(x) == np.signbit(y)) & ((x == y) | (np.isnan(x) & np.isnan(y)))
+
+
+def _edge_grid(dtype, rng):
+    v = np.array(_EDGE, dtype=np.float64)
+    if dtype == np.float64:
+        v = np.concatenate([v, [1e300, -1e300, 1e-300, 5e-324, -5e-324]])
+    v = v.astype(dtype) if dtype == np.float64 else v[np.abs(v) < 3.4e38].astype(dtype)
+    a, b = np.meshgrid(v, v)
+    big = 10.0 ** rng.integers(-30, 30, 20000)
+    a = np.concatenate([a.ravel(), (rng.standard_normal(20000) * big).astype(dtype)])
+    b = np.concatenate([b.ravel(), (rng.standard_normal(20000) * big[::-1]).astype(dtype)])
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fmod_remainder_floor_divide_kernels_match_numpy(dtype):
+    rng = np.random.default_rng(0)
+    a, b = _edge_grid(dtype, rng)
+    with np.errstate(all="ignore"):
+        ref_fmod = np.fmod(a, b)  # exact (libm), signs of zero included
+        m = ref_fmod
+        ref_rem = np.where((m != 0) & ((b < 0) != (m < 0)), m + b, m)  # PyTorch's rule
+        ref_floor = np.floor_divide(a, b)
+    assert _same_bits(cpu.fmod(a, b), ref_fmod).all()
+    assert _same_bits(cpu.remainder(a, b), ref_rem).all()
+    assert _same_bits(cpu.floor_divide(a, b), ref_floor).all()
+    # NumPy's remainder agrees except for the sign of a zero result (the divisor's in NumPy,
+    # the dividend's in PyTorch)
+    with np.errstate(all="ignore"):
+        np_rem = np.remainder(a, b)
+    nonzero = np_rem != 0
+    assert _same_bits(cpu.remainder(a, b)[nonzero], np_rem[nonzero]).all()
+    r = cpu.remainder(np.array([-4.0, 4.0, 5.0, -5.0], dtype), np.array([2.0, -2.0, -np.inf,
+                                                                          np.inf], dtype))
+    assert _same_bits(r, np.array([-0.0, 0.0, -np.inf, np.inf], dtype)).all()
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int8, np.uint8])
+def test_fmod_remainder_floor_divide_kernels_integers(dtype):
+    info = np.iinfo(dtype)
+    v = np.array([info.min, -7, -3, -1, 1, 2, 3, 7, info.max] if info.min else
+                 [1, 2, 3, 7, info.max], dtype)
+    a, b = np.meshgrid(np.concatenate([v, np.zeros(1, dtype)]), v)
+    with np.errstate(all="ignore"):
+        for name in ("fmod", "remainder", "floor_divide"):
+            got = getattr(cpu, name)(a, b)
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(got, getattr(np, name)(a, b))
+    if info.min:  # the minimum // -1 wraps instead of trapping
+        assert cpu.floor_divide(np.array([info.min], dtype), -1)[0] == info.min
+        assert cpu.remainder(np.array([info.min], dtype), -1)[0] == 0
+
+
+def test_fmod_kernels_broadcast_layouts_and_out():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 4, 5)) * 10
+    b = rng.standard_normal((4, 5)) + 0.1
+    cases = [(a, b), (a, b[:, :1]), (a[:, :1], b), (a.transpose(2, 0, 1), 2.5), (3.0, a),
+             (a[..., ::2], b[:, ::2]), (a[:, :, :1], b[None, :1, :]), (a[:1, :, :1], a[:, :1]),
+             (np.zeros((0, 4, 5)), b), (np.array(5.0), np.array(-3.0)), (a.astype(np.float32), 2)]
+    with np.errstate(all="ignore"):
+        for x, y in cases:
+            for name in ("fmod", "remainder", "floor_divide"):
+                got = getattr(cpu, name)(x, y)
+                m = np.fmod(x, y)
+                ref = {"fmod": m, "floor_divide": np.floor_divide(x, y),
+                       "remainder": np.where((m != 0) & ((np.asarray(y) < 0) != (m < 0)),
+                                             m + y, m)}[name]
+                assert _same_bits(got, np.asarray(ref, dtype=got.dtype)).all(), name
+    with pytest.raises(ValueError):
+        cpu.fmod(np.ones(3), np.ones(4))
+    out = np.zeros((5, 4, 3), np.float32).transpose(2, 1, 0)  # non-contiguous, another dtype
+    cpu.remainder(a, b, out=out)
+    np.testing.assert_array_equal(out, np.remainder(a, b).astype(np.float32))
+    with pytest.raises(TypeError):
+        cpu.fmod(np.ones(2, bool), np.ones(2, bool))
+
+
+def test_floor_divide_kernel_float16_rounds_each_step():
+    # PyTorch's vectorized float16 floor division rounds every step to float16 (the float32
+    # route differs): 8728 where float32 gives 8724
+    a, b = np.full(64, 50880.0, np.float16), np.full(64, 5.832, np.float16)
+    got = cpu.floor_divide(a, b)
+    assert got.dtype == np.float16
+    assert (got == np.floor((a - np.fmod(a, b)) / b)).all() and got[0] == 8728
+    assert np.floor_divide(a.astype(np.float32), b.astype(np.float32))[0] == 8724
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_nan_to_num_kernel_matches_numpy(dtype):
+    v = np.array([np.nan, np.inf, -np.inf, 1.5, -0.0, 0.0, -2.0, 1e-40], np.float64)
+    x = v.astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        x.imag = v[::-1]
+    for args in ((0.0, 7.0, -7.0), (2.5, 1e10, -3.0)):
+        got = cpu.nan_to_num(x, *args)
+        ref = np.nan_to_num(x, nan=args[0], posinf=args[1], neginf=args[2])
+        assert got.dtype == x.dtype
+        assert _same_bits(got.view(got.real.dtype), ref.view(ref.real.dtype)).all()
+    grid = np.stack([x, x[::-1]])  # 2-d, non-contiguous (a transpose), 0-d and empty
+    np.testing.assert_array_equal(cpu.nan_to_num(grid.T, 0.0, 1.0, -1.0),
+                                  np.nan_to_num(grid.T, nan=0.0, posinf=1.0, neginf=-1.0))
+    assert cpu.nan_to_num(x[0].reshape(()), 3.0, 1.0, -1.0).shape == ()
+    assert cpu.nan_to_num(x[:0], 0.0, 1.0, -1.0).shape == (0,)
+    with pytest.raises(TypeError):
+        cpu.nan_to_num(np.ones(2, np.int64), 0.0, 1.0, -1.0)

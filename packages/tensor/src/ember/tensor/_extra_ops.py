@@ -86,6 +86,11 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- elementwise
+_FINITE: dict = {}  # dtype -> (lowest, largest) finite value
+_NAN_TO_NUM_DTYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64",
+                                                      "complex128"))
+
+
 @defop("nan_to_num", out=True)
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
@@ -97,14 +102,23 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     tensor([0., 1.])
     """
     d = input._data
-    if not D.is_float_np(d.dtype) and d.dtype.kind != "c":
+    dt = d.dtype
+    if not D.is_float_np(dt) and dt.kind != "c":
         return _make(d.copy())
-    fi = ml_dtypes.finfo(d.dtype)
-    w = d.astype(np.float32) if d.dtype == D.BF16_NP else d
-    r = array_module(d).nan_to_num(
-        w, nan=0.0 if nan is None else nan, posinf=float(fi.max) if posinf is None else posinf,
-        neginf=float(fi.min) if neginf is None else neginf)
-    return _make(r.astype(d.dtype, copy=False))
+    lo_hi = _FINITE.get(dt)
+    if lo_hi is None:
+        fi = ml_dtypes.finfo(dt)
+        lo_hi = _FINITE[dt] = (float(fi.min), float(fi.max))
+    # the kernel covers float32 / float64 and complex; float16 and bfloat16 go through float32
+    # (their values, and replacements rounded to them, are exact there)
+    w = d if dt in _NAN_TO_NUM_DTYPES else d.astype(np.float32)
+    r = _kernel("nan_to_num", array_module(d))(
+        w, 0.0 if nan is None else nan, lo_hi[1] if posinf is None else posinf,
+        lo_hi[0] if neginf is None else neginf)
+    if r.dtype == dt:
+        return _make(r)
+    with np.errstate(over="ignore"):  # a replacement beyond float16's range: inf, as PyTorch
+        return _make(r.astype(dt))
 
 
 def nan_to_num_(input: Tensor, nan: float = 0.0, posinf: float | None = None,

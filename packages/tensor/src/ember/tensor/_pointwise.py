@@ -27,6 +27,7 @@ from ._creation import _on
 from ._indexing import nonzero
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
+from .kernels import get as _kernel
 
 _make = Tensor._make
 _ndarray = np.ndarray
@@ -187,19 +188,28 @@ def _check_int_divisor(op: str, db, dt: np.dtype) -> None:
 
 def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
             quiet: bool = False, int_divisor: bool = False, inplace: bool = True,
-            complex_ok: bool = True):
+            complex_ok: bool = True, kernel=None):
     """The op ``name`` over NumPy's ``ufunc_name`` and, where PyTorch has one (``inplace``),
     its in-place form ``name_``; returns ``(op, in-place op or None)``. ``complex_ok``: the
-    op has complex kernels (else complex operands raise, as in PyTorch)."""
+    op has complex kernels (else complex operands raise, as in PyTorch). ``kernel``: ``xp ->`` the
+    device kernel of the op (``f(a, b, out=None)``, from ``ember.tensor.kernels``; it warns
+    about nothing), run instead of the ufunc for every dtype and device."""
     npf = getattr(np, ufunc_name)
+    if kernel:  # resolved on first use: importing ember compiles nothing
+        def npf(a, b, out=None, casting=None, _k=[]):  # noqa: B006
+            if not _k:
+                _k.append(kernel(np))
+            return _k[0](a, b, out=out)
+    fast_ok = not quiet or kernel is not None  # the two-array and array-number shortcuts below
     bitwise = name.startswith("bitwise_")  # integer and bool kernels only, as in PyTorch
     is_sub = name == "sub"  # PyTorch refuses a bool operand
 
     def impl(input, other):
-        if input.__class__ is Tensor and other.__class__ is Tensor and not quiet:
+        if input.__class__ is Tensor and other.__class__ is Tensor and fast_ok:
             da, db = input._data, other._data  # the common case: two CPU arrays, one dtype
             if da.__class__ is _ndarray and db.__class__ is _ndarray and da.dtype == db.dtype \
                     and (not float_result or da.dtype.kind == "f") \
+                    and (not int_divisor or da.dtype.kind == "f") \
                     and (complex_ok or da.dtype.kind != "c"):
                 try:
                     r = npf(da, db)
@@ -214,7 +224,7 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
                 return t
         elif input.__class__ is Tensor and (other.__class__ is float or other.__class__ is int):
             da = input._data  # a float CPU tensor and a Python number: NumPy keeps the dtype
-            if da.__class__ is _ndarray and da.dtype.kind == "f" and not quiet:
+            if da.__class__ is _ndarray and da.dtype.kind == "f" and fast_ok:
                 r = npf(da, other)
                 t = object.__new__(Tensor)
                 t._data = r if r.__class__ is _ndarray else np.asarray(r)
@@ -229,9 +239,14 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
         if dt == _BF16:
             return _bf16_binary(name, npf, da, db)
         xp = _xp2(da, db)
+        if kernel is not None and xp is not np:
+            try:
+                return _make(kernel(xp)(da, db))
+            except ValueError:
+                raise _broadcast_error(name, da, db) from None
         f = npf if xp is np else getattr(xp, ufunc_name)
         try:
-            if quiet:
+            if quiet and kernel is None:
                 with np.errstate(**_quiet):
                     return _make(f(da, db))
             return _make(f(da, db))
@@ -254,6 +269,10 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
             input._bump()
             return input
         xp = _xp2(da, db)
+        if kernel is not None:
+            kernel(xp)(da, db, out=input._data)
+            input._bump()
+            return input
         f = npf if xp is np else getattr(xp, ufunc_name)
         with np.errstate(**_quiet):
             f(da, db, out=input._data, casting="unsafe")
@@ -342,11 +361,14 @@ true_divide, true_divide_ = _binary("div", "true_divide", """True division; inte
     """, float_result=True, quiet=True)
 _floor_divide, _floor_divide_ = _binary("floor_divide", "floor_divide",
                                         """Division rounded down (``//``).""", quiet=True,
-                                        int_divisor=True, complex_ok=False)
+                                        int_divisor=True, complex_ok=False,
+                                        kernel=lambda xp: _kernel("floor_divide", xp))
 remainder, remainder_ = _binary("remainder", "remainder", """Python-style modulus (sign of
-    the divisor), ``%``.""", quiet=True, int_divisor=True, complex_ok=False)
+    the divisor), ``%``.""", quiet=True, int_divisor=True, complex_ok=False,
+    kernel=lambda xp: _kernel("remainder", xp))
 fmod, fmod_ = _binary("fmod", "fmod", """C-style modulus (sign of the dividend).""", quiet=True,
-                      int_divisor=True, complex_ok=False)
+                      int_divisor=True, complex_ok=False,
+                      kernel=lambda xp: _kernel("fmod", xp))
 atan2, atan2_ = _binary("atan2", "arctan2", """Elementwise ``atan2(input, other)``.""",
                         float_result=True, quiet=True, complex_ok=False)
 # PyTorch has no in-place forms of these four

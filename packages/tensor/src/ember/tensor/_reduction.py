@@ -421,6 +421,9 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     else:
         dims = tuple(range(d.ndim))
     out = _out_dtype(d, dtype, "prod")
+    r = _on_kernel("prod", d, dim, keepdim, "prod_reduce") if out == d.dtype else None
+    if r is not None:
+        return _make(r)
     with np.errstate(**_quiet):  # an overflow to inf is PyTorch's result, no warning
         r = array_module(d).prod(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
         return _make(_own(r.astype(out, copy=False), d))

@@ -42,6 +42,10 @@ _WHERE: dict[str, str] = {
     "gru_cell_backward": "rnn",
     "adam_step": "optim",
     "sgd_step": "optim",
+    "fmod": "elementwise",
+    "remainder": "elementwise",
+    "floor_divide": "elementwise",
+    "nan_to_num": "elementwise",
 }
 __all__ = list(_WHERE)
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from ._vmath import like, vexp, vmax
 
-__all__ = ["sum_reduce", "var_reduce", "logsumexp_reduce"]
+__all__ = ["sum_reduce", "var_reduce", "logsumexp_reduce", "prod_reduce"]
 
 
 def _jit(fn=None, *, sums=False):
@@ -361,3 +361,33 @@ def logsumexp_reduce(x, out):
             res = out[o * inner + j0:o * inner + j0 + w]
             for j in range(w):
                 res[j] = math.log(acc[j]) + m[j]
+
+
+# --------------------------------------------------------------------------- products
+@_jit(sums=True)
+def _bprod(b):
+    p = like(1.0, b)
+    for j in range(b.shape[0]):
+        p *= b[j]
+    return p
+
+
+@_jit(sums=True)
+def prod_reduce(x, out):
+    """``out = prod(x, 1)`` in the input dtype (PyTorch's CPU product of float32 and float64
+    is vectorized the same way: partial products per SIMD lane, then combined); 1 where ``n``
+    is 0. Rows in one reassociated (vectorized) loop, columns as elementwise products of whole
+    row segments. NaN, inf and zeros propagate as in any order of the product."""
+    outer, n, inner = x.shape
+    if inner == 1:
+        rows = x.reshape(outer, n)
+        for i in range(outer):
+            out[i] = _bprod(rows[i])
+        return
+    for o in range(outer):
+        acc = out[o * inner:(o + 1) * inner]
+        acc[:] = 1.0
+        for k in range(n):
+            row = x[o, k]
+            for j in range(inner):
+                acc[j] *= row[j]

@@ -1,0 +1,115 @@
+"""CuPy twins of ``ember.tensor.kernels.cpu.elementwise``: elementwise kernels with PyTorch's
+semantics (CUDA's ``fmod`` is exact; remainder and floor division are PyTorch's formulas from
+it), compiled by CuPy at first use. Same names and signatures as the CPU kernels: operands are
+CuPy arrays of one dtype or Python numbers, broadcast; ``out`` receives the result when given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.tensor import _cupy
+
+__all__ = ["fmod", "remainder", "floor_divide", "nan_to_num"]
+
+# float (float16 computes through float for fmod; the fix-ups round in the input type as
+# PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
+# x // -1 wrapping at the minimum (never the trap of INT_MIN / -1).
+_FLOAT = {
+    "fmod": "z = (T)fmod((double)x, (double)y);",
+    "remainder": """
+        T m = (T)fmod((double)x, (double)y);
+        z = (m != (T)0 && ((y < (T)0) != (m < (T)0))) ? (T)(m + y) : m;""",
+    "floor_divide": """
+        if (y == (T)0) { z = (T)(x / y); }
+        else {
+            T m = (T)fmod((double)x, (double)y);
+            T div = (T)((T)(x - m) / y);
+            if (m != (T)0 && ((y < (T)0) != (m < (T)0))) div = (T)(div - (T)1);
+            if (div != (T)0) {
+                T fd = (T)floor((double)div);
+                if ((T)(div - fd) > (T)0.5) fd = (T)(fd + (T)1);
+                z = fd;
+            } else {
+                z = (T)copysign(0.0, (double)(T)(x / y));
+            }
+        }""",
+}
+_INT = {
+    "fmod": "z = (y == (T)-1) ? (T)0 : (T)(x % y);",
+    "remainder": """
+        if (y == (T)-1) { z = (T)0; }
+        else { T r = x % y; z = (r != 0 && ((r < 0) != (y < 0))) ? (T)(r + y) : r; }""",
+    "floor_divide": """
+        if (y == (T)-1) { z = (T)(0 - x); }
+        else {
+            T q = x / y; T r = x % y;
+            z = (r != 0 && ((r < 0) != (y < 0))) ? (T)(q - 1) : q;
+        }""",
+}
+_UNSIGNED = {
+    "fmod": "z = x % y;",
+    "remainder": "z = x % y;",
+    "floor_divide": "z = x / y;",
+}
+
+
+@_cupy.memoize
+def _elementwise(name: str, kind: str) -> Any:
+    body = {"f": _FLOAT, "i": _INT, "u": _UNSIGNED}[kind][name]
+    return _cupy.require(name).ElementwiseKernel("T x, T y", "T z", body, f"ember_{name}_{kind}")
+
+
+def _binary(name: str, a: Any, b: Any, out: Any) -> Any:
+    cp = _cupy.require(name)
+    arrays = [v for v in (a, b) if isinstance(v, cp.ndarray)]
+    dtype = arrays[0].dtype if arrays else cp.result_type(a, b)
+    if dtype.kind not in "fiu":
+        raise TypeError(f"{name}: no kernel for dtype {dtype}")
+    xa = a if isinstance(a, cp.ndarray) else cp.asarray(a, dtype=dtype)
+    xb = b if isinstance(b, cp.ndarray) else cp.asarray(b, dtype=dtype)
+    res = _elementwise(name, dtype.kind)(xa.astype(dtype, copy=False),
+                                         xb.astype(dtype, copy=False))
+    if out is None:
+        return res
+    out[...] = res
+    return out
+
+
+def fmod(a: Any, b: Any, out: Any = None) -> Any:
+    """C's ``fmod(a, b)`` (sign of the dividend), broadcasting."""
+    return _binary("fmod", a, b, out)
+
+
+def remainder(a: Any, b: Any, out: Any = None) -> Any:
+    """PyTorch's ``remainder``: Python's ``a % b`` (sign of the divisor)."""
+    return _binary("remainder", a, b, out)
+
+
+def floor_divide(a: Any, b: Any, out: Any = None) -> Any:
+    """PyTorch's ``floor_divide``: ``a / b`` rounded toward negative infinity."""
+    return _binary("floor_divide", a, b, out)
+
+
+@_cupy.memoize
+def _nan_to_num_kernel() -> Any:
+    return _cupy.require("nan_to_num").ElementwiseKernel(
+        "T x, T nan, T posinf, T neginf", "T y",
+        "y = isnan(x) ? nan : (isinf(x) ? (x > (T)0 ? posinf : neginf) : x);",
+        "ember_nan_to_num")
+
+
+def nan_to_num(x: Any, nan: float, posinf: float, neginf: float) -> Any:
+    """``x`` (float32 / float64, or complex: each part on its own) with NaN, +inf and -inf
+    replaced by ``nan``, ``posinf`` and ``neginf``; a new C-contiguous array."""
+    cp = _cupy.require("nan_to_num")
+    part = x.real.dtype if x.dtype.kind == "c" else x.dtype
+    if part.kind != "f" or part.itemsize < 4:
+        raise TypeError(f"nan_to_num: no kernel for dtype {x.dtype}")
+    if not x.flags.c_contiguous:
+        x = x.copy()
+    out = cp.empty(x.shape, x.dtype)
+    k = _nan_to_num_kernel()
+    k(x.reshape(-1).view(part), part.type(nan), part.type(posinf), part.type(neginf),
+      out.reshape(-1).view(part))
+    return out
