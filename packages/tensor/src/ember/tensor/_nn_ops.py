@@ -871,101 +871,55 @@ def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
 
 
 # ----------------------------------------------------------------------------- CTC
-def _logaddexp(a, b):
-    m = np.maximum(a, b)
-    with np.errstate(invalid="ignore"):
-        out = m + np.log(np.exp(a - m) + np.exp(b - m))
-    return np.where(np.isneginf(m), -np.inf, out)
-
-
-def _ctc_one(lp: np.ndarray, tgt: np.ndarray, blank: int, want_grad: bool):
-    """Negative log likelihood and d nll / d lp for one sequence (lp: (T, C))."""
-    T = lp.shape[0]
-    S = 2 * len(tgt) + 1
-    ext = np.full(S, blank, dtype=np.int64)
-    ext[1::2] = tgt
-    ninf = -np.inf
-    if T == 0:
-        return (0.0 if S == 1 else np.inf), np.zeros_like(lp)
-    alpha = np.full((T, S), ninf)
-    skip = np.zeros(S, dtype=bool)
-    skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
-    alpha[0, 0] = lp[0, ext[0]]
-    if S > 1:
-        alpha[0, 1] = lp[0, ext[1]]
-    for t in range(1, T):
-        prev = alpha[t - 1]
-        a = prev.copy()
-        a[1:] = _logaddexp(a[1:], prev[:-1])
-        a[2:] = np.where(skip[2:], _logaddexp(a[2:], prev[:-2]), a[2:])
-        alpha[t] = a + lp[t, ext]
-    ll = alpha[T - 1, S - 1] if S == 1 else _logaddexp(alpha[T - 1, S - 1], alpha[T - 1, S - 2])
-    nll = -float(ll)
-    grad = np.zeros_like(lp)
-    if not want_grad or not np.isfinite(ll):
-        return nll, grad
-    beta = np.full((T, S), ninf)
-    beta[T - 1, S - 1] = lp[T - 1, ext[S - 1]]
-    if S > 1:
-        beta[T - 1, S - 2] = lp[T - 1, ext[S - 2]]
-    skip_fwd = np.zeros(S, dtype=bool)
-    skip_fwd[:-2] = skip[2:]
-    for t in range(T - 2, -1, -1):
-        nxt = beta[t + 1]
-        b = nxt.copy()
-        b[:-1] = _logaddexp(b[:-1], nxt[1:])
-        b[:-2] = np.where(skip_fwd[:-2], _logaddexp(b[:-2], nxt[2:]), b[:-2])
-        beta[t] = b + lp[t, ext]
-    ab = alpha + beta  # log of sum over paths through (t, s), counting lp[t, ext[s]] twice
-    for s in range(S):
-        k = ext[s]
-        col = ab[:, s] - lp[:, k] - ll
-        grad[:, k] -= np.exp(np.where(np.isneginf(ab[:, s]), -np.inf, col))
-    return nll, grad
-
-
 def _ctc(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity, want_grad):
+    """Per-sequence losses and (``want_grad``) the gradient of their sum, as host float64
+    arrays, from ``kernels/cpu/ctc.py`` after every length and label is checked (the kernel
+    indexes with them unchecked)."""
+    from .kernels.cpu.ctc import ctc_batch
+
     lp = log_probs._data
-    if not isinstance(lp, np.ndarray):
-        lp = lp.get()
-    lp = lp.astype(np.float64)
+    lp = (lp if isinstance(lp, np.ndarray) else lp.get()).astype(np.float64)
     batched = lp.ndim == 3
     if not batched:
         lp = lp[:, None, :]
+    T, n, C = lp.shape
     tg = targets._data
     tg = (tg if isinstance(tg, np.ndarray) else tg.get()).astype(np.int64)
-    il = [int(v) for v in input_lengths]
-    tl = [int(v) for v in target_lengths]
-    n = lp.shape[1]
+    il = np.asarray([int(v) for v in input_lengths], dtype=np.int64)
+    tl = np.asarray([int(v) for v in target_lengths], dtype=np.int64)
     if len(il) != n or len(tl) != n:
         raise RuntimeError(f"ctc_loss: expected {n} input_lengths and target_lengths (the batch "
                            f"size of log_probs {list(log_probs.shape)}), got {len(il)} and "
                            f"{len(tl)}")
-    if il and max(il) > lp.shape[0]:
-        raise RuntimeError(f"ctc_loss: input_lengths must be at most the input length "
-                           f"{lp.shape[0]}")
-    losses = np.zeros(n)
-    grad = np.zeros_like(lp) if want_grad else None
-    offset = 0
-    for b in range(n):
-        if tg.ndim == 2:
-            seq = tg[b, :tl[b]]
-        elif not batched:
-            seq = tg[:tl[b]]
-        else:
-            seq = tg[offset:offset + tl[b]]
-            offset += tl[b]
-        nll, g = _ctc_one(lp[:il[b], b, :], seq, blank, want_grad)
-        if zero_infinity and not np.isfinite(nll):
-            nll, g = 0.0, np.zeros_like(g)
-        losses[b] = nll
-        if want_grad:
-            grad[:il[b], b, :] = g
+    if n and (il.min() < 0 or il.max() > T):
+        raise RuntimeError(f"ctc_loss: input_lengths must be in [0, {T}] (the input length), "
+                           f"got {il.tolist()}")
+    if n and tl.min() < 0:
+        raise RuntimeError(f"ctc_loss: target_lengths must be non-negative, got {tl.tolist()}")
+    if not 0 <= blank < C:
+        raise RuntimeError(f"ctc_loss: blank must be in label range [0, {C}), got {blank}")
+    if tg.ndim == 2:  # padded (N, S)
+        if tg.shape[0] != n or (n and tl.max() > tg.shape[1]):
+            raise RuntimeError(f"ctc_loss: targets of shape {list(tg.shape)} do not hold "
+                               f"target_lengths {tl.tolist()} for {n} sequences")
+        used = tg[np.arange(tg.shape[1]) < tl[:, None]]
+        starts = np.arange(n, dtype=np.int64) * tg.shape[1]
+        tg = tg.reshape(-1)
+    else:  # concatenated
+        starts = np.concatenate(([0], np.cumsum(tl)[:-1])).astype(np.int64)
+        if int(tl.sum()) > tg.size:
+            raise RuntimeError(f"ctc_loss: {tg.size} targets do not hold target_lengths "
+                               f"{tl.tolist()}")
+        used = tg[:int(tl.sum())]
+    if used.size and (used.min() < 0 or used.max() >= C):
+        raise RuntimeError(f"ctc_loss: target labels must be in [0, {C}), got {used.min()} .. "
+                           f"{used.max()}")
+    losses, grad = ctc_batch(np.ascontiguousarray(lp), np.ascontiguousarray(tg), starts, tl,
+                             il, int(blank), bool(want_grad), bool(zero_infinity))
     if not batched:
         losses = losses.reshape(())
-        if want_grad:
-            grad = grad[:, 0, :]
-    return losses, grad
+        grad = grad[:, 0, :]
+    return losses, (grad if want_grad else None)
 
 
 def _to_device(arr, like: Tensor):
