@@ -226,6 +226,12 @@ def _edge(t: Tensor):
 
 
 _new = object.__new__
+#: one shared ``node.meta`` per distinct signature (a graph holds few): each node then leaves
+#: no tuples of its own behind for the garbage collector to count and promote (three per
+#: tensor input otherwise), so full collections come several times less often while a graph
+#: is alive; emptied when it holds more than ``_METAS_MAX`` (shapes that never repeat)
+_metas: dict = {}
+_METAS_MAX = 4096
 _weakref = weakref.ref
 _node_classes: dict[str, type] = {}
 
@@ -373,7 +379,10 @@ def attach(op, entry, args, out):
         i += 1
     node._checks = _save_checks(entry, save, saved, mask) if save else ()
     node._edges = edges
-    node.meta = tuple(meta)  # of (shape, dtype) pairs: untracked by the garbage collector
+    meta = tuple(meta)  # of (shape, dtype) pairs
+    node.meta = _metas.setdefault(meta, meta)
+    if len(_metas) > _METAS_MAX:
+        _metas.clear()
     node.args = tuple.__new__(op.Args, saved)
     if state.anomaly:
         node._trace = traceback.format_stack()[:-3]
