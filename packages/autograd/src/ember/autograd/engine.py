@@ -236,7 +236,7 @@ def _dependencies(starts) -> dict:
             for sub in (e if e.__class__ is list else (e,)):  # a list argument: one each
                 if sub is None:
                     continue
-                nxt = sub[0]
+                nxt = sub[0] if sub.__class__ is tuple else sub
                 count = deps.get(nxt)
                 if count is None:
                     stack.append(nxt)
@@ -249,7 +249,7 @@ def _deliver(edge, g, meta, buffers, deps, ready, owned, create_graph) -> None:
     """Add ``g`` (None: no gradient) into the slot of ``edge``'s node and count the edge
     done. Without ``create_graph``, a second gradient makes a fresh sum the engine owns
     (``owned``), into which later ones are added in place."""
-    nxt, nr = edge
+    nxt, nr = edge if edge.__class__ is tuple else (edge, 0)
     if g is not None:
         if g.__class__ is not _Rows and g.__class__ is not _Sparse:
             d = _unwrap(g)

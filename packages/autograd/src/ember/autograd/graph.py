@@ -32,7 +32,11 @@ class Node:
     ``args`` (the bound call, a named tuple of every parameter in declared order; tensors the
     formula does not save are None), ``out`` (the saved output while the formula runs, else
     None), ``needs`` (per parameter, whether it needs a gradient) and ``meta`` (per tensor
-    parameter, its ``(shape, numpy dtype)``)."""
+    parameter, its ``(shape, numpy dtype)``).
+
+    ``_edges``: per parameter, where its gradient goes: None, a list for a list argument (one
+    edge per element), or an edge: the producing node itself for its output 0 (the common
+    case, which then costs no tuple per input), ``(node, output_nr)`` for a later output."""
 
     # what every node sets lives in slots; the rarely set rest falls back to the class
     # defaults below and goes into a lazily created __dict__ when set
@@ -54,12 +58,7 @@ class Node:
         layout: the tensors of a list argument are listed one by one)."""
         out = []
         for e in self._edges:
-            if type(e) is list:
-                out.extend(x if x is not None else (None, 0) for x in e)
-            elif e is None:
-                out.append((None, 0))
-            else:
-                out.append(e)
+            out.extend(_pair(x) for x in (e if type(e) is list else (e,)))
         return tuple(out)
 
     def register_hook(self, hook):
@@ -210,6 +209,13 @@ def _accumulator(t: Tensor) -> AccumulateGrad:
     return acc
 
 
+def _pair(edge) -> tuple:
+    """An edge of ``Node._edges`` (or None) as ``(node, output_nr)``."""
+    if edge is None:
+        return (None, 0)
+    return edge if edge.__class__ is tuple else (edge, 0)
+
+
 def _edge(t: Tensor):
     m = t._autograd_meta
     if m is None:
@@ -226,6 +232,12 @@ def _edge(t: Tensor):
 
 
 _new = object.__new__
+#: one shared ``node.meta`` per distinct signature (a graph holds few): each node then leaves
+#: no tuples of its own behind for the garbage collector to count and promote (three per
+#: tensor input otherwise), so full collections come several times less often while a graph
+#: is alive; emptied when it holds more than ``_METAS_MAX`` (shapes that never repeat)
+_metas: dict = {}
+_METAS_MAX = 4096
 _weakref = weakref.ref
 _node_classes: dict[str, type] = {}
 
@@ -332,11 +344,12 @@ def attach(op, entry, args, out):
                 m = a._autograd_meta
                 if m is None:
                     fn = a.grad_fn
-                    edges.append((fn, 0) if fn is not None else (_accumulator(a), 0))
+                    edges.append(fn if fn is not None else _accumulator(a))
                 else:
                     fn = a.grad_fn if m.view_base is None else fresh_view_grad_fn(a)
                     if fn is not None:
-                        edges.append((fn, m.output_nr))
+                        nr = m.output_nr
+                        edges.append((fn, nr) if nr else fn)
                     else:
                         ref = m.accum_ref
                         acc = ref() if ref is not None else None
@@ -344,7 +357,7 @@ def attach(op, entry, args, out):
                             acc = _new(AccumulateGrad)
                             acc.variable = a
                             m.accum_ref = _weakref(acc)
-                        edges.append((acc, 0))
+                        edges.append(acc)
             else:
                 edges.append(None)
             meta.append((d.shape, d.dtype))
@@ -357,6 +370,8 @@ def attach(op, entry, args, out):
                     e = _edge(b)
                     if e is not None:
                         mask |= 1 << i
+                        if not e[1]:
+                            e = e[0]
                     sub_edges.append(e)
                     d = _unwrap(b)
                     sub_meta.append((d.shape, d.dtype))
@@ -373,7 +388,10 @@ def attach(op, entry, args, out):
         i += 1
     node._checks = _save_checks(entry, save, saved, mask) if save else ()
     node._edges = edges
-    node.meta = tuple(meta)  # of (shape, dtype) pairs: untracked by the garbage collector
+    meta = tuple(meta)  # of (shape, dtype) pairs
+    node.meta = _metas.setdefault(meta, meta)
+    if len(_metas) > _METAS_MAX:
+        _metas.clear()
     node.args = tuple.__new__(op.Args, saved)
     if state.anomaly:
         node._trace = traceback.format_stack()[:-3]
