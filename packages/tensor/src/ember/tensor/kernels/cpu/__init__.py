@@ -46,6 +46,9 @@ _WHERE: dict[str, str] = {
     "remainder": "elementwise",
     "floor_divide": "elementwise",
     "nan_to_num": "elementwise",
+    "sigmoid": "activation",
+    "sigmoid_backward": "activation",
+    "tanh_backward": "activation",
 }
 __all__ = list(_WHERE)
 

@@ -1,4 +1,5 @@
-"""Vectorizable math for the Numba kernels: ``vexp``, ``like`` and the ``vjit`` decorator.
+"""Vectorizable math for the Numba kernels: ``vexp``, ``vsigmoid``, ``like`` and the ``vjit``
+decorator.
 
 Numba has no vector math library here (no SVML), so ``math.exp`` in a loop is a scalar libm
 call per element and stops the loop from vectorizing. ``vexp`` is a branch-free ``exp``
@@ -16,7 +17,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-__all__ = ["vjit", "vexp", "vmax", "like"]
+__all__ = ["vjit", "vexp", "vsigmoid", "vmax", "like"]
 
 # --------------------------------------------------------------------------- vector math
 
@@ -123,6 +124,27 @@ def _ov_vexp(t):
 
         return exp64
     return None
+
+
+def vsigmoid(v):
+    """1 / (1 + exp(-v)) for one float32/float64 inside a kernel, branch-free: from
+    ``e = exp(-|v|)`` (never overflows), ``1 / (1 + e)`` for v >= 0 and ``e / (1 + e)`` below,
+    so that the far negative tail keeps its relative precision (subnormals included)."""
+    raise NotImplementedError("vsigmoid is only callable from Numba kernels")
+
+
+@overload(vsigmoid, jit_options={"fastmath": set(_FM), "error_model": "numpy"})
+def _ov_vsigmoid(v):
+    if v not in (types.float32, types.float64):
+        return None
+    one = _ONE_F if v == types.float32 else 1.0
+
+    def sigmoid(v):
+        e = vexp(-abs(v))
+        r = one / (one + e)
+        return r if v >= 0 else e * r
+
+    return sigmoid
 
 
 def like(v, a):

