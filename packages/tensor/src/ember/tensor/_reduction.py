@@ -594,7 +594,7 @@ def _ordered(op: str, d) -> None:
         raise not_implemented(op, d.dtype)
 
 
-def _amaxmin(name: str, fn: str, doc: str):
+def _amaxmin(name: str, largest: bool, doc: str):
     def impl(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
         d = input._data
         _ordered(name, d)
@@ -603,19 +603,20 @@ def _amaxmin(name: str, fn: str, doc: str):
             if dim is None or (isinstance(dim, (tuple, list)) and not dim):
                 _check_numel(d, name)
             _check_nonempty(d, dims, name)
-        r = getattr(array_module(d), fn)(d, axis=_axes(d, dims), keepdims=keepdim)
+        # the array's method: NumPy's np.amax adds a Python wrapper of about 1 us
+        r = (d.max if largest else d.min)(axis=_axes(d, dims), keepdims=keepdim)
         return _make(_own(r, d))
 
     impl.__name__, impl.__doc__ = name, doc
     return defop(name, out=True)(impl)
 
 
-amax = _amaxmin("amax", "amax", """Maximum over ``dim`` (all dims by default); NaN propagates.
+amax = _amaxmin("amax", True, """Maximum over ``dim`` (all dims by default); NaN propagates.
 
     >>> amax(tensor([[1, 5], [3, 2]]), 1)
     tensor([5, 3])
     """)
-amin = _amaxmin("amin", "amin", """Minimum over ``dim`` (all dims by default); NaN propagates.
+amin = _amaxmin("amin", False, """Minimum over ``dim`` (all dims by default); NaN propagates.
 
     >>> amin(tensor([[1, 5], [3, 2]]), 1)
     tensor([1, 2])
