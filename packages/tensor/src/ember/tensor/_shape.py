@@ -1155,8 +1155,6 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
             [1, 3],
             [2, 3]])
     """
-    import itertools
-
     if not isinstance(input, Tensor):
         raise TypeError(f"combinations(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
@@ -1166,13 +1164,26 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
                            f"{list(input._data.shape)}")
     if r < 0:
         raise RuntimeError(f"combinations(): Expect a non-negative number, but got {r}")
-    make = itertools.combinations_with_replacement if with_replacement else \
-        itertools.combinations
-    idx = np.asarray(list(make(range(input._data.shape[0]), int(r))) if r else [],
-                     np.int64).reshape(-1)
+    idx = _combination_rows(input._data.shape[0], int(r), with_replacement).reshape(-1)
     xp = array_module(input._data)
     out = index_select(input, 0, Tensor._make(idx if xp is np else xp.asarray(idx)))
     return reshape(out, -1, int(r)) if r else out  # r = 0: PyTorch's empty 1-D result
+
+
+def _combination_rows(n: int, r: int, with_replacement: bool) -> np.ndarray:
+    """The (k, r) int64 rows of ``itertools.combinations(range(n), r)`` (or
+    ``combinations_with_replacement``), in its order, built a column at a time: every row
+    ending in ``v`` is followed by each value from ``v + 1`` (``v``) to ``n - 1``."""
+    if r == 0:
+        return np.zeros((0, 0), np.int64)
+    rows = np.arange(n, dtype=np.int64)[:, None]
+    for _ in range(r - 1):
+        start = rows[:, -1] + (0 if with_replacement else 1)
+        counts = n - start
+        begins = np.cumsum(counts) - counts
+        nxt = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(begins - start, counts)
+        rows = np.concatenate([np.repeat(rows, counts, axis=0), nxt[:, None]], axis=1)
+    return rows
 
 
 def sum_to_size(input: Tensor, *size) -> Tensor:
