@@ -968,10 +968,8 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
     if output_size is not None and output_size != idx.size:
         raise RuntimeError(f"{op}: Invalid output_size, expected {idx.size} but got "
                            f"{output_size}")
-    if dim is None or data.ndim == 0:
-        if data.ndim == 0:
-            return getitem(getitem(input, None), _make(xp.zeros_like(idx)))
-        return getitem(input, tuple(_make(c) for c in xp.unravel_index(idx, data.shape)))
+    if dim is None or data.ndim == 0:  # over the flattened input
+        return index_select(reshape(input, -1), 0, _make(idx))
     return index_select(input, dim, _make(idx))
 
 
