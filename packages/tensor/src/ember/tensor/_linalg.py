@@ -607,5 +607,11 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
         if a.shape[dim] != 3 or b.shape[dim] != 3:
             raise RuntimeError(f"cross(): inputs must have size 3 at dimension {dim}, got "
                                f"{a.shape[dim]} and {b.shape[dim]}")
-    xp = array_module(a)
-    return _make(xp.cross(a, b, axis=dim).astype(a.dtype, copy=False))
+    # the three components written out (np.cross adds about 20 us of Python at small sizes)
+    at = [(slice(None),) * dim + (k,) for k in range(3)]
+    (a0, a1, a2), (b0, b1, b2) = (a[i] for i in at), (b[i] for i in at)
+    out = array_module(a).empty(shape, a.dtype)
+    out[at[0]] = a1 * b2 - a2 * b1
+    out[at[1]] = a2 * b0 - a0 * b2
+    out[at[2]] = a0 * b1 - a1 * b0
+    return _make(out)
