@@ -481,7 +481,7 @@ def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -
                            f"({len(stride)} vs {len(size)})")
     d = input._data
     root = _root(d)
-    cur = (_ptr(d) - _ptr(root)) // d.itemsize
+    cur = 0 if root is d else (_ptr(d) - _ptr(root)) // d.itemsize
     offset = cur if storage_offset is None else int(storage_offset)
     need = offset + 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
     avail = root.size
