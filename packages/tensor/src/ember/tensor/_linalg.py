@@ -203,40 +203,42 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     ember.Size([2, 4])
     """
     a, w = input._data, weight._data
-    if a.__class__ is np.ndarray and w.__class__ is np.ndarray and a.dtype == w.dtype and \
-            a.dtype.kind == "f" and a.dtype != _float16 and w.ndim == 2 and a.ndim and \
-            a.shape[-1] == w.shape[1] and w.flags.c_contiguous:
-        # the common case: CPU floats, the leading dims folded into the rows of one BLAS call
-        # (a strided input is copied: cheaper than a GEMM per leading index). OpenBLAS runs
-        # W @ x^T 10-30% faster than x @ W^T for a few rows of a wide input into a wide
-        # layer, but the transposing copy back to row-major costs 2-5x the product once the
-        # output is large (measured per layer shape, K from 64 to 4096).
-        n, k = _prod(a.shape[:-1]), a.shape[-1]
-        x = _blas_ready(np, a.reshape(n, k))
-        if n <= 64 and k >= 256 and w.shape[0] >= 64:
-            r = np.ascontiguousarray(np.matmul(w, x.T).T)
-        else:
-            r = np.matmul(x, w.T)
-        if bias is not None:
-            b = bias._data
-            if b.__class__ is not np.ndarray:
-                _check_device("linear", a, b)
-            r += b
-        return _make(r.reshape(a.shape[:-1] + r.shape[-1:]))
     if a.ndim == 0 or w.ndim != 2 or a.shape[-1] != w.shape[1]:
         rows = a.size // max(a.shape[-1], 1) if a.ndim else 1
         raise RuntimeError(
             f"linear(): mat1 and mat2 shapes cannot be multiplied "
             f"({rows}x{a.shape[-1] if a.ndim else 1} and "
             f"{w.shape[-1] if w.ndim else 1}x{w.shape[0] if w.ndim == 2 else 1})")
-    _check_device("linear", a, w)
-    _check_same_dtype("linear", a, w)
-    xp = array_module(a)
-    r = xp.matmul(_blas_ready(xp, _upcast(xp, a)), _blas_ready(xp, _upcast(xp, w)).T)
+    if a.__class__ is np.ndarray and w.__class__ is np.ndarray:
+        xp = np
+    else:
+        _check_device("linear", a, w)
+        xp = array_module(a)
+    if a.dtype != w.dtype:
+        _check_same_dtype("linear", a, w)
+    # the leading dims folded into the rows of one BLAS call (a strided input is copied:
+    # cheaper than a GEMM per leading index)
+    n, k = _prod(a.shape[:-1]), a.shape[-1]
+    x, wt = a.reshape(n, k), w
+    if a.dtype == _float16:
+        x, wt = _upcast(xp, x), _upcast(xp, wt)
+    if not (x.flags.c_contiguous and wt.flags.c_contiguous):
+        x, wt = _blas_ready(xp, x), _blas_ready(xp, wt)
+    if xp is np and n <= 64 and k >= 256 and w.shape[0] >= 64 and x.dtype.kind == "f":
+        # OpenBLAS runs W @ x^T 10-30% faster than x @ W^T for a few rows of a wide input
+        # into a wide layer, but the transposing copy back to row-major costs 2-5x the
+        # product once the output is large (measured per layer shape, K from 64 to 4096)
+        r = np.ascontiguousarray(np.matmul(wt, x.T).T)
+    else:
+        r = xp.matmul(x, wt.T)
     if bias is not None:
-        _check_device("linear", a, bias._data)
-        r += bias._data
-    return _make(r.astype(a.dtype, copy=False))
+        b = bias._data
+        if b.__class__ is not np.ndarray or xp is not np:
+            _check_device("linear", a, b)
+        r += b
+    if r.dtype != a.dtype:  # float16, multiplied in float32
+        r = r.astype(a.dtype)
+    return _make(r.reshape(a.shape[:-1] + r.shape[-1:]))
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
