@@ -46,6 +46,8 @@ _WHERE: dict[str, str] = {
     "remainder": "elementwise",
     "floor_divide": "elementwise",
     "nan_to_num": "elementwise",
+    "logaddexp": "elementwise",
+    "logaddexp2": "elementwise",
 }
 __all__ = list(_WHERE)
 
