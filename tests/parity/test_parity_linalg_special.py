@@ -149,6 +149,13 @@ LINALG = {
                         lambda: [_mat(3, 3, shift=0)]),
     "torch_kron": (lambda m: m.kron(m.A, m.B), lambda: [_mat(2, 3), _mat(3, 2)]),
     "torch_cdist": (lambda m: m.cdist(m.A, m.B), lambda: [_mat(3, 4), _mat(2, 4) + 3]),
+    # over 25 rows: the GEMM formula (PyTorch's _euclidean_dist; a repeated row would give
+    # rounding noise of about 1e-8 instead of 0 in both, summed in another order)
+    "torch_cdist_mm": (lambda m: m.cdist(m.A, m.B), lambda: [_mat(2, 30, 4), _mat(3, 4) + 1]),
+    "torch_cdist_modes": (lambda m: (m.cdist(m.A, m.B, compute_mode="use_mm_for_euclid_dist"),
+                                     m.cdist(m.A, m.B, 1.5), m.cdist(
+                                         m.A, m.B, compute_mode="donot_use_mm_for_euclid_dist")),
+                          lambda: [_mat(30, 4), _mat(2, 4) + 1]),
     "torch_block_diag": (lambda m: m.block_diag(m.A, m.B), lambda: [_mat(2, 2), _mat(1, 3)]),
     "torch_vdot_inner": (lambda m: m.inner(m.A, m.B), lambda: [_mat(2, 3), _mat(4, 3)]),
     "torch_addr": (lambda m: m.addr(m.A, m.B[0], m.B[1], beta=0.5, alpha=2),

@@ -1298,7 +1298,7 @@ def heaviside_(input: Tensor, values: Tensor) -> Tensor:
 
 def _logaddexp(xp, a, b):
     if getattr(a, "dtype", getattr(b, "dtype", None)).kind != "c":
-        return xp.logaddexp(a, b)
+        return _kernel("logaddexp", xp)(a, b)
     a, b = xp.broadcast_arrays(xp.asarray(a), xp.asarray(b))
     hi = xp.where(a.real >= b.real, a, b)  # shift by the larger real part
     lo = xp.where(a.real >= b.real, b, a)
@@ -1306,7 +1306,7 @@ def _logaddexp(xp, a, b):
 
 
 def _logaddexp2(xp, a, b):
-    return xp.logaddexp2(a, b)
+    return _kernel("logaddexp2", xp)(a, b)
 
 
 @defop("logaddexp", out=True)

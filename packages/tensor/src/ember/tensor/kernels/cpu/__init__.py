@@ -49,6 +49,8 @@ _WHERE: dict[str, str] = {
     "sigmoid": "activation",
     "sigmoid_backward": "activation",
     "tanh_backward": "activation",
+    "logaddexp": "elementwise",
+    "logaddexp2": "elementwise",
 }
 __all__ = list(_WHERE)
 

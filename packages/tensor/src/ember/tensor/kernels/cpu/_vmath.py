@@ -7,6 +7,14 @@ call per element and stops the loop from vectorizing. ``vexp`` is a branch-free 
 and vectorizes: float32 within about 1 ulp of the correctly rounded result, float64 within 2
 ulp, with exp(-inf) = 0, exp(+inf) = inf, NaN propagated and overflow/underflow as libm.
 ``softmax.py`` and ``rnn.py`` (sigmoid, tanh) are built on it.
+
+``vexp2`` is ``2**t`` (``vexp`` of the reduced argument ``(t - round(t)) ln 2``, exact
+reduction). ``vlog`` is the ``atanh`` form of the logarithm: ``x = 2**k (1 + f)`` with
+``1 + f`` in ``[sqrt(1/2), sqrt(2))``, ``s = f / (2 + f)``, ``log(1 + f) = f - (f^2/2 -
+s (f^2/2 + R(s^2)))`` with ``R`` the Taylor series of ``2 atanh(s) / s - 2`` (no fitted
+coefficients), and ``k ln 2`` in two parts: within 1 ulp, subnormals scaled first, log(0) =
+-inf, log(x < 0) = NaN, log(inf) = inf. ``vlog1p(u)`` is ``vlog(1 + u)`` plus the rounding
+error of ``1 + u`` divided by it (Kahan's correction), ``u`` itself where ``1 + u == 1``.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-__all__ = ["vjit", "vexp", "vsigmoid", "vmax", "like"]
+__all__ = ["vjit", "vexp", "vexp2", "vlog", "vlog1p", "vsigmoid", "vmax", "like"]
 
 # --------------------------------------------------------------------------- vector math
 
@@ -84,46 +92,68 @@ def vexp(t):
     raise NotImplementedError("vexp is only callable from Numba kernels")
 
 
-@overload(vexp, jit_options={"fastmath": set(_FM), "error_model": "numpy"})
-def _ov_vexp(t):
+def _exp_impl(t, base2):
+    """The body of ``vexp`` (``base2``: ``vexp2``, whose reduction ``t - round(t)`` is exact);
+    one function per kind, so that no vector function calls another (LLVM leaves such nested
+    calls out of line in float64 loops, which then do not vectorize)."""
     if t == types.float32:
         p0, p1, p2, p3, p4, p5 = _EP_F
+        lo, hi = (_f(-160.0), _f(130.0)) if base2 else (_LO_F, _HI_F)
+        ovf = _f(128.0) if base2 else _OVF_F
 
         def exp32(t):
-            u = t if t > _LO_F else _LO_F  # NaN -> _LO_F here, restored at the end
-            u = u if u < _HI_F else _HI_F
-            kf = np.floor(u * _LOG2E_F + _HALF_F)
-            r = u - kf * _LN2HI_F - kf * _LN2LO_F
+            u = t if t > lo else lo  # NaN -> lo here, restored at the end
+            u = u if u < hi else hi
+            if base2:
+                kf = np.floor(u + _HALF_F)
+                r = (u - kf) * _LN2_F
+            else:
+                kf = np.floor(u * _LOG2E_F + _HALF_F)
+                r = u - kf * _LN2HI_F - kf * _LN2LO_F
             p = (((((p0 * r + p1) * r + p2) * r + p3) * r + p4) * r + p5) * (r * r) + r + _ONE_F
             # 2**k as two factors so that k in [-150, 129] never leaves the exponent range.
             k = np.int32(kf)
             k1 = k >> 1
             y = p * _bits_f32((k1 + _BIAS_F) << _SHIFT_F)
             y = y * _bits_f32((k - k1 + _BIAS_F) << _SHIFT_F)
-            y = _INF_F if t > _OVF_F else y
+            y = _INF_F if t > ovf else y
             return t if t != t else y
 
         return exp32
     if t == types.float64:
         p0, p1, p2 = _EP_D
         q0, q1, q2, q3 = _EQ_D
+        lo, hi = (-1080.0, 1030.0) if base2 else (_LO_D, _HI_D)
+        ovf = 1024.0 if base2 else _OVF_D
 
         def exp64(t):
-            u = t if t > _LO_D else _LO_D
-            u = u if u < _HI_D else _HI_D
-            kf = np.floor(u * _LOG2E_D + 0.5)
-            r = u - kf * _LN2HI_D - kf * _LN2LO_D
+            u = t if t > lo else lo
+            u = u if u < hi else hi
+            if base2:
+                kf = np.floor(u + 0.5)
+                r = (u - kf) * _LN2_D
+            else:
+                kf = np.floor(u * _LOG2E_D + 0.5)
+                r = u - kf * _LN2HI_D - kf * _LN2LO_D
             rr = r * r
             px = r * ((p0 * rr + p1) * rr + p2)
             p = 1.0 + 2.0 * (px / ((((q0 * rr + q1) * rr + q2) * rr + q3) - px))
             k = np.int64(kf)
             k1 = k >> 1
             y = p * _bits_f64((k1 + 1023) << 52) * _bits_f64((k - k1 + 1023) << 52)
-            y = np.inf if t > _OVF_D else y
+            y = np.inf if t > ovf else y
             return t if t != t else y
 
         return exp64
     return None
+
+
+_LN2_F, _LN2_D = _f(0.6931471805599453), 0.6931471805599453
+
+
+@overload(vexp, jit_options={"fastmath": set(_FM), "error_model": "numpy"})
+def _ov_vexp(t):
+    return _exp_impl(t, False)
 
 
 def vsigmoid(v):
@@ -200,3 +230,150 @@ def vmax(b):
         m = v if v > m else m
         j += 1
     return m
+
+
+@intrinsic
+def _int_bits(typingctx, x):
+    """The bits of a float32 / float64 as an int32 / int64."""
+    if x == types.float32:
+        def cg32(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.IntType(32))
+        return types.int32(x), cg32
+    if x == types.float64:
+        def cg64(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.IntType(64))
+        return types.int64(x), cg64
+    return None
+
+
+def vexp2(t):
+    """2**t for one float32/float64 inside a kernel, branch-free."""
+    raise NotImplementedError("vexp2 is only callable from Numba kernels")
+
+
+@overload(vexp2, jit_options={"fastmath": set(_FM), "error_model": "numpy"})
+def _ov_vexp2(t):
+    return _exp_impl(t, True)
+
+
+def vlog(x):
+    """log(x) for one float32/float64 inside a kernel, branch-free so loops vectorize."""
+    raise NotImplementedError("vlog is only callable from Numba kernels")
+
+
+def vlog1p(x):
+    """log(1 + x) for one float32/float64 inside a kernel, branch-free."""
+    raise NotImplementedError("vlog1p is only callable from Numba kernels")
+
+
+# 2/(2j+1) for j = 1..: the series of 2 atanh(s) / s - 2 in z = s^2 (float32 needs 4 terms,
+# float64 10 for |s| <= 3 - 2 sqrt(2)).
+_ATANH_F = tuple(_f(2.0 / (2 * j + 1)) for j in range(4, 0, -1))
+_ATANH_D = tuple(2.0 / (2 * j + 1) for j in range(10, 0, -1))
+_SQRT2_F, _SQRT2_D = _f(1.4142135623730951), 1.4142135623730951
+_TINY_F, _TINY_D = _f(np.finfo(np.float32).tiny), float(np.finfo(np.float64).tiny)
+
+
+def _log_impl(x, p1):
+    """The body of ``vlog`` (``p1``: ``vlog1p``, which takes the log of ``w = 1 + x`` and adds
+    the rounding error of ``w`` divided by ``w``); one function per kind, as ``_exp_impl``."""
+    if x == types.float32:
+        c0, c1, c2, c3 = _ATANH_F
+
+        def log32(x):
+            if p1:
+                w = _ONE_F + x
+                c = (x - (w - _ONE_F)) / w
+                c = c if c == c else _f(0.0)  # w = 0 or inf (NaN comes through w)
+            else:
+                w = x
+                c = _f(0.0)
+            sub = w < _TINY_F
+            v = w * _f(33554432.0) if sub else w  # 2**25: subnormals become normal
+            b = _int_bits(v)
+            k = ((b >> 23) & 0xFF) - 127 - (25 if sub else 0)
+            m = _bits_f32((b & 0x7FFFFF) | 0x3F800000)  # [1, 2)
+            big = m > _SQRT2_F
+            m = m * _HALF_F if big else m
+            k = k + 1 if big else k
+            f = m - _ONE_F
+            s = f / (_f(2.0) + f)
+            z = s * s
+            r = (((c0 * z + c1) * z + c2) * z + c3) * z
+            hfsq = _HALF_F * f * f
+            kf = _f(k)
+            y = kf * _LN2HI_F - ((hfsq - (s * (hfsq + r) + (kf * _LN2LO_F + c))) - f)
+            y = -_INF_F if w == _f(0.0) else y
+            y = w if w == _INF_F else y
+            y = np.float32(np.nan) if w < _f(0.0) else (w if w != w else y)
+            return x if (p1 and w == _ONE_F) else y
+
+        return log32
+    if x == types.float64:
+        cs = _ATANH_D
+
+        def log64(x):
+            if p1:
+                w = 1.0 + x
+                c = (x - (w - 1.0)) / w
+                c = c if c == c else 0.0
+            else:
+                w = x
+                c = 0.0
+            sub = w < _TINY_D
+            v = w * 18014398509481984.0 if sub else w  # 2**54
+            b = _int_bits(v)
+            # the exponent as a float64 without an int64 -> float64 conversion (none in AVX2)
+            e = _bits_f64(((b >> 52) & 0x7FF) | 0x4330000000000000) - 4503599627370496.0
+            kf = e - (1077.0 if sub else 1023.0)
+            m = _bits_f64((b & 0xFFFFFFFFFFFFF) | 0x3FF0000000000000)
+            big = m > _SQRT2_D
+            m = m * 0.5 if big else m
+            kf = kf + 1.0 if big else kf
+            f = m - 1.0
+            s = f / (2.0 + f)
+            z = s * s
+            r = cs[0]
+            r = r * z + cs[1]
+            r = r * z + cs[2]
+            r = r * z + cs[3]
+            r = r * z + cs[4]
+            r = r * z + cs[5]
+            r = r * z + cs[6]
+            r = r * z + cs[7]
+            r = r * z + cs[8]
+            r = (r * z + cs[9]) * z
+            hfsq = 0.5 * f * f
+            y = kf * _LN2HI_D - ((hfsq - (s * (hfsq + r) + (kf * _LN2LO_D + c))) - f)
+            y = -np.inf if w == 0.0 else y
+            y = w if w == np.inf else y
+            y = np.nan if w < 0.0 else (w if w != w else y)
+            return x if (p1 and w == 1.0) else y
+
+        return log64
+    return None
+
+
+@overload(vlog, jit_options={"fastmath": set(_FM), "error_model": "numpy"})
+def _ov_vlog(x):
+    return _log_impl(x, False)
+
+
+@overload(vlog1p, jit_options={"fastmath": set(_FM), "error_model": "numpy"})
+def _ov_vlog1p(x):
+    return _log_impl(x, True)
+
+
+def like_scalar(v, x):
+    """``v`` in the float type of the scalar ``x`` inside a kernel."""
+    raise NotImplementedError("like_scalar is only callable from Numba kernels")
+
+
+@overload(like_scalar)
+def _ov_like_scalar(v, x):
+    t = x
+
+    def impl(v, x):
+        return t(v)
+
+    return impl

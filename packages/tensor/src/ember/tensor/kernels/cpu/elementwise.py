@@ -25,6 +25,11 @@ Semantics are PyTorch's, IEEE throughout (no fast-math):
   see ``_pointwise._check_int_divisor``): the kernels give 0 there.
 - float16 is computed in float32 and rounded once; bool and complex raise TypeError.
 
+``logaddexp`` and ``logaddexp2`` are PyTorch's ``m + log1p(exp(-|a - b|))`` (``exp2`` and a
+factor ``1 / ln 2`` for base 2), ``m = max(a, b)``, one branch-free pass over ``_vmath``'s
+vectorized exp and log1p in the input dtype (float16 through float32); equal infinities give
+themselves (``-inf`` for two ``-inf``), NaN propagates.
+
 At 256x1024 float32, one thread: fmod 0.3 ms (NumPy 3.7 ms, PyTorch 0.32 ms).
 """
 
@@ -37,7 +42,9 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic, overload
 
-__all__ = ["fmod", "remainder", "floor_divide", "nan_to_num"]
+from ._vmath import like_scalar, vexp, vexp2, vlog1p
+
+__all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2"]
 
 
 def _jit(fn):
@@ -177,6 +184,84 @@ def _float_rows(a, b, out, mode):
                 x = ar[0]
                 for i in range(n):
                     o[i] = _finish(x, br[i], o[i], mode)
+
+
+# --------------------------------------------------------------------------- logaddexp
+_INV_LN2 = 1.4426950408889634
+
+
+def _lae_kernel(base2: bool):
+    """The row kernel of logaddexp (``base2``: logaddexp2), one per base so that each holds
+    three call sites of the vector math (more keep LLVM from inlining and vectorizing the
+    float64 loops)."""
+    @_inline
+    def lae(x, y):
+        m = x if x > y else y
+        d = -abs(x - y)
+        if base2:
+            r = m + vlog1p(vexp2(d)) * like_scalar(_INV_LN2, x)
+        else:
+            r = m + vlog1p(vexp(d))
+        return x if (x == y and abs(x) == math.inf) else r
+
+    @_jit
+    def rows(a, b, out):
+        R, n = out.shape
+        for r in range(R):
+            ar = a[r if a.shape[0] > 1 else 0]
+            br = b[r if b.shape[0] > 1 else 0]
+            o = out[r]
+            if ar.shape[0] == n and br.shape[0] == n:
+                for i in range(n):
+                    o[i] = lae(ar[i], br[i])
+            elif br.shape[0] == 1:
+                y = br[0]
+                for i in range(n):
+                    o[i] = lae(ar[i], y)
+            else:
+                x = ar[0]
+                for i in range(n):
+                    o[i] = lae(x, br[i])
+
+    return rows
+
+
+_lae_rows = (_lae_kernel(False), _lae_kernel(True))
+
+
+def _logaddexp(a, b, base2: bool, out):
+    dt = _result_dtype(a, b)
+    if dt.kind != "f":
+        raise TypeError(f"{'logaddexp2' if base2 else 'logaddexp'}: no kernel for dtype {dt}")
+    work = _F32 if dt == _F16 else dt
+    xa, xb = _operand(a, work), _operand(b, work)
+    shape = xa.shape if xb.ndim == 0 else xb.shape if xa.ndim == 0 else \
+        np.broadcast(xa, xb).shape  # ValueError when they don't broadcast
+    form = _two_d(shape, xa, xb)
+    if form is None:
+        xa = np.ascontiguousarray(np.broadcast_to(xa, shape))
+        xb = np.ascontiguousarray(np.broadcast_to(xb, shape))
+        form = _two_d(shape, xa, xb)
+    (R, C), (va, vb) = form
+    res = np.empty(shape, dtype=work)
+    if res.size:
+        _lae_rows[base2](va, vb, res.reshape(R, C))
+    if work != dt:
+        res = res.astype(dt)
+    if out is None:
+        return res
+    np.copyto(out, res, casting="unsafe")
+    return out
+
+
+def logaddexp(a, b, out=None):
+    """PyTorch's ``logaddexp``: ``log(exp(a) + exp(b))`` of real floats, broadcasting."""
+    return _logaddexp(a, b, False, out)
+
+
+def logaddexp2(a, b, out=None):
+    """PyTorch's ``logaddexp2``: ``log2(2**a + 2**b)`` of real floats, broadcasting."""
+    return _logaddexp(a, b, True, out)
 
 
 # --------------------------------------------------------------------------- host side

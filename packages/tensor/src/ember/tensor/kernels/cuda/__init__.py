@@ -1094,7 +1094,14 @@ def _sgd_launch(cp: Any, param: Any, grad: Any, buf: Any, *, lr: float, momentum
         buf[...] = b_w
 
 
-from ._elementwise import floor_divide, fmod, nan_to_num, remainder  # noqa: E402
+from ._elementwise import (  # noqa: E402
+    floor_divide,
+    fmod,
+    logaddexp,
+    logaddexp2,
+    nan_to_num,
+    remainder,
+)
 
 # ---------------------------------------------------------------------------------------------
 # the kernel list is ember.tensor.kernels.KERNEL_NAMES (the CPU table); hold this module to it

@@ -10,7 +10,7 @@ from typing import Any
 
 from ember.tensor import _cupy
 
-__all__ = ["fmod", "remainder", "floor_divide", "nan_to_num"]
+__all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2"]
 
 # float (float16 computes through float for fmod; the fix-ups round in the input type as
 # PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
@@ -113,3 +113,55 @@ def nan_to_num(x: Any, nan: float, posinf: float, neginf: float) -> Any:
     k(x.reshape(-1).view(part), part.type(nan), part.type(posinf), part.type(neginf),
       out.reshape(-1).view(part))
     return out
+
+
+# PyTorch's formulas (float16 computes in float: CuPy's ``T`` is half there, so the body
+# converts); equal infinities give themselves.
+_LAE = {
+    "logaddexp": "log1p(exp(-fabs(a - b)))",
+    "logaddexp2": "log1p(exp2(-fabs(a - b))) * 1.4426950408889634",
+}
+
+
+@_cupy.memoize
+def _lae_kernel(name: str) -> Any:
+    body = f"""
+        double a = (double)x, b = (double)y;
+        if (sizeof(T) == 4) {{
+            float fa = (float)a, fb = (float)b;
+            float m = fa > fb ? fa : fb;
+            float r = m + {_LAE[name].replace("exp2(", "exp2f(").replace("exp(", "expf(")
+                            .replace("log1p(", "log1pf(").replace("fabs(", "fabsf(")};
+            z = (isinf(fa) && fa == fb) ? (T)fa : (T)r;
+        }} else {{
+            double m = a > b ? a : b;
+            double r = m + {_LAE[name]};
+            z = (isinf(a) && a == b) ? (T)a : (T)r;
+        }}"""
+    return _cupy.require(name).ElementwiseKernel("T x, T y", "T z", body, f"ember_{name}")
+
+
+def _lae(name: str, a: Any, b: Any, out: Any) -> Any:
+    cp = _cupy.require(name)
+    arrays = [v for v in (a, b) if isinstance(v, cp.ndarray)]
+    dtype = arrays[0].dtype if arrays else cp.result_type(a, b)
+    if dtype.kind != "f":
+        raise TypeError(f"{name}: no kernel for dtype {dtype}")
+    work = cp.dtype(cp.float32) if dtype.itemsize < 4 else dtype
+    xa = cp.asarray(a, dtype=work)
+    xb = cp.asarray(b, dtype=work)
+    res = _lae_kernel(name)(xa, xb).astype(dtype, copy=False)
+    if out is None:
+        return res
+    out[...] = res
+    return out
+
+
+def logaddexp(a: Any, b: Any, out: Any = None) -> Any:
+    """PyTorch's ``logaddexp`` of real floats, broadcasting."""
+    return _lae("logaddexp", a, b, out)
+
+
+def logaddexp2(a: Any, b: Any, out: Any = None) -> Any:
+    """PyTorch's ``logaddexp2`` of real floats, broadcasting."""
+    return _lae("logaddexp2", a, b, out)
