@@ -167,12 +167,16 @@ def vsigmoid(v):
 def _ov_vsigmoid(v):
     if v not in (types.float32, types.float64):
         return None
-    one = _ONE_F if v == types.float32 else 1.0
+    one, zero = (_ONE_F, _f(0.0)) if v == types.float32 else (1.0, 0.0)
 
     def sigmoid(v):
-        e = vexp(-abs(v))
+        # a NaN meets only == and != (quiet compares): an ordered compare on a NaN sets the
+        # invalid flag, which NumPy reports after a ufunc loop as a RuntimeWarning
+        w = v if v == v else zero
+        e = vexp(-abs(w))
         r = one / (one + e)
-        return r if v >= 0 else e * r
+        s = r if w >= zero else e * r
+        return s if v == v else v
 
     return sigmoid
 

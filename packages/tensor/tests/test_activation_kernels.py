@@ -1,0 +1,76 @@
+"""The activation kernels of ``kernels/cpu/activation.py`` (Numba-compiled NumPy ufuncs):
+sigmoid against a float64 (long double where there is one) reference over special values and a
+dense grid, the output-based derivatives of sigmoid and tanh against their formulas, float16 and
+bfloat16 through float32, broadcasting, 0-d inputs, and no floating-point warnings (this suite
+turns warnings into errors; NumPy reports a ufunc's floating-point flags as warnings)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ember.tensor.kernels import cpu
+from ember.tensor.testing.op_table import np_dtype
+
+SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.0, 20.0, -20.0, 88.0, -88.0, 100.0,
+           -100.0, -103.0, -745.0, 1e-30, -1e-30, 5e-324]
+
+
+def _sigmoid_ref(x):
+    x = np.asarray(x, np.longdouble)
+    with np.errstate(over="ignore", invalid="ignore"):  # the branch np.where drops
+        return np.where(x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_matches_the_reference_within_two_ulp(dtype):
+    grid = np.concatenate([np.asarray(SPECIAL, np.float64),
+                           np.linspace(-120, 40, 20001)]).astype(dtype)
+    got = cpu.sigmoid(grid)
+    assert got.dtype == dtype and got.shape == grid.shape
+    ref = _sigmoid_ref(grid).astype(dtype)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(grid))
+    ok = ~np.isnan(grid)
+    ulp = np.abs(got[ok].astype(np.float64) - ref[ok]) / np.spacing(np.abs(ref[ok]).astype(dtype))
+    assert ulp.max() <= 2, (grid[ok][ulp.argmax()], got[ok][ulp.argmax()], ref[ok][ulp.argmax()])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_goes_through_float32(dtype):
+    x = np.linspace(-12, 12, 97).astype(np_dtype(dtype))
+    got = cpu.sigmoid(x)
+    assert got.dtype == x.dtype
+    want = cpu.sigmoid(x.astype(np.float32)).astype(x.dtype)
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+    g = np.ones_like(x)
+    assert cpu.sigmoid_backward(g, got).dtype == x.dtype
+    assert cpu.tanh_backward(g, got).dtype == x.dtype
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_output_based_derivatives_follow_pytorchs_formulas(dtype):
+    rng = np.random.default_rng(0)
+    y = rng.uniform(-1, 1, (5, 7)).astype(dtype)
+    g = rng.standard_normal((5, 7)).astype(dtype)
+    # against the formulas in float64: each kernel rounds a few times (or fuses a multiply-add)
+    eps = np.finfo(dtype).eps
+    g64, y64 = g.astype(np.float64), y.astype(np.float64)
+    tol = dict(rtol=4 * eps, atol=4 * eps * np.abs(g64).max())
+    np.testing.assert_allclose(cpu.sigmoid_backward(g, y), g64 * ((1 - y64) * y64), **tol)
+    np.testing.assert_allclose(cpu.tanh_backward(g, y), g64 * (1 - y64 * y64), **tol)
+    row = g[:1]  # broadcasting, as the ufuncs do
+    np.testing.assert_allclose(cpu.sigmoid_backward(row, y), g64[:1] * ((1 - y64) * y64), **tol)
+    special = np.asarray(SPECIAL, dtype)
+    out = cpu.sigmoid_backward(np.ones_like(special), cpu.sigmoid(special))
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(special))
+
+
+def test_zero_dim_inputs_give_zero_dim_arrays():
+    for r in (cpu.sigmoid(np.float32(0.0).reshape(())),
+              cpu.tanh_backward(np.ones((), np.float64), np.zeros((), np.float64))):
+        assert isinstance(r, np.ndarray) and r.shape == ()
+    assert float(cpu.sigmoid(np.zeros((), np.float32))) == 0.5
+
+
+def test_other_dtypes_are_refused():
+    with pytest.raises(TypeError, match="sigmoid"):
+        cpu.sigmoid(np.arange(3))
