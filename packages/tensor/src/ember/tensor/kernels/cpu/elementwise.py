@@ -229,20 +229,27 @@ def _lae_kernel(base2: bool):
 _lae_rows = (_lae_kernel(False), _lae_kernel(True))
 
 
-def _logaddexp(a, b, base2: bool, out):
-    dt = _result_dtype(a, b)
-    if dt.kind != "f":
-        raise TypeError(f"{'logaddexp2' if base2 else 'logaddexp'}: no kernel for dtype {dt}")
-    work = _F32 if dt == _F16 else dt
+def _rows_form(a, b, work):
+    """The broadcast shape of ``a`` and ``b`` (arrays or numbers, as ``work``), its ``(R, C)``
+    row form and the operands' ``(R or 1, C or 1)`` views of it (copied to the full shape
+    first when they fit no such view); ValueError when they don't broadcast."""
     xa, xb = _operand(a, work), _operand(b, work)
     shape = xa.shape if xb.ndim == 0 else xb.shape if xa.ndim == 0 else \
-        np.broadcast(xa, xb).shape  # ValueError when they don't broadcast
+        np.broadcast(xa, xb).shape
     form = _two_d(shape, xa, xb)
     if form is None:
         xa = np.ascontiguousarray(np.broadcast_to(xa, shape))
         xb = np.ascontiguousarray(np.broadcast_to(xb, shape))
         form = _two_d(shape, xa, xb)
-    (R, C), (va, vb) = form
+    return shape, form[0], form[1]
+
+
+def _logaddexp(a, b, base2: bool, out):
+    dt = _result_dtype(a, b)
+    if dt.kind != "f":
+        raise TypeError(f"{'logaddexp2' if base2 else 'logaddexp'}: no kernel for dtype {dt}")
+    work = _F32 if dt == _F16 else dt
+    shape, (R, C), (va, vb) = _rows_form(a, b, work)
     res = np.empty(shape, dtype=work)
     if res.size:
         _lae_rows[base2](va, vb, res.reshape(R, C))
@@ -344,15 +351,7 @@ def _general(a, b, mode: int):
     if dt.kind != "f":
         raise TypeError(f"{_NAMES[mode]}: no kernel for dtype {dt}")
     work = _F32 if dt == _F16 else dt
-    xa, xb = _operand(a, work), _operand(b, work)
-    shape = xa.shape if xb.ndim == 0 else xb.shape if xa.ndim == 0 else \
-        np.broadcast(xa, xb).shape  # ValueError when they don't broadcast
-    form = _two_d(shape, xa, xb)
-    if form is None:
-        xa = np.ascontiguousarray(np.broadcast_to(xa, shape))
-        xb = np.ascontiguousarray(np.broadcast_to(xb, shape))
-        form = _two_d(shape, xa, xb)
-    (R, C), (va, vb) = form
+    shape, (R, C), (va, vb) = _rows_form(a, b, work)
     half_floor = dt == _F16 and mode == 2  # float16 // rounds every step to float16
     res = np.empty(shape, dtype=work)
     if res.size:

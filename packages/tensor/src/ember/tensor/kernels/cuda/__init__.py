@@ -282,28 +282,21 @@ def gather_dim(x: Any, index: Any) -> tuple[Any, int]:
 # source covers every dtype CuPy has (bool, the integers, float16/32/64, complex). One thread owns
 # one (p, q) column and walks dim 1 in order, so no two threads touch one element: no atomics,
 # duplicate indices reduce in index order (as on the CPU) and "set" keeps the last write.
-_SCATTER_BODY = r"""
+_SCATTER_LOOP = r"""
     const long long p = i / Q, q = i % Q;
     for (long long n = 0; n < N; ++n) {
         const long long s = (p * N + n) * Q + q;
         T& o = out[(p * M + index[s]) * Q + q];
         const T v = src[s];
-        if (mode == 0) o = v;
-        else if (mode == 1) o = o + v;
-        else o = o * v;
+        UPDATE
     }
 """
+_SCATTER_BODY = _SCATTER_LOOP.replace(
+    "UPDATE", "if (mode == 0) o = v; else if (mode == 1) o = o + v; else o = o * v;")
 # amax (3) / amin (4): a NaN on either side wins, as on the CPU; separate because complex
 # numbers have no order and the arithmetic modes take them
-_SCATTER_EXTREME_BODY = r"""
-    const long long p = i / Q, q = i % Q;
-    for (long long n = 0; n < N; ++n) {
-        const long long s = (p * N + n) * Q + q;
-        T& o = out[(p * M + index[s]) * Q + q];
-        const T v = src[s];
-        if (v != v || (mode == 3 ? v > o : v < o)) o = v;
-    }
-"""
+_SCATTER_EXTREME_BODY = _SCATTER_LOOP.replace(
+    "UPDATE", "if (v != v || (mode == 3 ? v > o : v < o)) o = v;")
 # PyTorch's rule: a tie moves the index on (>= / <=), a NaN wins and stays
 _SCAN_EXTREME_BODY = r"""
     const long long p = i / Q, q = i % Q;

@@ -54,6 +54,14 @@ _UNSIGNED = {
 }
 
 
+def _into(res: Any, out: Any) -> Any:
+    """``res``, or ``out`` holding it when given."""
+    if out is None:
+        return res
+    out[...] = res
+    return out
+
+
 @_cupy.memoize
 def _elementwise(name: str, kind: str) -> Any:
     body = {"f": _FLOAT, "i": _INT, "u": _UNSIGNED}[kind][name]
@@ -70,10 +78,7 @@ def _binary(name: str, a: Any, b: Any, out: Any) -> Any:
     xb = b if isinstance(b, cp.ndarray) else cp.asarray(b, dtype=dtype)
     res = _elementwise(name, dtype.kind)(xa.astype(dtype, copy=False),
                                          xb.astype(dtype, copy=False))
-    if out is None:
-        return res
-    out[...] = res
-    return out
+    return _into(res, out)
 
 
 def fmod(a: Any, b: Any, out: Any = None) -> Any:
@@ -151,10 +156,7 @@ def _lae(name: str, a: Any, b: Any, out: Any) -> Any:
     xa = cp.asarray(a, dtype=work)
     xb = cp.asarray(b, dtype=work)
     res = _lae_kernel(name)(xa, xb).astype(dtype, copy=False)
-    if out is None:
-        return res
-    out[...] = res
-    return out
+    return _into(res, out)
 
 
 def logaddexp(a: Any, b: Any, out: Any = None) -> Any:
