@@ -29,7 +29,8 @@ coefficient.
   for float32; float64 replaces its second branch by a 12-term fit on ``w`` in ``[5, 36.2]``,
   out to the largest float64 below 1) and one Halley step ``x -= f / (f' + x f)`` for
   ``f = (erf(x) - y) sqrt(pi) / 2``; the residual is taken as ``(1 - |y|) - erfc(|x|)`` above
-  ``|x| = 1`` so that the tails keep their precision. ``erfinv(+-1) = +-inf``, NaN outside ``[-1, 1]``.
+  ``|x| = 1`` so that the tails keep their precision. ``erfinv(+-1) = +-inf``, NaN outside
+  ``[-1, 1]``.
 
 Every input is clamped before it reaches exp, log or a polynomial (NaN and infinities are put
 back at the end), so no loop raises a floating-point warning.
