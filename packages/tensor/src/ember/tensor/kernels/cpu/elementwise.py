@@ -190,43 +190,40 @@ def _float_rows(a, b, out, mode):
 _INV_LN2 = 1.4426950408889634
 
 
-def _lae_kernel(base2: bool):
-    """The row kernel of logaddexp (``base2``: logaddexp2), one per base so that each holds
-    three call sites of the vector math (more keep LLVM from inlining and vectorizing the
-    float64 loops)."""
-    @_inline
-    def lae(x, y):
-        m = x if x > y else y
-        d = -abs(x - y)
-        if base2:
-            r = m + vlog1p(vexp2(d)) * like_scalar(_INV_LN2, x)
+@_inline
+def _lae(x, y):
+    m = x if x > y else y
+    r = m + vlog1p(vexp(-abs(x - y)))
+    return x if (x == y and abs(x) == math.inf) else r  # equal infinities: themselves
+
+
+@_inline
+def _lae2(x, y):
+    m = x if x > y else y
+    r = m + vlog1p(vexp2(-abs(x - y))) * like_scalar(_INV_LN2, x)
+    return x if (x == y and abs(x) == math.inf) else r
+
+
+@_jit
+def _lae_rows(a, b, out, base2):
+    # module-level (a kernel made by a closure misses Numba's disk cache: it would compile
+    # again in every process); the base is a loop invariant that LLVM hoists
+    R, n = out.shape
+    for r in range(R):
+        ar = a[r if a.shape[0] > 1 else 0]
+        br = b[r if b.shape[0] > 1 else 0]
+        o = out[r]
+        if ar.shape[0] == n and br.shape[0] == n:
+            for i in range(n):
+                o[i] = _lae2(ar[i], br[i]) if base2 else _lae(ar[i], br[i])
+        elif br.shape[0] == 1:
+            y = br[0]
+            for i in range(n):
+                o[i] = _lae2(ar[i], y) if base2 else _lae(ar[i], y)
         else:
-            r = m + vlog1p(vexp(d))
-        return x if (x == y and abs(x) == math.inf) else r
-
-    @_jit
-    def rows(a, b, out):
-        R, n = out.shape
-        for r in range(R):
-            ar = a[r if a.shape[0] > 1 else 0]
-            br = b[r if b.shape[0] > 1 else 0]
-            o = out[r]
-            if ar.shape[0] == n and br.shape[0] == n:
-                for i in range(n):
-                    o[i] = lae(ar[i], br[i])
-            elif br.shape[0] == 1:
-                y = br[0]
-                for i in range(n):
-                    o[i] = lae(ar[i], y)
-            else:
-                x = ar[0]
-                for i in range(n):
-                    o[i] = lae(x, br[i])
-
-    return rows
-
-
-_lae_rows = (_lae_kernel(False), _lae_kernel(True))
+            x = ar[0]
+            for i in range(n):
+                o[i] = _lae2(x, br[i]) if base2 else _lae(x, br[i])
 
 
 def _rows_form(a, b, work):
@@ -252,7 +249,7 @@ def _logaddexp(a, b, base2: bool, out):
     shape, (R, C), (va, vb) = _rows_form(a, b, work)
     res = np.empty(shape, dtype=work)
     if res.size:
-        _lae_rows[base2](va, vb, res.reshape(R, C))
+        _lae_rows(va, vb, res.reshape(R, C), base2)
     if work != dt:
         res = res.astype(dt)
     if out is None:
