@@ -1624,7 +1624,8 @@ class _GatherEntry:
                     grads.append(engine._Rows(shape, 0, _index(r, g), _wrap(v)))
         else:  # create_graph: the same, recorded
             for (shape, _), r, q in zip(c.meta[0], rows, places):
-                v = g if q.__class__ is slice else _call(_INDEX_SELECT, (g, 0, _index(q, g)))
+                v = _call(_SLICE, (g, 0, q.start, q.stop, 1)) if q.__class__ is slice else \
+                    _call(_INDEX_SELECT, (g, 0, _index(q, g)))
                 grads.append(_call(_INDEX_ADD, (_zeros(shape, g), 0, _index(r, g), v, 1)))
         return grads, None, None
 
@@ -1652,32 +1653,50 @@ def _gather(pieces, rows, places, total):
     """One tensor of ``total`` rows whose rows ``places[i]`` are rows ``rows[i]`` of
     ``pieces[i]`` (int64 arrays; ``places`` None: one piece, every row in order): one node in
     the graph, whose backward hands each piece its rows of the gradient (no concatenation of
-    the sources, no zero-filled copy per read)."""
+    the sources, no zero-filled copy per read). Consecutive places are kept as a slice: the
+    rows are taken straight into it, and backward reads a view of the gradient."""
     d0 = _unwrap(pieces[0])
+    if places is None:
+        places = (slice(0, total),)
+    else:
+        places = [_span(q) for q in places]
     if d0.__class__ is _ndarray:
-        if places is None:  # one piece, its rows in order
+        if len(pieces) == 1 and places[0].__class__ is slice:  # one piece, rows in order
             t = _wrap(d0.take(rows[0], 0))
-            places = (slice(None),)
         else:
             out = np.empty((total,) + d0.shape[1:], dtype=d0.dtype)
             for P, r, q in zip(pieces, rows, places):
-                out[q] = _unwrap(P)[r]
+                if q.__class__ is slice:  # (no temporary; the rows are in range by making)
+                    _unwrap(P).take(r, 0, out=out[q], mode="clip")
+                else:
+                    out[q] = _unwrap(P).take(r, 0)
             t = _wrap(out)
     else:  # CUDA: the row numbers on the device
         import cupy
 
         with d0.device:
-            if places is None:
+            if len(pieces) == 1 and places[0].__class__ is slice:
                 t = _wrap(d0.take(cupy.asarray(rows[0]), 0))
-                places = (slice(None),)
             else:
                 out = cupy.empty((total,) + d0.shape[1:], dtype=d0.dtype)
                 for P, r, q in zip(pieces, rows, places):
-                    out[cupy.asarray(q)] = _unwrap(P)[cupy.asarray(r)]
+                    out[q if q.__class__ is slice else cupy.asarray(q)] = \
+                        _unwrap(P)[cupy.asarray(r)]
                 t = _wrap(out)
     if _grad.enabled and d0.dtype.kind in "fcV" and any(P._requires_grad for P in pieces):
         graph.attach(_GATHER_OP, _GATHER_ENTRY, (list(pieces), rows, places), t)
     return t
+
+
+def _span(q):
+    """Places ``q`` (an int64 array) as a slice when they are consecutive and in order."""
+    n = len(q)
+    if not n:
+        return q
+    a = int(q[0])
+    if int(q[-1]) - a == n - 1 and (n == 1 or (q[1:] > q[:-1]).all()):
+        return slice(a, a + n)
+    return q
 
 
 def _realize(bound):
