@@ -31,17 +31,26 @@ class Node:
     A node is also what its derivative formula reads (the ``c`` of ``derivatives.py``):
     ``args`` (the bound call, a named tuple of every parameter in declared order; tensors the
     formula does not save are None), ``out`` (the saved output while the formula runs, else
-    None), ``needs`` (per parameter, whether it needs a gradient) and ``meta`` (per tensor
-    parameter, its ``(shape, numpy dtype)``).
+    None), ``needs`` (per parameter, whether it needs a gradient: a tuple shared by every
+    node with the same pattern) and ``meta`` (per tensor parameter, its
+    ``(shape, numpy dtype)``).
 
     ``_edges``: per parameter, where its gradient goes: None, a list for a list argument (one
     edge per element), or an edge: the producing node itself for its output 0 (the common
-    case, which then costs no tuple per input), ``(node, output_nr)`` for a later output."""
+    case, which then costs no tuple per input), ``(node, output_nr)`` for a later output.
+
+    What the node saved, kept without a container of its own (each container would be one
+    more object for the garbage collector to track and promote per node): ``_nsaved``, how
+    many tensors of ``args`` it saved (0: none), and ``_vers``, their versions then, in
+    :func:`_saved_tensors` order (None when every one was at version 0, the common case);
+    ``_out_data``, the saved output's array (a tuple of them for a multi-output op; None when
+    the formula does not read the output), with ``_out_vc``, the version counter of output 0,
+    and ``_out_v``, its value then."""
 
     # what every node sets lives in slots; the rarely set rest falls back to the class
     # defaults below and goes into a lazily created __dict__ when set
-    __slots__ = ("entry", "_edges", "args", "needs", "out", "meta", "_checks",
-                 "_out_data", "_out_vc", "_n_out", "__dict__", "__weakref__")
+    __slots__ = ("entry", "_edges", "args", "needs", "out", "meta", "_nsaved", "_vers",
+                 "_out_data", "_out_vc", "_out_v", "_n_out", "__dict__", "__weakref__")
     op = ""
     _hooks = None
     _trace = None
@@ -76,9 +85,9 @@ class Node:
                 "autograd.grad(). Specify retain_graph=True if you need to backward through the "
                 "graph a second time or if you need to access saved tensors after calling "
                 "backward.")
-        checks = self._checks
-        for k in range(0, len(checks), 2):
-            t, v = checks[k], checks[k + 1]
+        vers = self._vers
+        for k, t in enumerate(_saved_tensors(self.entry.save, self.args)):
+            v = vers[k] if vers is not None else 0
             if t._version != v:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
@@ -89,13 +98,18 @@ class Node:
                     "tensor before modifying it.")
 
     def _saved_out(self):
-        vc, v = self._out_vc
+        vc, v = self._out_vc, self._out_v
         if vc[0] != v:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by "
                 f"an inplace operation: the output 0 of {type(self).__name__} is at version "
                 f"{vc[0]}; expected version {v} instead. Hint: use an out-of-place op or "
                 "clone() the result before modifying it.")
+        if self._n_out == 1:
+            o = _wrap(self._out_data)
+            o.grad_fn = self
+            o._requires_grad = True
+            return o
         outs = []
         for i, d in enumerate(self._out_data):
             o = _wrap(d)
@@ -104,14 +118,13 @@ class Node:
             if i:  # a multi-output op's saved output i feeds edge (node, i)
                 autograd_meta(o).output_nr = i
             outs.append(o)
-        return outs[0] if self._n_out == 1 else tuple(outs)
+        return tuple(outs)
 
     def apply(self, grads):
         """Gradients w.r.t. the op's inputs given gradients w.r.t. its outputs (a list, one
         per output)."""
-        if self.args is None or self._checks:
+        if self._nsaved or self.args is None:
             self._check_saved()
-        self.needs = tuple([e is not None for e in self._edges])
         if self._out_data is not None:
             self.out = self._saved_out()
         try:
@@ -131,7 +144,7 @@ class Node:
     def release(self) -> None:
         """Free what the node saved (PyTorch frees saved tensors, not nodes: a node that saved
         none can run again)."""
-        if self._checks or self._out_data is not None:
+        if self._nsaved or self._out_data is not None:
             self.args = None  # marks the saved tensors as freed
             self._out_data = None
         release = self.entry.release
@@ -293,11 +306,10 @@ def record(op, bound):
     return attach(op, entry, bound, out)
 
 
-def _save_checks(entry, save, saved, mask: int) -> tuple:
-    """Drop the saved arguments no wanted gradient reads (``entry.save_for``); returns the
-    tensors kept and their versions, flat (``t0, v0, t1, v1, ...``: one container per node
-    for the garbage collector to track, not one per tensor), checked again at backward
-    time."""
+def _save(node, entry, save, saved, mask: int) -> None:
+    """Drop the saved arguments no wanted gradient reads (``entry.save_for``) and note how
+    many tensors the node keeps and their versions, checked again at backward time
+    (:meth:`Node._check_saved`)."""
     n = len(saved)
     if entry.save_for is not None:
         keep = entry.wanted(mask)
@@ -305,16 +317,45 @@ def _save_checks(entry, save, saved, mask: int) -> tuple:
             if i < n and i not in keep and (isinstance(saved[i], _TensorType) or
                                             saved[i].__class__ in (list, tuple)):
                 saved[i] = None
-    checks = []
+    count = 0
+    vers = None
+    for t in _saved_tensors(save, saved):
+        v = t._version
+        if v:
+            if vers is None:
+                vers = [0] * count
+            vers.append(v)
+        elif vers is not None:
+            vers.append(0)
+        count += 1
+    node._nsaved = count
+    node._vers = None if vers is None else tuple(vers)
+
+
+def _saved_tensors(save, args):
+    """The tensors kept in ``args`` at the positions ``save`` (the elements of a saved list
+    argument one by one), in the one order both saving and checking use."""
+    n = len(args)
     for i in save:
-        a = saved[i] if i < n else None
-        if isinstance(a, _TensorType):
-            checks += (a, a._version)
+        a = args[i] if i < n else None
+        if a.__class__ is _TensorType or isinstance(a, _TensorType):
+            yield a
         elif a.__class__ is list or a.__class__ is tuple:
             for b in a:
                 if isinstance(b, _TensorType):
-                    checks += (b, b._version)
-    return tuple(checks)
+                    yield b
+
+
+#: ``needs`` tuples, one per (mask, parameter count): shared by every node of that pattern
+_NEEDS: dict = {}
+
+
+def _needs(mask: int, n: int) -> tuple:
+    key = mask << 16 | n
+    needs = _NEEDS.get(key)
+    if needs is None:
+        needs = _NEEDS[key] = tuple([bool(mask >> i & 1) for i in range(n)])
+    return needs
 
 
 def _has_tensor(seq) -> bool:
@@ -386,7 +427,13 @@ def attach(op, entry, args, out):
             meta.append(None)
             saved.append(a)
         i += 1
-    node._checks = _save_checks(entry, save, saved, mask) if save else ()
+    if save:
+        _save(node, entry, save, saved, mask)
+    else:
+        node._nsaved = 0
+    key = mask << 16 | i
+    needs = _NEEDS.get(key)
+    node.needs = needs if needs is not None else _needs(mask, i)
     node._edges = edges
     meta = tuple(meta)  # of (shape, dtype) pairs
     node.meta = _metas.setdefault(meta, meta)
@@ -414,9 +461,10 @@ def attach(op, entry, args, out):
         if any(isinstance(o, _TensorType) and _unwrap(o).dtype.kind == "c" for o in outs):
             node.entry = entry.for_complex(op.name)
     if entry.save_out:
-        node._out_data = tuple(_unwrap(o) for o in outs)
-        vc = _ext.version_counter(outs[0])
-        node._out_vc = (vc, vc[0])
+        node._out_data = _unwrap(outs[0]) if node._n_out == 1 else tuple(
+            _unwrap(o) for o in outs)
+        vc = node._out_vc = _ext.version_counter(outs[0])
+        node._out_v = vc[0]
     else:
         node._out_data = None
     for i, o in enumerate(outs):
