@@ -42,7 +42,7 @@ class Node:
     What the node saved, kept without a container of its own (each container would be one
     more object for the garbage collector to track and promote per node): ``_nsaved``, how
     many tensors of ``args`` it saved (0: none), and ``_vers``, their versions then, in
-    :func:`_saved_tensors` order (None when every one was at version 0, the common case);
+    the order :func:`_save` lists them (None when every one was at version 0, the common case);
     ``_out_data``, the saved output's array (a tuple of them for a multi-output op; None when
     the formula does not read the output), with ``_out_vc``, the version counter of output 0,
     and ``_out_v``, its value then."""
@@ -54,6 +54,7 @@ class Node:
     op = ""
     _hooks = None
     _trace = None
+    _last_meta = [()]  # the meta of the op's previous node (each node class has its own cell)
 
     def name(self) -> str:
         return type(self).__name__
@@ -85,17 +86,32 @@ class Node:
                 "autograd.grad(). Specify retain_graph=True if you need to backward through the "
                 "graph a second time or if you need to access saved tensors after calling "
                 "backward.")
-        vers = self._vers
-        for k, t in enumerate(_saved_tensors(self.entry.save, self.args)):
-            v = vers[k] if vers is not None else 0
-            if t._version != v:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: [{t.type()} {list(t.shape)}], which is an input of "
-                    f"{type(self).__name__}, is at version {t._version}; expected version {v} "
-                    "instead. Hint: the operation that modified it came after the forward op; "
-                    "use an out-of-place op (e.g. x = x + 1 instead of x += 1) or clone() the "
-                    "tensor before modifying it.")
+        vers, args = self._vers, self.args
+        n = len(args)
+        k = 0  # the position in the order _save noted the versions in
+        for i in self.entry.save:
+            a = args[i] if i < n else None
+            if a.__class__ is _TensorType or isinstance(a, _TensorType):
+                v = 0 if vers is None else vers[k]
+                k += 1
+                if a._version != v:
+                    self._modified(a, v)
+            elif a.__class__ is list or a.__class__ is tuple:
+                for b in a:
+                    if isinstance(b, _TensorType):
+                        v = 0 if vers is None else vers[k]
+                        k += 1
+                        if b._version != v:
+                            self._modified(b, v)
+
+    def _modified(self, t, v: int):
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by "
+            f"an inplace operation: [{t.type()} {list(t.shape)}], which is an input of "
+            f"{type(self).__name__}, is at version {t._version}; expected version {v} "
+            "instead. Hint: the operation that modified it came after the forward op; "
+            "use an out-of-place op (e.g. x = x + 1 instead of x += 1) or clone() the "
+            "tensor before modifying it.")
 
     def _saved_out(self):
         vc, v = self._out_vc, self._out_v
@@ -259,7 +275,8 @@ def _node_class(opname: str) -> type:
     cls = _node_classes.get(opname)
     if cls is None:
         camel = "".join(p[:1].upper() + p[1:] for p in opname.strip("_").split("_"))
-        cls = type(f"{camel}Backward0", (Node,), {"__slots__": (), "op": opname})
+        cls = type(f"{camel}Backward0", (Node,), {"__slots__": (), "op": opname,
+                                                   "_last_meta": [()]})
         _node_classes[opname] = cls
     return cls
 
@@ -317,33 +334,28 @@ def _save(node, entry, save, saved, mask: int) -> None:
             if i < n and i not in keep and (isinstance(saved[i], _TensorType) or
                                             saved[i].__class__ in (list, tuple)):
                 saved[i] = None
-    count = 0
+    count = 0  # the saved tensors, in the order Node._check_saved reads them
     vers = None
-    for t in _saved_tensors(save, saved):
-        v = t._version
-        if v:
-            if vers is None:
-                vers = [0] * count
-            vers.append(v)
-        elif vers is not None:
-            vers.append(0)
-        count += 1
-    node._nsaved = count
-    node._vers = None if vers is None else tuple(vers)
-
-
-def _saved_tensors(save, args):
-    """The tensors kept in ``args`` at the positions ``save`` (the elements of a saved list
-    argument one by one), in the one order both saving and checking use."""
-    n = len(args)
     for i in save:
-        a = args[i] if i < n else None
+        a = saved[i] if i < n else None
         if a.__class__ is _TensorType or isinstance(a, _TensorType):
-            yield a
+            v = a._version
+            if v and vers is None:
+                vers = [0] * count
+            if vers is not None:
+                vers.append(v)
+            count += 1
         elif a.__class__ is list or a.__class__ is tuple:
             for b in a:
                 if isinstance(b, _TensorType):
-                    yield b
+                    v = b._version
+                    if v and vers is None:
+                        vers = [0] * count
+                    if vers is not None:
+                        vers.append(v)
+                    count += 1
+    node._nsaved = count
+    node._vers = None if vers is None else tuple(vers)
 
 
 #: ``needs`` tuples, one per (mask, parameter count): shared by every node of that pattern
@@ -374,7 +386,13 @@ def attach(op, entry, args, out):
     node = _new(cls)
     node.entry = entry
     save = entry.save
-    edges, meta, saved = [], [], []
+    edges, saved = [], []
+    # node.meta: the op's previous node's when every input has the same shape and dtype
+    # again (no tuples built, nothing hashed); ``meta`` is built only after a difference
+    cell = cls._last_meta
+    last = cell[0]
+    n_last = len(last)
+    meta = None
     mask = 0  # bit i: argument i requires grad
     i = 0
     for a in args:
@@ -401,7 +419,13 @@ def attach(op, entry, args, out):
                         edges.append(acc)
             else:
                 edges.append(None)
-            meta.append((d.shape, d.dtype))
+            if meta is None:
+                lm = last[i] if i < n_last else None
+                if lm is None or lm[0] != d.shape or lm[1] is not d.dtype:
+                    meta = list(last[:i])
+                    meta.append((d.shape, d.dtype))
+            else:
+                meta.append((d.shape, d.dtype))
             saved.append(a if i in save else None)
         elif (a.__class__ is list or a.__class__ is tuple) and _has_tensor(a):
             # a list argument (cat, stack) or an index tuple: one edge per tensor element
@@ -420,11 +444,22 @@ def attach(op, entry, args, out):
                     sub_edges.append(None)
                     sub_meta.append(None)
             edges.append(sub_edges)
-            meta.append(tuple(sub_meta))
+            sub_meta = tuple(sub_meta)
+            if meta is None:
+                if i >= n_last or last[i] != sub_meta:
+                    meta = list(last[:i])
+                    meta.append(sub_meta)
+            else:
+                meta.append(sub_meta)
             saved.append(a if i in save else None)
         else:
             edges.append(None)
-            meta.append(None)
+            if meta is None:
+                if i >= n_last or last[i] is not None:
+                    meta = list(last[:i])
+                    meta.append(None)
+            else:
+                meta.append(None)
             saved.append(a)
         i += 1
     if save:
@@ -435,10 +470,13 @@ def attach(op, entry, args, out):
     needs = _NEEDS.get(key)
     node.needs = needs if needs is not None else _needs(mask, i)
     node._edges = edges
-    meta = tuple(meta)  # of (shape, dtype) pairs
-    node.meta = _metas.setdefault(meta, meta)
-    if len(_metas) > _METAS_MAX:
-        _metas.clear()
+    if meta is None and i == n_last:
+        node.meta = last
+    else:
+        meta = tuple(last[:i] if meta is None else meta)  # of (shape, dtype) pairs
+        node.meta = cell[0] = _metas.setdefault(meta, meta)
+        if len(_metas) > _METAS_MAX:
+            _metas.clear()
     node.args = tuple.__new__(op.Args, saved)
     if state.anomaly:
         node._trace = traceback.format_stack()[:-3]
