@@ -196,7 +196,8 @@ def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=N
                 in_grads = fn.apply(_fill_missing(fn, out_grads))
             if check_nan and in_grads:
                 _check_nan(fn, in_grads)
-            if not retain_graph:
+            if not retain_graph and (fn._nsaved or fn._out_data is not None or
+                                     fn.entry.release is not None):
                 fn.release()
             # hand each input's gradient to the node that produced the input
             meta = fn.meta
@@ -207,15 +208,42 @@ def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=N
                 if e is None:
                     continue
                 g = in_grads[i] if i < n_in else None
-                if e.__class__ is list:  # a list argument: one edge per element
+                cls = e.__class__
+                if cls is list:  # a list argument: one edge per element
                     for j, sub in enumerate(e):
                         if sub is not None:
                             _deliver(sub, g[j] if g is not None else None, meta[i][j],
                                      buffers, deps, ready, owned, create_graph)
-                else:
+                    continue
+                if cls is tuple or g is None:
                     _deliver(e, g, meta[i], buffers, deps, ready, owned, create_graph)
+                    continue
+                # the common case, inline: output 0 of a node, a dense gradient
+                if g.__class__ is not _TensorType:
+                    _deliver(e, g, meta[i], buffers, deps, ready, owned, create_graph)
+                    continue
+                d = _unwrap(g)
+                m = meta[i]
+                if d.shape != m[0] or d.dtype != m[1]:
+                    g = _reduce_to(g, m)
+                buf = buffers.get(e)
+                if buf is None:
+                    if e._n_out == 1:
+                        buffers[e] = [g]
+                    else:
+                        buf = buffers[e] = [None] * e._n_out
+                        buf[0] = g
+                elif buf[0] is None:
+                    buf[0] = g
+                else:  # a sum
+                    _deliver(e, g, m, buffers, deps, ready, owned, create_graph)
+                    continue
+                left = deps[e] - 1
+                deps[e] = left
+                if not left:
+                    ready.append(e)
             # drop local references so sinks can take gradient buffers over (_exclusive)
-            in_grads = out_grads = g = None
+            in_grads = out_grads = g = d = None
     finally:
         state.enabled = prev
     if capture is not None:

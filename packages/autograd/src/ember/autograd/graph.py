@@ -31,20 +31,30 @@ class Node:
     A node is also what its derivative formula reads (the ``c`` of ``derivatives.py``):
     ``args`` (the bound call, a named tuple of every parameter in declared order; tensors the
     formula does not save are None), ``out`` (the saved output while the formula runs, else
-    None), ``needs`` (per parameter, whether it needs a gradient) and ``meta`` (per tensor
-    parameter, its ``(shape, numpy dtype)``).
+    None), ``needs`` (per parameter, whether it needs a gradient: a tuple shared by every
+    node with the same pattern) and ``meta`` (per tensor parameter, its
+    ``(shape, numpy dtype)``).
 
     ``_edges``: per parameter, where its gradient goes: None, a list for a list argument (one
     edge per element), or an edge: the producing node itself for its output 0 (the common
-    case, which then costs no tuple per input), ``(node, output_nr)`` for a later output."""
+    case, which then costs no tuple per input), ``(node, output_nr)`` for a later output.
+
+    What the node saved, kept without a container of its own (each container would be one
+    more object for the garbage collector to track and promote per node): ``_nsaved``, how
+    many tensors of ``args`` it saved (0: none), and ``_vers``, their versions then, in
+    the order :func:`_save` lists them (None when every one was at version 0, the common case);
+    ``_out_data``, the saved output's array (a tuple of them for a multi-output op; None when
+    the formula does not read the output), with ``_out_vc``, the version counter of output 0,
+    and ``_out_v``, its value then."""
 
     # what every node sets lives in slots; the rarely set rest falls back to the class
     # defaults below and goes into a lazily created __dict__ when set
-    __slots__ = ("entry", "_edges", "args", "needs", "out", "meta", "_checks",
-                 "_out_data", "_out_vc", "_n_out", "__dict__", "__weakref__")
+    __slots__ = ("entry", "_edges", "args", "needs", "out", "meta", "_nsaved", "_vers",
+                 "_out_data", "_out_vc", "_out_v", "_n_out", "__dict__", "__weakref__")
     op = ""
     _hooks = None
     _trace = None
+    _last_meta = [()]  # the meta of the op's previous node (each node class has its own cell)
 
     def name(self) -> str:
         return type(self).__name__
@@ -76,26 +86,46 @@ class Node:
                 "autograd.grad(). Specify retain_graph=True if you need to backward through the "
                 "graph a second time or if you need to access saved tensors after calling "
                 "backward.")
-        checks = self._checks
-        for k in range(0, len(checks), 2):
-            t, v = checks[k], checks[k + 1]
-            if t._version != v:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: [{t.type()} {list(t.shape)}], which is an input of "
-                    f"{type(self).__name__}, is at version {t._version}; expected version {v} "
-                    "instead. Hint: the operation that modified it came after the forward op; "
-                    "use an out-of-place op (e.g. x = x + 1 instead of x += 1) or clone() the "
-                    "tensor before modifying it.")
+        vers, args = self._vers, self.args
+        n = len(args)
+        k = 0  # the position in the order _save noted the versions in
+        for i in self.entry.save:
+            a = args[i] if i < n else None
+            if a.__class__ is _TensorType or isinstance(a, _TensorType):
+                v = 0 if vers is None else vers[k]
+                k += 1
+                if a._version != v:
+                    self._modified(a, v)
+            elif a.__class__ is list or a.__class__ is tuple:
+                for b in a:
+                    if isinstance(b, _TensorType):
+                        v = 0 if vers is None else vers[k]
+                        k += 1
+                        if b._version != v:
+                            self._modified(b, v)
+
+    def _modified(self, t, v: int):
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by "
+            f"an inplace operation: [{t.type()} {list(t.shape)}], which is an input of "
+            f"{type(self).__name__}, is at version {t._version}; expected version {v} "
+            "instead. Hint: the operation that modified it came after the forward op; "
+            "use an out-of-place op (e.g. x = x + 1 instead of x += 1) or clone() the "
+            "tensor before modifying it.")
 
     def _saved_out(self):
-        vc, v = self._out_vc
+        vc, v = self._out_vc, self._out_v
         if vc[0] != v:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by "
                 f"an inplace operation: the output 0 of {type(self).__name__} is at version "
                 f"{vc[0]}; expected version {v} instead. Hint: use an out-of-place op or "
                 "clone() the result before modifying it.")
+        if self._n_out == 1:
+            o = _wrap(self._out_data)
+            o.grad_fn = self
+            o._requires_grad = True
+            return o
         outs = []
         for i, d in enumerate(self._out_data):
             o = _wrap(d)
@@ -104,14 +134,13 @@ class Node:
             if i:  # a multi-output op's saved output i feeds edge (node, i)
                 autograd_meta(o).output_nr = i
             outs.append(o)
-        return outs[0] if self._n_out == 1 else tuple(outs)
+        return tuple(outs)
 
     def apply(self, grads):
         """Gradients w.r.t. the op's inputs given gradients w.r.t. its outputs (a list, one
         per output)."""
-        if self.args is None or self._checks:
+        if self._nsaved or self.args is None:
             self._check_saved()
-        self.needs = tuple([e is not None for e in self._edges])
         if self._out_data is not None:
             self.out = self._saved_out()
         try:
@@ -131,7 +160,7 @@ class Node:
     def release(self) -> None:
         """Free what the node saved (PyTorch frees saved tensors, not nodes: a node that saved
         none can run again)."""
-        if self._checks or self._out_data is not None:
+        if self._nsaved or self._out_data is not None:
             self.args = None  # marks the saved tensors as freed
             self._out_data = None
         release = self.entry.release
@@ -246,7 +275,8 @@ def _node_class(opname: str) -> type:
     cls = _node_classes.get(opname)
     if cls is None:
         camel = "".join(p[:1].upper() + p[1:] for p in opname.strip("_").split("_"))
-        cls = type(f"{camel}Backward0", (Node,), {"__slots__": (), "op": opname})
+        cls = type(f"{camel}Backward0", (Node,), {"__slots__": (), "op": opname,
+                                                   "_last_meta": [()]})
         _node_classes[opname] = cls
     return cls
 
@@ -293,11 +323,10 @@ def record(op, bound):
     return attach(op, entry, bound, out)
 
 
-def _save_checks(entry, save, saved, mask: int) -> tuple:
-    """Drop the saved arguments no wanted gradient reads (``entry.save_for``); returns the
-    tensors kept and their versions, flat (``t0, v0, t1, v1, ...``: one container per node
-    for the garbage collector to track, not one per tensor), checked again at backward
-    time."""
+def _save(node, entry, save, saved, mask: int) -> None:
+    """Drop the saved arguments no wanted gradient reads (``entry.save_for``) and note how
+    many tensors the node keeps and their versions, checked again at backward time
+    (:meth:`Node._check_saved`)."""
     n = len(saved)
     if entry.save_for is not None:
         keep = entry.wanted(mask)
@@ -305,16 +334,40 @@ def _save_checks(entry, save, saved, mask: int) -> tuple:
             if i < n and i not in keep and (isinstance(saved[i], _TensorType) or
                                             saved[i].__class__ in (list, tuple)):
                 saved[i] = None
-    checks = []
+    count = 0  # the saved tensors, in the order Node._check_saved reads them
+    vers = None
     for i in save:
         a = saved[i] if i < n else None
-        if isinstance(a, _TensorType):
-            checks += (a, a._version)
+        if a.__class__ is _TensorType or isinstance(a, _TensorType):
+            v = a._version
+            if v and vers is None:
+                vers = [0] * count
+            if vers is not None:
+                vers.append(v)
+            count += 1
         elif a.__class__ is list or a.__class__ is tuple:
             for b in a:
                 if isinstance(b, _TensorType):
-                    checks += (b, b._version)
-    return tuple(checks)
+                    v = b._version
+                    if v and vers is None:
+                        vers = [0] * count
+                    if vers is not None:
+                        vers.append(v)
+                    count += 1
+    node._nsaved = count
+    node._vers = None if vers is None else tuple(vers)
+
+
+#: ``needs`` tuples, one per (mask, parameter count): shared by every node of that pattern
+_NEEDS: dict = {}
+
+
+def _needs(mask: int, n: int) -> tuple:
+    key = mask << 16 | n
+    needs = _NEEDS.get(key)
+    if needs is None:
+        needs = _NEEDS[key] = tuple([bool(mask >> i & 1) for i in range(n)])
+    return needs
 
 
 def _has_tensor(seq) -> bool:
@@ -333,7 +386,13 @@ def attach(op, entry, args, out):
     node = _new(cls)
     node.entry = entry
     save = entry.save
-    edges, meta, saved = [], [], []
+    edges, saved = [], []
+    # node.meta: the op's previous node's when every input has the same shape and dtype
+    # again (no tuples built, nothing hashed); ``meta`` is built only after a difference
+    cell = cls._last_meta
+    last = cell[0]
+    n_last = len(last)
+    meta = None
     mask = 0  # bit i: argument i requires grad
     i = 0
     for a in args:
@@ -360,7 +419,13 @@ def attach(op, entry, args, out):
                         edges.append(acc)
             else:
                 edges.append(None)
-            meta.append((d.shape, d.dtype))
+            if meta is None:
+                lm = last[i] if i < n_last else None
+                if lm is None or lm[0] != d.shape or lm[1] is not d.dtype:
+                    meta = list(last[:i])
+                    meta.append((d.shape, d.dtype))
+            else:
+                meta.append((d.shape, d.dtype))
             saved.append(a if i in save else None)
         elif (a.__class__ is list or a.__class__ is tuple) and _has_tensor(a):
             # a list argument (cat, stack) or an index tuple: one edge per tensor element
@@ -379,19 +444,39 @@ def attach(op, entry, args, out):
                     sub_edges.append(None)
                     sub_meta.append(None)
             edges.append(sub_edges)
-            meta.append(tuple(sub_meta))
+            sub_meta = tuple(sub_meta)
+            if meta is None:
+                if i >= n_last or last[i] != sub_meta:
+                    meta = list(last[:i])
+                    meta.append(sub_meta)
+            else:
+                meta.append(sub_meta)
             saved.append(a if i in save else None)
         else:
             edges.append(None)
-            meta.append(None)
+            if meta is None:
+                if i >= n_last or last[i] is not None:
+                    meta = list(last[:i])
+                    meta.append(None)
+            else:
+                meta.append(None)
             saved.append(a)
         i += 1
-    node._checks = _save_checks(entry, save, saved, mask) if save else ()
+    if save:
+        _save(node, entry, save, saved, mask)
+    else:
+        node._nsaved = 0
+    key = mask << 16 | i
+    needs = _NEEDS.get(key)
+    node.needs = needs if needs is not None else _needs(mask, i)
     node._edges = edges
-    meta = tuple(meta)  # of (shape, dtype) pairs
-    node.meta = _metas.setdefault(meta, meta)
-    if len(_metas) > _METAS_MAX:
-        _metas.clear()
+    if meta is None and i == n_last:
+        node.meta = last
+    else:
+        meta = tuple(last[:i] if meta is None else meta)  # of (shape, dtype) pairs
+        node.meta = cell[0] = _metas.setdefault(meta, meta)
+        if len(_metas) > _METAS_MAX:
+            _metas.clear()
     node.args = tuple.__new__(op.Args, saved)
     if state.anomaly:
         node._trace = traceback.format_stack()[:-3]
@@ -414,9 +499,10 @@ def attach(op, entry, args, out):
         if any(isinstance(o, _TensorType) and _unwrap(o).dtype.kind == "c" for o in outs):
             node.entry = entry.for_complex(op.name)
     if entry.save_out:
-        node._out_data = tuple(_unwrap(o) for o in outs)
-        vc = _ext.version_counter(outs[0])
-        node._out_vc = (vc, vc[0])
+        node._out_data = _unwrap(outs[0]) if node._n_out == 1 else tuple(
+            _unwrap(o) for o in outs)
+        vc = node._out_vc = _ext.version_counter(outs[0])
+        node._out_v = vc[0]
     else:
         node._out_data = None
     for i, o in enumerate(outs):

@@ -525,6 +525,20 @@ class Tensor:
         return self.to(dtype=D.bool)
 
 
+def _share_instance_keys(cls) -> None:
+    """Put the attributes that tensors set into ``cls``'s shared instance-dict keys before
+    any instance exists. CPython 3.11 lets these keys grow only while the class has made few
+    instances; a tensor that later sets an attribute the keys lack (``grad_fn`` after
+    ``_data``) gets a dict object of its own: an allocation, slower attribute access and one
+    more object for the garbage collector per recorded output."""
+    t = object.__new__(cls)
+    for name in ("_data", "grad_fn", "_requires_grad", "_vc", "_base", "_autograd_meta",
+                 "_grad"):
+        setattr(t, name, None)
+
+
+_share_instance_keys(Tensor)
+
 
 def parse_to_args(args, kwargs) -> tuple[device | None, D.dtype | None, bool]:
     """``(device, dtype, copy)`` from the arguments of ``Tensor.to`` / ``Module.to``:
