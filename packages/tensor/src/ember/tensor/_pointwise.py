@@ -925,9 +925,12 @@ def _where(condition: Tensor, input, other) -> Tensor:
         da = checked_scalar("where", input, dt)
     if not isinstance(other, Tensor):
         db = checked_scalar("where", other, dt)
+    xp = np if c.__class__ is _ndarray else array_module(c)  # every operand's device
+    if xp is not np:  # the numbers, as 0-d arrays of the result's dtype on the device
+        da, db = xp.asarray(da), xp.asarray(db)
     if dt == _BF16:  # NumPy would widen bfloat16 with a Python scalar
-        return _make(np.where(c, da, db).astype(_BF16, copy=False))
-    return _make(_xp2(da, db).where(c, da, db))
+        return _make(xp.where(c, da, db).astype(_BF16, copy=False))
+    return _make(xp.where(c, da, db))
 
 
 def where(condition: Tensor, input=None, other=None):
