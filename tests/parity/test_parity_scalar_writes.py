@@ -54,3 +54,11 @@ def test_scalar_writes_match_pytorch(write, dtype):
             assert same, f"{write} {v!r} into {dtype}: {got} vs PyTorch's {want}"
         else:
             assert got == want, f"{write} {v!r} into {dtype}: {got} vs PyTorch's {want}"
+
+
+@pytest.mark.parametrize("a,b", [(1.5, 0.5), (1, 2), (1, 2.5), (True, False), (-3, 2**40)])
+def test_where_of_two_numbers_matches_pytorch(a, b):
+    got = et.where(et.tensor([True, False]), a, b)
+    want = torch.where(torch.tensor([True, False]), a, b)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    assert got.tolist() == want.tolist()

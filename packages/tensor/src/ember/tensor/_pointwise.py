@@ -917,6 +917,10 @@ def _where(condition: Tensor, input, other) -> Tensor:
     if c.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {condition.dtype}")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):  # two numbers
+        from ._creation import tensor
+
+        input = tensor(input, device=condition.device)
     da, db, dt = _operands(input, other, "where")
     for t in (input, other):
         if isinstance(t, Tensor):
