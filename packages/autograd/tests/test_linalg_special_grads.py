@@ -73,3 +73,16 @@ def test_scatter_reduce_amax_ties_share_the_gradient():
     out.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [0.5, 0.0])
     np.testing.assert_allclose(src.grad.numpy(), [0.5, 1.0])
+
+
+def test_cdist_gemm_path_gradient():
+    """p = 2 over more than 25 rows takes the GEMM formula: its gradient passes gradcheck on
+    distinct points, and coincident points give 0 and a zero gradient, as PyTorch's
+    ``_euclidean_dist_backward`` does."""
+    rng = np.random.default_rng(1)
+    a, b = _t(rng.standard_normal((30, 3))), _t(rng.standard_normal((4, 3)))
+    assert ag.gradcheck(lambda u, v: et.cdist(u, v), (a, b))
+    x = _t(np.zeros((30, 3)))
+    d = et.cdist(x, x)
+    d.sum().backward()
+    assert d.detach().numpy().max() == 0 and not x.grad.numpy().any()
