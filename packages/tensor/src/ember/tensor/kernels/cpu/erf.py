@@ -183,43 +183,22 @@ _loop = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=set(_FM
 
 
 @_loop
-def _erf_32(x, out):
+def _loop32(x, out, which):
+    # which: 0 erf, 1 erfc, 2 erfinv (a loop invariant: LLVM makes one loop of each)
     for i in range(x.shape[0]):
-        out[i] = np.float32(_erf32(np.float64(x[i])))
+        v = np.float64(x[i])
+        out[i] = np.float32(_erf32(v) if which == 0 else _erfc32(v) if which == 1 else
+                            _erfinv32(v))
 
 
 @_loop
-def _erf_64(x, out):
+def _loop64(x, out, which):
     for i in range(x.shape[0]):
-        out[i] = _erf64(x[i])
+        v = x[i]
+        out[i] = _erf64(v) if which == 0 else _erfc64(v) if which == 1 else _erfinv64(v)
 
 
-@_loop
-def _erfc_32(x, out):
-    for i in range(x.shape[0]):
-        out[i] = np.float32(_erfc32(np.float64(x[i])))
-
-
-@_loop
-def _erfc_64(x, out):
-    for i in range(x.shape[0]):
-        out[i] = _erfc64(x[i])
-
-
-@_loop
-def _erfinv_32(x, out):
-    for i in range(x.shape[0]):
-        out[i] = np.float32(_erfinv32(np.float64(x[i])))
-
-
-@_loop
-def _erfinv_64(x, out):
-    for i in range(x.shape[0]):
-        out[i] = _erfinv64(x[i])
-
-
-_loops = {("erf", True): _erf_32, ("erf", False): _erf_64, ("erfc", True): _erfc_32,
-          ("erfc", False): _erfc_64, ("erfinv", True): _erfinv_32, ("erfinv", False): _erfinv_64}
+_WHICH = {"erf": 0, "erfc": 1, "erfinv": 2}
 
 
 def _apply(name: str, x: np.ndarray) -> np.ndarray:
@@ -229,7 +208,8 @@ def _apply(name: str, x: np.ndarray) -> np.ndarray:
     if not (x.flags.c_contiguous or x.flags.f_contiguous):
         x = np.ascontiguousarray(x)
     out = np.empty_like(x)  # same memory order
-    _loops[(name, single)](x.reshape(-1, order="A"), out.reshape(-1, order="A"))
+    (_loop32 if single else _loop64)(x.reshape(-1, order="A"), out.reshape(-1, order="A"),
+                                     _WHICH[name])
     return out
 
 
