@@ -216,9 +216,9 @@ def checked_scalar(op: str, value, np_dtype):
             return np_dtype.type(z)
         raise _overflow(op, value, np_dtype)
     f = float(value)
-    if -big <= f <= big or f != f:
+    if -big <= f <= big or not math.isfinite(f):  # in range, or inf / NaN: converts silently
         return np_dtype.type(f)
-    if np_dtype.itemsize > 2 and math.isfinite(f):
+    if np_dtype.itemsize > 2:
         raise _overflow(op, value, np_dtype)
-    with np.errstate(over="ignore"):  # inf, or a half-precision dtype's overflow to inf
+    with np.errstate(over="ignore"):  # a finite value past a half-precision range: inf
         return np_dtype.type(f)
