@@ -757,3 +757,28 @@ def test_detect_anomaly_flags_nan_in_backward():
     x2 = _t([0.0, 1.0])
     (x2.sqrt() * 0.0).sum().backward()
     assert math.isnan(x2.grad[0].item())
+
+
+def test_a_leaf_keeps_one_gradient_sink_and_no_reference_cycle():
+    import weakref
+
+    x = et.tensor([1.0, 2.0], requires_grad=True)
+    y = et.tensor([3.0, 4.0], requires_grad=True)
+    sinks = set()
+    for _ in range(3):  # one sink for the leaf's lifetime, whatever the graph
+        z = x * y
+        sinks.add(id(z.grad_fn.next_functions[0][0]))
+        assert z.grad_fn.next_functions[0][0].variable is x
+        z.sum().backward()
+    assert len(sinks) == 1 and x.grad.tolist() == [9.0, 12.0]
+    # the sink holds its leaf weakly: the leaf goes with its last reference, no collection
+    gc.disable()
+    try:
+        ref = weakref.ref(x)
+        z = x + y  # add saves neither input
+        del x
+        assert ref() is None
+        z.sum().backward()  # the deleted leaf receives nothing; the other one does
+        assert y.grad.tolist() == [4.0, 7.0]  # 3 x [1, 2] from the loop, then [1, 1]
+    finally:
+        gc.enable()

@@ -184,7 +184,9 @@ def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=N
             if fn.__class__ is AccumulateGrad:
                 if accumulate and out_grads[0] is not None and (
                         capture is None or (id(fn), 0) in capture):
-                    _accumulate(fn.variable, out_grads[0], create_graph)
+                    v = fn.variable
+                    if v is not None:  # a leaf deleted meanwhile receives nothing
+                        _accumulate(v, out_grads[0], create_graph)
                 continue
             if fn._hooks is not None:
                 out_grads = _run_tensor_hooks(fn, out_grads)

@@ -173,18 +173,19 @@ class AutogradMeta:
     ``grad_fn``: the one attribute ``Tensor._autograd_meta``, None on the many tensors that
     need none of it (PyTorch's AutogradMeta).
 
-    ``output_nr``: which output of its ``grad_fn`` the tensor is; ``accum_ref``: a weak
-    reference to a leaf's gradient sink; ``view_base``/``view_version``: for a view recorded
+    ``output_nr``: which output of its ``grad_fn`` the tensor is; ``accum``: a leaf's gradient
+    sink, kept for the tensor's lifetime (the sink holds the tensor only weakly: no cycle), so
+    that recording an op on a leaf builds none; ``view_base``/``view_version``: for a view recorded
     by autograd, the tensor its history is a view of and the version counter's value when
     ``grad_fn`` was set; ``retains_grad``; ``grad_hooks`` and ``post_acc_hooks``: a leaf's
     hooks (a non-leaf's hooks live on its node)."""
 
-    __slots__ = ("output_nr", "accum_ref", "view_base", "view_version", "retains_grad",
+    __slots__ = ("output_nr", "accum", "view_base", "view_version", "retains_grad",
                  "grad_hooks", "post_acc_hooks")
 
     def __init__(self) -> None:
         self.output_nr = 0
-        self.accum_ref = self.view_base = self.grad_hooks = self.post_acc_hooks = None
+        self.accum = self.view_base = self.grad_hooks = self.post_acc_hooks = None
         self.view_version = 0
         self.retains_grad = False
 
@@ -210,15 +211,21 @@ def set_output_nr(t: Tensor, nr: int) -> None:
 
 
 class AccumulateGrad:
-    """The sink for a leaf tensor: adds incoming gradients into ``variable.grad``."""
+    """The sink for a leaf tensor: adds incoming gradients into ``variable.grad``. It holds
+    the tensor weakly (the tensor holds its sink): a leaf deleted while a graph that uses it
+    is alive receives nothing, as nothing could read its gradient."""
 
-    __slots__ = ("variable", "__weakref__")
+    __slots__ = ("_variable", "__weakref__")
     _n_out = 1
     _edges = ()
     next_functions = ()
 
     def __init__(self, variable: Tensor) -> None:
-        self.variable = variable
+        self._variable = weakref.ref(variable)
+
+    @property
+    def variable(self) -> Tensor | None:
+        return self._variable()
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -229,12 +236,9 @@ class AccumulateGrad:
 
 def _accumulator(t: Tensor) -> AccumulateGrad:
     m = autograd_meta(t)
-    ref = m.accum_ref
-    acc = ref() if ref is not None else None
+    acc = m.accum
     if acc is None:
-        acc = _new(AccumulateGrad)  # the sink of a leaf: built bare, it is made per graph
-        acc.variable = t
-        m.accum_ref = weakref.ref(acc)
+        acc = m.accum = AccumulateGrad(t)
     return acc
 
 
@@ -267,7 +271,6 @@ _new = object.__new__
 #: is alive; emptied when it holds more than ``_METAS_MAX`` (shapes that never repeat)
 _metas: dict = {}
 _METAS_MAX = 4096
-_weakref = weakref.ref
 _node_classes: dict[str, type] = {}
 
 
@@ -410,13 +413,7 @@ def attach(op, entry, args, out):
                         nr = m.output_nr
                         edges.append((fn, nr) if nr else fn)
                     else:
-                        ref = m.accum_ref
-                        acc = ref() if ref is not None else None
-                        if acc is None:
-                            acc = _new(AccumulateGrad)
-                            acc.variable = a
-                            m.accum_ref = _weakref(acc)
-                        edges.append(acc)
+                        edges.append(m.accum or _accumulator(a))
             else:
                 edges.append(None)
             if meta is None:
