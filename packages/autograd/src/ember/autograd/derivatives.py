@@ -78,14 +78,14 @@ class Entry:
         raise NotImplementedError(f"the derivative for '{op}' is not implemented for complex "
                                   "tensors")
 
-    def wanted(self, mask: int) -> frozenset:
-        """The arguments to keep when bit ``i`` of ``mask`` says argument ``i`` requires
-        grad (cached per pattern)."""
-        keep = self._wanted.get(mask)
-        if keep is None:
-            keep = self._wanted[mask] = frozenset(
-                i for i, deps in self.save_for.items() if any(mask >> j & 1 for j in deps))
-        return keep
+    def unwanted(self, mask: int) -> tuple:
+        """The saved arguments no wanted gradient reads when bit ``i`` of ``mask`` says
+        argument ``i`` requires grad (cached per pattern)."""
+        drop = self._wanted.get(mask)
+        if drop is None:
+            drop = self._wanted[mask] = tuple(
+                i for i, deps in self.save_for.items() if not any(mask >> j & 1 for j in deps))
+        return drop
 
 
 def _conj_grads(g):

@@ -332,21 +332,23 @@ def _save(node, entry, save, saved, mask: int) -> None:
     (:meth:`Node._check_saved`)."""
     n = len(saved)
     if entry.save_for is not None:
-        keep = entry.wanted(mask)
-        for i in save:  # plain values (scalars, dims) stay: they cost nothing to keep
-            if i < n and i not in keep and (isinstance(saved[i], _TensorType) or
-                                            saved[i].__class__ in (list, tuple)):
+        drop = entry._wanted.get(mask)
+        for i in drop if drop is not None else entry.unwanted(mask):
+            # plain values (scalars, dims) stay: they cost nothing to keep
+            if i < n and (isinstance(saved[i], _TensorType) or
+                          saved[i].__class__ in (list, tuple)):
                 saved[i] = None
     count = 0  # the saved tensors, in the order Node._check_saved reads them
     vers = None
     for i in save:
         a = saved[i] if i < n else None
         if a.__class__ is _TensorType or isinstance(a, _TensorType):
-            v = a._version
-            if v and vers is None:
-                vers = [0] * count
+            vc = a._vc
+            if vc is not None and vc[0]:
+                if vers is None:
+                    vers = [0] * count
             if vers is not None:
-                vers.append(v)
+                vers.append(0 if vc is None else vc[0])
             count += 1
         elif a.__class__ is list or a.__class__ is tuple:
             for b in a:
@@ -400,7 +402,7 @@ def attach(op, entry, args, out):
     i = 0
     for a in args:
         if a.__class__ is _TensorType or isinstance(a, _TensorType):
-            d = _unwrap(a)
+            d = a._data
             if a._requires_grad:
                 mask |= 1 << i
                 m = a._autograd_meta
@@ -479,37 +481,52 @@ def attach(op, entry, args, out):
         node._trace = traceback.format_stack()[:-3]
     if out.__class__ is _TensorType or isinstance(out, _TensorType):
         node._n_out = 1
-        kind = _unwrap(out).dtype.kind
-        if not entry.save_out and kind == "f":  # the common case
+        d = out._data
+        kind = d.dtype.kind
+        if kind == "c":
+            node.entry = entry.for_complex(op.name)
+        if entry.save_out:
+            node._out_data = d
+            vc = out._vc
+            if vc is None:
+                vc = out._vc = [0]
+            node._out_vc = vc
+            node._out_v = vc[0]
+        else:
             node._out_data = None
+        if kind in _FLOAT_KINDS:
             out.grad_fn = node
             out._requires_grad = True
             if out._base is not None:
                 _mark_view(out, args)
-            return out
-        outs = (out,)
-        if kind == "c":
-            node.entry = entry.for_complex(op.name)
-    else:
-        outs = tuple(out)
-        node._n_out = len(outs)
-        if any(isinstance(o, _TensorType) and _unwrap(o).dtype.kind == "c" for o in outs):
-            node.entry = entry.for_complex(op.name)
+        return out
+    outs = tuple(out)
+    node._n_out = len(outs)
+    kinds = [_unwrap(o).dtype.kind if o.__class__ is _TensorType or
+             isinstance(o, _TensorType) else None for o in outs]
+    if "c" in kinds:
+        node.entry = entry.for_complex(op.name)
     if entry.save_out:
         node._out_data = _unwrap(outs[0]) if node._n_out == 1 else tuple(
-            _unwrap(o) for o in outs)
+            _unwrap(o) for o in outs)  # (an op that returned a 1-tuple reads one output)
         vc = node._out_vc = _ext.version_counter(outs[0])
         node._out_v = vc[0]
     else:
         node._out_data = None
+    view_of = _view_source(args)  # the outputs of split, unbind, ...: views of one input
     for i, o in enumerate(outs):
-        if isinstance(o, _TensorType) and _unwrap(o).dtype.kind in _FLOAT_KINDS:
+        if kinds[i] in _FLOAT_KINDS:
             o.grad_fn = node
             o._requires_grad = True
-            if i:
-                autograd_meta(o).output_nr = i
-            if o._base is not None:
-                _mark_view(o, args)
+            is_view = view_of is not None and view_of[0] is o._base
+            if i or is_view:
+                m = o._autograd_meta
+                if m is None:
+                    m = o._autograd_meta = AutogradMeta()
+                m.output_nr = i
+                if is_view:
+                    m.view_base = view_of[1]
+                    m.view_version = o._version
     return out
 
 
@@ -518,16 +535,28 @@ def attach(op, entry, args, out):
 _FLOAT_KINDS = ("f", "c", "V")
 
 
+def _view_source(args):
+    """``(storage base, view base)`` of an op whose outputs may be views of its first argument
+    ``a``: the tensor whose storage ``a`` shares (``a._base``, or ``a`` itself), and the tensor
+    ``a``'s history is a view of (``a``, or the one ``a`` is a view of); None when ``a`` is not
+    a tensor that requires grad."""
+    a = args[0] if args else None
+    if not (isinstance(a, _TensorType) and a._requires_grad):
+        return None
+    am = a._autograd_meta
+    return (a if a._base is None else a._base,
+            am.view_base if am is not None and am.view_base is not None else a)
+
+
 def _mark_view(out: Tensor, args) -> None:
     """``out`` shares storage with an input: if it is a view of the first argument, remember
     that tensor (or the tensor that one is a view of) and the version of its history, so a
     later in-place change made through the base or another view is seen (PyTorch's view
     tracking)."""
-    a = args[0] if args else None
-    if isinstance(a, _TensorType) and a._requires_grad and (
-            a._base is out._base or a is out._base):
-        am, m = a._autograd_meta, autograd_meta(out)
-        m.view_base = am.view_base if am is not None and am.view_base is not None else a
+    src = _view_source(args)
+    if src is not None and src[0] is out._base:
+        m = autograd_meta(out)
+        m.view_base = src[1]
         m.view_version = out._version
 
 

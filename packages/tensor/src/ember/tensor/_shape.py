@@ -566,10 +566,14 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Split into ``chunks`` nearly equal views (the last may be smaller)."""
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
-    _check_not_0d("chunk", input._data.ndim, "chunk")
-    size = input._data.shape[_wrap_dim(dim, input._data.ndim, "chunk")]
-    step = max(-(-size // chunks), 1)
-    return split(input, step, dim)
+    nd = input._data.ndim
+    _check_not_0d("chunk", nd, "chunk")
+    size = input._data.shape[_wrap_dim(dim, nd, "chunk")]
+    if not size:  # PyTorch: ``chunks`` empty pieces
+        return split_with_sizes(input, [0] * chunks, dim)
+    step = -(-size // chunks)
+    n, last = divmod(size, step)
+    return split_with_sizes(input, [step] * n + [last] if last else [step] * n, dim)
 
 
 def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
@@ -1119,12 +1123,17 @@ def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
                            f"{d.shape[dim]} (input tensor's size at dimension {dim}), but got "
                            f"split_sizes={sizes}")
-    out, start = [], 0
-    pre = (slice(None),) * dim
-    for n in sizes:
-        out.append(input._view_of(d[pre + (slice(start, start + n),)]))
-        start += n
-    return tuple(out)
+    pieces, start = [], 0
+    if dim:
+        pre = (slice(None),) * dim
+        for n in sizes:
+            pieces.append(d[pre + (slice(start, start + n),)])
+            start += n
+    else:
+        for n in sizes:
+            pieces.append(d[start:start + n])
+            start += n
+    return tuple(input._views_of(pieces))
 
 
 # PyTorch's forms without view tracking; ember's pieces are views either way (the namespace's

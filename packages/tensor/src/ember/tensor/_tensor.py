@@ -173,6 +173,22 @@ class Tensor:
         t._base = self if self._base is None else self._base
         return t
 
+    def _views_of(self, arrays) -> list:
+        """:meth:`_view_of` of each of ``arrays`` (the pieces of a split)."""
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = [0]
+        base = self if self._base is None else self._base
+        out = []
+        new = object.__new__
+        for arr in arrays:
+            t = new(Tensor)
+            t._data = arr
+            t._vc = vc
+            t._base = base
+            out.append(t)
+        return out
+
     def _bump(self) -> None:
         vc = self._vc
         if vc is None:

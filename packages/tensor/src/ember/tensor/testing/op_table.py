@@ -285,6 +285,8 @@ def _np_split(x, size, dim=0):
 
 
 def _np_chunk(x, chunks, dim=0):
+    if not x.shape[dim]:  # PyTorch: ``chunks`` empty pieces
+        return tuple(np.split(x, chunks, dim))
     size = -(-x.shape[dim] // chunks)
     return _np_split(x, size, dim)
 
@@ -921,7 +923,8 @@ _add(
     E("split", et.split, _np_split,
       _shape_gen(((5, 3), (2,), {}), ((2, 6), ([1, 2, 3], 1), {})),
       dtypes=FLOAT + INT, view=True, ops=("slice_view",)),
-    E("chunk", et.chunk, _np_chunk, _shape_gen(((5, 3), (2,), {}), ((2, 6), (3, 1), {})),
+    E("chunk", et.chunk, _np_chunk, _shape_gen(((5, 3), (2,), {}), ((2, 6), (3, 1), {}),
+                                               ((0, 3), (3,), {})),
       dtypes=FLOAT + INT, view=True, ops=("slice_view",)),
     E("unbind", et.unbind, lambda x, d=0: tuple(np.moveaxis(x, d, 0)),
       _shape_gen(((3, 2), (), {}), ((2, 3), (1,), {})), dtypes=FLOAT, view=True,
