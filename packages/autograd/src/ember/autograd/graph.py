@@ -430,14 +430,19 @@ def attach(op, entry, args, out):
             # a list argument (cat, stack) or an index tuple: one edge per tensor element
             sub_edges, sub_meta = [], []
             for b in a:
-                if isinstance(b, _TensorType):
-                    e = _edge(b)
-                    if e is not None:
-                        mask |= 1 << i
+                if b.__class__ is _TensorType or isinstance(b, _TensorType):
+                    if not b._requires_grad:
+                        e = None
+                    elif b._autograd_meta is None and b.grad_fn is not None:
+                        e = b.grad_fn  # output 0 of a node: the common case
+                    else:
+                        e = _edge(b)
                         if not e[1]:
                             e = e[0]
+                    if e is not None:
+                        mask |= 1 << i
                     sub_edges.append(e)
-                    d = _unwrap(b)
+                    d = b._data
                     sub_meta.append((d.shape, d.dtype))
                 else:
                     sub_edges.append(None)
