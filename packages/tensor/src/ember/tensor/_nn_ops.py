@@ -25,6 +25,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import not_implemented, scalar_type_name
+from ._linalg import linear
 from ._registry import array_module, defop
 from ._tensor import Tensor, _wrap_dim
 from .kernels import get as _kernel
@@ -819,9 +820,6 @@ def gru_cell_backward(grad_hy: Tensor, input_gates: Tensor, hidden_gates: Tensor
     return tuple(_make(a.astype(dt, copy=False)) for a in (dgi, dgh, dhx))
 
 
-def _project(input: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
-    out = input.matmul(w.t())
-    return out if bias is None else out + bias
 
 
 def _cell_check(name: str, input: Tensor, hx: Tensor, w_ih: Tensor) -> bool:
@@ -844,7 +842,7 @@ def lstm_cell(input: Tensor, hx, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None
     0.5
     """
     h, c = hx
-    return lstm_cell_fused(_project(input, w_ih, b_ih), _project(h, w_hh, b_hh), c)
+    return lstm_cell_fused(linear(input, w_ih, b_ih), linear(h, w_hh, b_hh), c)
 
 
 def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
@@ -855,19 +853,19 @@ def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor
     >>> et.gru_cell(et.ones(1, 1), et.ones(1, 1), et.zeros(3, 1), et.zeros(3, 1)).tolist()
     [[0.5]]
     """
-    return gru_cell_fused(_project(input, w_ih, b_ih), _project(hx, w_hh, b_hh), hx)
+    return gru_cell_fused(linear(input, w_ih, b_ih), linear(hx, w_hh, b_hh), hx)
 
 
 def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
                   b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
     """One Elman step ``tanh(x w_ih^T + b_ih + h w_hh^T + b_hh)``."""
-    return (_project(input, w_ih, b_ih) + _project(hx, w_hh, b_hh)).tanh()
+    return (linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh)).tanh()
 
 
 def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
                   b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
     """One Elman step with ReLU."""
-    return (_project(input, w_ih, b_ih) + _project(hx, w_hh, b_hh)).relu()
+    return (linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh)).relu()
 
 
 # ----------------------------------------------------------------------------- CTC

@@ -30,11 +30,6 @@ from ember.tensor import Tensor
 __all__ = ["rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell"]
 
 
-def _project(input: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
-    out = input.matmul(w.t())
-    return out if bias is None else out + bias
-
-
 def _sum_bias(b_ih: Tensor | None, b_hh: Tensor | None) -> Tensor | None:
     if b_ih is None:
         return b_hh
@@ -75,10 +70,8 @@ def lstm_cell(input: Tensor, hx: Sequence[Tensor], w_ih: Tensor, w_hh: Tensor,
     >>> round(c.item(), 4)  # f * c + i * g = 0.5 * 1 + 0.5 * 0
     0.5
     """
-    h, c = hx
-    h, c = et.lstm_cell_fused(_project(input, w_ih, _sum_bias(b_ih, b_hh)),
-                              h.matmul(w_hh.t()), c)
-    return (h if w_hr is None else h.matmul(w_hr.t())), c
+    h, c = et.lstm_cell(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return (h if w_hr is None else et.linear(h, w_hr)), c
 
 
 def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
@@ -126,9 +119,9 @@ def _recurrent(mode: str, x2d: Tensor, sizes: Sequence[int], hx: Tensor,
             idx = layer * D + d
             w_ih, w_hh, b_ih, b_hh, w_hr = weights[idx]
             if mode == "GRU":
-                proj = _project(layer_in, w_ih, b_ih)
+                proj = et.linear(layer_in, w_ih, b_ih)
             else:
-                proj = _project(layer_in, w_ih, _sum_bias(b_ih, b_hh))
+                proj = et.linear(layer_in, w_ih, _sum_bias(b_ih, b_hh))
             steps = et.split_with_sizes(proj, sizes) if T > 1 else (proj,)
             h = hx.select(0, idx)
             c = cx.select(0, idx) if cx is not None else None
