@@ -343,12 +343,11 @@ def _save(node, entry, save, saved, mask: int) -> None:
     for i in save:
         a = saved[i] if i < n else None
         if a.__class__ is _TensorType or isinstance(a, _TensorType):
-            vc = a._vc
-            if vc is not None and vc[0]:
-                if vers is None:
-                    vers = [0] * count
+            v = a._version
+            if v and vers is None:
+                vers = [0] * count
             if vers is not None:
-                vers.append(0 if vc is None else vc[0])
+                vers.append(v)
             count += 1
         elif a.__class__ is list or a.__class__ is tuple:
             for b in a:
@@ -402,7 +401,7 @@ def attach(op, entry, args, out):
     i = 0
     for a in args:
         if a.__class__ is _TensorType or isinstance(a, _TensorType):
-            d = a._data
+            d = _unwrap(a)
             if a._requires_grad:
                 mask |= 1 << i
                 m = a._autograd_meta
@@ -442,7 +441,7 @@ def attach(op, entry, args, out):
                     if e is not None:
                         mask |= 1 << i
                     sub_edges.append(e)
-                    d = b._data
+                    d = _unwrap(b)
                     sub_meta.append((d.shape, d.dtype))
                 else:
                     sub_edges.append(None)
@@ -486,16 +485,13 @@ def attach(op, entry, args, out):
         node._trace = traceback.format_stack()[:-3]
     if out.__class__ is _TensorType or isinstance(out, _TensorType):
         node._n_out = 1
-        d = out._data
+        d = _unwrap(out)
         kind = d.dtype.kind
         if kind == "c":
             node.entry = entry.for_complex(op.name)
         if entry.save_out:
             node._out_data = d
-            vc = out._vc
-            if vc is None:
-                vc = out._vc = [0]
-            node._out_vc = vc
+            vc = node._out_vc = _ext.version_counter(out)
             node._out_v = vc[0]
         else:
             node._out_data = None
