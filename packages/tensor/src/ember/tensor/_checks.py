@@ -131,7 +131,7 @@ def check_dtype(op: str, dt, *, bool_ok: bool = True, int_ok: bool = True,
         ok = bool_ok
     elif kind in "iu":
         ok = int_ok
-    elif dt.itemsize == 2 or dt.name == "bfloat16":
+    elif dt.itemsize == 2:  # float16, bfloat16 (the integers of 2 bytes went above)
         ok = half_ok
     else:
         ok = float_ok

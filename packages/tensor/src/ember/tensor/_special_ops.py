@@ -18,6 +18,7 @@ from . import _dtype as D
 from ._checks import check_dtype, not_implemented
 from ._registry import array_module, defop
 from ._tensor import Tensor
+from .kernels import get as _kernel
 
 _make = Tensor._make
 
@@ -369,40 +370,6 @@ def logit_(input: Tensor, eps: float | None = None) -> Tensor:
 
 
 # --------------------------------------------------------------------------- polynomials
-def _poly_eval(kind: str, xp, x, n):
-    """Orthogonal polynomial ``kind`` of integer degree ``n`` (broadcast array) at ``x``."""
-    n = xp.broadcast_to(n, np.broadcast_shapes(x.shape, n.shape)) if hasattr(n, "shape") \
-        else n
-    x, n = xp.broadcast_arrays(x, xp.asarray(n))
-    n = n.astype(np.int64)
-    if kind.startswith("shifted_"):
-        kind = kind[len("shifted_"):]
-        x = 2 * x - 1
-    nmax = int(n.max()) if n.size else 0
-    one = xp.ones_like(x)
-    first = {"chebyshev_polynomial_t": x, "chebyshev_polynomial_u": 2 * x,
-             "chebyshev_polynomial_v": 2 * x - 1, "chebyshev_polynomial_w": 2 * x + 1,
-             "hermite_polynomial_h": 2 * x, "hermite_polynomial_he": x,
-             "laguerre_polynomial_l": 1 - x, "legendre_polynomial_p": x}[kind]
-    out = xp.where(n == 0, one, xp.zeros_like(x))
-    out = xp.where(n == 1, first, out)
-    p0, p1 = one, first
-    for k in range(1, nmax):
-        if kind.startswith("chebyshev"):
-            p2 = 2 * x * p1 - p0
-        elif kind == "hermite_polynomial_h":
-            p2 = 2 * x * p1 - 2 * k * p0
-        elif kind == "hermite_polynomial_he":
-            p2 = x * p1 - k * p0
-        elif kind == "laguerre_polynomial_l":
-            p2 = ((2 * k + 1 - x) * p1 - k * p0) / (k + 1)
-        else:
-            p2 = ((2 * k + 1) * x * p1 - k * p0) / (k + 1)
-        out = xp.where(n == k + 1, p2, out)
-        p0, p1 = p1, p2
-    return xp.where(n < 0, 0, out)
-
-
 _POLYS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
           "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
           "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
@@ -411,18 +378,14 @@ _POLYS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynom
 
 
 def _poly(kind: str):
-    def compute(xp, x, n):
-        return _poly_eval(kind, xp, x, n)
-
     def impl(input, n):
         if isinstance(input, Tensor):  # no float16/bfloat16 kernels, as in PyTorch
             check_dtype("special_" + kind, input._data.dtype, half_ok=False)
         xp, x, nn, dt = _binary_arrays(kind, input, n)
         if isinstance(n, Tensor) and n._data.dtype.kind == "f":
             nn = n._data
-        with np.errstate(all="ignore"):
-            r = compute(xp, x, xp.asarray(nn))
-        return _make(xp.asarray(r).astype(dt, copy=False))
+        r = _kernel("orthogonal_poly", xp)(kind, xp.asarray(x), xp.asarray(nn))
+        return _make(r.astype(dt, copy=False))
 
     impl.__name__ = kind
     impl.__doc__ = (f"The {kind.replace('_', ' ')} of degree ``n`` at ``input`` (not "

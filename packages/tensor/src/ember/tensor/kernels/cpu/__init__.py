@@ -51,6 +51,7 @@ _WHERE: dict[str, str] = {
     "tanh_backward": "activation",
     "logaddexp": "elementwise",
     "logaddexp2": "elementwise",
+    "orthogonal_poly": "poly",
 }
 __all__ = list(_WHERE)
 

@@ -1093,6 +1093,7 @@ from ._elementwise import (  # noqa: E402
     logaddexp,
     logaddexp2,
     nan_to_num,
+    orthogonal_poly,
     remainder,
 )
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from ember.tensor import _cupy
 
-__all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2"]
+__all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2",
+           "orthogonal_poly"]
 
 # float (float16 computes through float for fmod; the fix-ups round in the input type as
 # PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
@@ -167,3 +168,46 @@ def logaddexp(a: Any, b: Any, out: Any = None) -> Any:
 def logaddexp2(a: Any, b: Any, out: Any = None) -> Any:
     """PyTorch's ``logaddexp2`` of real floats, broadcasting."""
     return _lae("logaddexp2", a, b, out)
+
+
+# the CPU kernel's recurrence (``ember.tensor.kernels.cpu.poly``, whose kind codes these are),
+# one thread per element, in double
+_POLY = """
+    double t = shifted ? 2.0 * x - 1.0 : x;
+    if (n < 0) { y = 0.0; }
+    else if (n == 0) { y = 1.0; }
+    else {
+        double p1 = (kind == 0 || kind == 5 || kind == 7) ? t
+                  : (kind == 1 || kind == 4) ? 2.0 * t
+                  : kind == 2 ? 2.0 * t - 1.0
+                  : kind == 3 ? 2.0 * t + 1.0 : 1.0 - t;
+        double p0 = 1.0;
+        for (long long k = 1; k < n; ++k) {
+            double p2;
+            if (kind <= 3) p2 = 2.0 * t * p1 - p0;
+            else if (kind == 4) p2 = 2.0 * t * p1 - 2.0 * k * p0;
+            else if (kind == 5) p2 = t * p1 - k * p0;
+            else if (kind == 6) p2 = ((2.0 * k + 1.0 - t) * p1 - k * p0) / (k + 1.0);
+            else p2 = ((2.0 * k + 1.0) * t * p1 - k * p0) / (k + 1.0);
+            p0 = p1;
+            p1 = p2;
+        }
+        y = p1;
+    }"""
+
+
+@_cupy.memoize
+def _poly_kernel() -> Any:
+    return _cupy.require("orthogonal_poly").ElementwiseKernel(
+        "float64 x, int64 n, int32 kind, bool shifted", "float64 y", _POLY, "ember_orthogonal_poly")
+
+
+def orthogonal_poly(kind: str, x: Any, n: Any) -> Any:
+    """Polynomial ``kind`` of degree ``n`` at ``x`` (CuPy arrays, broadcast): float64."""
+    from ..cpu.poly import KINDS
+
+    cp = _cupy.require("orthogonal_poly")
+    shifted = kind.startswith("shifted_")
+    code = KINDS[kind[len("shifted_"):] if shifted else kind]
+    return _poly_kernel()(cp.asarray(x, dtype=cp.float64), cp.asarray(n).astype(cp.int64),
+                          cp.int32(code), cp.bool_(shifted))
