@@ -413,6 +413,24 @@ def cp():
     return _cupy.cupy
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("kind", ["chebyshev_polynomial_t", "chebyshev_polynomial_u",
+                                  "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+                                  "shifted_chebyshev_polynomial_u", "hermite_polynomial_h",
+                                  "hermite_polynomial_he", "laguerre_polynomial_l",
+                                  "legendre_polynomial_p"])
+def test_orthogonal_poly_matches_the_cpu_kernel(cp, kind):
+    from ember.tensor.kernels import cpu
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1.5, 1.5, (4, 1, 5))
+    n = np.arange(-1, 12).reshape(1, 13, 1)
+    got = K.orthogonal_poly(kind, cp.asarray(x), cp.asarray(n))
+    assert got.shape == (4, 13, 5) and got.dtype == np.float64
+    np.testing.assert_allclose(cp.asnumpy(got), cpu.orthogonal_poly(kind, x, n), rtol=1e-12,
+                               atol=1e-12)
+
+
 def _tol(dt):
     return {"rtol": 1e-5, "atol": 1e-5} if dt == np.float32 else {"rtol": 1e-10, "atol": 1e-12}
 

@@ -1066,3 +1066,47 @@ def test_logaddexp_kernels_match_numpy_and_torch_specials(dtype):
                 assert abs(v - ref) <= 2 * np.spacing(ref)
     with pytest.raises(TypeError):
         cpu.logaddexp(np.ones(3, np.int64), np.ones(3, np.int64))
+
+
+# --------------------------------------------------------------------------- orthogonal_poly
+def _poly_reference(kind, x, n):
+    """SciPy's evaluations (float64), 0 at negative degrees."""
+    import scipy.special as sp
+
+    shifted = kind.startswith("shifted_")
+    base = kind[len("shifted_"):] if shifted else kind
+    t = 2 * x - 1 if shifted else x
+    f = {"chebyshev_polynomial_t": sp.eval_chebyt, "chebyshev_polynomial_u": sp.eval_chebyu,
+         "chebyshev_polynomial_v": lambda m, v: (sp.eval_chebyu(m, v) -
+                                                 sp.eval_chebyu(m - 1, v)),
+         "chebyshev_polynomial_w": lambda m, v: (sp.eval_chebyu(m, v) +
+                                                 sp.eval_chebyu(m - 1, v)),
+         "hermite_polynomial_h": sp.eval_hermite, "hermite_polynomial_he": sp.eval_hermitenorm,
+         "laguerre_polynomial_l": sp.eval_laguerre,
+         "legendre_polynomial_p": sp.eval_legendre}[base]
+    m = np.broadcast_to(n, np.broadcast_shapes(np.shape(t), np.shape(n)))
+    t = np.broadcast_to(t, m.shape)
+    out = np.where(m == 0, 1.0, f(np.maximum(m, 1), t))
+    return np.where(m < 0, 0.0, out)
+
+
+@pytest.mark.parametrize("kind", ["chebyshev_polynomial_t", "chebyshev_polynomial_u",
+                                  "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+                                  "shifted_chebyshev_polynomial_t", "hermite_polynomial_h",
+                                  "hermite_polynomial_he", "laguerre_polynomial_l",
+                                  "legendre_polynomial_p"])
+def test_orthogonal_poly_kernel_matches_scipy(kind):
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (3, 1, 7))
+    n = np.arange(-1, 9).reshape(1, 10, 1)
+    got = cpu.orthogonal_poly(kind, x, n)  # broadcast both ways
+    assert got.shape == (3, 10, 7) and got.dtype == np.float64
+    np.testing.assert_allclose(got, _poly_reference(kind, x, n), rtol=1e-9, atol=1e-9)
+    # a scalar degree is read in place; a scalar x broadcasts against the degrees
+    np.testing.assert_allclose(cpu.orthogonal_poly(kind, x, np.asarray(4)),
+                               _poly_reference(kind, x, 4), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(cpu.orthogonal_poly(kind, np.asarray(0.3), n[0, :, 0]),
+                               _poly_reference(kind, 0.3, n[0, :, 0]), rtol=1e-9, atol=1e-9)
+    # NaN propagates from degree 1 on; degree 0 is 1
+    nan = cpu.orthogonal_poly(kind, np.array([np.nan, np.nan]), np.array([0, 2]))
+    assert nan[0] == 1.0 and np.isnan(nan[1])
