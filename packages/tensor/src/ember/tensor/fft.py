@@ -1,7 +1,7 @@
 """``ember.tensor.fft``: PyTorch's ``torch.fft``.
 
 The discrete Fourier transforms (``fft``, ``ifft``, ``rfft``, ``irfft``, ``hfft``, ``ihfft``
-and their 2-d and n-d forms) over NumPy's ``numpy.fft`` on the CPU and ``cupy.fft`` on a CUDA
+and their 2-d and n-d forms) over SciPy's ``scipy.fft`` on the CPU and ``cupy.fft`` on a CUDA
 device, differentiable, with PyTorch's ``n``/``s``, ``dim`` and ``norm`` arguments and dtypes
 (float32 and integers give complex64, float64 complex128); and the helpers ``fftfreq``,
 ``rfftfreq``, ``fftshift`` and ``ifftshift``::
