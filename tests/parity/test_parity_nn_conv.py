@@ -391,3 +391,25 @@ def test_lenet_trains_step_for_step(dt):
             tp.grad = None
             np.testing.assert_allclose(ep.detach().numpy(), tp.detach().numpy(),
                                        rtol=tol * 100, atol=tol * 100, err_msg=name)
+
+
+def test_native_layer_norm_outputs_and_double_backward_parity():
+    """mean and rstd are not differentiable outputs (PyTorch's output_differentiability);
+    first and second derivatives through the fused backward match PyTorch's."""
+    rng = np.random.default_rng(7)
+    x, w, b = (rng.standard_normal(s) for s in ((3, 4, 6), (4, 6), (4, 6)))
+    import ember.autograd as eag
+
+    got, want = [], []
+    for T, ag, out in ((et, eag, got), (torch, torch.autograd, want)):
+        tx, tw, tb = (T.tensor(a, requires_grad=True) for a in (x, w, b))
+        y, mean, rstd = T.native_layer_norm(tx, [4, 6], tw, tb, 1e-5)
+        out.append((y.requires_grad, mean.requires_grad, rstd.requires_grad))
+        gy = T.tensor(np.cos(np.arange(72.0)).reshape(3, 4, 6), requires_grad=True)
+        gx, gw, gb = ag.grad(y, (tx, tw, tb), gy, create_graph=True)
+        s = (gx * gx).sum() + (gw * tw).sum() + (gb * gb * gb).sum()
+        out.extend(a.detach().numpy() for a in (gx, gw, gb))
+        out.extend(a.numpy() for a in ag.grad(s, (tx, tw, gy)))
+    assert got[0] == want[0] == (True, False, False)
+    for g, e in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-10)

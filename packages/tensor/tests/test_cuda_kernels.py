@@ -414,6 +414,24 @@ def cp():
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("weighted", [True, False])
+def test_layer_norm_backward_matches_the_cpu_kernel(cp, weighted):
+    from ember.tensor.kernels import cpu
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((7, 33)).astype(np.float32)
+    go = rng.standard_normal((7, 33)).astype(np.float32)
+    w = rng.standard_normal(33).astype(np.float32) if weighted else None
+    _, mean, rstd = cpu.layer_norm_forward(x, w, None, 1e-5)
+    want = cpu.layer_norm_backward(go, x, mean, rstd, w)
+    got = K.layer_norm_backward(cp.asarray(go), cp.asarray(x), cp.asarray(mean),
+                                cp.asarray(rstd), None if w is None else cp.asarray(w))
+    for g, e in zip(got, want):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(cp.asnumpy(g), e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("kind", ["chebyshev_polynomial_t", "chebyshev_polynomial_u",
                                   "chebyshev_polynomial_v", "chebyshev_polynomial_w",
                                   "shifted_chebyshev_polynomial_u", "hermite_polynomial_h",

@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 32
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 33
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -262,6 +262,47 @@ def test_layer_norm_forward(dtype):
     assert out.shape == (2, 0) and m.tolist() == [0, 0] and np.isnan(r).all()
     with pytest.raises(RuntimeError, match="weight of shape"):
         cpu.layer_norm_forward(x, w[:3], None, 1e-5)
+
+
+def _layer_norm_backward_reference(go, x, w):
+    """The gradients of the layer norm of the rows of ``x`` (float64 NumPy, from the
+    definition: the Jacobian of each row's normalization applied to its gradient)."""
+    x = x.astype(np.float64)
+    go = go.astype(np.float64)
+    n = x.shape[1]
+    mean = x.mean(1, keepdims=True)
+    rstd = 1 / np.sqrt(((x - mean) ** 2).mean(1, keepdims=True) + 1e-5)
+    xh = (x - mean) * rstd
+    gh = go if w is None else go * w.astype(np.float64)
+    gx = np.empty_like(x)
+    for i in range(x.shape[0]):  # d xh_j / d x_k = rstd (delta_jk - 1/n - xh_j xh_k / n)
+        jac = rstd[i, 0] * (np.eye(n) - 1 / n - np.outer(xh[i], xh[i]) / n)
+        gx[i] = jac.T @ gh[i]
+    return gx, (go * xh).sum(0), go.sum(0), mean[:, 0], rstd[:, 0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_layer_norm_backward(dtype):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((6, 19)) * 2 + 3).astype(dtype)
+    go = rng.standard_normal((6, 19)).astype(dtype)
+    w = rng.standard_normal(19).astype(dtype)
+    t = {"rtol": 2e-2, "atol": 2e-2} if dtype == np.float16 else \
+        {"rtol": 1e-4, "atol": 1e-4} if dtype == np.float32 else tol(dtype)
+    for ww in (w, None):
+        want_x, want_w, want_b, mean, rstd = _layer_norm_backward_reference(go, x, ww)
+        gx, gw, gb = cpu.layer_norm_backward(go, x, mean.astype(dtype), rstd.astype(dtype), ww)
+        assert gx.dtype == gw.dtype == gb.dtype == x.dtype and gx.shape == x.shape
+        np.testing.assert_allclose(gx.astype(np.float64), want_x, **t)
+        np.testing.assert_allclose(gw.astype(np.float64), want_w, **t)
+        np.testing.assert_allclose(gb.astype(np.float64), want_b, **t)
+    gx, gw, gb = cpu.layer_norm_backward(np.zeros((0, 4)), np.zeros((0, 4)), np.zeros(0),
+                                         np.zeros(0), None)
+    assert gx.shape == (0, 4) and gw.tolist() == gb.tolist() == [0.0] * 4
+    with pytest.raises(RuntimeError, match="grad_out of shape"):
+        cpu.layer_norm_backward(go[:2], x, mean, rstd, None)
+    with pytest.raises(RuntimeError, match="weight of shape"):
+        cpu.layer_norm_backward(go, x, mean, rstd, w[:3])
 
 
 def test_gather_dim_scatter_dim_bad_index_and_noncontiguous_out():

@@ -1031,7 +1031,10 @@ class _State:
             meta = (None, [_out_key(out)])
         elif isinstance(out, (tuple, list)) and out and all(isinstance(o, _TensorType)
                                                              for o in out):
-            meta = (type(out), [_out_key(o) for o in out])
+            ent = graph.derivative_entry(op.name)
+            diff = None if ent is None else ent.outputs  # outputs that carry gradients
+            meta = (type(out), [(t, f and (diff is None or i in diff))
+                                for i, (t, f) in enumerate(_out_key(o) for o in out)])
         else:
             _EAGER_KEYS.add(key)
             return None
@@ -1601,6 +1604,7 @@ class _GatherEntry:
     save_out = False
     node_cls = None
     release = None
+    outputs = None
 
     def for_complex(self, op):
         return self

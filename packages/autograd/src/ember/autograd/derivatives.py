@@ -39,14 +39,18 @@ class Entry:
     real coefficients (sum, views, cat), whose formula is right as written; ``"holomorphic"``,
     whose formula is written as ``g * f'(z)``: the gradient is its conjugate at ``conj(g)``,
     ``g * conj(f'(z))``; ``"own"``, a formula that handles complex numbers itself; None, no
-    complex derivative (recording one raises)."""
+    complex derivative (recording one raises).
+
+    ``outputs``: the positions of the outputs that are differentiable (PyTorch's
+    ``output_differentiability``: ``native_layer_norm``'s ``mean`` and ``rstd`` are not); None,
+    every floating output."""
 
     __slots__ = ("vjp", "save", "save_for", "save_out", "_wanted", "node_cls", "complex",
-                 "_conjugated")
+                 "_conjugated", "outputs")
     release = None  # nothing to free beyond the node's saved arguments
 
-    def __init__(self, fn, save, save_out, complex=None):  # noqa: A002
-        self.vjp, self.save_out = fn, save_out
+    def __init__(self, fn, save, save_out, complex=None, outputs=None):  # noqa: A002
+        self.vjp, self.save_out, self.outputs = fn, save_out, outputs
         self.complex, self._conjugated = complex, None
         self.node_cls = None  # the graph's node class for this op, made on first use
         self._wanted = {}
@@ -71,7 +75,7 @@ class Entry:
                     return tuple(_conj_grads(r) for r in out) if isinstance(out, tuple) \
                         else _conj_grads(out)
 
-                twin = Entry(conjugated, (), self.save_out, "own")
+                twin = Entry(conjugated, (), self.save_out, "own", self.outputs)
                 twin.save, twin.save_for, twin._wanted = self.save, self.save_for, self._wanted
                 self._conjugated = twin
             return self._conjugated
@@ -100,14 +104,15 @@ def _conj_grads(g):
 TABLE: dict[str, Entry] = {}
 
 
-def vjp(*names: str, save=(), out: bool = False, complex=None):  # noqa: A002
-    """Register ``fn(c, g)`` as the derivative of the ops ``names`` (``complex``: see
-    :class:`Entry`)."""
+def vjp(*names: str, save=(), out: bool = False, complex=None, outputs=None):  # noqa: A002
+    """Register ``fn(c, g)`` as the derivative of the ops ``names`` (``complex``, ``outputs``:
+    see :class:`Entry`)."""
     def deco(fn):
         for name in names:
             if name in TABLE:
                 raise RuntimeError(f"derivative of {name!r} declared twice")
-            TABLE[name] = Entry(fn, save, out, complex)
+            TABLE[name] = Entry(fn, save, out, complex,
+                                None if outputs is None else frozenset(outputs))
         return fn
     return deco
 

@@ -318,43 +318,74 @@ def _log_softmax_backward_data(c, g):
 
 
 # --------------------------------------------------------------------------- cross entropy
-@vjp("native_layer_norm", save=_args("native_layer_norm", "input", "weight"), out=True)
-def _native_layer_norm(c, g):
-    """With ``xhat = (x - mean) rstd`` and ``gh = go * weight``:
-    ``dx = rstd (gh - mean(gh) - xhat mean(gh xhat))``, ``dweight = sum(go xhat)``,
-    ``dbias = sum(go)`` over the leading dims; the ``mean`` and ``rstd`` outputs add
-    ``gmean / n - grstd rstd^2 xhat / n``. Written with ember ops over the saved outputs, so
-    double backward runs through this same entry."""
-    a = c.args
-    x, w = a.input, a.weight
-    go, gmean, grstd = g
-    _, mean, rstd = c.out
-    ns = a.normalized_shape
+_ln_bw = OPS["native_layer_norm_backward"].public
+
+
+def _ln_dims(x, ns):
+    """(the normalized dims, the leading dims, the row length) of a layer norm over ``ns``."""
     nd = 1 if isinstance(ns, int) else len(ns)
-    dims = tuple(range(x.dim() - nd, x.dim()))
-    lead = tuple(range(x.dim() - nd))
     n = 1
     for s in x.shape[x.dim() - nd:]:
         n *= s
-    xhat = (x - mean) * rstd
-    gx = gw = gb = None
-    if go is not None:
-        if c.needs[0]:
-            gh = go if w is None else go * w
-            gx = rstd * (gh - gh.mean(dims, keepdim=True) -
-                         xhat * (gh * xhat).mean(dims, keepdim=True))
-        if c.needs[2]:
-            gw = (go * xhat).sum(lead) if lead else go * xhat
-        if c.needs[3]:
-            gb = go.sum(lead) if lead else go
-    if c.needs[0] and (gmean is not None or grstd is not None):
-        stats = 0.0
-        if gmean is not None:
-            stats = gmean / n
-        if grstd is not None:
-            stats = stats - grstd * rstd * rstd * xhat / n
-        gx = stats + (gx if gx is not None else et.zeros_like(x))
+    return tuple(range(x.dim() - nd, x.dim())), tuple(range(x.dim() - nd)), n
+
+
+@vjp("native_layer_norm", save=_args("native_layer_norm", "input", "weight"), out=True,
+     outputs=(0,))
+def _native_layer_norm(c, g):
+    """``native_layer_norm_backward`` (one kernel). As in PyTorch, the ``mean`` and ``rstd``
+    outputs are not differentiable."""
+    a = c.args
+    _, mean, rstd = c.out
+    gx, gw, gb = _ln_bw(g[0], a.input, a.normalized_shape, mean, rstd, a.weight, None,
+                        [c.needs[0], c.needs[2], c.needs[3]])
     return gx, None, gw, gb, None
+
+
+@vjp("native_layer_norm_backward", save=_args("native_layer_norm_backward", "grad_out", "input",
+                                                "mean", "rstd", "weight"))
+def _native_layer_norm_backward(c, g):
+    """Double backward, ``mean`` and ``rstd`` taken as the functions of the input they are (as
+    in PyTorch's ``layer_norm_double_backward``). Per row (sums S over the normalized dims, n
+    elements), with ``xhat = (x - mean) rstd``, ``gh = go * weight``, ``gx = rstd (gh - S(gh)/n
+    - xhat S(gh xhat)/n)``, ``gweight = sum over rows of go xhat``, ``gbias = sum of go``, and
+    ``u``, ``v``, ``t`` their incoming gradients: ``d gh = rstd (u - S(u)/n - xhat
+    S(u xhat)/n)``, ``d xhat = -rstd (u S(gh xhat) + gh S(u xhat))/n + v go``, ``d rstd =
+    S(u gh) - S(u) S(gh)/n - S(u xhat) S(gh xhat)/n + S(d xhat (x - mean))``, ``d mean = -rstd
+    S(d xhat)``; then ``d x = rstd d xhat + d mean / n - d rstd rstd^2 xhat / n``, ``d go =
+    d gh weight + v xhat + t``, ``d weight = sum over rows of d gh go``."""
+    a = c.args
+    go, x, mean, rstd, w = a.grad_out, a.input, a.mean, a.rstd, a.weight
+    u, v, t = g
+    dims, lead, n = _ln_dims(x, a.normalized_shape)
+    xh = (x - mean) * rstd
+    gh = go if w is None else go * w
+    d_gh = d_xh = d_r = None
+    if u is not None:
+        su = u.sum(dims, keepdim=True)
+        sux = (u * xh).sum(dims, keepdim=True)
+        p = (gh * xh).sum(dims, keepdim=True)
+        d_gh = rstd * (u - su / n - xh * sux / n)
+        d_xh = -(rstd / n) * (u * p + gh * sux)
+        d_r = (u * gh).sum(dims, keepdim=True) - su * gh.sum(dims, keepdim=True) / n - sux * p / n
+    if v is not None:
+        d_xh = v * go if d_xh is None else d_xh + v * go
+    d_go = d_w = d_x = None
+    if c.needs[0]:
+        parts = [d_gh if w is None or d_gh is None else d_gh * w,
+                 None if v is None else v * xh, None if t is None else t.expand(go.shape)]
+        parts = [q for q in parts if q is not None]
+        d_go = sum(parts[1:], parts[0]) if parts else None
+    if c.needs[5] and d_gh is not None:
+        d_w = (d_gh * go).sum(lead) if lead else d_gh * go
+    if c.needs[1] and d_xh is not None:
+        # xhat's own dependence on x, then through mean (d mean / d x = 1/n) and rstd
+        # (d rstd / d x = -rstd^2 xhat / n)
+        d_r = d_r + (d_xh * xh).sum(dims, keepdim=True) / rstd if d_r is not None else \
+            (d_xh * xh).sum(dims, keepdim=True) / rstd
+        d_mean = -rstd * d_xh.sum(dims, keepdim=True)
+        d_x = d_xh * rstd + d_mean / n - d_r * rstd * rstd * xh / n
+    return d_go, d_x, None, None, None, d_w, None, None
 
 
 @vjp("cross_entropy_loss", save=(0, 1, 2))

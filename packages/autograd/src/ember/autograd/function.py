@@ -99,6 +99,7 @@ class _Entry:
     """A one-off derivative-table entry that calls the Function's backward."""
 
     __slots__ = ("vjp", "save", "save_for", "save_out", "_fn", "_ctx", "_outs_meta", "node_cls")
+    outputs = None  # every floating output is differentiable
 
     def __init__(self, fn, ctx, outs_meta):
         self._fn, self._ctx, self._outs_meta = fn, ctx, outs_meta

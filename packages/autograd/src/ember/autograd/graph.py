@@ -515,8 +515,9 @@ def attach(op, entry, args, out):
     else:
         node._out_data = None
     view_of = _view_source(args)  # the outputs of split, unbind, ...: views of one input
+    diff = node.entry.outputs  # None: every floating output carries gradients
     for i, o in enumerate(outs):
-        if kinds[i] in _FLOAT_KINDS:
+        if kinds[i] in _FLOAT_KINDS and (diff is None or i in diff):
             o.grad_fn = node
             o._requires_grad = True
             is_view = view_of is not None and view_of[0] is o._base
@@ -606,6 +607,11 @@ def fresh_view_grad_fn(v: Tensor):
     m.output_nr = 0
     m.view_version = version
     return v.grad_fn
+
+
+def derivative_entry(name: str):
+    """The derivative-table entry of the op ``name`` (None: it has none)."""
+    return _TABLE.get(name)
 
 
 def install(table: dict, record_inplace) -> None:

@@ -41,7 +41,8 @@ __all__ = [
     "lstm_cell_backward", "gru_cell_fused", "gru_cell_backward",
     "ctc_loss", "_ctc_loss", "_ctc_loss_backward",
     "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
-    "native_layer_norm", "cross_entropy_loss", "_cross_entropy_loss_backward",
+    "native_layer_norm", "native_layer_norm_backward", "cross_entropy_loss",
+    "_cross_entropy_loss_backward",
     "nll_loss_forward", "nll_loss_backward", "nll_loss_nd", "nll_loss",
     "_pack_padded_sequence", "_pack_padded_sequence_backward", "_pad_packed_sequence",
 ]
@@ -1129,8 +1130,7 @@ def native_layer_norm(input: Tensor, normalized_shape: list, weight: Tensor | No
     """
     op = "native_layer_norm"
     x = input._data
-    ns = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) else \
-        tuple(int(v) for v in normalized_shape)
+    ns = _normalized_shape(normalized_shape)
     nd = len(ns)
     if nd == 0 or x.ndim < nd or tuple(x.shape[x.ndim - nd:]) != ns:
         raise RuntimeError(f"{op}(): Given normalized_shape={list(ns)}, expected input with "
@@ -1151,6 +1151,53 @@ def native_layer_norm(input: Tensor, normalized_shape: list, weight: Tensor | No
         None if bias is None else bias._data.reshape(-1), eps)
     stat = lead + (1,) * nd
     return _make(out.reshape(x.shape)), _make(mean.reshape(stat)), _make(rstd.reshape(stat))
+
+
+def _normalized_shape(normalized_shape) -> tuple:
+    return (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) else \
+        tuple(int(v) for v in normalized_shape)
+
+
+@defop("native_layer_norm_backward")
+def native_layer_norm_backward(grad_out: Tensor, input: Tensor, normalized_shape: list,
+                               mean: Tensor, rstd: Tensor, weight: Tensor | None,
+                               bias: Tensor | None, output_mask: list) -> tuple:
+    """The gradient of :func:`native_layer_norm`'s normalized output ``grad_out``:
+    ``(grad_input, grad_weight, grad_bias)`` from the input and the ``mean`` and ``rstd`` the
+    forward returned, None where ``output_mask`` is False (and ``grad_weight`` without a
+    ``weight``) (``torch.ops.aten.native_layer_norm_backward``). One row kernel
+    (``layer_norm_backward``; float16 computes in float32).
+
+    >>> import ember.tensor as et
+    >>> x = et.tensor([[1., 3.]])
+    >>> _, mean, rstd = et.native_layer_norm(x, [2], None, None, 0.0)
+    >>> gx, gw, gb = et.native_layer_norm_backward(et.tensor([[1., 0.]]), x, [2], mean, rstd,
+    ...                                             None, None, [True, False, False])
+    >>> gx.tolist(), gw, gb
+    ([[0.0, 0.0]], None, None)
+    """
+    op = "native_layer_norm_backward"
+    x = input._data
+    ns = _normalized_shape(normalized_shape)
+    nd = len(ns)
+    if nd == 0 or x.ndim < nd or tuple(x.shape[x.ndim - nd:]) != ns or \
+            tuple(grad_out._data.shape) != tuple(x.shape):
+        raise RuntimeError(f"{op}(): Given normalized_shape={list(ns)}, expected input and "
+                           f"grad_out with shape [*, {', '.join(map(str, ns))}], but got input "
+                           f"of size {list(x.shape)} and grad_out of size "
+                           f"{list(grad_out._data.shape)}")
+    _float_input(op, x)
+    xp = array_module(x)
+    R, n = math.prod(x.shape[:x.ndim - nd]), math.prod(ns)
+    gx, gw, gb = _kernel("layer_norm_backward", xp)(
+        grad_out._data.reshape(R, n), x.reshape(R, n), mean._data.reshape(R),
+        rstd._data.reshape(R), None if weight is None else weight._data.reshape(-1))
+    mask = [bool(v) for v in output_mask]
+    return (_make(gx.reshape(x.shape)) if mask[0] else None,
+            _make(gw.reshape(ns).astype(weight._data.dtype, copy=False))
+            if mask[1] and weight is not None else None,
+            _make(gb.reshape(ns).astype(x.dtype if bias is None else bias._data.dtype,
+                                        copy=False)) if mask[2] else None)
 
 
 # ----------------------------------------------------------------------------- cross entropy

@@ -22,7 +22,7 @@ NN_NON_TABLE_OPS = {
     "max_pool3d_with_indices_backward", "embedding_dense_backward", "lstm_cell_backward",
     "gru_cell_backward", "_ctc_loss_backward", "_softmax_backward_data",
     "_log_softmax_backward_data", "_cross_entropy_loss_backward", "nll_loss_backward",
-    "_pack_padded_sequence_backward",
+    "_pack_padded_sequence_backward", "native_layer_norm_backward",
 }
 
 

@@ -35,6 +35,7 @@ _WHERE: dict[str, str] = {
     "cross_entropy_forward": "softmax",
     "cross_entropy_backward": "softmax",
     "layer_norm_forward": "norm",
+    "layer_norm_backward": "norm",
     "scan_dim": "scan",
     "lstm_cell_forward": "rnn",
     "lstm_cell_backward": "rnn",

@@ -1,5 +1,8 @@
-"""Layer-norm forward over the rows of (rows, n): each row's mean, ``rstd = 1 / sqrt(var +
-eps)`` (biased variance) and ``(x - mean) * rstd * weight + bias`` in one kernel.
+"""Layer norm over the rows of (rows, n). Forward: each row's mean, ``rstd = 1 / sqrt(var +
+eps)`` (biased variance) and ``(x - mean) * rstd * weight + bias`` in one kernel. Backward: with
+``xhat = (x - mean) * rstd`` and ``gh = grad_out * weight``, ``grad_x = rstd * (gh - mean(gh)
+- xhat * mean(gh * xhat))`` per row, and ``grad_weight = sum(grad_out * xhat)``, ``grad_bias =
+sum(grad_out)`` over the rows, in one kernel (two passes per row; float64 sums).
 
 Three passes per row (sum, sum of squared deviations, output), the sums accumulated in float64
 (two-pass, so a large mean costs no precision). Measured against the NumPy expression it
@@ -14,7 +17,7 @@ import numpy as np
 from ._common import check_ndim, float_inputs
 from ._vmath import like, vjit
 
-__all__ = ["layer_norm_forward"]
+__all__ = ["layer_norm_forward", "layer_norm_backward"]
 
 
 @vjit(sums=True)
@@ -91,3 +94,74 @@ def layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarra
         _layer_norm_rows(xc, params[0], params[1], float(eps), out, mean, rstd)
     return (out.astype(dtype, copy=False), mean.astype(dtype, copy=False),
             rstd.astype(dtype, copy=False))
+
+
+@vjit(sums=True)
+def _row_bwd_sums(go, x, w, i, m, r):
+    """``(sum(gh), sum(gh * xhat))`` of row ``i`` (``gh = go * w``; no ``w``: ``go``)."""
+    s1 = 0.0
+    s2 = 0.0
+    if w.shape[0] > 0:
+        for j in range(x.shape[1]):
+            gh = np.float64(go[i, j]) * np.float64(w[j])
+            s1 += gh
+            s2 += gh * ((np.float64(x[i, j]) - m) * r)
+    else:
+        for j in range(x.shape[1]):
+            gh = np.float64(go[i, j])
+            s1 += gh
+            s2 += gh * ((np.float64(x[i, j]) - m) * r)
+    return s1, s2
+
+
+@vjit
+def _layer_norm_bwd_rows(go, x, mean, rstd, w, gx, gw, gb):
+    R, n = x.shape
+    has_w = w.shape[0] > 0
+    for i in range(R):
+        m = np.float64(mean[i])
+        r = np.float64(rstd[i])
+        s1, s2 = _row_bwd_sums(go, x, w, i, m, r)
+        a = s1 / n
+        b = s2 / n
+        for j in range(n):
+            g = np.float64(go[i, j])
+            xh = (np.float64(x[i, j]) - m) * r
+            gh = g * np.float64(w[j]) if has_w else g
+            gx[i, j] = r * (gh - a - xh * b)
+            gw[j] += g * xh
+            gb[j] += g
+
+
+def layer_norm_backward(grad_out: np.ndarray, x: np.ndarray, mean: np.ndarray,
+                        rstd: np.ndarray, weight: np.ndarray | None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of :func:`layer_norm_forward` for ``grad_out`` (rows, n), from its input
+    ``x``, statistics ``mean`` and ``rstd`` (rows,) and ``weight`` (n,) or None: ``(grad_x,
+    grad_weight, grad_bias)`` in ``x``'s dtype (float16 computes in float32).
+
+    >>> gx, gw, gb = layer_norm_backward(np.ones((1, 2)), np.array([[1.0, 3.0]]),
+    ...                                  np.array([2.0]), np.array([1.0]), None)
+    >>> gx.tolist(), gw.tolist(), gb.tolist()
+    ([[0.0, 0.0]], [-1.0, 1.0], [1.0, 1.0])
+    """
+    op = "layer_norm_backward"
+    check_ndim(op, "x", np.asarray(x), 2, "(rows, n)")
+    (gc, xc), dtype = float_inputs(op, grad_out, x)
+    R, n = xc.shape
+    if gc.shape != (R, n):
+        raise RuntimeError(f"{op}(): grad_out of shape {tuple(gc.shape)} does not match x of "
+                           f"shape {(R, n)}")
+    w = np.empty(0, dtype=xc.dtype) if weight is None else \
+        np.ascontiguousarray(weight, dtype=xc.dtype)
+    if w.shape not in ((0,), (n,)):
+        raise RuntimeError(f"{op}(): weight of shape {tuple(w.shape)} does not match rows of "
+                           f"length {n}")
+    m = np.ascontiguousarray(mean, dtype=xc.dtype).reshape(R)
+    r = np.ascontiguousarray(rstd, dtype=xc.dtype).reshape(R)
+    gx = np.empty_like(xc)
+    gw = np.zeros(n)
+    gb = np.zeros(n)
+    if R and n:
+        _layer_norm_bwd_rows(gc, xc, m, r, w, gx, gw, gb)
+    return gx.astype(dtype, copy=False), gw.astype(dtype), gb.astype(dtype)

@@ -534,6 +534,28 @@ def layer_norm_forward(x: Any, weight: Any, bias: Any, eps: float) -> tuple[Any,
         return out.astype(dt, copy=False), mean.astype(dt, copy=False), rstd.astype(dt, copy=False)
 
 
+def layer_norm_backward(grad_out: Any, x: Any, mean: Any, rstd: Any,
+                        weight: Any) -> tuple[Any, Any, Any]:
+    """Gradients of :func:`layer_norm_forward`: ``(grad_x, grad_weight, grad_bias)`` from
+    ``grad_out`` and ``x`` (rows, n), ``mean`` and ``rstd`` (rows,), ``weight`` (n,) or None;
+    computed in float64 as the CPU kernel does, returned in ``x``'s dtype."""
+    op = "layer_norm_backward"
+    cp = _cupy.require(op)
+    dev = _device_of(op, cp, grad_out=grad_out, x=x)
+    _check_ndim(op, "x", x, 2, "(rows, n)")
+    dt = x.dtype
+    with cp.cuda.Device(dev):
+        f = cp.float64
+        xh = (x.astype(f) - mean.astype(f).reshape(-1, 1)) * rstd.astype(f).reshape(-1, 1)
+        g = grad_out.astype(f)
+        gh = g if weight is None else g * weight.astype(f)
+        gx = rstd.astype(f).reshape(-1, 1) * (gh - gh.mean(axis=1, keepdims=True) -
+                                              xh * (gh * xh).mean(axis=1, keepdims=True))
+        gw = (g * xh).sum(axis=0)
+        gb = g.sum(axis=0)
+        return gx.astype(dt), gw.astype(dt), gb.astype(dt)
+
+
 # ---------------------------------------------------------------------------------------------
 # scans
 
