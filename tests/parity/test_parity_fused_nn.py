@@ -183,3 +183,20 @@ def test_clip_grad_norm_matches_torch(norm_type):
     assert math.isclose(ne.item(), nt.item(), rel_tol=1e-6) and ne.dtype == et.float32
     for a, b in zip(pe, pt):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("act", ["relu", "threshold", "relu6", "hardtanh"])
+def test_relu_family_gradients_at_nan_and_infinite_gradients_match_torch(act):
+    """threshold_backward: a NaN input passes its gradient, an infinite gradient at a cut
+    element gives 0 (a mask product gave NaN), as in PyTorch."""
+    x = np.asarray([np.nan, -1.0, 0.0, 0.5, 2.0, 7.0, -np.inf], dtype=np.float32)
+    g = np.asarray([5.0, np.inf, 7.0, -3.0, 2.0, np.inf, 1.0], dtype=np.float32)
+    grads = []
+    for T, FF in ((et, F), (torch, TF)):
+        t = T.tensor(x, requires_grad=True)
+        y = {"relu": lambda v: FF.relu(v), "threshold": lambda v: FF.threshold(v, 0.5, -1.0),
+             "relu6": lambda v: FF.relu6(v), "hardtanh": lambda v: FF.hardtanh(v)}[act](t)
+        y.backward(T.tensor(g))
+        grads.append((y.detach().numpy(), t.grad.numpy()))
+    for a, b in zip(*grads):
+        np.testing.assert_array_equal(a, b)

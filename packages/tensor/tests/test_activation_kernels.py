@@ -74,3 +74,22 @@ def test_zero_dim_inputs_give_zero_dim_arrays():
 def test_other_dtypes_are_refused():
     with pytest.raises(TypeError, match="sigmoid"):
         cpu.sigmoid(np.arange(3))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_threshold_backward_is_pytorchs_where(dtype):
+    """0 where y <= threshold, else the gradient: a NaN output passes its gradient and an
+    infinite gradient at a cut element gives 0 (not NaN), with no floating-point warning."""
+    dt = np_dtype(dtype)
+    y = np.asarray([np.nan, -1.0, 0.0, 0.25, 2.0, -np.inf, np.inf], dtype=dt)
+    g = np.asarray([5.0, np.inf, 7.0, -3.0, np.nan, 1.0, 2.0], dtype=dt)
+    got = cpu.threshold_backward(g, y, 0.0)
+    assert got.dtype == dt
+    want = np.asarray([5.0, 0.0, 0.0, -3.0, np.nan, 0.0, 2.0])
+    np.testing.assert_array_equal(got.astype(np.float64), want)
+    # the threshold is compared in the array's dtype; broadcasting a row of outputs
+    cut = cpu.threshold_backward(np.ones((3, 7), dt), y, 0.25)
+    assert cut.shape == (3, 7)
+    assert cut[:, 3].tolist() == [0.0] * 3 and cut[:, 4].tolist() == [1.0] * 3
+    with pytest.raises(TypeError, match="threshold_backward"):
+        cpu.threshold_backward(np.ones(3, np.int64), np.ones(3, np.int64), 0)

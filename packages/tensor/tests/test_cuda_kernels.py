@@ -414,6 +414,18 @@ def cp():
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_threshold_backward_matches_the_cpu_kernel(cp, dtype):
+    from ember.tensor.kernels import cpu
+
+    y = np.asarray([[np.nan, -1.0, 0.0, 0.25, 2.0, -np.inf, np.inf]], dtype=dtype)
+    g = np.asarray([[5.0, np.inf, 7.0, -3.0, np.nan, 1.0, 2.0]] * 3, dtype=dtype)
+    got = K.threshold_backward(cp.asarray(g), cp.asarray(y), 0.25)
+    assert got.dtype == dtype and got.shape == (3, 7)
+    np.testing.assert_array_equal(cp.asnumpy(got), cpu.threshold_backward(g, y, 0.25))
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("weighted", [True, False])
 def test_layer_norm_backward_matches_the_cpu_kernel(cp, weighted):
     from ember.tensor.kernels import cpu

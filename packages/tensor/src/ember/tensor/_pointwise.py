@@ -848,10 +848,12 @@ def _sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
 
 @defop("threshold_backward")
 def _threshold_backward(grad_output: Tensor, output: Tensor, threshold) -> Tensor:
-    """``grad_output`` where ``output > threshold``, else 0: the gradient of relu and
-    threshold (NaN outputs pass no gradient)."""
+    """0 where ``output <= threshold``, else ``grad_output``: the gradient of relu and
+    threshold (a NaN output passes its gradient, as in PyTorch). One kernel for floats."""
     g, y = _grad_operands(grad_output, output, "threshold_backward")
-    return _make(g * (y > threshold))
+    if g.dtype.kind in "fV":
+        return _make(_kernel("threshold_backward", array_module(g))(g, y, threshold))
+    return _make(g * (y > threshold))  # integers and bool: no NaN, no infinity
 
 
 @defop("clamp", out=True)

@@ -51,8 +51,9 @@ def _zeros(x: Tensor) -> Tensor:
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """``x if x > threshold else value``."""
-    return _apply(input, inplace, lambda x: et.where(x > threshold, x, value))
+    """``value if x <= threshold else x`` (so NaN stays NaN and passes its gradient, as in
+    PyTorch)."""
+    return _apply(input, inplace, lambda x: et.where(x <= threshold, value, x))
 
 
 def threshold_(input: Tensor, threshold_value: float, value: float) -> Tensor:

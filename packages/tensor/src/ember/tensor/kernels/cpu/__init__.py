@@ -50,6 +50,7 @@ _WHERE: dict[str, str] = {
     "sigmoid": "activation",
     "sigmoid_backward": "activation",
     "tanh_backward": "activation",
+    "threshold_backward": "activation",
     "logaddexp": "elementwise",
     "logaddexp2": "elementwise",
     "orthogonal_poly": "poly",

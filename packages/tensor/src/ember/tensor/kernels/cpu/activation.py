@@ -22,7 +22,7 @@ import numpy as np
 
 from ._vmath import _FM, _ONE_F, vsigmoid
 
-__all__ = ["sigmoid", "sigmoid_backward", "tanh_backward"]
+__all__ = ["sigmoid", "sigmoid_backward", "tanh_backward", "threshold_backward"]
 
 _ufuncs: dict = {}
 _keep: list = []
@@ -85,3 +85,28 @@ def sigmoid_backward(grad: np.ndarray, y: np.ndarray) -> np.ndarray:
 def tanh_backward(grad: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``grad * (1 - y * y)``: the gradient of tanh from its output ``y`` (broadcast)."""
     return _run("tanh_backward", grad, y)
+
+
+@numba.njit(cache=True, nogil=True)
+def _threshold_bw(g, y, t, out):  # pragma: no cover  (compiled)
+    for i in range(out.size):
+        out[i] = 0 if y[i] <= t else g[i]
+
+
+def threshold_backward(grad: np.ndarray, y: np.ndarray, threshold) -> np.ndarray:
+    """``0 where y <= threshold, else grad`` (PyTorch's ``threshold_backward``): a NaN ``y``
+    passes its gradient, an infinite gradient where ``y <= threshold`` gives 0 (a product with
+    a mask would give NaN). One loop (an njit loop, not a ufunc: NumPy checks no
+    floating-point flags after it, so a NaN compare raises no warning); other float dtypes
+    compute in float32."""
+    dtype = grad.dtype
+    if dtype != y.dtype or dtype.kind not in "fV":
+        raise TypeError(f"threshold_backward(): no kernel for dtypes {dtype}, {y.dtype}")
+    work = dtype if dtype in _NATIVE else _F32
+    if grad.shape != y.shape:
+        grad, y = np.broadcast_arrays(grad, y)
+    g = np.ascontiguousarray(grad, dtype=work).reshape(-1)
+    yy = np.ascontiguousarray(y, dtype=work).reshape(-1)
+    out = np.empty(grad.shape, dtype=work)
+    _threshold_bw(g, yy, work.type(threshold), out.reshape(-1))
+    return out if work == dtype else out.astype(dtype)

@@ -613,6 +613,27 @@ def _run_activation(name: str, *arrays: Any) -> Any:
         return _activation(name)(*(a.astype(np.float32) for a in arrays)).astype(dtype)
 
 
+@_cupy.memoize
+def _threshold_backward_kernel() -> Any:
+    return _cupy.cupy.ElementwiseKernel("T g, T y, T t", "T z", "z = y <= t ? (T)0 : g;",
+                                        "ember_threshold_backward")
+
+
+def threshold_backward(grad: Any, y: Any, threshold: Any) -> Any:
+    """``0 where y <= threshold, else grad`` (a NaN ``y`` passes its gradient; broadcast)."""
+    name = "threshold_backward"
+    cp = _cupy.require(name)
+    dev = _device_of(name, cp, grad=grad, y=y)
+    dtype = np.dtype(grad.dtype)
+    if dtype != y.dtype or dtype.kind not in "fV":
+        raise TypeError(f"{name}(): no kernel for dtypes {dtype}, {y.dtype}")
+    work = dtype if dtype in _SUFFIX else np.dtype(np.float32)
+    with cp.cuda.Device(dev):
+        z = _threshold_backward_kernel()(grad.astype(work, copy=False),
+                                         y.astype(work, copy=False), work.type(threshold))
+        return z.astype(dtype, copy=False)
+
+
 def sigmoid(x: Any) -> Any:
     """``1 / (1 + exp(-x))`` of a real floating array, from ``exp(-|x|)`` (no overflow)."""
     return _run_activation("sigmoid", x)
