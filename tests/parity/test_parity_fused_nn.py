@@ -194,8 +194,7 @@ def test_relu_family_gradients_at_nan_and_infinite_gradients_match_torch(act):
     grads = []
     for T, FF in ((et, F), (torch, TF)):
         t = T.tensor(x, requires_grad=True)
-        y = {"relu": lambda v: FF.relu(v), "threshold": lambda v: FF.threshold(v, 0.5, -1.0),
-             "relu6": lambda v: FF.relu6(v), "hardtanh": lambda v: FF.hardtanh(v)}[act](t)
+        y = getattr(FF, act)(t, *((0.5, -1.0) if act == "threshold" else ()))
         y.backward(T.tensor(g))
         grads.append((y.detach().numpy(), t.grad.numpy()))
     for a, b in zip(*grads):
