@@ -156,3 +156,20 @@ def test_gradient_flows_through_device_moves(device):
     (d.cpu() ** 3).sum().backward()
     assert d.grad.device == d.device
     np.testing.assert_allclose(host(d.grad), 3 * a ** 2, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradcheck_and_gradgradcheck_run_on_the_device(device):
+    """gradcheck and gradgradcheck take tensors on any device (finite differences perturb the
+    device's own memory; the grad_outputs gradgradcheck makes live on the outputs' device),
+    here through layer_norm's fused backward and its double-backward formula."""
+    require_device(device)
+    rng = np.random.default_rng(11)
+    x, w, b = (et.tensor(rng.standard_normal(s), device=device, requires_grad=True)
+               for s in ((3, 5), (5,), (5,)))
+
+    def fn(x, w, b):
+        return et.native_layer_norm(x, [5], w, b, 1e-5)[0]
+
+    assert ag.gradcheck(fn, (x, w, b), eps=1e-6, atol=1e-5, rtol=1e-4)
+    assert ag.gradgradcheck(fn, (x, w, b), eps=1e-6, atol=1e-5, rtol=1e-4)

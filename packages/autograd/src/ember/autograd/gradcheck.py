@@ -29,10 +29,10 @@ def _outputs(func, inputs):
     return diff or outs
 
 
-def _real_coords(arr) -> np.ndarray:
-    """An array's values as float64 real coordinates: a complex element is two, its real and
-    imaginary parts."""
-    arr = np.asarray(arr)
+def _real_coords(t: Tensor) -> np.ndarray:
+    """A tensor's values (on any device) as float64 real coordinates: a complex element is
+    two, its real and imaginary parts."""
+    arr = unwrap(t.detach().cpu())
     if arr.dtype.kind == "c":
         return np.stack([arr.real, arr.imag], -1).astype(np.float64).reshape(-1)
     return arr.astype(np.float64).reshape(-1)
@@ -58,9 +58,9 @@ def _numerical(func, inputs, diff_idx, eps):
             orig = view[idx].item()
             # func may itself use autograd (gradgradcheck), so it runs with grad enabled
             view[idx] = orig + step
-            plus = [_real_coords(unwrap(o)) for o in _outputs(func, inputs)]
+            plus = [_real_coords(o) for o in _outputs(func, inputs)]
             view[idx] = orig - step
-            minus = [_real_coords(unwrap(o)) for o in _outputs(func, inputs)]
+            minus = [_real_coords(o) for o in _outputs(func, inputs)]
             view[idx] = orig
             for n, (p, m) in enumerate(zip(plus, minus)):
                 jac[n][k][:, j] = (p - m) / (2 * eps)
@@ -84,7 +84,7 @@ def _analytical(func, inputs, diff_idx):
                            allow_unused=True)
                 for k, gi in enumerate(gs):
                     if gi is not None:
-                        rows[k][r, :] = _real_coords(unwrap(gi))
+                        rows[k][r, :] = _real_coords(gi)
         jac.append(rows)
     return jac
 
@@ -143,7 +143,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
         grad_outputs = tuple(
             et.tensor(gen.standard_normal(tuple(o.shape)) + (
                 1j * gen.standard_normal(tuple(o.shape)) if o.is_complex() else 0),
-                dtype=o.dtype).requires_grad_(True)
+                dtype=o.dtype, device=o.device).requires_grad_(True)
             for o in outs)
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from . import _dtype as D
-from ._checks import not_implemented, scalar_type_name
+from ._checks import check_same_device, not_implemented, scalar_type_name
 from ._linalg import linear
 from ._registry import array_module, defop
 from ._tensor import Tensor, _wrap_dim
@@ -1187,6 +1187,8 @@ def native_layer_norm_backward(grad_out: Tensor, input: Tensor, normalized_shape
                            f"of size {list(x.shape)} and grad_out of size "
                            f"{list(grad_out._data.shape)}")
     _float_input(op, x)
+    check_same_device(op, x, grad_out._data, mean._data, rstd._data,
+                      *(t._data for t in (weight, bias) if t is not None))
     xp = array_module(x)
     R, n = math.prod(x.shape[:x.ndim - nd]), math.prod(ns)
     gx, gw, gb = _kernel("layer_norm_backward", xp)(
