@@ -199,3 +199,22 @@ def test_relu_family_gradients_at_nan_and_infinite_gradients_match_torch(act):
         grads.append((y.detach().numpy(), t.grad.numpy()))
     for a, b in zip(*grads):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("act", ["elu", "selu", "celu", "hardsigmoid", "hardswish", "softshrink",
+                                 "hardshrink", "rrelu", "leaky_relu", "relu6", "hardtanh",
+                                 "softplus", "logsigmoid", "softsign"])
+def test_activations_at_nan_infinities_and_boundaries_match_torch(act):
+    """Values and gradients at NaN, +-inf, 0 and the pieces' boundaries (PyTorch's conditions:
+    a NaN input keeps its value NaN and, in the piecewise ones, passes its gradient)."""
+    x = np.asarray([np.nan, -np.inf, -3.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, 6.0, 7.0,
+                    np.inf], dtype=np.float32)
+    g = np.linspace(0.5, 2.0, x.size).astype(np.float32)
+    res = []
+    for T, FF in ((et, F), (torch, TF)):
+        t = T.tensor(x, requires_grad=True)
+        y = getattr(FF, act)(t)
+        y.backward(T.tensor(g))
+        res.append((y.detach().numpy(), t.grad.numpy()))
+    for name, a, b in zip(("value", "gradient"), *res):
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7, err_msg=f"{act} {name}")

@@ -87,9 +87,10 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """``x if x > 0 else alpha * (exp(x) - 1)``."""
+    """``alpha * (exp(x) - 1) if x <= 0 else x`` (a NaN passes its gradient, as in
+    PyTorch)."""
     return _apply(input, inplace,
-                  lambda x: et.where(x > 0, x, alpha * et.expm1(x.clamp(max=0))))
+                  lambda x: et.where(x <= 0, alpha * et.expm1(x.clamp(max=0)), x))
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -99,7 +100,7 @@ def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """``scale * elu(x, alpha)`` with the self-normalizing constants."""
     return _apply(input, inplace, lambda x: _SELU_SCALE * et.where(
-        x > 0, x, _SELU_ALPHA * et.expm1(x.clamp(max=0))))
+        x <= 0, _SELU_ALPHA * et.expm1(x.clamp(max=0)), x))
 
 
 def selu_(input: Tensor) -> Tensor:
@@ -111,7 +112,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: celu alpha must not be 0")
     return _apply(input, inplace, lambda x: et.where(
-        x > 0, x, alpha * et.expm1(x.clamp(max=0) / alpha)))
+        x <= 0, alpha * et.expm1(x.clamp(max=0) / alpha), x))
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -162,10 +163,10 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
     if training:
         def fn(x):
             slope = et.empty_like(x).uniform_(lower, upper).detach()
-            return et.where(x >= 0, x, x * slope)
-    else:
+            return et.where(x > 0, x, x * slope)
+    else:  # leaky_relu with the mean slope: at 0 the slope's side, as in PyTorch
         def fn(x):
-            return et.where(x >= 0, x, x * ((lower + upper) / 2))
+            return et.where(x > 0, x, x * ((lower + upper) / 2))
     return _apply(input, inplace, fn)
 
 
@@ -184,14 +185,23 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    """``relu6(x + 3) / 6``."""
+    """``relu6(x + 3) / 6``: the gradient is 1/6 inside (-3, 3), else 0 (NaN included, its
+    value staying NaN), as in PyTorch."""
     return _apply(input, inplace, lambda x: et.where(
-        x <= -3.0, 0.0, et.where(x >= 3.0, 1.0, x * (1.0 / 6) + 0.5)))
+        (x > -3.0) & (x < 3.0), x * (1.0 / 6) + 0.5,
+        et.where(x <= -3.0, 0.0, et.where(x >= 3.0, 1.0, x.detach()))))
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * relu6(x + 3) / 6``."""
-    return _apply(input, inplace, lambda x: x * hardsigmoid(x))
+    """``x * relu6(x + 3) / 6``, by PyTorch's pieces: ``x * 0`` up to -3 (no gradient),
+    ``x (x + 3) / 6`` inside (-3, 3), else ``x`` (a NaN stays NaN and passes its gradient)."""
+    def fn(x):
+        inside = (x > -3.0) & (x < 3.0)
+        xs = et.where(inside, x, 0.0)  # the inside formula's derivative stays finite elsewhere
+        # up to -3: PyTorch's x * 0, so -0.0, and NaN at -inf
+        low = et.where(x == -math.inf, math.nan, x.detach().clamp(-3.0, 0.0) * 0.0)
+        return et.where(x <= -3.0, low, et.where(inside, xs * (xs + 3.0) * (1.0 / 6), x))
+    return _apply(input, inplace, fn)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -224,12 +234,15 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return et.where(input > lambd, input - lambd, et.where(input < -lambd, input + lambd, 0.0))
+    # 0 inside [-lambd, lambd]; elsewhere (NaN included, which stays NaN and passes its
+    # gradient, as in PyTorch) x shifted toward 0
+    return et.where((input >= -lambd) & (input <= lambd), 0.0,
+                    et.where(input < -lambd, input + lambd, input - lambd))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``x`` where ``|x| > lambd``, else 0."""
-    return et.where((input > lambd) | (input < -lambd), input, 0.0)
+    """0 inside ``[-lambd, lambd]``, else ``x`` (a NaN stays NaN and passes its gradient)."""
+    return et.where((input >= -lambd) & (input <= lambd), 0.0, input)
 
 
 def softsign(input: Tensor) -> Tensor:
