@@ -70,6 +70,8 @@ UNARY = {
     "elu": F.elu, "selu": F.selu, "leaky_relu": F.leaky_relu, "softplus": F.softplus,
     "hardtanh": F.hardtanh, "relu6": F.relu6, "hardsigmoid": F.hardsigmoid,
     "hardswish": F.hardswish, "logsigmoid": F.logsigmoid, "mish": F.mish,
+    "celu": lambda x: F.celu(x, 0.7), "elu_alpha": lambda x: F.elu(x, 0.3),
+    "softplus_beta": lambda x: F.softplus(x * 12, 2.0, 5.0),
     "softsign": F.softsign, "tanhshrink": F.tanhshrink, "relu_inplace": lambda x: F.relu(x * 1,
                                                                                         True),
     "clamp": lambda x: x.clamp(-0.5, 0.7), "clamp_min": lambda x: x.clamp(min=0.1),

@@ -11,6 +11,8 @@ second derivatives come from the same table.
 """
 from __future__ import annotations
 
+import math
+
 import ember.tensor as et
 from ember.tensor.extension import OPS, dtype_of
 
@@ -548,3 +550,110 @@ def _pad_packed_sequence(c, g):
         return (None,)
     B = g[0].shape[0 if a.batch_first else 1]
     return (_pack(g[0], _sorted_lengths(a.batch_sizes, B), a.batch_first)[0],)
+
+
+# --------------------------------------------------------------------------- activations
+# one *_backward op per activation; their own derivatives (double backward) below, written
+# with ember ops: d/d grad is the backward op again, d/d x is grad * the second derivative
+_silu_bw = OPS["silu_backward"].public
+_gelu_bw = OPS["gelu_backward"].public
+_softplus_bw = OPS["softplus_backward"].public
+_elu_bw = OPS["elu_backward"].public
+_hardsigmoid_bw = OPS["hardsigmoid_backward"].public
+_hardswish_bw = OPS["hardswish_backward"].public
+_KBETA = math.sqrt(2 / math.pi)
+_KKAPPA = 0.044715
+
+
+@vjp("silu", save=(0,))
+def _silu(c, g):
+    return (_silu_bw(g, c.args.input),)
+
+
+@vjp("silu_backward", save=(0, 1))
+def _silu_backward(c, g):
+    go, x = c.args
+    d_x = None
+    if c.needs[1]:
+        s = et.sigmoid(x)
+        d_x = g * go * s * (1 - s) * (2 + x * (1 - 2 * s))
+    return (_silu_bw(g, x) if c.needs[0] else None), d_x
+
+
+@vjp("gelu", save=(0,))
+def _gelu(c, g):
+    return _gelu_bw(g, c.args.input, c.args.approximate), None
+
+
+@vjp("gelu_backward", save=(0, 1))
+def _gelu_backward(c, g):
+    go, x, approximate = c.args
+    d_x = None
+    if c.needs[1]:
+        if approximate == "tanh":
+            t = et.tanh(_KBETA * (x + _KKAPPA * x * x * x))
+            d1 = _KBETA * (1 + 3 * _KKAPPA * x * x)
+            d2 = (1 - t * t) * (d1 - x * t * d1 * d1 + 3 * _KBETA * _KKAPPA * x * x)
+        else:
+            d2 = et.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi)) * (2 - x * x)
+        d_x = g * go * d2
+    return (_gelu_bw(g, x, approximate) if c.needs[0] else None), d_x, None
+
+
+@vjp("softplus", save=(0,))
+def _softplus(c, g):
+    a = c.args
+    return _softplus_bw(g, a.input, a.beta, a.threshold), None, None
+
+
+@vjp("softplus_backward", save=(0, 1))
+def _softplus_backward(c, g):
+    go, x, beta, threshold = c.args
+    d_x = None
+    if c.needs[1]:
+        bx = x * beta
+        s = et.sigmoid(bx)
+        d_x = et.where(bx > threshold, 0.0, g * go * beta * s * (1 - s))
+    return (_softplus_bw(g, x, beta, threshold) if c.needs[0] else None), d_x, None, None
+
+
+@vjp("elu", save=(0,))
+def _elu(c, g):
+    a = c.args
+    return _elu_bw(g, a.alpha, a.scale, a.input_scale, False, a.input), None, None, None
+
+
+@vjp("elu_backward", save=(0, 5))
+def _elu_backward(c, g):
+    go, alpha, scale, input_scale, is_result, v = c.args
+    d_v = None
+    if c.needs[5]:
+        if is_result:  # d/dy of grad * input_scale * (y + alpha * scale)
+            d_v = et.where(v <= 0, g * go * input_scale, 0.0)
+        else:
+            d_v = et.where(v <= 0, g * go * (input_scale * input_scale * alpha * scale) *
+                           et.exp(v * input_scale), 0.0)
+    d_go = _elu_bw(g, alpha, scale, input_scale, is_result, v) if c.needs[0] else None
+    return d_go, None, None, None, None, d_v
+
+
+@vjp("hardsigmoid", save=(0,))
+def _hardsigmoid(c, g):
+    return (_hardsigmoid_bw(g, c.args.input),)
+
+
+@vjp("hardsigmoid_backward", save=(1,))
+def _hardsigmoid_backward(c, g):  # piecewise linear: no second derivative
+    return (_hardsigmoid_bw(g, c.args.input) if c.needs[0] else None), None
+
+
+@vjp("hardswish", save=(0,))
+def _hardswish(c, g):
+    return (_hardswish_bw(g, c.args.input),)
+
+
+@vjp("hardswish_backward", save=(0, 1))
+def _hardswish_backward(c, g):
+    go, x = c.args
+    d_x = et.where((x > -3) & (x < 3), g * go / 3, 0.0) if c.needs[1] else None
+    return (_hardswish_bw(g, x) if c.needs[0] else None), d_x

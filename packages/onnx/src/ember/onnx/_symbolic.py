@@ -71,6 +71,62 @@ for _name, _op in {
     register(_name)(_unary(_op))
 
 
+@register("silu")
+def _silu(g, a, out):
+    x = g.v(a.input, _out_dtype(out))
+    return g.node("Mul", [x, g.node("Sigmoid", [x])])
+
+
+@register("gelu")
+def _gelu(g, a, out):
+    """ONNX's Gelu is opset 20: ``0.5 x (1 + erf(x / sqrt 2))`` (or the tanh form) instead."""
+    dt = _out_dtype(out)
+    x = g.v(a.input, dt)
+    if a.approximate == "tanh":
+        cube = g.node("Mul", [g.node("Mul", [x, x]), x])
+        inner = g.node("Mul", [g.const(math.sqrt(2 / math.pi), dt),
+                               g.node("Add", [x, g.node("Mul", [g.const(0.044715, dt), cube])])])
+        t = g.node("Tanh", [inner])
+    else:
+        t = g.node("Erf", [g.node("Mul", [x, g.const(1 / math.sqrt(2), dt)])])
+    half_x = g.node("Mul", [g.const(0.5, dt), x])
+    return g.node("Mul", [half_x, g.node("Add", [g.const(1, dt), t])])
+
+
+@register("softplus")
+def _softplus(g, a, out):
+    """``x`` where ``beta x > threshold``, else ``Softplus(beta x) / beta``."""
+    dt = _out_dtype(out)
+    x = g.v(a.input, dt)
+    bx = g.node("Mul", [x, g.const(a.beta, dt)])
+    soft = g.node("Div", [g.node("Softplus", [bx]), g.const(a.beta, dt)])
+    return g.node("Where", [g.node("Greater", [bx, g.const(a.threshold, dt)]), x, soft])
+
+
+@register("elu")
+def _elu(g, a, out):
+    """ONNX's Elu where the scales are 1, else ``Where(x <= 0, (exp(input_scale x) - 1) alpha
+    scale, scale x)``."""
+    dt = _out_dtype(out)
+    x = g.v(a.input, dt)
+    if a.scale == 1 and a.input_scale == 1:
+        return g.node("Elu", [x], alpha=float(a.alpha))
+    neg = g.node("Mul", [g.node("Sub", [g.node("Exp", [g.node("Mul", [
+        x, g.const(a.input_scale, dt)])]), g.const(1, dt)]), g.const(a.alpha * a.scale, dt)])
+    return g.node("Where", [g.node("LessOrEqual", [x, g.const(0, dt)]), neg,
+                            g.node("Mul", [x, g.const(a.scale, dt)])])
+
+
+@register("hardsigmoid")
+def _hardsigmoid(g, a, out):
+    return g.node("HardSigmoid", [g.v(a.input, _out_dtype(out))], alpha=1 / 6, beta=0.5)
+
+
+@register("hardswish")
+def _hardswish(g, a, out):
+    return g.node("HardSwish", [g.v(a.input, _out_dtype(out))])
+
+
 @register("logical_not")
 def _logical_not(g, a, out):
     return g.node("Not", [g.v(a.input, np.bool_)])

@@ -14,6 +14,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import (  # noqa: E402
+    _activation_ops,
     _complex,
     _creation,
     _extra_ops,
@@ -37,6 +38,7 @@ from . import (  # noqa: E402
     sparse,
     special,
 )
+from ._activation_ops import *
 from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from ._bfloat16 import install as _install_bfloat16_opmath
 from ._complex import *
@@ -148,7 +150,7 @@ __all__ = sorted(
     | set(_creation.__all__) | set(_complex.__all__) | set(_pointwise.__all__) | set(_shape.__all__)
     | set(_reduction.__all__) | set(_linalg.__all__) | set(_indexing.__all__)
     | set(_scatter.__all__)
-    | set(_random.__all__) | set(_nn_ops.__all__)
+    | set(_random.__all__) | set(_nn_ops.__all__) | set(_activation_ops.__all__)
     | set(_linalg_ops.__all__) | set(_special_ops.__all__) | set(_extra_ops.__all__)
     | set(_grad_mode.__all__)
     | {"linalg", "special", "fft", "sparse", "layout", "strided", "sparse_coo",

@@ -45,7 +45,9 @@ OPMATH_OPS = (
     "max_pool2d_with_indices_backward", "max_pool3d_with_indices",
     "max_pool3d_with_indices_backward", "lstm_cell_fused", "lstm_cell_backward",
     "gru_cell_fused", "gru_cell_backward", "layer_norm", "native_layer_norm",
-    "layer_norm_backward", "native_layer_norm_backward", "gelu", "gelu_backward",
+    "layer_norm_backward", "native_layer_norm_backward", "gelu", "gelu_backward", "silu",
+    "silu_backward", "softplus", "softplus_backward", "elu", "elu_backward", "hardsigmoid",
+    "hardsigmoid_backward", "hardswish", "hardswish_backward",
     # special functions (SciPy has no bfloat16 kernels)
     "digamma", "lgamma", "i0", "logit", "sinc", "xlogy", "polygamma", "special_entr",
     "special_erfcx", "special_i0e", "special_i1", "special_i1e", "special_ndtr",

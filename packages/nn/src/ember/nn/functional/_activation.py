@@ -9,7 +9,6 @@ gradients stay finite (no ``0 * inf``). ``inplace=True`` writes the result into 
 """
 from __future__ import annotations
 
-import math
 import warnings
 
 import ember.tensor as et
@@ -87,10 +86,8 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """``alpha * (exp(x) - 1) if x <= 0 else x`` (a NaN passes its gradient, as in
-    PyTorch)."""
-    return _apply(input, inplace,
-                  lambda x: et.where(x <= 0, alpha * et.expm1(x.clamp(max=0)), x))
+    """``alpha * (exp(x) - 1) if x <= 0 else x`` (one op each way: ``ember.tensor.elu``)."""
+    return _apply(input, inplace, lambda x: et.elu(x, alpha))
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -99,8 +96,7 @@ def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """``scale * elu(x, alpha)`` with the self-normalizing constants."""
-    return _apply(input, inplace, lambda x: _SELU_SCALE * et.where(
-        x <= 0, _SELU_ALPHA * et.expm1(x.clamp(max=0)), x))
+    return _apply(input, inplace, lambda x: et.elu(x, _SELU_ALPHA, _SELU_SCALE))
 
 
 def selu_(input: Tensor) -> Tensor:
@@ -111,8 +107,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: celu alpha must not be 0")
-    return _apply(input, inplace, lambda x: et.where(
-        x <= 0, alpha * et.expm1(x.clamp(max=0) / alpha), x))
+    return _apply(input, inplace, lambda x: et.elu(x, alpha, 1.0, 1.0 / alpha))
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -121,17 +116,12 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)``; ``approximate="tanh"`` uses the tanh formula."""
-    if approximate == "none":
-        return 0.5 * input * (1.0 + et.erf(input * (1.0 / math.sqrt(2.0))))
-    if approximate == "tanh":
-        inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
-        return 0.5 * input * (1.0 + et.tanh(inner))
-    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+    return et.gelu(input, approximate)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)``."""
-    return _apply(input, inplace, lambda x: x * et.sigmoid(x))
+    return _apply(input, inplace, et.silu)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -185,23 +175,13 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    """``relu6(x + 3) / 6``: the gradient is 1/6 inside (-3, 3), else 0 (NaN included, its
-    value staying NaN), as in PyTorch."""
-    return _apply(input, inplace, lambda x: et.where(
-        (x > -3.0) & (x < 3.0), x * (1.0 / 6) + 0.5,
-        et.where(x <= -3.0, 0.0, et.where(x >= 3.0, 1.0, x.detach()))))
+    """``relu6(x + 3) / 6``: the gradient is 1/6 inside (-3, 3), else 0."""
+    return _apply(input, inplace, et.hardsigmoid)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * relu6(x + 3) / 6``, by PyTorch's pieces: ``x * 0`` up to -3 (no gradient),
-    ``x (x + 3) / 6`` inside (-3, 3), else ``x`` (a NaN stays NaN and passes its gradient)."""
-    def fn(x):
-        inside = (x > -3.0) & (x < 3.0)
-        xs = et.where(inside, x, 0.0)  # the inside formula's derivative stays finite elsewhere
-        # up to -3: PyTorch's x * 0, so -0.0, and NaN at -inf
-        low = et.where(x == -math.inf, math.nan, x.detach().clamp(-3.0, 0.0) * 0.0)
-        return et.where(x <= -3.0, low, et.where(inside, xs * (xs + 3.0) * (1.0 / 6), x))
-    return _apply(input, inplace, fn)
+    """``x * relu6(x + 3) / 6``."""
+    return _apply(input, inplace, et.hardswish)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -223,11 +203,7 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
-    bx = input * beta if beta != 1 else input
-    core = et.maximum(bx, _zeros(bx)) + et.log1p(et.exp(-bx.abs()))
-    if beta != 1:
-        core = core / beta
-    return et.where(bx > threshold, input, core)
+    return et.softplus(input, beta, threshold)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:

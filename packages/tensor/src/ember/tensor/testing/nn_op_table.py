@@ -22,7 +22,9 @@ NN_NON_TABLE_OPS = {
     "max_pool3d_with_indices_backward", "embedding_dense_backward", "lstm_cell_backward",
     "gru_cell_backward", "_ctc_loss_backward", "_softmax_backward_data",
     "_log_softmax_backward_data", "_cross_entropy_loss_backward", "nll_loss_backward",
-    "_pack_padded_sequence_backward", "native_layer_norm_backward",
+    "_pack_padded_sequence_backward", "native_layer_norm_backward", "silu_backward",
+    "gelu_backward", "softplus_backward", "elu_backward", "hardsigmoid_backward",
+    "hardswish_backward",
 }
 
 
@@ -334,6 +336,33 @@ def _split_ref(x, sizes, dim=0):
     return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=dim))
 
 
+def _act_ref(fn):
+    """A float64 NumPy reference of an activation, cast to the input's dtype."""
+    def ref(x, *args):
+        with np.errstate(all="ignore"):
+            return fn(x.astype(np.float64), *args).astype(x.dtype)
+    return ref
+
+
+def _gelu_ref(x, approximate="none"):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    from scipy.special import erf
+
+    return 0.5 * x * (1 + erf(x / math.sqrt(2)))
+
+
+def _elu_ref(x, alpha=1.0, scale=1.0, input_scale=1.0):
+    return np.where(x <= 0, np.expm1(x * input_scale) * alpha * scale, x * scale)
+
+
+def _act_samples(*arg_sets, low=-4.0, high=4.0):
+    """Samples over [low, high] (the pieces of the piecewise ones), one per argument set."""
+    def gen(dtype, rng):
+        return [Sample((_rand((3, 5), dtype, rng, low, high),) + tuple(a)) for a in arg_sets]
+    return gen
+
+
 NN_ENTRIES = (
     OpEntry("convolution", et.convolution, _ref_convolution, _conv_samples, dtypes=FLOAT,
             operands=(0, 1, 2), method=None, atol=1e-4, rtol=1e-4),
@@ -367,6 +396,21 @@ NN_ENTRIES = (
     OpEntry("split_with_sizes", et.split_with_sizes, _split_ref,
             lambda d, rng: [Sample((_rand((6, 4), d, rng), [1, 3, 2])),
                             Sample((_rand((2, 5), d, rng), [2, 0, 3], 1))],
+            method=None),
+    OpEntry("silu", et.silu, _act_ref(lambda x: x / (1 + np.exp(-x))), _act_samples(()),
+            method=None),
+    OpEntry("gelu", et.gelu, _act_ref(_gelu_ref), _act_samples((), ("tanh",)), method=None),
+    OpEntry("softplus", et.softplus,
+            _act_ref(lambda x, b=1.0, t=20.0: np.where(x * b > t, x, np.log1p(np.exp(x * b)) / b)),
+            _act_samples((), (2.0, 3.0), (0.5, 1.5)), method=None),
+    OpEntry("elu", et.elu, _act_ref(_elu_ref),
+            _act_samples((), (0.7,), (1.6732632423543772, 1.0507009873554805), (2.0, 1.0, 0.5)),
+            method=None),
+    OpEntry("hardsigmoid", et.hardsigmoid,
+            _act_ref(lambda x: np.minimum(np.maximum(x + 3, 0), 6) / 6), _act_samples(()),
+            method=None),
+    OpEntry("hardswish", et.hardswish,
+            _act_ref(lambda x: x * np.minimum(np.maximum(x + 3, 0), 6) / 6), _act_samples(()),
             method=None),
     OpEntry("_softmax", et._softmax, _ref_softmax, _softmax_samples, method=None),
     OpEntry("_log_softmax", et._log_softmax, lambda *a: _ref_softmax(*a, log=True),

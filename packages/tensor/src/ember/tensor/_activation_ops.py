@@ -1,0 +1,194 @@
+"""The activations PyTorch computes as one kernel per direction, as registry ops under ATen's
+names: ``silu``, ``gelu``, ``softplus``, ``elu`` (which ``selu`` and ``celu`` are, with their
+constants), ``hardsigmoid`` and ``hardswish``, each with its ``*_backward`` op (the derivative
+table's formula for the forward op calls it; its own derivative is in the table too, so double
+backward works).
+
+Each direction is one NumPy (or CuPy) expression under one ``errstate``, following PyTorch's CPU
+formulas and their conditions (which side of a piece a NaN or a boundary falls on, NaN where
+PyTorch's arithmetic gives NaN): where the composites of elementwise ops they replace recorded
+four to eight nodes per call, and a product of an infinite gradient with a zero derivative gave
+NaN. float16 computes in float32 (bfloat16 too: see ``_bfloat16.OPMATH_OPS``).
+
+    >>> import ember.tensor as et
+    >>> et.hardswish(et.tensor([-4.0, 0.0, 1.0, 4.0]))
+    tensor([-0.0000,  0.0000,  0.6667,  4.0000])
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._checks import check_same_device, not_implemented
+from ._registry import array_module, defop
+from ._tensor import Tensor
+from .kernels import get as _kernel
+from .kernels import special as _special
+
+__all__ = ["silu", "silu_backward", "gelu", "gelu_backward", "softplus", "softplus_backward",
+           "elu", "elu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish",
+           "hardswish_backward"]
+
+_make = Tensor._make
+_F32 = np.dtype(np.float32)
+_quiet = {"all": "ignore"}
+_SQRT1_2 = 1 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+_KBETA = math.sqrt(2 / math.pi)  # the tanh approximation's constants
+_KKAPPA = 0.044715
+
+
+def _arrays(op: str, *tensors: Tensor):
+    """``(xp, arrays in the compute dtype, result dtype)``: floating tensors on one device;
+    float16 computes in float32."""
+    arrays = [t._data for t in tensors]
+    d = arrays[0]
+    if d.dtype.kind != "f":
+        raise not_implemented(op, d.dtype)
+    if len(arrays) > 1:
+        check_same_device(op, *arrays)
+    work = _F32 if d.dtype.itemsize < 4 else d.dtype
+    return array_module(d), [a.astype(work, copy=False) for a in arrays], d.dtype
+
+
+def _done(r, dtype) -> Tensor:
+    return _make(r.astype(dtype, copy=False))
+
+
+# ------------------------------------------------------------------------------ silu
+@defop("silu", out=True)
+def silu(input: Tensor) -> Tensor:
+    """``x * sigmoid(x)``."""
+    xp, (x,), dt = _arrays("silu", input)
+    with np.errstate(**_quiet):
+        return _done(x * _kernel("sigmoid", xp)(x), dt)
+
+
+@defop("silu_backward", out=True)
+def silu_backward(grad_output: Tensor, input: Tensor) -> Tensor:
+    """``grad * s * (1 + x * (1 - s))`` with ``s = sigmoid(x)``."""
+    xp, (g, x), dt = _arrays("silu_backward", grad_output, input)
+    with np.errstate(**_quiet):
+        s = _kernel("sigmoid", xp)(x)
+        return _done(g * s * (1 + x * (1 - s)), dt)
+
+
+# ------------------------------------------------------------------------------ gelu
+def _check_approximate(op: str, approximate) -> None:
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"{op}(): approximate argument must be either none or tanh, got "
+                           f"{approximate}")
+
+
+@defop("gelu", out=True)
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """``x * Phi(x)`` (``approximate="tanh"``: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
+    x^3)))``)."""
+    _check_approximate("gelu", approximate)
+    xp, (x,), dt = _arrays("gelu", input)
+    with np.errstate(**_quiet):
+        if approximate == "tanh":
+            r = 0.5 * x * (1 + xp.tanh(_KBETA * (x + _KKAPPA * x * x * x)))
+        else:
+            r = 0.5 * x * (1 + _special.erf(xp, x * _SQRT1_2))
+        return _done(r, dt)
+
+
+@defop("gelu_backward", out=True)
+def gelu_backward(grad_output: Tensor, input: Tensor, approximate: str = "none") -> Tensor:
+    """``grad * (Phi(x) + x phi(x))``, or the tanh approximation's derivative."""
+    _check_approximate("gelu_backward", approximate)
+    xp, (g, x), dt = _arrays("gelu_backward", grad_output, input)
+    with np.errstate(**_quiet):
+        if approximate == "tanh":
+            t = xp.tanh(_KBETA * (x + _KKAPPA * x * x * x))
+            inner = _KBETA * (1 + 3 * _KKAPPA * x * x)
+            r = g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * inner)
+        else:
+            cdf = 0.5 * (1 + _special.erf(xp, x * _SQRT1_2))
+            r = g * (cdf + x * (_INV_SQRT_2PI * xp.exp(-0.5 * x * x)))
+        return _done(r, dt)
+
+
+# ------------------------------------------------------------------------------ softplus
+@defop("softplus", out=True)
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log1p(exp(beta x)) / beta``, and ``x`` where ``beta x > threshold``."""
+    xp, (x,), dt = _arrays("softplus", input)
+    with np.errstate(**_quiet):
+        bx = x * beta
+        return _done(xp.where(bx > threshold, x, xp.log1p(xp.exp(bx)) / beta), dt)
+
+
+@defop("softplus_backward", out=True)
+def softplus_backward(grad_output: Tensor, input: Tensor, beta: float = 1.0,
+                      threshold: float = 20.0) -> Tensor:
+    """``grad * z / (z + 1)`` with ``z = exp(beta x)``, and ``grad`` where ``beta x >
+    threshold``."""
+    xp, (g, x), dt = _arrays("softplus_backward", grad_output, input)
+    with np.errstate(**_quiet):
+        bx = x * beta
+        z = xp.exp(bx)
+        return _done(xp.where(bx > threshold, g, g * z / (z + 1)), dt)
+
+
+# ------------------------------------------------------------------------------ elu
+@defop("elu", out=True)
+def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0,
+        input_scale: float = 1.0) -> Tensor:
+    """``scale x``, and ``alpha scale (exp(input_scale x) - 1)`` where ``x <= 0`` (``selu`` and
+    ``celu`` are this op with their constants)."""
+    xp, (x,), dt = _arrays("elu", input)
+    with np.errstate(**_quiet):
+        return _done(xp.where(x <= 0, xp.expm1(x * input_scale) * (alpha * scale), x * scale),
+                     dt)
+
+
+@defop("elu_backward", out=True)
+def elu_backward(grad_output: Tensor, alpha: float, scale: float, input_scale: float,
+                 is_result: bool, self_or_result: Tensor) -> Tensor:
+    """``grad scale``, and where the input is <= 0 ``grad input_scale alpha scale
+    exp(input_scale x)`` (from the input), or ``grad input_scale (y + alpha scale)`` (from
+    the output ``y``, ``is_result``)."""
+    xp, (g, v), dt = _arrays("elu_backward", grad_output, self_or_result)
+    neg, pos = alpha * scale, scale
+    with np.errstate(**_quiet):
+        if is_result:
+            r = xp.where(v <= 0, g * input_scale * (v + neg), g * pos)
+        else:
+            r = xp.where(v <= 0, g * (input_scale * neg) * xp.exp(v * input_scale), g * pos)
+        return _done(r, dt)
+
+
+# ------------------------------------------------------------------------------ hard*
+@defop("hardsigmoid", out=True)
+def hardsigmoid(input: Tensor) -> Tensor:
+    """``min(max(x + 3, 0), 6) / 6``."""
+    xp, (x,), dt = _arrays("hardsigmoid", input)
+    with np.errstate(**_quiet):
+        return _done(xp.minimum(xp.maximum(x + 3, 0), 6) / 6, dt)
+
+
+@defop("hardsigmoid_backward", out=True)
+def hardsigmoid_backward(grad_output: Tensor, input: Tensor) -> Tensor:
+    """``grad / 6`` inside ``(-3, 3)``, else 0 (NaN included)."""
+    xp, (g, x), dt = _arrays("hardsigmoid_backward", grad_output, input)
+    with np.errstate(**_quiet):
+        return _done(xp.where((x > -3) & (x < 3), g / 6, 0), dt)
+
+
+@defop("hardswish", out=True)
+def hardswish(input: Tensor) -> Tensor:
+    """``x min(max(x + 3, 0), 6) / 6``."""
+    xp, (x,), dt = _arrays("hardswish", input)
+    with np.errstate(**_quiet):
+        return _done(x * xp.minimum(xp.maximum(x + 3, 0), 6) / 6, dt)
+
+
+@defop("hardswish_backward", out=True)
+def hardswish_backward(grad_output: Tensor, input: Tensor) -> Tensor:
+    """0 up to -3, ``grad (x / 3 + 0.5)`` below 3, else ``grad`` (NaN included)."""
+    xp, (g, x), dt = _arrays("hardswish_backward", grad_output, input)
+    with np.errstate(**_quiet):
+        return _done(xp.where(x <= -3, 0, xp.where(x < 3, g * (x / 3 + 0.5), g)), dt)
