@@ -93,3 +93,58 @@ def test_threshold_backward_is_pytorchs_where(dtype):
     assert cut[:, 3].tolist() == [0.0] * 3 and cut[:, 4].tolist() == [1.0] * 3
     with pytest.raises(TypeError, match="threshold_backward"):
         cpu.threshold_backward(np.ones(3, np.int64), np.ones(3, np.int64), 0)
+
+
+def _act_refs():
+    """name -> (kernel arguments after the arrays, float64 reference of (x, g))."""
+    def sig(x):
+        return 1 / (1 + np.exp(-x))
+
+    def relu6(t):
+        return np.minimum(np.maximum(t, 0), 6)
+
+    return {
+        "silu": ((), lambda x, g: x * sig(x)),
+        "silu_backward": ((), lambda x, g: g * sig(x) * (1 + x * (1 - sig(x)))),
+        "softplus": ((2.0, 3.0), lambda x, g: np.where(2 * x > 3, x, np.log1p(np.exp(2 * x)) / 2)),
+        "softplus_backward": ((2.0, 3.0), lambda x, g: np.where(
+            2 * x > 3, g, g * np.exp(2 * x) / (np.exp(2 * x) + 1))),
+        "elu": ((0.7, 1.5, 0.5), lambda x, g: np.where(x <= 0, np.expm1(0.5 * x) * 1.05, 1.5 * x)),
+        "hardsigmoid": ((), lambda x, g: relu6(x + 3) / 6),
+        "hardsigmoid_backward": ((), lambda x, g: np.where((x > -3) & (x < 3), g / 6, 0)),
+        "hardswish": ((), lambda x, g: x * relu6(x + 3) / 6),
+        "hardswish_backward": ((), lambda x, g: np.where(
+            x <= -3, 0, np.where(x < 3, g * (x / 3 + 0.5), g))),
+    }
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(_act_refs()))
+def test_activation_kernels_match_their_formulas(name, dtype):
+    """Each kernel against its float64 formula on a grid across its pieces and the
+    boundaries; a NaN input (its value is PyTorch's, checked in the parity tests; a compare
+    with NaN raises NumPy's invalid flag, which the ops run under ``errstate``)."""
+    extra, ref = _act_refs()[name]
+    x = np.concatenate([np.linspace(-8, 8, 321), [-3.0, 3.0, 1.5, 0.0, -0.0]]).astype(dtype)
+    g = np.cos(np.arange(x.size)).astype(dtype)
+    args = (g, x) if name.endswith("_backward") else (x,)
+    got = getattr(cpu, name)(*args, *extra)
+    assert got.dtype == dtype and got.shape == x.shape
+    want = ref(x.astype(np.float64), g.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=2e-6 if dtype == np.float32 else 1e-13,
+                               atol=1e-6 if dtype == np.float32 else 1e-14)
+    with np.errstate(invalid="ignore"):
+        nan = getattr(cpu, name)(*((g[:1], np.asarray([np.nan], dtype)) if name.endswith(
+            "_backward") else (np.asarray([np.nan], dtype),)), *extra)
+    assert nan.shape == (1,) and nan.dtype == dtype
+
+
+@pytest.mark.parametrize("is_result", [False, True])
+def test_elu_backward_kernel_from_input_or_output(is_result):
+    x = np.linspace(-5, 5, 101)
+    g = np.sin(x)
+    alpha, scale, input_scale = 1.3, 0.9, 0.6
+    y = np.where(x <= 0, np.expm1(input_scale * x) * alpha * scale, scale * x)
+    want = np.where(x <= 0, g * input_scale * alpha * scale * np.exp(input_scale * x), g * scale)
+    got = cpu.elu_backward(g, alpha, scale, input_scale, is_result, y if is_result else x)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

@@ -414,6 +414,36 @@ def cp():
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("name, extra", [
+    ("silu", ()), ("silu_backward", ()), ("softplus", (2.0, 3.0)),
+    ("softplus_backward", (2.0, 3.0)), ("elu", (0.7, 1.5, 0.5)), ("hardsigmoid", ()),
+    ("hardsigmoid_backward", ()), ("hardswish", ()), ("hardswish_backward", ())])
+def test_activation_kernels_match_the_cpu_kernels(cp, name, extra):
+    from ember.tensor.kernels import cpu
+
+    x = np.concatenate([np.linspace(-8, 8, 321), [-3.0, 3.0, np.nan]]).astype(np.float32)
+    g = np.cos(np.arange(x.size)).astype(np.float32)
+    args = (g, x) if name.endswith("_backward") else (x,)
+    got = getattr(K, name)(*(cp.asarray(a) for a in args), *extra)
+    assert got.dtype == np.float32
+    with np.errstate(all="ignore"):
+        want = getattr(cpu, name)(*args, *extra)
+    np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("is_result", [False, True])
+def test_elu_backward_matches_the_cpu_kernel(cp, is_result):
+    from ember.tensor.kernels import cpu
+
+    v = np.linspace(-5, 5, 101)
+    g = np.sin(v)
+    got = K.elu_backward(cp.asarray(g), 1.3, 0.9, 0.6, is_result, cp.asarray(v))
+    np.testing.assert_allclose(cp.asnumpy(got), cpu.elu_backward(g, 1.3, 0.9, 0.6, is_result, v),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_threshold_backward_matches_the_cpu_kernel(cp, dtype):
     from ember.tensor.kernels import cpu

@@ -4,11 +4,13 @@ constants), ``hardsigmoid`` and ``hardswish``, each with its ``*_backward`` op (
 table's formula for the forward op calls it; its own derivative is in the table too, so double
 backward works).
 
-Each direction is one NumPy (or CuPy) expression under one ``errstate``, following PyTorch's CPU
-formulas and their conditions (which side of a piece a NaN or a boundary falls on, NaN where
-PyTorch's arithmetic gives NaN): where the composites of elementwise ops they replace recorded
-four to eight nodes per call, and a product of an infinite gradient with a zero derivative gave
-NaN. float16 computes in float32 (bfloat16 too: see ``_bfloat16.OPMATH_OPS``).
+Each direction is one kernel per element (a Numba-compiled ufunc on the CPU, a CuPy
+ElementwiseKernel on CUDA, in ``ember.tensor.kernels``; gelu, one NumPy or CuPy expression over
+the erf kernel), under one ``errstate``, with PyTorch's CPU formulas and their conditions
+(which side of a piece a NaN or a boundary falls on, NaN where PyTorch's arithmetic gives NaN):
+the composites of elementwise ops they replace recorded four to eight nodes per call, and a
+product of an infinite gradient with a zero derivative gave NaN. float16 computes in float32
+(bfloat16 too: see ``_bfloat16.OPMATH_OPS``).
 
     >>> import ember.tensor as et
     >>> et.hardswish(et.tensor([-4.0, 0.0, 1.0, 4.0]))
@@ -62,7 +64,7 @@ def silu(input: Tensor) -> Tensor:
     """``x * sigmoid(x)``."""
     xp, (x,), dt = _arrays("silu", input)
     with np.errstate(**_quiet):
-        return _done(x * _kernel("sigmoid", xp)(x), dt)
+        return _done(_kernel("silu", xp)(x), dt)
 
 
 @defop("silu_backward", out=True)
@@ -70,8 +72,7 @@ def silu_backward(grad_output: Tensor, input: Tensor) -> Tensor:
     """``grad * s * (1 + x * (1 - s))`` with ``s = sigmoid(x)``."""
     xp, (g, x), dt = _arrays("silu_backward", grad_output, input)
     with np.errstate(**_quiet):
-        s = _kernel("sigmoid", xp)(x)
-        return _done(g * s * (1 + x * (1 - s)), dt)
+        return _done(_kernel("silu_backward", xp)(g, x), dt)
 
 
 # ------------------------------------------------------------------------------ gelu
@@ -117,8 +118,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     """``log1p(exp(beta x)) / beta``, and ``x`` where ``beta x > threshold``."""
     xp, (x,), dt = _arrays("softplus", input)
     with np.errstate(**_quiet):
-        bx = x * beta
-        return _done(xp.where(bx > threshold, x, xp.log1p(xp.exp(bx)) / beta), dt)
+        return _done(_kernel("softplus", xp)(x, beta, threshold), dt)
 
 
 @defop("softplus_backward", out=True)
@@ -128,9 +128,7 @@ def softplus_backward(grad_output: Tensor, input: Tensor, beta: float = 1.0,
     threshold``."""
     xp, (g, x), dt = _arrays("softplus_backward", grad_output, input)
     with np.errstate(**_quiet):
-        bx = x * beta
-        z = xp.exp(bx)
-        return _done(xp.where(bx > threshold, g, g * z / (z + 1)), dt)
+        return _done(_kernel("softplus_backward", xp)(g, x, beta, threshold), dt)
 
 
 # ------------------------------------------------------------------------------ elu
@@ -141,8 +139,7 @@ def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0,
     ``celu`` are this op with their constants)."""
     xp, (x,), dt = _arrays("elu", input)
     with np.errstate(**_quiet):
-        return _done(xp.where(x <= 0, xp.expm1(x * input_scale) * (alpha * scale), x * scale),
-                     dt)
+        return _done(_kernel("elu", xp)(x, alpha, scale, input_scale), dt)
 
 
 @defop("elu_backward", out=True)
@@ -152,13 +149,9 @@ def elu_backward(grad_output: Tensor, alpha: float, scale: float, input_scale: f
     exp(input_scale x)`` (from the input), or ``grad input_scale (y + alpha scale)`` (from
     the output ``y``, ``is_result``)."""
     xp, (g, v), dt = _arrays("elu_backward", grad_output, self_or_result)
-    neg, pos = alpha * scale, scale
     with np.errstate(**_quiet):
-        if is_result:
-            r = xp.where(v <= 0, g * input_scale * (v + neg), g * pos)
-        else:
-            r = xp.where(v <= 0, g * (input_scale * neg) * xp.exp(v * input_scale), g * pos)
-        return _done(r, dt)
+        return _done(_kernel("elu_backward", xp)(g, alpha, scale, input_scale, bool(is_result),
+                                                 v), dt)
 
 
 # ------------------------------------------------------------------------------ hard*
@@ -167,7 +160,7 @@ def hardsigmoid(input: Tensor) -> Tensor:
     """``min(max(x + 3, 0), 6) / 6``."""
     xp, (x,), dt = _arrays("hardsigmoid", input)
     with np.errstate(**_quiet):
-        return _done(xp.minimum(xp.maximum(x + 3, 0), 6) / 6, dt)
+        return _done(_kernel("hardsigmoid", xp)(x), dt)
 
 
 @defop("hardsigmoid_backward", out=True)
@@ -175,7 +168,7 @@ def hardsigmoid_backward(grad_output: Tensor, input: Tensor) -> Tensor:
     """``grad / 6`` inside ``(-3, 3)``, else 0 (NaN included)."""
     xp, (g, x), dt = _arrays("hardsigmoid_backward", grad_output, input)
     with np.errstate(**_quiet):
-        return _done(xp.where((x > -3) & (x < 3), g / 6, 0), dt)
+        return _done(_kernel("hardsigmoid_backward", xp)(g, x), dt)
 
 
 @defop("hardswish", out=True)
@@ -183,7 +176,7 @@ def hardswish(input: Tensor) -> Tensor:
     """``x min(max(x + 3, 0), 6) / 6``."""
     xp, (x,), dt = _arrays("hardswish", input)
     with np.errstate(**_quiet):
-        return _done(x * xp.minimum(xp.maximum(x + 3, 0), 6) / 6, dt)
+        return _done(_kernel("hardswish", xp)(x), dt)
 
 
 @defop("hardswish_backward", out=True)
@@ -191,4 +184,4 @@ def hardswish_backward(grad_output: Tensor, input: Tensor) -> Tensor:
     """0 up to -3, ``grad (x / 3 + 0.5)`` below 3, else ``grad`` (NaN included)."""
     xp, (g, x), dt = _arrays("hardswish_backward", grad_output, input)
     with np.errstate(**_quiet):
-        return _done(xp.where(x <= -3, 0, xp.where(x < 3, g * (x / 3 + 0.5), g)), dt)
+        return _done(_kernel("hardswish_backward", xp)(g, x), dt)

@@ -22,7 +22,9 @@ import numpy as np
 
 from ._vmath import _FM, _ONE_F, vsigmoid
 
-__all__ = ["sigmoid", "sigmoid_backward", "tanh_backward", "threshold_backward"]
+__all__ = ["sigmoid", "sigmoid_backward", "tanh_backward", "threshold_backward", "silu",
+           "silu_backward", "softplus", "softplus_backward", "elu", "elu_backward",
+           "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward"]
 
 _ufuncs: dict = {}
 _keep: list = []
@@ -52,9 +54,80 @@ def _build() -> None:
     # Numba's DUFunc wrapper dispatches in Python (0.9 us a call on a 1x64 array); its
     # ``ufunc`` is the plain NumPy ufunc with the loops compiled above (0.3 us). The DUFuncs
     # stay referenced: they own the compiled code those loops point into.
-    _keep.extend((_sigmoid, _sigmoid_backward, _tanh_backward))
-    _ufuncs.update(sigmoid=_sigmoid.ufunc, sigmoid_backward=_sigmoid_backward.ufunc,
-                   tanh_backward=_tanh_backward.ufunc)
+    # the activations of ember.tensor._activation_ops, PyTorch's CPU formulas and conditions
+    # (the parameters are float arrays or numbers, broadcast as ufunc operands)
+    @numba.vectorize(unary, **opts)
+    def _silu(x):
+        return x * vsigmoid(x)
+
+    @numba.vectorize(binary, **opts)
+    def _silu_backward(g, x):
+        s = vsigmoid(x)
+        return g * s * (_ONE_F + x * (_ONE_F - s))
+
+    ternary = ["float32(float32, float32, float32)", "float64(float64, float64, float64)"]
+    quaternary = ["float32(float32, float32, float32, float32)",
+                  "float64(float64, float64, float64, float64)"]
+
+    @numba.vectorize(ternary, **opts)
+    def _softplus(x, beta, threshold):
+        bx = x * beta
+        return x if bx > threshold else np.log1p(np.exp(bx)) / beta
+
+    @numba.vectorize(quaternary, **opts)
+    def _softplus_backward(g, x, beta, threshold):
+        bx = x * beta
+        if bx > threshold:
+            return g
+        z = np.exp(bx)
+        return g * z / (z + _ONE_F)
+
+    @numba.vectorize(quaternary, **opts)
+    def _elu(x, neg, pos, input_scale):  # neg = alpha * scale, pos = scale
+        return np.expm1(x * input_scale) * neg if x <= 0 else x * pos
+
+    five = ["float32(float32, float32, float32, float32, float32)",
+            "float64(float64, float64, float64, float64, float64)"]
+
+    @numba.vectorize(five, **opts)
+    def _elu_backward(g, v, neg, pos, input_scale):  # v: the input
+        return g * (input_scale * neg) * np.exp(v * input_scale) if v <= 0 else g * pos
+
+    @numba.vectorize(five, **opts)
+    def _elu_backward_result(g, v, neg, pos, input_scale):  # v: the output
+        return g * input_scale * (v + neg) if v <= 0 else g * pos
+
+    # relu6(x + 3) by comparisons that keep a NaN (PyTorch's std::min / std::max do)
+    @numba.vectorize(unary, **opts)
+    def _hardsigmoid(x):
+        t = x + 3
+        t = 0 if t < 0 else t
+        return (6 if t > 6 else t) / 6
+
+    @numba.vectorize(binary, **opts)
+    def _hardsigmoid_backward(g, x):
+        return g / 6 if -3 < x < 3 else 0
+
+    @numba.vectorize(unary, **opts)
+    def _hardswish(x):
+        t = x + 3
+        t = 0 if t < 0 else t
+        return x * (6 if t > 6 else t) / 6
+
+    @numba.vectorize(binary, **opts)
+    def _hardswish_backward(g, x):
+        if x <= -3:
+            return 0
+        return g * (x / 3 + 0.5) if x < 3 else g
+
+    made = dict(sigmoid=_sigmoid, sigmoid_backward=_sigmoid_backward,
+                tanh_backward=_tanh_backward, silu=_silu, silu_backward=_silu_backward,
+                softplus=_softplus, softplus_backward=_softplus_backward, elu=_elu,
+                elu_backward=_elu_backward, elu_backward_result=_elu_backward_result,
+                hardsigmoid=_hardsigmoid, hardsigmoid_backward=_hardsigmoid_backward,
+                hardswish=_hardswish, hardswish_backward=_hardswish_backward)
+    _keep.extend(made.values())
+    _ufuncs.update({k: f.ufunc for k, f in made.items()})
 
 
 def _run(name: str, *arrays: np.ndarray) -> np.ndarray:
@@ -110,3 +183,62 @@ def threshold_backward(grad: np.ndarray, y: np.ndarray, threshold) -> np.ndarray
     out = np.empty(grad.shape, dtype=work)
     _threshold_bw(g, yy, work.type(threshold), out.reshape(-1))
     return out if work == dtype else out.astype(dtype)
+
+
+def _params(x: np.ndarray, *values) -> list:
+    """Scalar parameters as numbers of ``x``'s dtype (ufunc operands that broadcast)."""
+    t = x.dtype.type
+    return [t(v) for v in values]
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    """``x * sigmoid(x)``."""
+    return _run("silu", x)
+
+
+def silu_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``grad * s * (1 + x * (1 - s))``, ``s = sigmoid(x)``."""
+    return _run("silu_backward", grad, x)
+
+
+def softplus(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
+    """``log1p(exp(beta x)) / beta``; ``x`` where ``beta x > threshold``."""
+    return _run("softplus", x, *_params(x, beta, threshold))
+
+
+def softplus_backward(grad: np.ndarray, x: np.ndarray, beta: float,
+                      threshold: float) -> np.ndarray:
+    """``grad * z / (z + 1)``, ``z = exp(beta x)``; ``grad`` where ``beta x > threshold``."""
+    return _run("softplus_backward", grad, x, *_params(x, beta, threshold))
+
+
+def elu(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> np.ndarray:
+    """``alpha scale expm1(input_scale x)`` where ``x <= 0``, else ``scale x``."""
+    return _run("elu", x, *_params(x, alpha * scale, scale, input_scale))
+
+
+def elu_backward(grad: np.ndarray, alpha: float, scale: float, input_scale: float,
+                 is_result: bool, v: np.ndarray) -> np.ndarray:
+    """The gradient of :func:`elu` from its input ``v``, or from its output (``is_result``)."""
+    return _run("elu_backward_result" if is_result else "elu_backward", grad, v,
+                *_params(v, alpha * scale, scale, input_scale))
+
+
+def hardsigmoid(x: np.ndarray) -> np.ndarray:
+    """``min(max(x + 3, 0), 6) / 6`` (NaN stays NaN)."""
+    return _run("hardsigmoid", x)
+
+
+def hardsigmoid_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``grad / 6`` inside ``(-3, 3)``, else 0."""
+    return _run("hardsigmoid_backward", grad, x)
+
+
+def hardswish(x: np.ndarray) -> np.ndarray:
+    """``x min(max(x + 3, 0), 6) / 6`` (NaN stays NaN; -inf gives NaN, as ``-inf * 0``)."""
+    return _run("hardswish", x)
+
+
+def hardswish_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """0 up to -3, ``grad (x / 3 + 0.5)`` below 3, else ``grad``."""
+    return _run("hardswish_backward", grad, x)

@@ -592,6 +592,30 @@ _ACTIVATIONS = {
                 "y = x >= (T)0 ? r : e * r;"),
     "sigmoid_backward": ("T g, T y", "T z", "z = g * (((T)1 - y) * y);"),
     "tanh_backward": ("T g, T y", "T z", "z = g * ((T)1 - y * y);"),
+    # the activations of ember.tensor._activation_ops (the CPU kernels' formulas)
+    "silu": ("T x", "T y", "y = x / ((T)1 + exp(-x));"),
+    "silu_backward": ("T g, T x", "T z",
+                      "const T s = (T)1 / ((T)1 + exp(-x)); z = g * s * ((T)1 + x * ((T)1 - s));"),
+    "softplus": ("T x, T beta, T threshold", "T y",
+                 "const T bx = x * beta; y = bx > threshold ? x : log1p(exp(bx)) / beta;"),
+    "softplus_backward": ("T g, T x, T beta, T threshold", "T z",
+                          "const T bx = x * beta; const T e = exp(bx); "
+                          "z = bx > threshold ? g : g * e / (e + (T)1);"),
+    "elu": ("T x, T alpha, T scale, T input_scale", "T y",
+            "y = x <= (T)0 ? expm1(x * input_scale) * (alpha * scale) : x * scale;"),
+    "elu_backward": ("T g, T v, T alpha, T scale, T input_scale", "T z",
+                     "z = v <= (T)0 ? g * (input_scale * alpha * scale) * exp(v * input_scale)"
+                     " : g * scale;"),
+    "elu_backward_result": ("T g, T v, T alpha, T scale, T input_scale", "T z",
+                            "z = v <= (T)0 ? g * input_scale * (v + alpha * scale) : g * scale;"),
+    "hardsigmoid": ("T x", "T y", "T t = x + (T)3; t = t < (T)0 ? (T)0 : t; "
+                    "y = (t > (T)6 ? (T)6 : t) / (T)6;"),
+    "hardsigmoid_backward": ("T g, T x", "T z",
+                             "z = (x > (T)-3 && x < (T)3) ? g / (T)6 : (T)0;"),
+    "hardswish": ("T x", "T y", "T t = x + (T)3; t = t < (T)0 ? (T)0 : t; "
+                  "y = x * (t > (T)6 ? (T)6 : t) / (T)6;"),
+    "hardswish_backward": ("T g, T x", "T z", "z = x <= (T)-3 ? (T)0 : "
+                           "(x < (T)3 ? g * (x / (T)3 + (T)0.5) : g);"),
 }
 
 
@@ -601,16 +625,19 @@ def _activation(name: str) -> Any:
     return _cupy.cupy.ElementwiseKernel(ins, outs, body, f"ember_{name}")
 
 
-def _run_activation(name: str, *arrays: Any) -> Any:
+def _run_activation(name: str, *arrays: Any, params: tuple = ()) -> Any:
+    """The ElementwiseKernel ``name`` over ``arrays`` (float16 and bfloat16 through float32)
+    and the scalar ``params`` (numbers, passed in the compute dtype)."""
     cp = _cupy.require(name)
     dev = _device_of(name, cp, **{f"x{i}": a for i, a in enumerate(arrays)})
     dtype = np.dtype(arrays[0].dtype)
     with cp.cuda.Device(dev):
         if dtype in _SUFFIX and all(a.dtype == dtype for a in arrays):
-            return _activation(name)(*arrays)
+            return _activation(name)(*arrays, *(dtype.type(v) for v in params))
         if dtype.kind not in "fV":
             raise TypeError(f"{name}(): no kernel for dtype {dtype}")
-        return _activation(name)(*(a.astype(np.float32) for a in arrays)).astype(dtype)
+        return _activation(name)(*(a.astype(np.float32) for a in arrays),
+                                 *(np.float32(v) for v in params)).astype(dtype)
 
 
 @_cupy.memoize
@@ -632,6 +659,58 @@ def threshold_backward(grad: Any, y: Any, threshold: Any) -> Any:
         z = _threshold_backward_kernel()(grad.astype(work, copy=False),
                                          y.astype(work, copy=False), work.type(threshold))
         return z.astype(dtype, copy=False)
+
+
+def silu(x: Any) -> Any:
+    """``x * sigmoid(x)``."""
+    return _run_activation("silu", x)
+
+
+def silu_backward(grad: Any, x: Any) -> Any:
+    """The gradient of :func:`silu`."""
+    return _run_activation("silu_backward", grad, x)
+
+
+def softplus(x: Any, beta: float, threshold: float) -> Any:
+    """``log1p(exp(beta x)) / beta``; ``x`` where ``beta x > threshold``."""
+    return _run_activation("softplus", x, params=(beta, threshold))
+
+
+def softplus_backward(grad: Any, x: Any, beta: float, threshold: float) -> Any:
+    """The gradient of :func:`softplus`."""
+    return _run_activation("softplus_backward", grad, x, params=(beta, threshold))
+
+
+def elu(x: Any, alpha: float, scale: float, input_scale: float) -> Any:
+    """``alpha scale expm1(input_scale x)`` where ``x <= 0``, else ``scale x``."""
+    return _run_activation("elu", x, params=(alpha, scale, input_scale))
+
+
+def elu_backward(grad: Any, alpha: float, scale: float, input_scale: float, is_result: bool,
+                 v: Any) -> Any:
+    """The gradient of :func:`elu` from its input, or from its output (``is_result``)."""
+    return _run_activation("elu_backward_result" if is_result else "elu_backward", grad, v,
+                           params=(alpha, scale, input_scale))
+
+
+def hardsigmoid(x: Any) -> Any:
+    """``min(max(x + 3, 0), 6) / 6``."""
+    return _run_activation("hardsigmoid", x)
+
+
+def hardsigmoid_backward(grad: Any, x: Any) -> Any:
+    """``grad / 6`` inside ``(-3, 3)``, else 0."""
+    return _run_activation("hardsigmoid_backward", grad, x)
+
+
+def hardswish(x: Any) -> Any:
+    """``x min(max(x + 3, 0), 6) / 6``."""
+    return _run_activation("hardswish", x)
+
+
+def hardswish_backward(grad: Any, x: Any) -> Any:
+    """0 up to -3, ``grad (x / 3 + 0.5)`` below 3, else ``grad``."""
+    return _run_activation("hardswish_backward", grad, x)
 
 
 def sigmoid(x: Any) -> Any:
