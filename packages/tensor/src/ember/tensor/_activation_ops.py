@@ -58,21 +58,24 @@ def _done(r, dtype) -> Tensor:
     return _make(r.astype(dtype, copy=False))
 
 
+def _run(op: str, tensors: tuple, *params) -> Tensor:
+    """The kernel ``op`` of the tensors' device on their arrays, then ``params``."""
+    xp, arrays, dt = _arrays(op, *tensors)
+    with np.errstate(**_quiet):
+        return _done(_kernel(op, xp)(*arrays, *params), dt)
+
+
 # ------------------------------------------------------------------------------ silu
 @defop("silu", out=True)
 def silu(input: Tensor) -> Tensor:
     """``x * sigmoid(x)``."""
-    xp, (x,), dt = _arrays("silu", input)
-    with np.errstate(**_quiet):
-        return _done(_kernel("silu", xp)(x), dt)
+    return _run("silu", (input,))
 
 
 @defop("silu_backward", out=True)
 def silu_backward(grad_output: Tensor, input: Tensor) -> Tensor:
     """``grad * s * (1 + x * (1 - s))`` with ``s = sigmoid(x)``."""
-    xp, (g, x), dt = _arrays("silu_backward", grad_output, input)
-    with np.errstate(**_quiet):
-        return _done(_kernel("silu_backward", xp)(g, x), dt)
+    return _run("silu_backward", (grad_output, input))
 
 
 # ------------------------------------------------------------------------------ gelu
@@ -116,9 +119,7 @@ def gelu_backward(grad_output: Tensor, input: Tensor, approximate: str = "none")
 @defop("softplus", out=True)
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log1p(exp(beta x)) / beta``, and ``x`` where ``beta x > threshold``."""
-    xp, (x,), dt = _arrays("softplus", input)
-    with np.errstate(**_quiet):
-        return _done(_kernel("softplus", xp)(x, beta, threshold), dt)
+    return _run("softplus", (input,), beta, threshold)
 
 
 @defop("softplus_backward", out=True)
@@ -126,9 +127,7 @@ def softplus_backward(grad_output: Tensor, input: Tensor, beta: float = 1.0,
                       threshold: float = 20.0) -> Tensor:
     """``grad * z / (z + 1)`` with ``z = exp(beta x)``, and ``grad`` where ``beta x >
     threshold``."""
-    xp, (g, x), dt = _arrays("softplus_backward", grad_output, input)
-    with np.errstate(**_quiet):
-        return _done(_kernel("softplus_backward", xp)(g, x, beta, threshold), dt)
+    return _run("softplus_backward", (grad_output, input), beta, threshold)
 
 
 # ------------------------------------------------------------------------------ elu
@@ -137,9 +136,7 @@ def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0,
         input_scale: float = 1.0) -> Tensor:
     """``scale x``, and ``alpha scale (exp(input_scale x) - 1)`` where ``x <= 0`` (``selu`` and
     ``celu`` are this op with their constants)."""
-    xp, (x,), dt = _arrays("elu", input)
-    with np.errstate(**_quiet):
-        return _done(_kernel("elu", xp)(x, alpha, scale, input_scale), dt)
+    return _run("elu", (input,), alpha, scale, input_scale)
 
 
 @defop("elu_backward", out=True)
@@ -158,30 +155,22 @@ def elu_backward(grad_output: Tensor, alpha: float, scale: float, input_scale: f
 @defop("hardsigmoid", out=True)
 def hardsigmoid(input: Tensor) -> Tensor:
     """``min(max(x + 3, 0), 6) / 6``."""
-    xp, (x,), dt = _arrays("hardsigmoid", input)
-    with np.errstate(**_quiet):
-        return _done(_kernel("hardsigmoid", xp)(x), dt)
+    return _run("hardsigmoid", (input,))
 
 
 @defop("hardsigmoid_backward", out=True)
 def hardsigmoid_backward(grad_output: Tensor, input: Tensor) -> Tensor:
     """``grad / 6`` inside ``(-3, 3)``, else 0 (NaN included)."""
-    xp, (g, x), dt = _arrays("hardsigmoid_backward", grad_output, input)
-    with np.errstate(**_quiet):
-        return _done(_kernel("hardsigmoid_backward", xp)(g, x), dt)
+    return _run("hardsigmoid_backward", (grad_output, input))
 
 
 @defop("hardswish", out=True)
 def hardswish(input: Tensor) -> Tensor:
     """``x min(max(x + 3, 0), 6) / 6``."""
-    xp, (x,), dt = _arrays("hardswish", input)
-    with np.errstate(**_quiet):
-        return _done(_kernel("hardswish", xp)(x), dt)
+    return _run("hardswish", (input,))
 
 
 @defop("hardswish_backward", out=True)
 def hardswish_backward(grad_output: Tensor, input: Tensor) -> Tensor:
     """0 up to -3, ``grad (x / 3 + 0.5)`` below 3, else ``grad`` (NaN included)."""
-    xp, (g, x), dt = _arrays("hardswish_backward", grad_output, input)
-    with np.errstate(**_quiet):
-        return _done(_kernel("hardswish_backward", xp)(g, x), dt)
+    return _run("hardswish_backward", (grad_output, input))
