@@ -203,7 +203,7 @@ def test_relu_family_gradients_at_nan_and_infinite_gradients_match_torch(act):
 
 @pytest.mark.parametrize("act", ["elu", "selu", "celu", "hardsigmoid", "hardswish", "softshrink",
                                  "hardshrink", "rrelu", "leaky_relu", "relu6", "hardtanh",
-                                 "softplus", "logsigmoid", "softsign"])
+                                 "softplus", "logsigmoid", "softsign", "silu", "mish"])
 def test_activations_at_nan_infinities_and_boundaries_match_torch(act):
     """Values and gradients at NaN, +-inf, 0 and the pieces' boundaries (PyTorch's conditions:
     a NaN input keeps its value NaN and, in the piecewise ones, passes its gradient)."""

@@ -115,6 +115,11 @@ def _act_refs():
         "hardswish": ((), lambda x, g: x * relu6(x + 3) / 6),
         "hardswish_backward": ((), lambda x, g: np.where(
             x <= -3, 0, np.where(x < 3, g * (x / 3 + 0.5), g))),
+        "mish": ((), lambda x, g: x * np.tanh(np.log1p(np.exp(x)))),
+        "mish_backward": ((), lambda x, g: g * (np.tanh(np.log1p(np.exp(x))) + x * sig(x) * (
+            1 - np.tanh(np.log1p(np.exp(x))) ** 2))),
+        "log_sigmoid": ((), lambda x, g: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))),
+        "log_sigmoid_backward": ((), lambda x, g: g * sig(-x)),
     }
 
 

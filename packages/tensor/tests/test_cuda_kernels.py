@@ -417,7 +417,8 @@ def cp():
 @pytest.mark.parametrize("name, extra", [
     ("silu", ()), ("silu_backward", ()), ("softplus", (2.0, 3.0)),
     ("softplus_backward", (2.0, 3.0)), ("elu", (0.7, 1.5, 0.5)), ("hardsigmoid", ()),
-    ("hardsigmoid_backward", ()), ("hardswish", ()), ("hardswish_backward", ())])
+    ("hardsigmoid_backward", ()), ("hardswish", ()), ("hardswish_backward", ()), ("mish", ()),
+    ("mish_backward", ()), ("log_sigmoid", ()), ("log_sigmoid_backward", ())])
 def test_activation_kernels_match_the_cpu_kernels(cp, name, extra):
     from ember.tensor.kernels import cpu
 

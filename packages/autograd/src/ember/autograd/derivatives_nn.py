@@ -561,6 +561,8 @@ _softplus_bw = OPS["softplus_backward"].public
 _elu_bw = OPS["elu_backward"].public
 _hardsigmoid_bw = OPS["hardsigmoid_backward"].public
 _hardswish_bw = OPS["hardswish_backward"].public
+_mish_bw = OPS["mish_backward"].public
+_log_sigmoid_bw = OPS["log_sigmoid_backward"].public
 _KBETA = math.sqrt(2 / math.pi)
 _KKAPPA = 0.044715
 
@@ -657,3 +659,37 @@ def _hardswish_backward(c, g):
     go, x = c.args
     d_x = et.where((x > -3) & (x < 3), g * go / 3, 0.0) if c.needs[1] else None
     return (_hardswish_bw(g, x) if c.needs[0] else None), d_x
+
+
+@vjp("mish", save=(0,))
+def _mish(c, g):
+    return (_mish_bw(g, c.args.input),)
+
+
+@vjp("mish_backward", save=(0, 1))
+def _mish_backward(c, g):
+    """With ``s = sigmoid(x)``, ``t = tanh(softplus(x))``: the second derivative is
+    ``(1 - t^2) s (2 + x (1 - s - 2 t s))``."""
+    go, x = c.args
+    d_x = None
+    if c.needs[1]:
+        s = et.sigmoid(x)
+        t = et.tanh(et.softplus(x))
+        d_x = g * go * (1 - t * t) * s * (2 + x * (1 - s - 2 * t * s))
+    return (_mish_bw(g, x) if c.needs[0] else None), d_x
+
+
+@vjp("log_sigmoid", save=(0,))
+def _log_sigmoid(c, g):
+    x = c.args.input
+    return (_log_sigmoid_bw(g, x, x),)
+
+
+@vjp("log_sigmoid_backward", save=(0, 1))
+def _log_sigmoid_backward(c, g):
+    go, x, _ = c.args
+    d_x = None
+    if c.needs[1]:
+        s = et.sigmoid(x)
+        d_x = -(g * go * s * (1 - s))
+    return (_log_sigmoid_bw(g, x, x) if c.needs[0] else None), d_x, None

@@ -638,7 +638,7 @@ def _elu(m, at, x, n):
 def _selu(m, at, x, n):
     alpha, gamma = at.get("alpha", 1.67326319217681884765625), at.get("gamma",
                                                                        1.05070102214813232421875)
-    return gamma * et.where(x[0] > 0, x[0], alpha * et.expm1(x[0].clamp(max=0)))
+    return et.elu(x[0], alpha, gamma)
 
 
 @_handler("Gelu")
@@ -656,6 +656,11 @@ def _softplus(m, at, x, n):
 def _hard_sigmoid(m, at, x, n):
     alpha, beta = at.get("alpha", 0.2), at.get("beta", 0.5)
     return (x[0] * alpha + beta).clamp(0.0, 1.0)
+
+
+@_handler("Mish")
+def _mish(m, at, x, n):
+    return F.mish(x[0])
 
 
 @_handler("HardSwish")

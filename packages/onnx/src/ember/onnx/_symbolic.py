@@ -117,6 +117,18 @@ def _elu(g, a, out):
                             g.node("Mul", [x, g.const(a.scale, dt)])])
 
 
+@register("mish")
+def _mish(g, a, out):
+    return g.node("Mish", [g.v(a.input, _out_dtype(out))])
+
+
+@register("log_sigmoid")
+def _log_sigmoid(g, a, out):
+    """``-softplus(-x)``."""
+    x = g.v(a.input, _out_dtype(out))
+    return g.node("Neg", [g.node("Softplus", [g.node("Neg", [x])])])
+
+
 @register("hardsigmoid")
 def _hardsigmoid(g, a, out):
     return g.node("HardSigmoid", [g.v(a.input, _out_dtype(out))], alpha=1 / 6, beta=0.5)

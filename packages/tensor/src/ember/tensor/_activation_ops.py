@@ -1,8 +1,8 @@
 """The activations PyTorch computes as one kernel per direction, as registry ops under ATen's
 names: ``silu``, ``gelu``, ``softplus``, ``elu`` (which ``selu`` and ``celu`` are, with their
-constants), ``hardsigmoid`` and ``hardswish``, each with its ``*_backward`` op (the derivative
-table's formula for the forward op calls it; its own derivative is in the table too, so double
-backward works).
+constants), ``hardsigmoid``, ``hardswish``, ``mish`` and ``log_sigmoid``, each with its
+``*_backward`` op (the derivative table's formula for the forward op calls it; its own
+derivative is in the table too, so double backward works).
 
 Each direction is one kernel per element (a Numba-compiled ufunc on the CPU, a CuPy
 ElementwiseKernel on CUDA, in ``ember.tensor.kernels``; gelu, one NumPy or CuPy expression over
@@ -30,7 +30,7 @@ from .kernels import special as _special
 
 __all__ = ["silu", "silu_backward", "gelu", "gelu_backward", "softplus", "softplus_backward",
            "elu", "elu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish",
-           "hardswish_backward"]
+           "hardswish_backward", "mish", "mish_backward", "log_sigmoid", "log_sigmoid_backward"]
 
 _make = Tensor._make
 _F32 = np.dtype(np.float32)
@@ -58,7 +58,7 @@ def _done(r, dtype) -> Tensor:
     return _make(r.astype(dtype, copy=False))
 
 
-def _run(op: str, tensors: tuple, *params) -> Tensor:
+def _act_kernel(op: str, tensors: tuple, *params) -> Tensor:
     """The kernel ``op`` of the tensors' device on their arrays, then ``params``."""
     xp, arrays, dt = _arrays(op, *tensors)
     with np.errstate(**_quiet):
@@ -69,13 +69,13 @@ def _run(op: str, tensors: tuple, *params) -> Tensor:
 @defop("silu", out=True)
 def silu(input: Tensor) -> Tensor:
     """``x * sigmoid(x)``."""
-    return _run("silu", (input,))
+    return _act_kernel("silu", (input,))
 
 
 @defop("silu_backward", out=True)
 def silu_backward(grad_output: Tensor, input: Tensor) -> Tensor:
     """``grad * s * (1 + x * (1 - s))`` with ``s = sigmoid(x)``."""
-    return _run("silu_backward", (grad_output, input))
+    return _act_kernel("silu_backward", (grad_output, input))
 
 
 # ------------------------------------------------------------------------------ gelu
@@ -119,7 +119,7 @@ def gelu_backward(grad_output: Tensor, input: Tensor, approximate: str = "none")
 @defop("softplus", out=True)
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log1p(exp(beta x)) / beta``, and ``x`` where ``beta x > threshold``."""
-    return _run("softplus", (input,), beta, threshold)
+    return _act_kernel("softplus", (input,), beta, threshold)
 
 
 @defop("softplus_backward", out=True)
@@ -127,7 +127,7 @@ def softplus_backward(grad_output: Tensor, input: Tensor, beta: float = 1.0,
                       threshold: float = 20.0) -> Tensor:
     """``grad * z / (z + 1)`` with ``z = exp(beta x)``, and ``grad`` where ``beta x >
     threshold``."""
-    return _run("softplus_backward", (grad_output, input), beta, threshold)
+    return _act_kernel("softplus_backward", (grad_output, input), beta, threshold)
 
 
 # ------------------------------------------------------------------------------ elu
@@ -136,7 +136,7 @@ def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0,
         input_scale: float = 1.0) -> Tensor:
     """``scale x``, and ``alpha scale (exp(input_scale x) - 1)`` where ``x <= 0`` (``selu`` and
     ``celu`` are this op with their constants)."""
-    return _run("elu", (input,), alpha, scale, input_scale)
+    return _act_kernel("elu", (input,), alpha, scale, input_scale)
 
 
 @defop("elu_backward", out=True)
@@ -155,22 +155,48 @@ def elu_backward(grad_output: Tensor, alpha: float, scale: float, input_scale: f
 @defop("hardsigmoid", out=True)
 def hardsigmoid(input: Tensor) -> Tensor:
     """``min(max(x + 3, 0), 6) / 6``."""
-    return _run("hardsigmoid", (input,))
+    return _act_kernel("hardsigmoid", (input,))
 
 
 @defop("hardsigmoid_backward", out=True)
 def hardsigmoid_backward(grad_output: Tensor, input: Tensor) -> Tensor:
     """``grad / 6`` inside ``(-3, 3)``, else 0 (NaN included)."""
-    return _run("hardsigmoid_backward", (grad_output, input))
+    return _act_kernel("hardsigmoid_backward", (grad_output, input))
 
 
 @defop("hardswish", out=True)
 def hardswish(input: Tensor) -> Tensor:
     """``x min(max(x + 3, 0), 6) / 6``."""
-    return _run("hardswish", (input,))
+    return _act_kernel("hardswish", (input,))
 
 
 @defop("hardswish_backward", out=True)
 def hardswish_backward(grad_output: Tensor, input: Tensor) -> Tensor:
     """0 up to -3, ``grad (x / 3 + 0.5)`` below 3, else ``grad`` (NaN included)."""
-    return _run("hardswish_backward", (grad_output, input))
+    return _act_kernel("hardswish_backward", (grad_output, input))
+
+
+# ------------------------------------------------------------------------------ mish, log_sigmoid
+@defop("mish", out=True)
+def mish(input: Tensor) -> Tensor:
+    """``x * tanh(softplus(x))``."""
+    return _act_kernel("mish", (input,))
+
+
+@defop("mish_backward", out=True)
+def mish_backward(grad_output: Tensor, input: Tensor) -> Tensor:
+    """``grad * (t + x sigmoid(x) (1 - t^2))`` with ``t = tanh(softplus(x))``."""
+    return _act_kernel("mish_backward", (grad_output, input))
+
+
+@defop("log_sigmoid", out=True)
+def log_sigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))``."""
+    return _act_kernel("log_sigmoid", (input,))
+
+
+@defop("log_sigmoid_backward", out=True)
+def log_sigmoid_backward(grad_output: Tensor, input: Tensor, buffer: Tensor) -> Tensor:
+    """``grad * sigmoid(-x)`` (PyTorch's signature; its forward's ``buffer`` is not read: the
+    kernel works from the input)."""
+    return _act_kernel("log_sigmoid_backward", (grad_output, input))

@@ -47,7 +47,8 @@ OPMATH_OPS = (
     "gru_cell_fused", "gru_cell_backward", "layer_norm", "native_layer_norm",
     "layer_norm_backward", "native_layer_norm_backward", "gelu", "gelu_backward", "silu",
     "silu_backward", "softplus", "softplus_backward", "elu", "elu_backward", "hardsigmoid",
-    "hardsigmoid_backward", "hardswish", "hardswish_backward",
+    "hardsigmoid_backward", "hardswish", "hardswish_backward", "mish", "mish_backward",
+    "log_sigmoid", "log_sigmoid_backward",
     # special functions (SciPy has no bfloat16 kernels)
     "digamma", "lgamma", "i0", "logit", "sinc", "xlogy", "polygamma", "special_entr",
     "special_erfcx", "special_i0e", "special_i1", "special_i1e", "special_ndtr",

@@ -45,10 +45,6 @@ def _apply(input: Tensor, inplace: bool, fn) -> Tensor:
         return input.copy_(fn(input))
 
 
-def _zeros(x: Tensor) -> Tensor:
-    return et.zeros_like(x)
-
-
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """``value if x <= threshold else x`` (so NaN stays NaN and passes its gradient, as in
     PyTorch)."""
@@ -126,7 +122,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``."""
-    return _apply(input, inplace, lambda x: x * et.tanh(softplus(x)))
+    return _apply(input, inplace, et.mish)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
@@ -194,7 +190,7 @@ def tanh(input: Tensor) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     """``log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))``: finite for any finite x."""
-    return et.minimum(input, _zeros(input)) - et.log1p(et.exp(-input.abs()))
+    return et.log_sigmoid(input)
 
 
 def tanhshrink(input: Tensor) -> Tensor:

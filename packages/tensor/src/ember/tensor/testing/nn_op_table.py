@@ -24,7 +24,7 @@ NN_NON_TABLE_OPS = {
     "_log_softmax_backward_data", "_cross_entropy_loss_backward", "nll_loss_backward",
     "_pack_padded_sequence_backward", "native_layer_norm_backward", "silu_backward",
     "gelu_backward", "softplus_backward", "elu_backward", "hardsigmoid_backward",
-    "hardswish_backward",
+    "hardswish_backward", "mish_backward", "log_sigmoid_backward",
 }
 
 
@@ -412,6 +412,11 @@ NN_ENTRIES = (
     OpEntry("hardswish", et.hardswish,
             _act_ref(lambda x: x * np.minimum(np.maximum(x + 3, 0), 6) / 6), _act_samples(()),
             method=None),
+    OpEntry("mish", et.mish, _act_ref(lambda x: x * np.tanh(np.log1p(np.exp(x)))),
+            _act_samples(()), method=None),
+    OpEntry("log_sigmoid", et.log_sigmoid,
+            _act_ref(lambda x: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))),
+            _act_samples(()), method=None),
     OpEntry("_softmax", et._softmax, _ref_softmax, _softmax_samples, method=None),
     OpEntry("_log_softmax", et._log_softmax, lambda *a: _ref_softmax(*a, log=True),
             _softmax_samples, method=None),

@@ -24,7 +24,8 @@ from ._vmath import _FM, _ONE_F, vsigmoid
 
 __all__ = ["sigmoid", "sigmoid_backward", "tanh_backward", "threshold_backward", "silu",
            "silu_backward", "softplus", "softplus_backward", "elu", "elu_backward",
-           "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward"]
+           "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "mish",
+           "mish_backward", "log_sigmoid", "log_sigmoid_backward"]
 
 _ufuncs: dict = {}
 _keep: list = []
@@ -120,7 +121,27 @@ def _build() -> None:
             return 0
         return g * (x / 3 + 0.5) if x < 3 else g
 
-    made = dict(sigmoid=_sigmoid, sigmoid_backward=_sigmoid_backward,
+    @numba.vectorize(unary, **opts)
+    def _mish(x):
+        return x * np.tanh(np.log1p(np.exp(x)))
+
+    @numba.vectorize(binary, **opts)
+    def _mish_backward(g, x):
+        s = vsigmoid(x)
+        t = np.tanh(np.log1p(np.exp(x)))
+        return g * (t + x * s * (_ONE_F - t * t))
+
+    @numba.vectorize(unary, **opts)
+    def _log_sigmoid(x):  # min(x, 0) - log1p(exp(-|x|)), a NaN kept by the compare
+        return (x if x < 0 else 0) - np.log1p(np.exp(-abs(x)))
+
+    @numba.vectorize(binary, **opts)
+    def _log_sigmoid_backward(g, x):  # grad * sigmoid(-x)
+        return g * vsigmoid(-x)
+
+    made = dict(mish=_mish, mish_backward=_mish_backward, log_sigmoid=_log_sigmoid,
+                log_sigmoid_backward=_log_sigmoid_backward, sigmoid=_sigmoid,
+                sigmoid_backward=_sigmoid_backward,
                 tanh_backward=_tanh_backward, silu=_silu, silu_backward=_silu_backward,
                 softplus=_softplus, softplus_backward=_softplus_backward, elu=_elu,
                 elu_backward=_elu_backward, elu_backward_result=_elu_backward_result,
@@ -242,3 +263,23 @@ def hardswish(x: np.ndarray) -> np.ndarray:
 def hardswish_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
     """0 up to -3, ``grad (x / 3 + 0.5)`` below 3, else ``grad``."""
     return _run("hardswish_backward", grad, x)
+
+
+def mish(x: np.ndarray) -> np.ndarray:
+    """``x * tanh(log1p(exp(x)))``."""
+    return _run("mish", x)
+
+
+def mish_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``grad * (t + x * sigmoid(x) * (1 - t^2))``, ``t = tanh(log1p(exp(x)))``."""
+    return _run("mish_backward", grad, x)
+
+
+def log_sigmoid(x: np.ndarray) -> np.ndarray:
+    """``min(x, 0) - log1p(exp(-|x|))``: ``log(sigmoid(x))`` without overflow."""
+    return _run("log_sigmoid", x)
+
+
+def log_sigmoid_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``grad * sigmoid(-x)``."""
+    return _run("log_sigmoid_backward", grad, x)

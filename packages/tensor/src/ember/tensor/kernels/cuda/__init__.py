@@ -616,6 +616,11 @@ _ACTIVATIONS = {
                   "y = x * (t > (T)6 ? (T)6 : t) / (T)6;"),
     "hardswish_backward": ("T g, T x", "T z", "z = x <= (T)-3 ? (T)0 : "
                            "(x < (T)3 ? g * (x / (T)3 + (T)0.5) : g);"),
+    "mish": ("T x", "T y", "y = x * tanh(log1p(exp(x)));"),
+    "mish_backward": ("T g, T x", "T z", "const T s = (T)1 / ((T)1 + exp(-x)); "
+                      "const T t = tanh(log1p(exp(x))); z = g * (t + x * s * ((T)1 - t * t));"),
+    "log_sigmoid": ("T x", "T y", "y = (x < (T)0 ? x : (T)0) - log1p(exp(-fabs(x)));"),
+    "log_sigmoid_backward": ("T g, T x", "T z", "z = g / ((T)1 + exp(x));"),
 }
 
 
@@ -691,6 +696,26 @@ def elu_backward(grad: Any, alpha: float, scale: float, input_scale: float, is_r
     """The gradient of :func:`elu` from its input, or from its output (``is_result``)."""
     return _run_activation("elu_backward_result" if is_result else "elu_backward", grad, v,
                            params=(alpha, scale, input_scale))
+
+
+def mish(x: Any) -> Any:
+    """``x * tanh(log1p(exp(x)))``."""
+    return _run_activation("mish", x)
+
+
+def mish_backward(grad: Any, x: Any) -> Any:
+    """The gradient of :func:`mish`."""
+    return _run_activation("mish_backward", grad, x)
+
+
+def log_sigmoid(x: Any) -> Any:
+    """``min(x, 0) - log1p(exp(-|x|))``."""
+    return _run_activation("log_sigmoid", x)
+
+
+def log_sigmoid_backward(grad: Any, x: Any) -> Any:
+    """``grad * sigmoid(-x)``."""
+    return _run_activation("log_sigmoid_backward", grad, x)
 
 
 def hardsigmoid(x: Any) -> Any:
