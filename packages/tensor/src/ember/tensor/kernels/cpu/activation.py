@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._vmath import _FM, _ONE_F, vsigmoid
+from ._vmath import _FM, _ONE_F, vexp, vsigmoid
 
 __all__ = ["sigmoid", "sigmoid_backward", "tanh_backward", "threshold_backward", "silu",
            "silu_backward", "softplus", "softplus_backward", "elu", "elu_backward",
@@ -32,6 +32,15 @@ _keep: list = []
 _NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
 _F32 = np.dtype(np.float32)
 _nd = np.ndarray
+
+
+@numba.njit(inline="always", fastmath=set(_FM), error_model="numpy")
+def _tanh_softplus(x):  # pragma: no cover  (compiled)
+    n = vexp(x)
+    q = n * (n + 2)
+    hi = 1 - 2 / (q + 2)
+    lo = q / (q + 2)
+    return hi if x >= 0 else lo
 
 
 def _build() -> None:
@@ -66,39 +75,6 @@ def _build() -> None:
         s = vsigmoid(x)
         return g * s * (_ONE_F + x * (_ONE_F - s))
 
-    ternary = ["float32(float32, float32, float32)", "float64(float64, float64, float64)"]
-    quaternary = ["float32(float32, float32, float32, float32)",
-                  "float64(float64, float64, float64, float64)"]
-
-    @numba.vectorize(ternary, **opts)
-    def _softplus(x, beta, threshold):
-        bx = x * beta
-        return x if bx > threshold else np.log1p(np.exp(bx)) / beta
-
-    @numba.vectorize(quaternary, **opts)
-    def _softplus_backward(g, x, beta, threshold):
-        bx = x * beta
-        if bx > threshold:
-            return g
-        z = np.exp(bx)
-        return g * z / (z + _ONE_F)
-
-    @numba.vectorize(quaternary, **opts)
-    def _elu(x, neg, pos, input_scale):  # neg = alpha * scale, pos = scale
-        return np.expm1(x * input_scale) * neg if x <= 0 else x * pos
-
-    five = ["float32(float32, float32, float32, float32, float32)",
-            "float64(float64, float64, float64, float64, float64)"]
-
-    @numba.vectorize(five, **opts)
-    def _elu_backward(g, v, neg, pos, input_scale):  # v: the input
-        return g * (input_scale * neg) * np.exp(v * input_scale) if v <= 0 else g * pos
-
-    @numba.vectorize(five, **opts)
-    def _elu_backward_result(g, v, neg, pos, input_scale):  # v: the output
-        return g * input_scale * (v + neg) if v <= 0 else g * pos
-
-    # relu6(x + 3) by comparisons that keep a NaN (PyTorch's std::min / std::max do)
     @numba.vectorize(unary, **opts)
     def _hardsigmoid(x):
         t = x + 3
@@ -121,30 +97,20 @@ def _build() -> None:
             return 0
         return g * (x / 3 + 0.5) if x < 3 else g
 
+    # tanh(softplus(x)) = n (n + 2) / (n (n + 2) + 2) with n = exp(x), as 1 - 2 / (...) for
+    # x >= 0 (no overflow) and as the quotient below 0 (no cancellation)
     @numba.vectorize(unary, **opts)
     def _mish(x):
-        return x * np.tanh(np.log1p(np.exp(x)))
+        return x * _tanh_softplus(x)
 
-    @numba.vectorize(binary, **opts)
-    def _mish_backward(g, x):
-        s = vsigmoid(x)
-        t = np.tanh(np.log1p(np.exp(x)))
-        return g * (t + x * s * (_ONE_F - t * t))
-
-    @numba.vectorize(unary, **opts)
-    def _log_sigmoid(x):  # min(x, 0) - log1p(exp(-|x|)), a NaN kept by the compare
-        return (x if x < 0 else 0) - np.log1p(np.exp(-abs(x)))
 
     @numba.vectorize(binary, **opts)
     def _log_sigmoid_backward(g, x):  # grad * sigmoid(-x)
         return g * vsigmoid(-x)
 
-    made = dict(mish=_mish, mish_backward=_mish_backward, log_sigmoid=_log_sigmoid,
-                log_sigmoid_backward=_log_sigmoid_backward, sigmoid=_sigmoid,
+    made = dict(mish=_mish, log_sigmoid_backward=_log_sigmoid_backward, sigmoid=_sigmoid,
                 sigmoid_backward=_sigmoid_backward,
                 tanh_backward=_tanh_backward, silu=_silu, silu_backward=_silu_backward,
-                softplus=_softplus, softplus_backward=_softplus_backward, elu=_elu,
-                elu_backward=_elu_backward, elu_backward_result=_elu_backward_result,
                 hardsigmoid=_hardsigmoid, hardsigmoid_backward=_hardsigmoid_backward,
                 hardswish=_hardswish, hardswish_backward=_hardswish_backward)
     _keep.extend(made.values())
@@ -157,6 +123,10 @@ def _run(name: str, *arrays: np.ndarray) -> np.ndarray:
         _build()
         f = _ufuncs[name]
     dtype = arrays[0].dtype
+    # a strided or broadcast operand (the expanded ones of sum()'s backward) takes NumPy's
+    # buffered loop through a Numba ufunc, about 18x slower: such operands are copied first
+    arrays = [a if a.__class__ is not _nd or a.flags.c_contiguous else np.ascontiguousarray(a)
+              for a in arrays]
     if dtype in _NATIVE and (len(arrays) == 1 or arrays[1].dtype == dtype):
         out = f(*arrays)
     elif dtype.kind in "fV":  # float16, bfloat16 ("V" in ml_dtypes)
@@ -206,12 +176,6 @@ def threshold_backward(grad: np.ndarray, y: np.ndarray, threshold) -> np.ndarray
     return out if work == dtype else out.astype(dtype)
 
 
-def _params(x: np.ndarray, *values) -> list:
-    """Scalar parameters as numbers of ``x``'s dtype (ufunc operands that broadcast)."""
-    t = x.dtype.type
-    return [t(v) for v in values]
-
-
 def silu(x: np.ndarray) -> np.ndarray:
     """``x * sigmoid(x)``."""
     return _run("silu", x)
@@ -222,27 +186,49 @@ def silu_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
     return _run("silu_backward", grad, x)
 
 
+# softplus, elu, log_sigmoid and mish's backward are NumPy expressions (NumPy's SIMD exp,
+# expm1 and log1p; in one Numba loop these calls did not vectorize: 10-40x slower at
+# 256x1024); the caller runs them under errstate (the unselected side may overflow)
 def softplus(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
     """``log1p(exp(beta x)) / beta``; ``x`` where ``beta x > threshold``."""
-    return _run("softplus", x, *_params(x, beta, threshold))
+    bx = x * x.dtype.type(beta)
+    return np.where(bx > threshold, x, np.log1p(np.exp(bx)) / x.dtype.type(beta))
 
 
 def softplus_backward(grad: np.ndarray, x: np.ndarray, beta: float,
                       threshold: float) -> np.ndarray:
     """``grad * z / (z + 1)``, ``z = exp(beta x)``; ``grad`` where ``beta x > threshold``."""
-    return _run("softplus_backward", grad, x, *_params(x, beta, threshold))
+    bx = x * x.dtype.type(beta)
+    z = np.exp(bx)
+    return np.where(bx > threshold, grad, grad * z / (z + 1))
 
 
 def elu(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> np.ndarray:
     """``alpha scale expm1(input_scale x)`` where ``x <= 0``, else ``scale x``."""
-    return _run("elu", x, *_params(x, alpha * scale, scale, input_scale))
+    t = x.dtype.type
+    return np.where(x <= 0, np.expm1(x * t(input_scale)) * t(alpha * scale), x * t(scale))
 
 
 def elu_backward(grad: np.ndarray, alpha: float, scale: float, input_scale: float,
                  is_result: bool, v: np.ndarray) -> np.ndarray:
     """The gradient of :func:`elu` from its input ``v``, or from its output (``is_result``)."""
-    return _run("elu_backward_result" if is_result else "elu_backward", grad, v,
-                *_params(v, alpha * scale, scale, input_scale))
+    t = v.dtype.type
+    neg = t(alpha * scale)
+    if is_result:
+        return np.where(v <= 0, grad * t(input_scale) * (v + neg), grad * t(scale))
+    return np.where(v <= 0, grad * (t(input_scale) * neg) * np.exp(v * t(input_scale)),
+                    grad * t(scale))
+
+
+def log_sigmoid(x: np.ndarray) -> np.ndarray:
+    """``min(x, 0) - log1p(exp(-|x|))``: ``log(sigmoid(x))`` without overflow."""
+    return np.where(x < 0, x, x.dtype.type(0)) - np.log1p(np.exp(-np.abs(x)))
+
+
+def mish_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``grad * (t + x * sigmoid(x) * (1 - t^2))``, ``t = tanh(log1p(exp(x)))``."""
+    t = np.tanh(np.log1p(np.exp(x)))
+    return grad * (t + x * sigmoid(x) * (1 - t * t))
 
 
 def hardsigmoid(x: np.ndarray) -> np.ndarray:
@@ -268,16 +254,6 @@ def hardswish_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
 def mish(x: np.ndarray) -> np.ndarray:
     """``x * tanh(log1p(exp(x)))``."""
     return _run("mish", x)
-
-
-def mish_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``grad * (t + x * sigmoid(x) * (1 - t^2))``, ``t = tanh(log1p(exp(x)))``."""
-    return _run("mish_backward", grad, x)
-
-
-def log_sigmoid(x: np.ndarray) -> np.ndarray:
-    """``min(x, 0) - log1p(exp(-|x|))``: ``log(sigmoid(x))`` without overflow."""
-    return _run("log_sigmoid", x)
 
 
 def log_sigmoid_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
