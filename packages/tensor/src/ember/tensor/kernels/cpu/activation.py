@@ -1,6 +1,10 @@
-"""The logistic sigmoid and the output-based derivatives of sigmoid and tanh, as NumPy ufuncs
-compiled by Numba (float32 and float64 loops; other float dtypes are computed in float32 and
-rounded once).
+"""The activation kernels: the logistic sigmoid and the output-based derivatives of sigmoid
+and tanh, silu, hardsigmoid, hardswish and mish (forward) and their backward where one, as
+NumPy ufuncs compiled by Numba (float32 and float64 loops; other float dtypes are computed in
+float32 and rounded once); softplus, elu, log_sigmoid and mish's backward as NumPy expressions
+(NumPy's SIMD exp, expm1 and log1p: called from one Numba loop they did not vectorize);
+threshold_backward as an njit loop. The piecewise ones compare a NaN (to take PyTorch's side of
+each piece), which raises NumPy's invalid flag: their callers run them under ``errstate``.
 
 A call costs what a NumPy ufunc's does (the compiled loops are called through the plain NumPy
 ufunc, not Numba's Python-level DUFunc wrapper), where the NumPy expressions these replace took
@@ -61,11 +65,7 @@ def _build() -> None:
     def _tanh_backward(g, y):
         return g * (_ONE_F - y * y)
 
-    # Numba's DUFunc wrapper dispatches in Python (0.9 us a call on a 1x64 array); its
-    # ``ufunc`` is the plain NumPy ufunc with the loops compiled above (0.3 us). The DUFuncs
-    # stay referenced: they own the compiled code those loops point into.
-    # the activations of ember.tensor._activation_ops, PyTorch's CPU formulas and conditions
-    # (the parameters are float arrays or numbers, broadcast as ufunc operands)
+    # the activations of ember.tensor._activation_ops: PyTorch's CPU formulas and conditions
     @numba.vectorize(unary, **opts)
     def _silu(x):
         return x * vsigmoid(x)
@@ -103,11 +103,13 @@ def _build() -> None:
     def _mish(x):
         return x * _tanh_softplus(x)
 
-
     @numba.vectorize(binary, **opts)
     def _log_sigmoid_backward(g, x):  # grad * sigmoid(-x)
         return g * vsigmoid(-x)
 
+    # Numba's DUFunc wrapper dispatches in Python (0.9 us a call on a 1x64 array); its
+    # ``ufunc`` is the plain NumPy ufunc with the loops compiled above (0.3 us). The DUFuncs
+    # stay referenced: they own the compiled code those loops point into.
     made = dict(mish=_mish, log_sigmoid_backward=_log_sigmoid_backward, sigmoid=_sigmoid,
                 sigmoid_backward=_sigmoid_backward,
                 tanh_backward=_tanh_backward, silu=_silu, silu_backward=_silu_backward,
