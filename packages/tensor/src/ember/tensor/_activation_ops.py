@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from ._checks import check_same_device, not_implemented
+from ._fpstate import quiet
 from ._registry import array_module, defop
 from ._tensor import Tensor
 from .kernels import get as _kernel
@@ -34,7 +35,6 @@ __all__ = ["silu", "silu_backward", "gelu", "gelu_backward", "softplus", "softpl
 
 _make = Tensor._make
 _F32 = np.dtype(np.float32)
-_quiet = {"all": "ignore"}
 _SQRT1_2 = 1 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 _KBETA = math.sqrt(2 / math.pi)  # the tanh approximation's constants
@@ -61,7 +61,7 @@ def _done(r, dtype) -> Tensor:
 def _act_kernel(op: str, tensors: tuple, *params) -> Tensor:
     """The kernel ``op`` of the tensors' device on their arrays, then ``params``."""
     xp, arrays, dt = _arrays(op, *tensors)
-    with np.errstate(**_quiet):
+    with quiet():
         return _done(_kernel(op, xp)(*arrays, *params), dt)
 
 
@@ -91,7 +91,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     x^3)))``)."""
     _check_approximate("gelu", approximate)
     xp, (x,), dt = _arrays("gelu", input)
-    with np.errstate(**_quiet):
+    with quiet():
         if approximate == "tanh":
             r = 0.5 * x * (1 + xp.tanh(_KBETA * (x + _KKAPPA * x * x * x)))
         else:
@@ -104,7 +104,7 @@ def gelu_backward(grad_output: Tensor, input: Tensor, approximate: str = "none")
     """``grad * (Phi(x) + x phi(x))``, or the tanh approximation's derivative."""
     _check_approximate("gelu_backward", approximate)
     xp, (g, x), dt = _arrays("gelu_backward", grad_output, input)
-    with np.errstate(**_quiet):
+    with quiet():
         if approximate == "tanh":
             t = xp.tanh(_KBETA * (x + _KKAPPA * x * x * x))
             inner = _KBETA * (1 + 3 * _KKAPPA * x * x)
@@ -146,7 +146,7 @@ def elu_backward(grad_output: Tensor, alpha: float, scale: float, input_scale: f
     exp(input_scale x)`` (from the input), or ``grad input_scale (y + alpha scale)`` (from
     the output ``y``, ``is_result``)."""
     xp, (g, v), dt = _arrays("elu_backward", grad_output, self_or_result)
-    with np.errstate(**_quiet):
+    with quiet():
         return _done(_kernel("elu_backward", xp)(g, alpha, scale, input_scale, bool(is_result),
                                                  v), dt)
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ._fpstate import quiet
 from ._tensor import Tensor, _device_of
 
 _ndarray = np.ndarray
@@ -220,5 +221,5 @@ def checked_scalar(op: str, value, np_dtype):
         return np_dtype.type(f)
     if np_dtype.itemsize > 2:
         raise _overflow(op, value, np_dtype)
-    with np.errstate(over="ignore"):  # a finite value past a half-precision range: inf
+    with quiet():  # a finite value past a half-precision range: inf
         return np_dtype.type(f)

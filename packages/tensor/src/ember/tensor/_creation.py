@@ -11,6 +11,7 @@ import numpy as np
 from . import _dtype as D
 from ._checks import check_int, checked_scalar
 from ._device import CPU, device, to_device
+from ._fpstate import quiet
 from ._registry import array_module, defop, with_out
 from ._tensor import Size, Tensor, _device_of
 
@@ -554,7 +555,7 @@ def clone(input: Tensor, *, memory_format=None) -> Tensor:
 def _to_copy(input: Tensor, device_: device | None, dtype: D.dtype | None) -> Tensor:
     arr = input._data
     if dtype is not None and arr.dtype != dtype.np:
-        with np.errstate(all="ignore"):  # out-of-range casts give inf/wrap, as in PyTorch
+        with quiet():  # out-of-range casts give inf/wrap, as in PyTorch
             arr = arr.astype(dtype.np)
     moved = _on(arr, device_)
     if moved is input._data:

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import arg_type_error, check_dtype, check_int, not_implemented, scalar_type_name
+from ._fpstate import quiet
 from ._nn_ops import _log_softmax, _softmax
 from ._reduction import _one_dim, _pmq, _return_type
 from ._registry import array_module, defop, with_out
@@ -117,7 +118,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
         lo_hi[0] if neginf is None else neginf)
     if r.dtype == dt:
         return _make(r)
-    with np.errstate(over="ignore"):  # a replacement beyond float16's range: inf, as PyTorch
+    with quiet():  # a replacement beyond float16's range: inf, as PyTorch
         return _make(r.astype(dt))
 
 

@@ -30,6 +30,7 @@ from ._checks import (
     checked_scalar,
     scalar_type_name,
 )
+from ._fpstate import quiet
 from ._registry import array_module, defop
 from ._tensor import Tensor, _legacy_name, _ptr, _root, _wrap_dim
 
@@ -531,7 +532,7 @@ def _value_array(value, target, op: str, rshape: tuple, advanced: bool):
                         f"Target sizes: {list(rshape)}.  Tensor sizes: {list(vshape)}")
         v = v.reshape(vshape)
         if v.dtype != target.dtype:
-            with np.errstate(all="ignore"):
+            with quiet():
                 v = v.astype(target.dtype)
         return v
     if isinstance(value, (numbers.Number, np.generic)) and not isinstance(value, complex):

@@ -25,6 +25,7 @@ import numbers
 import numpy as np
 
 from ._checks import scalar_type_name
+from ._fpstate import quiet
 from ._reduction import _dims, _on_kernel, _return_type
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
@@ -176,7 +177,7 @@ def linalg_det(A: Tensor) -> Tensor:
     _check_square("linalg.det", a)
     _check_float("linalg.det", a, half_kernel="lu_cpu", complex_ok=True)
     xp = _xp(a)
-    with np.errstate(over="ignore"):  # a determinant past the dtype's range is inf, silently
+    with quiet():  # a determinant past the dtype's range is inf, silently
         return _make(xp.asarray(xp.linalg.det(a)).astype(a.dtype, copy=False))
 
 
@@ -275,7 +276,7 @@ def _tri_solve_arrays(xp, a, b, upper: bool, left: bool, unitriangular: bool):
             st = None
         if st is not None and t.ndim == 2:
             return st(t, b, lower=not upper, check_finite=False)
-    with np.errstate(all="ignore"):
+    with quiet():
         try:
             return xp.linalg.solve(t, b)
         except np.linalg.LinAlgError:
@@ -620,7 +621,7 @@ def linalg_vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *,
     elif ord == 2:
         r = xp.sqrt((a * a).sum(axis=axes, keepdims=keepdim))
     else:
-        with np.errstate(divide="ignore"):
+        with quiet():
             r = (a ** ord).sum(axis=axes, keepdims=keepdim) ** (1.0 / ord)
     return _make(xp.asarray(r).astype(d.dtype, copy=False))
 

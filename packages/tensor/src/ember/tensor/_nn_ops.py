@@ -25,6 +25,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import check_same_device, not_implemented, scalar_type_name
+from ._fpstate import quiet
 from ._linalg import linear
 from ._registry import array_module, defop
 from ._tensor import Tensor, _wrap_dim
@@ -1366,7 +1367,7 @@ def cross_entropy_loss(input: Tensor, target: Tensor, weight: Tensor | None = No
     if r == 2:
         return _make(xp.asarray(total, dtype=dt))
     denom = _ce_denominator(flat, w, ignore_index, dt)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with quiet():
         val = total / denom if denom else total * np.nan
     return _make(xp.asarray(val, dtype=dt))
 
@@ -1397,7 +1398,7 @@ def _cross_entropy_loss_backward(grad_output: Tensor, input: Tensor, target: Ten
         scale = g.reshape(()).astype(np.float64)
         if r == 1:
             denom = _ce_denominator(flat, w, ignore_index, dt)
-            with np.errstate(invalid="ignore", divide="ignore"):
+            with quiet():
                 scale = scale / denom if denom else scale * np.nan
         go = xp.full(N, scale, dtype=dt) if xp is np else xp.broadcast_to(
             xp.asarray(scale, dtype=dt), (N,))
@@ -1480,7 +1481,7 @@ def nll_loss_forward(input: Tensor, target: Tensor, weight: Tensor | None, reduc
     else:
         out = loss.sum(dtype=acc)
         if r == 1:
-            with np.errstate(invalid="ignore", divide="ignore"):
+            with quiet():
                 out = out / total_weight
     return _make(xp.asarray(out, dtype=dt)), _make(xp.asarray(total_weight, dtype=dt))
 

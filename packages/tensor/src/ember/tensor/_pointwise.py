@@ -8,6 +8,7 @@ promotion (see ``_dtype``); integer inputs to float functions give the default f
 from __future__ import annotations
 
 import numbers
+from functools import partial
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from ._checks import (
     scalar_type_name,
 )
 from ._creation import _on
+from ._fpstate import quiet as _quiet
+from ._fpstate import quiet_call as _quiet_call
 from ._indexing import nonzero
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
@@ -31,7 +34,6 @@ from .kernels import get as _kernel
 
 _make = Tensor._make
 _ndarray = np.ndarray
-_quiet = {"all": "ignore"}
 
 
 _device_error = device_error
@@ -172,7 +174,7 @@ def _bf16_binary(name: str, f, da, db) -> Tensor:
     da = da.astype(_F32) if hasattr(da, "shape") else da
     db = db.astype(_F32) if hasattr(db, "shape") else db
     try:
-        with np.errstate(**_quiet):  # NumPy's ufuncs take CuPy arrays through __array_ufunc__
+        with _quiet():  # NumPy's ufuncs take CuPy arrays through __array_ufunc__
             return _make(xp.asarray(f(da, db)).astype(_BF16))
     except ValueError:
         raise _broadcast_error(name, da, db) from None
@@ -200,12 +202,13 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
             if not _k:
                 _k.append(kernel(np))
             return _k[0](a, b, out=out)
-    fast_ok = not quiet or kernel is not None  # the two-array and array-number shortcuts below
+    elif quiet:  # an inf or nan is the result, as in PyTorch: no NumPy warning
+        npf = partial(_quiet_call, npf)
     bitwise = name.startswith("bitwise_")  # integer and bool kernels only, as in PyTorch
     is_sub = name == "sub"  # PyTorch refuses a bool operand
 
     def impl(input, other):
-        if input.__class__ is Tensor and other.__class__ is Tensor and fast_ok:
+        if input.__class__ is Tensor and other.__class__ is Tensor:
             da, db = input._data, other._data  # the common case: two CPU arrays, one dtype
             if da.__class__ is _ndarray and db.__class__ is _ndarray and da.dtype == db.dtype \
                     and (not float_result or da.dtype.kind == "f") \
@@ -224,7 +227,7 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
                 return t
         elif input.__class__ is Tensor and (other.__class__ is float or other.__class__ is int):
             da = input._data  # a float CPU tensor and a Python number: NumPy keeps the dtype
-            if da.__class__ is _ndarray and da.dtype.kind == "f" and fast_ok:
+            if da.__class__ is _ndarray and da.dtype.kind == "f":
                 r = npf(da, other)
                 t = object.__new__(Tensor)
                 t._data = r if r.__class__ is _ndarray else np.asarray(r)
@@ -244,11 +247,8 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
                 return _make(kernel(xp)(da, db))
             except ValueError:
                 raise _broadcast_error(name, da, db) from None
-        f = npf if xp is np else getattr(xp, ufunc_name)
+        f = npf if xp is np else getattr(xp, ufunc_name)  # CuPy's ufuncs do not warn
         try:
-            if quiet and kernel is None:
-                with np.errstate(**_quiet):
-                    return _make(f(da, db))
             return _make(f(da, db))
         except ValueError:
             raise _broadcast_error(name, da, db) from None
@@ -274,7 +274,7 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
             input._bump()
             return input
         f = npf if xp is np else getattr(xp, ufunc_name)
-        with np.errstate(**_quiet):
+        with _quiet():
             f(da, db, out=input._data, casting="unsafe")
         input._bump()
         return input
@@ -718,13 +718,12 @@ def _unary(name: str, fn, desc: str, float_out: bool):
             _no_complex(name, d)
         if float_out and d.dtype.kind not in "fc":
             if d.dtype == _BF16:  # computed in float32, rounded once
-                with np.errstate(**_quiet):
+                with _quiet():
                     return _make(xp.asarray(compute(xp, d.astype(_F32))).astype(_BF16))
             d = d.astype(default[0].np)
         if not quiet:
             return _make(compute(xp, d))
-        with np.errstate(**_quiet):
-            return _make(compute(xp, d))
+        return _make(_quiet_call(compute, xp, d))
 
     def impl_(input: Tensor):
         d = input._data
@@ -734,7 +733,7 @@ def _unary(name: str, fn, desc: str, float_out: bool):
             _check_cast(name + "_", default[0].np, d.dtype)
         _check_inplace(input, name + "_")
         xp = np if isinstance(d, _ndarray) else array_module(d)
-        with np.errstate(**_quiet):
+        with _quiet():
             d[...] = compute(xp, d.astype(_F32) if d.dtype == _BF16 else d)
         input._bump()
         return input
@@ -1152,7 +1151,7 @@ def _elementwise(op: str, input, other, compute, kinds: str, float_result: bool 
         da = da.astype(_F32) if hasattr(da, "shape") else da
         db = db.astype(_F32) if hasattr(db, "shape") else db
     try:
-        with np.errstate(**_quiet):
+        with _quiet():
             r = xp.asarray(compute(xp, da, db))
     except ValueError:
         raise _broadcast_error(op, da, db) from None

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from . import _dtype as D
+from ._fpstate import quiet
 from ._registry import array_module
 from ._tensor import Tensor
 
@@ -106,7 +107,7 @@ class _Formatter:
             for v in flat.tolist():
                 self.max_width = max(self.max_width, len(f"{v}"))
             return
-        with np.errstate(all="ignore"):
+        with quiet():
             nz = flat[np.isfinite(flat) & (flat != 0)]
         if nz.size == 0:
             return

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import not_implemented, scalar_type_name
+from ._fpstate import quiet
 from ._pointwise import sqrt, where
 from ._registry import array_module, defop, with_out, write_out
 from ._tensor import Tensor
@@ -43,7 +44,6 @@ _ndarray = np.ndarray
 _int64 = np.dtype(np.int64)
 _float16 = np.dtype(np.float16)
 _float32 = np.dtype(np.float32)
-_quiet = {"all": "ignore"}
 
 
 # ---------------------------------------------------------------------------- return types
@@ -288,7 +288,7 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
             return None
         fn, view, size, shape = plan
         if fn is None:  # NumPy: axes, keepdim, and whether the result is 0-d (a NumPy scalar)
-            with np.errstate(**_quiet):  # an overflow to inf is PyTorch's result, no warning
+            with quiet():  # an overflow to inf is PyTorch's result, no warning
                 if shape:
                     return _add_reduce(d, view, out=_empty((), d.dtype))
                 return _add_reduce(d, view, keepdims=size)
@@ -332,7 +332,7 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     if r is None:  # integers and bool (int64), float16, complex, a cast to dtype, CuPy
         dims = _dims(dim, d.ndim, "sum")
         out = _out_dtype(d, dtype, "sum")
-        with np.errstate(**_quiet):
+        with quiet():
             r = array_module(d).sum(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
             r = _own(r.astype(out, copy=False), d)
     return _make(r)
@@ -384,7 +384,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
         dims = _dims(dim, d.ndim, "mean")
         xp = array_module(d)
         s = d.sum(axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
-        with np.errstate(**_quiet):
+        with quiet():
             r = _own(xp.true_divide(s, _count(d, dims)).astype(out, copy=False), d)
     return _make(r)
 
@@ -424,7 +424,7 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     r = _on_kernel("prod", d, dim, keepdim, "prod_reduce") if out == d.dtype else None
     if r is not None:
         return _make(r)
-    with np.errstate(**_quiet):  # an overflow to inf is PyTorch's result, no warning
+    with quiet():  # an overflow to inf is PyTorch's result, no warning
         r = array_module(d).prod(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
         return _make(_own(r.astype(out, copy=False), d))
 
@@ -461,7 +461,7 @@ def _var(input: Tensor, dim=None, *, correction=1, keepdim: bool = False) -> Ten
     acc = _acc(d.dtype)
     axes = _axes(d, dims)
     x = d.astype(acc, copy=False)
-    with np.errstate(**_quiet):
+    with quiet():
         m = xp.true_divide(x.sum(axis=axes, keepdims=True), n).astype(acc, copy=False)
         dev = x - m
         if dev.dtype.kind == "c":  # |x - mean|^2: a complex tensor's variance is real
@@ -568,7 +568,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None,
     axes = _axes(d, dims)
     out_dt = d.dtype
     a = xp.abs(d.astype(_acc(out_dt), copy=False))
-    with np.errstate(**_quiet):
+    with quiet():
         if math.isinf(p):
             if a.size == 0 and _count(d, dims) == 0:
                 raise RuntimeError(
@@ -779,7 +779,7 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     r = _on_kernel("logsumexp", x, dims, keepdim, "logsumexp_reduce")
     if r is not None:  # float16 computes in float32
         return _make(r.astype(out, copy=False))
-    with np.errstate(**_quiet):
+    with quiet():
         m = xp.amax(x.real, axis=axes, keepdims=True)  # a complex shift keeps its phase
         m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
         s = xp.sum(xp.exp(x - m), axis=axes, keepdims=True)
@@ -1423,7 +1423,7 @@ def histogram(input: Tensor, bins, *, range=None, weight: Tensor | None = None, 
     d = input._data
     edges = _hist_edges("histogram", d, bins, range, 0)
     xp = array_module(d)
-    with np.errstate(**_quiet):  # density of no samples: 0 / 0
+    with quiet():  # density of no samples: 0 / 0
         hist, _ = xp.histogram(d.reshape(-1), bins=edges, weights=None if w is None else
                                w.reshape(-1), density=density)
     return return_types.histogram(_make(hist.astype(d.dtype)), _make(edges.copy()))
@@ -1460,7 +1460,7 @@ def histogramdd(input: Tensor, bins, *, range=None, weight: Tensor | None = None
     edges = [_hist_edges("histogramdd", pts[:, i], per[i], None if range is None else
                          range[2 * i:2 * i + 2], i) for i in builtins.range(k)]
     xp = array_module(d)
-    with np.errstate(**_quiet):
+    with quiet():
         hist, _ = xp.histogramdd(pts, bins=edges, weights=None if w is None else
                                  w.reshape(-1), density=density)
     return return_types.histogramdd(_make(hist.astype(d.dtype)),

@@ -42,6 +42,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic, overload
 
+from ..._fpstate import quiet
 from ._vmath import like_scalar, vexp, vexp2, vlog1p
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2"]
@@ -343,7 +344,7 @@ def _binary(a, b, mode: int, out):
 def _general(a, b, mode: int):
     dt = _result_dtype(a, b)
     if dt.kind in "iu":  # integers: NumPy's loops are the hardware division already
-        with np.errstate(all="ignore"):  # x // -1 at the minimum wraps, as PyTorch's
+        with quiet():  # x // -1 at the minimum wraps, as PyTorch's
             return np.asarray(_INT_UFUNC[mode](a, b))
     if dt.kind != "f":
         raise TypeError(f"{_NAMES[mode]}: no kernel for dtype {dt}")
@@ -364,7 +365,7 @@ def _floordiv_f16(a, b, m):
     """PyTorch's float16 ``div_floor_floating`` (each step rounded to float16) from
     ``m = fmod(a, b)``, in NumPy's float16 arithmetic."""
     one = np.float16(1)
-    with np.errstate(all="ignore"):
+    with quiet():
         q = a / b
         div = (a - m) / b
         div = np.where((m != 0) & ((b < 0) != (m < 0)), div - one, div)
@@ -416,7 +417,7 @@ def nan_to_num(x, nan, posinf, neginf):
     out = np.empty(x.shape, x.dtype)
     flat_x, flat_out = x.reshape(-1).view(part), out.reshape(-1).view(part)
     if part.itemsize == 4 and max(abs(nan), abs(posinf), abs(neginf)) > _F32_MAX:
-        with np.errstate(over="ignore"):  # a replacement beyond float32's range: inf
+        with quiet():  # a replacement beyond float32's range: inf
             nan, posinf, neginf = (part.type(v) for v in (nan, posinf, neginf))
     t = part.type
     _nan_to_num(flat_x, flat_out, t(nan), t(posinf), t(neginf))

@@ -1,0 +1,53 @@
+"""NumPy's floating-point warnings, off for the span of an op, at a sixth of ``np.errstate``'s cost.
+
+PyTorch never warns about an overflow, a division by zero or an invalid operation: the inf or
+nan is the op's result. NumPy warns unless its error state says to ignore them, and
+``with np.errstate(all="ignore")`` costs about 1 us a use (it builds the state anew every
+time), as much as a whole op on a small tensor. NumPy 2 keeps the error state in one context
+variable (which is why ``errstate`` is thread- and async-safe); setting that variable to a
+state built once, here, and resetting it with its token costs about 0.15 us and restores
+exactly the state the caller had, nested or not.
+
+The quiet state is built at import: during an op it carries the buffer size and error callback
+of that moment (``np.setbufsize`` / ``np.seterrcall`` made later do not apply inside ember's
+ops; with every error ignored the callback is never called).
+
+>>> import numpy as np
+>>> with quiet():
+...     float(np.float32(1) / np.float32(0))
+inf
+>>> quiet_call(np.log, np.float64(-1.0))
+np.float64(nan)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy._core._ufunc_config import _extobj_contextvar as _state  # NumPy >= 2.0
+
+__all__ = ["quiet", "quiet_call"]
+
+with np.errstate(all="ignore"):
+    _QUIET = _state.get()
+
+
+def quiet_call(f, *args, **kwargs):
+    """``f(*args, **kwargs)`` with NumPy's floating-point warnings off."""
+    token = _state.set(_QUIET)
+    try:
+        return f(*args, **kwargs)
+    finally:
+        _state.reset(token)
+
+
+class quiet:
+    """``with quiet():`` -- NumPy's floating-point warnings off for the block (a fresh object
+    each use: the token that restores the caller's state lives on it)."""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _state.set(_QUIET)
+
+    def __exit__(self, *exc) -> None:
+        _state.reset(self._token)
