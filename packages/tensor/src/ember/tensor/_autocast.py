@@ -31,6 +31,7 @@ import weakref
 import numpy as np
 
 from . import _dtype as D
+from ._creation import _to_copy
 from ._registry import _state
 from ._tensor import Tensor
 
@@ -104,8 +105,6 @@ def _cast(t, dtype: D.dtype, dev: str):
     d = t._data.dtype
     if d not in _ELIGIBLE or d is dtype.np or _device_type(t) != dev:
         return t
-    from ._creation import _to_copy
-
     st = _tls
     cached = st.depth and st.cur[dev][2] and t.grad_fn is None and t.requires_grad
     if cached:

@@ -20,12 +20,15 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import arg_type_error, check_dtype, check_int, not_implemented, scalar_type_name
+from ._complex import complex as _complex
+from ._creation import empty_strided, ones_like, tensor, tril, triu
+from ._device import CPU, DEFAULT_DEVICE, to_device
 from ._fpstate import quiet
 from ._nn_ops import _log_softmax, _softmax
 from ._reduction import _one_dim, _pmq, _return_type
-from ._registry import array_module, defop, with_out
+from ._registry import array_module, defop, with_out, write_out
 from ._scatter import _scatter_check, _scatter_raw, gather
-from ._tensor import Tensor, _autograd
+from ._tensor import Tensor, _autograd, _legacy_dtype_from_name
 from .kernels import get as _kernel
 
 _make = Tensor._make
@@ -173,8 +176,6 @@ def isreal(input: Tensor) -> Tensor:
     >>> isreal(tensor([1., 2.]))
     tensor([True, True])
     """
-    from ._creation import ones_like
-
     return ones_like(input, dtype=D.bool)
 
 
@@ -445,8 +446,6 @@ def _cum(kind, fn_idx, name):
         vals = gather(input, dim, idx) if input.dim() else input.clone()
         r = kind(vals, idx)
         if out is not None:
-            from ._registry import write_out
-
             return kind(*write_out(name, (vals, idx), out))
         return r
 
@@ -532,8 +531,6 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 
 # ---------------------------------------------------------------------------- factories
 def _index_pairs(row: int, col: int, offset: int, lower: bool, dtype, device):
-    from ._creation import tensor
-
     r, c = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
     return tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or D.int64, device=device)
 
@@ -564,8 +561,6 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
 def _window(name, values):
     def fn(window_length: int, periodic: bool = True, *args, dtype=None, layout=None,
            device=None, requires_grad: bool = False, **kw) -> Tensor:
-        from ._creation import tensor
-
         if window_length < 0:
             raise RuntimeError(f"{name} requires non-negative window_length, got "
                                f"window_length={window_length}")
@@ -753,8 +748,6 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     """
     import warnings
 
-    from ._creation import tensor
-
     if not isinstance(input, Tensor):
         raise arg_type_error("cov", "input", 1, input)
     if input.dim() > 2:
@@ -835,8 +828,6 @@ def corrcoef(input: Tensor) -> Tensor:
     c = c / sd.reshape(-1, 1)
     c = c / sd.reshape(1, -1)
     if c.is_complex():  # each part clipped, as PyTorch does
-        from ._complex import complex as _complex
-
         return _complex(c.real.clip(-1, 1), c.imag.clip(-1, 1))
     return c.clip(-1, 1)
 
@@ -874,7 +865,6 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
     if not input.is_floating_point():
         raise RuntimeError(f"renorm(): Expected a floating point or complex tensor as input. "
                            f"Got {scalar_type_name(input._data.dtype)}")
-    from ._creation import ones_like
     from ._pointwise import where
 
     norms = input.norm(p, [i for i in range(nd) if i != d], keepdim=True)
@@ -970,8 +960,6 @@ def _inplace_forms():
         "tril_": None, "triu_": None, "deg2rad_": deg2rad, "rad2deg_": rad2deg,
         "renorm_": renorm,
     }
-    from ._creation import tril, triu
-
     forms["tril_"], forms["triu_"] = tril, triu
     return {k: _assign(k, v) for k, v in forms.items()}
 
@@ -1113,15 +1101,11 @@ def get_default_device():
     >>> get_default_device()
     device(type='cpu')
     """
-    from ._device import DEFAULT_DEVICE
-
     return DEFAULT_DEVICE[0]
 
 
 def set_default_device(device) -> None:
     """Make ``device`` (None: ``cpu``) the default device of factory functions."""
-    from ._device import CPU, DEFAULT_DEVICE, to_device
-
     DEFAULT_DEVICE[0] = CPU if device is None else to_device(device)
 
 
@@ -1129,8 +1113,6 @@ def set_default_tensor_type(t) -> None:
     """The legacy form of :func:`set_default_dtype`: a tensor type (``DoubleTensor``) or its
     name (``'torch.DoubleTensor'``); floating types only."""
     import warnings
-
-    from ._tensor import _legacy_dtype_from_name
 
     warnings.warn("set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
                   "set_default_dtype() and set_default_device() as alternatives.",
@@ -1314,8 +1296,6 @@ def new_empty_strided(input: Tensor, size, stride, *, dtype=None, device=None,
                       requires_grad: bool = False, layout=None, pin_memory: bool = False):
     """An uninitialized tensor with the given size and strides, of ``input``'s dtype and
     device unless given."""
-    from ._creation import empty_strided
-
     return empty_strided(size, stride, dtype=input.dtype if dtype is None else dtype,
                          device=input.device if device is None else device,
                          requires_grad=requires_grad)

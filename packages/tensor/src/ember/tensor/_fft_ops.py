@@ -23,7 +23,7 @@ import numpy as np
 from . import _dtype as D
 from ._checks import scalar_type_name
 from ._complex import conj
-from ._creation import zeros
+from ._creation import tensor, zeros
 from ._registry import array_module, defop, write_out
 from ._shape import cat
 from ._tensor import Tensor
@@ -497,14 +497,10 @@ def ihfft2(input: Tensor, s: Sequence[int] | None = None, dim: Sequence[int] = (
 
 
 def _freqs(vals, n: int, d: float, dtype, device, requires_grad, out):
-    from ._creation import tensor
-
     dt = dtype or (out.dtype if out is not None else D.get_default_dtype())
     r = tensor([v / (n * d) for v in vals], dtype=dt, device=device,
                requires_grad=requires_grad)
     if out is not None:
-        from ._registry import write_out
-
         return write_out("fftfreq", r, out)
     return r
 

@@ -24,11 +24,18 @@ import numbers
 
 import numpy as np
 
+from . import _dtype as D
 from ._checks import scalar_type_name
+from ._complex import conj
+from ._creation import eye, full_like, ones_like, tril, triu, zeros
 from ._fpstate import quiet
-from ._reduction import _dims, _on_kernel, _return_type
-from ._registry import array_module, defop, with_out
-from ._tensor import Tensor
+from ._linalg import _add_scaled, diag, dot, outer, tensordot
+from ._pointwise import add, log, where
+from ._reduction import _dims, _on_kernel, _return_type, amax, amin
+from ._reduction import sum as _sum
+from ._registry import array_module, defop, with_out, write_out
+from ._scatter import gather
+from ._tensor import Tensor, _wrap_dim
 
 _make = Tensor._make
 _abs, _max, _min = builtins.abs, builtins.max, builtins.min
@@ -627,8 +634,6 @@ def linalg_vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *,
 
 
 def _dtype_np(dtype):
-    from . import _dtype as D
-
     if isinstance(dtype, D.dtype):
         return dtype.np
     return np.dtype(dtype)
@@ -729,8 +734,6 @@ def geqrf(input: Tensor, *, out=None):
     >>> geqrf(eye(2)).tau.shape
     ember.Size([2])
     """
-    from ._registry import write_out
-
     r = _geqrf(input)
     if out is not None:
         r = write_out("geqrf", r, out)
@@ -745,8 +748,6 @@ def _et():
 
 
 def _eye_like(A: Tensor, n: int | None = None) -> Tensor:
-    from ._creation import eye
-
     n = A.shape[-1] if n is None else n
     return eye(n, dtype=A.dtype, device=A.device)
 
@@ -758,13 +759,10 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     >>> diag_embed(tensor([[1., 2.]])).shape
     ember.Size([1, 2, 2])
     """
-    from ._creation import zeros
     from ._shape import diagonal_scatter, movedim  # noqa: F401
 
     n = input.shape[-1] + _abs(offset) if input.dim() else 1
     out_dim = input.dim() + 1
-    from ._tensor import _wrap_dim
-
     d1 = _wrap_dim(dim1, out_dim, "diag_embed")
     d2 = _wrap_dim(dim2, out_dim, "diag_embed")
     if d1 == d2:
@@ -803,8 +801,6 @@ def _perm_from_pivots(piv: Tensor, m: int):
 
 def _rows(Y: Tensor, perm) -> Tensor:
     """``Y[..., perm, :]`` along dim -2 with a batched permutation (differentiable gather)."""
-    from ._scatter import gather
-
     idx = Tensor._make(perm)
     batch = tuple(np.broadcast_shapes(tuple(idx.shape[:-1]), tuple(Y.shape[:-2])))
     Y = Y.expand(*batch, *Y.shape[-2:])
@@ -825,8 +821,6 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     tensor([[1., 0.],
             [0., 1.]])
     """
-    from ._creation import eye, tril, triu, zeros
-    from ._pointwise import add
     from ._shape import narrow
 
     m, n = LU_data.shape[-2:]
@@ -848,16 +842,12 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
         P = zeros(0, dtype=LU_data.dtype, device=LU_data.device)
     r = RT.lu_unpack(P, L, U)
     if out is not None:
-        from ._registry import write_out
-
         return RT.lu_unpack(*write_out("lu_unpack", tuple(r), out))
     return r
 
 
 def _ret(kind, values, out, name):
     if out is not None:
-        from ._registry import write_out
-
         values = write_out(name, tuple(values), out)
     return kind(*values)
 
@@ -909,13 +899,8 @@ def logdet(input: Tensor) -> Tensor:
     >>> logdet(eye(2))
     tensor(0.)
     """
-    from ._creation import full_like
-    from ._pointwise import where
-
     sign, ld = linalg_slogdet(input)
     if sign.is_complex():  # log(det) = log|det| + i arg(det): the sign's log
-        from ._pointwise import log
-
         return ld + log(sign)
     ld = where(sign == 0, full_like(ld, -math.inf), ld)
     return where(sign < 0, full_like(ld, math.nan), ld)
@@ -994,8 +979,6 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
     tensor([1., 1.])
     """
     if not compute_uv:
-        from ._creation import zeros
-
         S = linalg_svd(input, full_matrices=False)[1]
         m, n = input.shape[-2:]
         z = zeros(*input.shape[:-2], m, m if not some else _min(m, n), dtype=input.dtype,
@@ -1068,8 +1051,6 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out=None):
     LU, piv, info = linalg_lu_factor_ex(A, pivot=pivot)
     r = (LU, piv, info) if get_infos else (LU, piv)
     if out is not None:
-        from ._registry import write_out
-
         return write_out("lu", r, out)
     return r
 
@@ -1094,8 +1075,6 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     tensor([[1.],
             [1.]])
     """
-    from ._tensor import Tensor as _T2  # noqa: F401
-
     M = A.mT if transpose else A
     X = _solve_tri(M, b, upper=(upper != transpose), unitriangular=unitriangular)
     return _ret(RT.triangular_solve, (X, A.clone()), out, "triangular_solve")
@@ -1109,7 +1088,6 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     tensor([[1., 0.],
             [0., 1.]])
     """
-    from ._creation import zeros
     from ._shape import cat, narrow
 
     op = "torch.linalg.householder_product"
@@ -1165,7 +1143,6 @@ def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
     tensor([[1., 0.],
             [0., 1.]])
     """
-    from ._creation import zeros
     from ._shape import cat
 
     m = input.shape[-2]
@@ -1192,8 +1169,6 @@ def chain_matmul(*matrices, out=None) -> Tensor:
     else:
         r = multi_dot(list(matrices))
     if out is not None:
-        from ._registry import write_out
-
         return write_out("chain_matmul", r, out)
     return r
 
@@ -1245,9 +1220,6 @@ multi_dot.__name__ = "multi_dot"
 
 def _matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
                  dtype=None) -> Tensor:
-    from ._reduction import amax, amin
-    from ._reduction import sum as _sum
-
     op = "linalg.matrix_norm"
     if A.dim() < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
@@ -1314,8 +1286,6 @@ def nuclear_norm(input: Tensor, dim=None, keepdim: bool = False, *, out=None) ->
         dim, keepdim = None, dim
     r = _matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
     if out is not None:
-        from ._registry import write_out
-
         return write_out("nuclear_norm", r, out)
     return r
 
@@ -1338,9 +1308,6 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
     >>> vdot(tensor([1., 2.]), tensor([3., 4.]))
     tensor(11.)
     """
-    from ._complex import conj
-    from ._linalg import dot
-
     return dot(conj(input) if input.is_complex() else input, other)
 
 
@@ -1351,8 +1318,6 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
     >>> inner(tensor([1., 2.]), tensor([[1., 0.], [0., 1.]]))
     tensor([1., 2.])
     """
-    from ._linalg import tensordot
-
     if input.dim() == 0 or other.dim() == 0:
         return input * other
     if input.shape[-1] != other.shape[-1]:
@@ -1386,8 +1351,6 @@ def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     tensor([[1, 0],
             [0, 2]])
     """
-    from ._linalg import diag
-
     return diag(input.reshape(-1), offset)
 
 
@@ -1403,8 +1366,6 @@ def adjoint(input: Tensor) -> Tensor:
                            f"Got {input.dim()}-D tensor.")
     t = input.transpose(-2, -1)
     if t.is_complex():
-        from ._complex import conj
-
         return conj(t)
     return t
 
@@ -1417,8 +1378,6 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
     tensor([[1., 1.],
             [2., 2.]])
     """
-    from ._linalg import _add_scaled, outer
-
     return _add_scaled("addr", input, outer(vec1, vec2), beta, alpha)
 
 
@@ -1430,8 +1389,6 @@ def _vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor
         raise RuntimeError("N must be non-negative.")
     cols = [x ** k if k else x * 0 + 1 for k in range(n)]
     if not cols:
-        from ._creation import zeros
-
         return zeros(*x.shape, 0, dtype=x.dtype, device=x.device)
     if not increasing:
         cols = cols[::-1]
@@ -1520,8 +1477,6 @@ def _euclidean_dist(x1: Tensor, x2: Tensor) -> Tensor:
     ``[-2 x1, |x1|^2, 1] @ [x2, 1, |x2|^2]^T``, clamped at 0 before the square root. Where
     that is 0 the gradient is 0, as in PyTorch's ``_euclidean_dist_backward`` (the square
     root only sees the positive entries)."""
-    from ._creation import ones_like
-    from ._pointwise import where
     from ._shape import cat
 
     n1 = (x1 * x1).sum(-1, keepdim=True)
@@ -1558,8 +1513,6 @@ def block_diag(*tensors: Tensor) -> Tensor:
     tensor([[1, 0, 0],
             [0, 2, 3]])
     """
-    from . import _dtype as D
-    from ._creation import zeros
     from ._shape import cat
 
     mats = []

@@ -25,6 +25,8 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import check_same_device, not_implemented, scalar_type_name
+from ._creation import tensor, zeros
+from ._dtype import from_numpy_dtype
 from ._fpstate import quiet
 from ._linalg import linear
 from ._registry import array_module, defop
@@ -432,8 +434,6 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
             k = tuple(weight.shape[2:])
             left, right = _same_padding(op, k, s, d, nd)
             if left != right:
-                from ._creation import zeros
-
                 # pad the odd element on the right by hand (constant zeros)
                 for i in range(nd):
                     extra = right[i] - left[i]
@@ -964,8 +964,6 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
         return losses
     if reduction == 2:
         return losses.sum()
-    from ._creation import tensor
-
     denom = tensor([max(v, 1) for v in tl], dtype=log_probs.dtype, device=log_probs.device)
     if losses.dim() == 0:
         return losses / denom.reshape(())
@@ -989,8 +987,6 @@ def _float_input(op: str, x, half_to_float: bool = False):
 
 
 def _dtype_str(dt) -> str:
-    from ._dtype import from_numpy_dtype
-
     return str(from_numpy_dtype(dt))
 
 

@@ -24,13 +24,14 @@ from ._checks import (
     not_implemented,
     scalar_type_name,
 )
-from ._creation import _on
+from ._creation import _on, tensor
 from ._fpstate import quiet as _quiet
 from ._fpstate import quiet_call as _quiet_call
 from ._indexing import nonzero
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
 from .kernels import get as _kernel
+from .kernels import special as _special_kernels
 
 _make = Tensor._make
 _ndarray = np.ndarray
@@ -587,21 +588,15 @@ def _sigmoid(xp, d):
 
 
 def _erf(xp, d):
-    from .kernels import special
-
-    return special.erf(xp, d)
+    return _special_kernels.erf(xp, d)
 
 
 def _erfc(xp, d):
-    from .kernels import special
-
-    return special.erfc(xp, d)
+    return _special_kernels.erfc(xp, d)
 
 
 def _erfinv(xp, d):
-    from .kernels import special
-
-    return special.erfinv(xp, d)
+    return _special_kernels.erfinv(xp, d)
 
 
 def _rsqrt(xp, d):
@@ -920,8 +915,6 @@ def _where(condition: Tensor, input, other) -> Tensor:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {condition.dtype}")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):  # two numbers
-        from ._creation import tensor
-
         input = tensor(input, device=condition.device)
     da, db, dt = _operands(input, other, "where")
     for t in (input, other):

@@ -25,8 +25,9 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import not_implemented, scalar_type_name
+from ._creation import full, full_like, tensor
 from ._fpstate import quiet
-from ._pointwise import sqrt, where
+from ._pointwise import isnan, lerp, logical_not, maximum, minimum, sqrt, true_divide, where
 from ._registry import array_module, defop, with_out, write_out
 from ._tensor import Tensor
 from .kernels import get as _kernel
@@ -395,8 +396,6 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
     >>> nanmean(tensor([1., float('nan'), 3.]))
     tensor(2.)
     """
-    from ._pointwise import isnan, logical_not, true_divide
-
     d = input._data
     if d.dtype.kind != "f":
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
@@ -667,8 +666,6 @@ def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     max(values=tensor([5, 7]), indices=tensor([1, 0]))
     """
     if isinstance(dim, Tensor):
-        from ._pointwise import maximum
-
         return maximum(input, dim)
     if dim is None:
         _check_numel(input._data, "max")
@@ -685,8 +682,6 @@ def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     min(values=tensor([1, 2]), indices=tensor([0, 1]))
     """
     if isinstance(dim, Tensor):
-        from ._pointwise import minimum
-
         return minimum(input, dim)
     if dim is None:
         _check_numel(input._data, "min")
@@ -1201,8 +1196,6 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     gradient flows to the selected elements: ranks ``q * (n - 1)`` over each sorted row (the
     count of non-NaN values for ``nanquantile``; a row holding NaN gives NaN for
     ``quantile``), moved by ``interpolation``, then interpolated between neighbours."""
-    from ._creation import full_like, tensor
-    from ._pointwise import isnan, lerp, logical_not, where
     from ._scatter import gather
 
     if not isinstance(input, Tensor):
@@ -1300,7 +1293,6 @@ def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
     >>> nanmedian(tensor([1., float('nan'), 3., 2.]))
     tensor(2.)
     """
-    from ._pointwise import isnan, logical_not
     from ._scatter import gather
 
     if not isinstance(input, Tensor):
@@ -1311,8 +1303,6 @@ def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
         raise NotImplementedError("nanmedian(): not implemented for 'Bool'")
     if dim is None:
         if d.size == 0:
-            from ._creation import full
-
             return full((), math.nan if d.dtype.kind == "f" else 0, dtype=input.dtype,
                         device=input.device)
         srt = sort(input.reshape(-1), stable=True)[0]

@@ -16,8 +16,11 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import check_dtype, not_implemented
+from ._creation import arange
 from ._fpstate import quiet
-from ._registry import array_module, defop
+from ._pointwise import _check_cast, _check_inplace
+from ._reduction import sum as _sum
+from ._registry import array_module, defop, write_out
 from ._tensor import Tensor
 from .kernels import get as _kernel
 
@@ -80,8 +83,6 @@ def _unary(name: str, compute, doc: str, differentiable: bool = True, half_ok: b
 
 
 def _write_inplace(input: Tensor, result: Tensor, name: str) -> Tensor:
-    from ._pointwise import _check_cast, _check_inplace
-
     d = input._data
     if result._data.dtype != d.dtype:
         _check_cast(name, result._data.dtype, d.dtype)
@@ -151,9 +152,6 @@ def polygamma_(input: Tensor, n: int) -> Tensor:
 
 
 def _mvlgamma(input: Tensor, p: int) -> Tensor:
-    from ._creation import arange
-    from ._reduction import sum as _sum
-
     if not isinstance(p, (int, np.integer)) or isinstance(p, bool):
         raise TypeError(f"mvlgamma(): argument 'p' (position 2) must be int, not "
                         f"{type(p).__name__}")
@@ -175,8 +173,6 @@ def mvlgamma(input: Tensor, p: int, *, out=None) -> Tensor:
     """
     r = _mvlgamma(input, p)
     if out is not None:
-        from ._registry import write_out
-
         return write_out("mvlgamma", r, out)
     return r
 

@@ -20,6 +20,11 @@ from __future__ import annotations
 
 import warnings
 
+from . import _dtype as D
+from ._complex import real, view_as_real
+from ._creation import arange, ones, zeros
+from ._scatter import index_add
+from ._shape import cat
 from ._tensor import Tensor
 
 __all__ = ["stft", "istft"]
@@ -55,9 +60,6 @@ def _istft_prefix(x: Tensor, n_fft, hop, win, window, center, normalized, onesid
 def _pad_last(x: Tensor, left: int, right: int, mode: str, shape3) -> Tensor:
     """``x`` padded on its last dim (``F.pad``'s 1-d modes), from slices, ``flip`` and
     ``cat``; ``shape3`` is the 3-d shape PyTorch's errors name."""
-    from ._creation import zeros
-    from ._shape import cat
-
     n = x.shape[-1]
     if mode not in _PAD_MODES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
@@ -88,9 +90,6 @@ def _pad_last(x: Tensor, left: int, right: int, mode: str, shape3) -> Tensor:
 def _full_window(window: Tensor | None, win_length: int, n_fft: int, like: Tensor) -> Tensor:
     """The window as ``n_fft`` samples: ones where none was given; a shorter one centred
     between zeros (``cat``, so the window's gradient flows)."""
-    from ._creation import ones, zeros
-    from ._shape import cat
-
     if window is None:
         window = ones(win_length, dtype=like.dtype if like.dtype.is_floating_point else None,
                       device=like.device)
@@ -123,7 +122,6 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     ...      return_complex=True).squeeze(-1)
     tensor([1.+0.j, 1.+0.j, 1.+0.j])
     """
-    from ._complex import view_as_real
     from ._fft_ops import fft, rfft
 
     if center and align_to_window is not None:
@@ -221,11 +219,7 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     >>> istft(S, 4, window=ones(4)).round()
     tensor([1., 2., 3., 4., 5., 6., 7., 8.])
     """
-    from . import _dtype as D
-    from ._complex import real
-    from ._creation import arange, zeros
     from ._fft_ops import ifft, irfft
-    from ._scatter import index_add
 
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
@@ -304,8 +298,6 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
         warnings.warn("The length of signal is shorter than the length parameter. Result is "
                       "being padded with zeros in the tail. Please check your center and "
                       "hop_length settings.", UserWarning, stacklevel=2)
-        from ._shape import cat
-
         tail = zeros(*out.shape[:-1], end - total, dtype=out.dtype, device=out.device)
         out = cat([out, tail], -1)
     return out

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
+_cpu = None  # cpu/erf.py (Numba), imported by the first call on the CPU
+
 
 def _apply(name: str, xp, d):
+    global _cpu
     # other dtypes (float16, bfloat16) are computed in float32 and rounded once, on both devices
     work = d if d.dtype in (np.float32, np.float64) else d.astype(np.float32)
     if xp is np:
-        from .cpu import erf as _erf
-
-        out = getattr(_erf, name)(work)
+        if _cpu is None:
+            from .cpu import erf as _cpu
+        out = getattr(_cpu, name)(work)
     else:
         from .._cupy import special_functions
 
