@@ -197,11 +197,23 @@ def _pmq(xp, a, axis: int):
                                            math.prod(a.shape[axis + 1:]))
 
 
+_FANCY_MAX = 1024  # indices up to which one fancy-indexing call beats the kernel call
+
+
 def _take_along(a, idx, axis: int):
     """``take_along_axis(a, idx, axis)`` for an in-range ``idx`` shaped like ``a`` outside
-    ``axis``: the ``gather_dim`` kernel over (P, M, Q) views, a C-contiguous result."""
+    ``axis``, a C-contiguous result: the ``gather_dim`` kernel over (P, M, Q) views, or for a
+    few indices (a max over a dim, a small sort) one fancy-indexing call, which costs less
+    than the kernel's call (4x64 rows: 2.7 us against 3.9) and more per element (a sort's
+    256x1024: 900 us against 250)."""
     xp = array_module(a)
     axis %= a.ndim
+    if idx.size <= _FANCY_MAX:
+        s = a.shape
+        p, q = math.prod(s[:axis]), math.prod(s[axis + 1:])
+        return a.reshape(p, s[axis], q)[xp.arange(p)[:, None, None],
+                                        idx.reshape(p, idx.shape[axis], q),
+                                        xp.arange(q)].reshape(idx.shape)
     out, _ = _kernel("gather_dim", xp)(_pmq(xp, a, axis), _pmq(xp, idx, axis))
     return out.reshape(idx.shape)
 
@@ -623,8 +635,9 @@ amin = _amaxmin("amin", False, """Minimum over ``dim`` (all dims by default); Na
 
 
 def _arg_reduce(xp, d, ax: int, largest: bool):
-    f = xp.argmax if largest else xp.argmin
-    return f(d, axis=ax, keepdims=True).astype(_int64, copy=False)
+    # the array's method: NumPy's np.argmax adds a Python wrapper of about 1 us
+    return (d.argmax if largest else d.argmin)(axis=ax, keepdims=True).astype(_int64,
+                                                                           copy=False)
 
 
 def _max_min_dim(name: str, largest: bool):
@@ -645,7 +658,7 @@ def _max_min_dim(name: str, largest: bool):
             idx = _arg_reduce(xp, d, ax, largest)
         vals = _take_along(d, idx, ax)
         if not keepdim:
-            vals, idx = xp.squeeze(vals, ax), xp.squeeze(idx, ax)
+            vals, idx = vals.squeeze(ax), idx.squeeze(ax)
         return _make(vals), _make(idx)
 
     impl.__name__ = name
