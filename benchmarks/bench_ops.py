@@ -58,9 +58,11 @@ prints only those and the summary), off-target sizes, and the skipped list.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import math
 import operator
+import pstats
 import signal
 import statistics
 import sys
@@ -698,7 +700,62 @@ def measure(fw, fn, s: Sample, differentiable, shape):
     return res
 
 
-def sweep(torch, shape, name_filter=None, log=None, interleave=True):
+def _where(key) -> str:
+    """A profile entry's name: a C function as Python shows it (``ndarray.argsort``,
+    ``numpy.arange``), a Python function as ``file.py:function`` (the path from the package
+    folder on for ember's own files)."""
+    path, _, name = key
+    if path == "~":
+        name = name.strip("<>")
+        for pre in ("built-in method ", "method "):
+            if name.startswith(pre):
+                name = name[len(pre):]
+        return name.replace("' of '", " of ").replace("'", "").replace(" objects", "")
+    parts = Path(path).parts
+    tail = parts[parts.index("ember") + 1:] if "ember" in parts else parts[-2:]
+    return f"{'/'.join(tail)}:{name}"
+
+
+def bound_by(fn, seconds: float) -> str:
+    """What an ember call's time goes to, from ``cProfile`` over about ``seconds`` of calls:
+    the entries with the most time of their own (C functions: NumPy's, SciPy's, builtins;
+    Python functions: their own lines, Numba kernels they call included, as the profiler does
+    not see into compiled calls), and how many Python and C calls one call makes. Shares are
+    of the profiled time, which the profiler's own cost per call inflates for the Python
+    calls of small ops."""
+    n = max(1, min(2000, int(seconds / max(_call_timed(fn, CALL_LIMIT), 1e-7))))
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        fn()
+    prof.disable()
+    stats = pstats.Stats(prof).stats
+    own = {k: v for k, v in stats.items() if k[2] not in ("<lambda>", "run", "disable")
+           and not k[0].endswith("bench_ops.py")}
+    total = sum(v[2] for v in own.values()) or 1e-12
+    top = sorted(own.items(), key=lambda kv: -kv[1][2])[:3]
+    py = sum(v[1] for k, v in own.items() if k[0] != "~") / n
+    c = sum(v[1] for k, v in own.items() if k[0] == "~") / n
+    shares = ", ".join(f"{_where(k)} {100 * v[2] / total:.0f}%" for k, v in top)
+    return f"{shares}; {py:.0f} Python and {c:.0f} C calls a call"
+
+
+def _bound_of(e, s: Sample, backward: bool, shape) -> str:
+    """:func:`bound_by` of ember's forward (or forward + backward) call of entry ``e``."""
+    try:
+        a, k = _convert_sample(s, et, grad=backward)
+        if backward:
+            def call():
+                _loss(_loss_output(e.fn(*a, **k))).backward()
+        else:
+            def call():
+                e.fn(*a, **k)
+        return bound_by(call, 0.05 if shape == "small" else 0.2)
+    except Exception as exc:  # noqa: BLE001  (the note says so instead)
+        return f"not profiled ({type(exc).__name__}: {str(exc).splitlines()[0][:60]})"
+
+
+def sweep(torch, shape, name_filter=None, log=None, interleave=True, profile=False):
     """Rows {op: {...}} and skipped [(op, what, reason)] at one shape (what: "op" when the
     entry is not measured at all, else the column left out)."""
     t_start = time.perf_counter()
@@ -748,6 +805,10 @@ def sweep(torch, shape, name_filter=None, log=None, interleave=True):
                 what = "forward" if kind == "fwd" else "forward+backward"
                 skipped.append((e.name, what, f"{who}: {why}"))
         if "fwd" in row or "bwd" in row:
+            if profile and not within(row, shape):
+                worst = max((k for k in ("fwd", "bwd") if k in row), key=row.get)
+                row["bound"] = f"{'fwd' if worst == 'fwd' else 'fwd+bwd'}: " + _bound_of(
+                    e, p.make(), worst == "bwd", shape)
             rows[e.name] = row
         else:  # nothing measured: the whole entry is skipped
             skipped = [(n, "op" if n == e.name else w, r) for n, w, r in skipped]
@@ -815,7 +876,10 @@ def note_lines(rep: Report):
             figs = [f"{'fwd' if k == 'fwd' else 'fwd+bwd'} {r[k]:.2f}x ({fmt_time(r['ember_' + k])}"
                     f" vs {fmt_time(r['torch_' + k])})" for k in ("fwd", "bwd") if k in r]
             parts.append(f"{sh} {', '.join(figs)} on {r['inputs']}")
-        out.append(f"- {op} [{by[bad[0]]['torch']}]: " + "; ".join(parts) + " -- bound by: ?")
+        bound = "; ".join(f"{sh} {by[sh]['bound']}" for sh in bad if "bound" in by[sh])
+        out.append(f"- {op} [{by[bad[0]]['torch']}]: " + "; ".join(parts) +
+                   f" -- bound by ({'cProfile' if bound else 'not profiled: --profile'}): "
+                   f"{bound or '?'}")
     return out
 
 
@@ -874,6 +938,9 @@ def main(argv=None):
                    "pool and NumPy's BLAS (default 1)")
     p.add_argument("--notes", action="store_true",
                    help="print only the ops not within goal (and the summary)")
+    p.add_argument("--profile", action="store_true",
+                   help="profile ember's call of every op out of goal (cProfile) and name what "
+                   "its time goes to in its note line")
     p.add_argument("--json", action="store_true")
     p.add_argument("--verbose", action="store_true", help="log progress to stderr")
     a = p.parse_args(argv)
@@ -898,7 +965,8 @@ def main(argv=None):
     rep = Report(shapes)
     t0 = time.perf_counter()
     for sh in shapes:
-        rows, skipped = sweep(torch, sh, a.filter, log, interleave=a.threads == 1)
+        rows, skipped = sweep(torch, sh, a.filter, log, interleave=a.threads == 1,
+                              profile=a.profile)
         for op, r in rows.items():
             rep.rows.setdefault(op, {})[sh] = r
         rep.skipped[sh] = skipped
