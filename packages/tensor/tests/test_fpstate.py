@@ -72,3 +72,18 @@ def test_ops_at_inf_and_nan_warn_nothing(fn, expect):
         with np.errstate(all="warn"):  # the user's own setting does not leak into ember's ops
             r = fn(x).numpy()
     np.testing.assert_array_equal(r, np.full(r.shape, expect, np.float32))
+
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x @ x.t(),                                 # two matrices: one BLAS call
+    lambda x: et.matmul(x.reshape(2, 2, 64), x.t()),     # a batch of rows times one matrix
+    lambda x: et.matmul(x.reshape(2, 2, 64), x.reshape(2, 64, 2)),  # batched
+    lambda x: et.linear(x, x),                           # input @ weight.T
+])
+def test_products_that_overflow_warn_nothing(fn):
+    x = et.full((4, 64), 1e30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = fn(x).numpy()
+    assert np.isposinf(r).all()

@@ -126,7 +126,8 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
     global _callbacks
     outer, _callbacks = _callbacks, []
     try:
-        result = _run_backward(roots, grads, retain_graph, create_graph, inputs, accumulate)
+        with _ext.quiet():  # an inf or nan in a gradient is its value, as in PyTorch: no warning
+            result = _run_backward(roots, grads, retain_graph, create_graph, inputs, accumulate)
         while _callbacks:
             _callbacks.pop(0)()
         return result

@@ -17,6 +17,7 @@ import numpy as np
 from . import _dtype as D
 from ._autocast import autocast_input_dtype
 from ._checks import check_same_device, not_implemented, scalar_type_name
+from ._fpstate import quiet_call as _quiet_call
 from ._pointwise import add, mul
 from ._reduction import sum as _sum
 from ._registry import array_module, defop
@@ -171,7 +172,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         # outer product (inner size 1, a weight gradient from one row) through dot, as NumPy's
         # matmul runs that in its own loop, 3-7x slower (each element is one product either way)
         mm = np.dot if a.shape[1] == 1 else np.matmul
-        return _make(mm(_blas_ready(np, a), _blas_ready(np, b)))
+        return _make(_quiet_call(mm, _blas_ready(np, a), _blas_ready(np, b)))
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"matmul(): both arguments to matmul need to be at least 1D, but "
                            f"they are {a.ndim}D and {b.ndim}D")
@@ -185,9 +186,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             # a batch of rows times one matrix: one GEMM over the folded rows, about twice as
             # fast as NumPy's loop of one GEMM per batch entry
             rows = _upcast(xp, a).reshape(_prod(a.shape[:-1]), a.shape[-1])
-            r = xp.matmul(rows, _blas_ready(xp, _upcast(xp, b)))
+            r = _quiet_call(xp.matmul, rows, _blas_ready(xp, _upcast(xp, b)))
             return _make(r.reshape(a.shape[:-1] + r.shape[-1:]).astype(out, copy=False))
-        r = xp.matmul(_blas_ready(xp, _upcast(xp, a)), _blas_ready(xp, _upcast(xp, b)))
+        r = _quiet_call(xp.matmul, _blas_ready(xp, _upcast(xp, a)),
+                        _blas_ready(xp, _upcast(xp, b)))
     except ValueError:
         _check_matmul_shapes("matmul", a.shape, b.shape)
         raise
@@ -228,9 +230,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         # OpenBLAS runs W @ x^T 10-30% faster than x @ W^T for a few rows of a wide input
         # into a wide layer, but the transposing copy back to row-major costs 2-5x the
         # product once the output is large (measured per layer shape, K from 64 to 4096)
-        r = np.ascontiguousarray(np.matmul(wt, x.T).T)
+        r = np.ascontiguousarray(_quiet_call(np.matmul, wt, x.T).T)
     else:
-        r = xp.matmul(x, wt.T)
+        r = _quiet_call(xp.matmul, x, wt.T)
     if bias is not None:
         b = bias._data
         if b.__class__ is not np.ndarray or xp is not np:
