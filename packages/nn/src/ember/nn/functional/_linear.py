@@ -17,7 +17,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> linear(et.ones(2, 3), et.ones(4, 3)).shape
     ember.Size([2, 4])
     """
-    a, w = unwrap(input).shape, unwrap(weight).shape  # raw shapes: this runs once per layer call
+    w = unwrap(weight).shape
+    if len(w) == 2 and (bias is None or unwrap(bias).ndim == 1):
+        # the registry op checks the input's shape itself, with PyTorch's message; the input is
+        # not read here (inside autobatch() it may be a pending value: reading it costs)
+        return et.linear(input, weight, bias)
+    a = unwrap(input).shape
     if not a or len(w) not in (1, 2):
         raise RuntimeError(f"linear: expected an input with at least 1 dim and a 1-D or 2-D "
                            f"weight, got input {list(a)} and weight {list(w)}")
@@ -26,8 +31,6 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: mat1 and mat2 shapes cannot be multiplied "
             f"({input.numel() // max(a[-1], 1)}x{a[-1]} and "
             f"{w[-1]}x{w[0] if len(w) == 2 else 1})")
-    if len(w) == 2 and (bias is None or unwrap(bias).ndim == 1):
-        return et.linear(input, weight, bias)
     out = et.matmul(input, weight)
     if bias is not None:
         out = out + bias

@@ -84,6 +84,9 @@ def _addindent(s: str, num_spaces: int) -> str:
     return first + "\n" + "\n".join(" " * num_spaces + line for line in lines)
 
 
+_STORES = ("_parameters", "_buffers", "_modules")  # where attribute lookups fall back to
+
+
 def _forward_unimplemented(self, *input: Any) -> None:
     raise NotImplementedError(
         f'Module [{type(self).__name__}] is missing the required "forward" function')
@@ -205,9 +208,10 @@ class Module:
     # ------------------------------------------------------------------ attribute routing
     def __getattr__(self, name: str):
         d = self.__dict__
-        for store in ("_parameters", "_buffers", "_modules"):
-            if store in d and name in d[store]:
-                return d[store][name]
+        for store in _STORES:
+            s = d.get(store)
+            if s is not None and name in s:
+                return s[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value) -> None:
