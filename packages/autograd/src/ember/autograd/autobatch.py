@@ -64,6 +64,9 @@ _SPLIT = OPS["split_with_sizes"]
 _CAT = OPS["cat"]
 _STACK = OPS["stack"]
 _ndarray = np.ndarray
+# the reductions of the code arrays, called as ufunc methods: the ndarray methods and np.* wrappers
+# add a Python call of about 0.5 us each, and the flush makes thousands of them
+_all, _min, _max = np.logical_and.reduce, np.minimum.reduce, np.maximum.reduce
 _DATA = "_data"  # a new pending tensor's array stand-in is set by name (not ember-tensor's code)
 
 # Where a per-example value lives, as one integer (its *code*): a pending value is row ``r`` of
@@ -274,8 +277,8 @@ def _sources(C, table):
     least and greatest codes are of one buffer reads only that one (a buffer's codes are one
     range of integers); a concrete tensor's code is negative, no buffer's number."""
     bufs = set()
-    for j, (a, b) in enumerate(zip((C.min(1) >> _ROW_BITS).tolist(),
-                                   (C.max(1) >> _ROW_BITS).tolist())):
+    for j, (a, b) in enumerate(zip((_min(C, 1) >> _ROW_BITS).tolist(),
+                                   (_max(C, 1) >> _ROW_BITS).tolist())):
         if a == b:
             bufs.add(a)
         else:
@@ -1387,9 +1390,9 @@ class _State:
         n = grp.n
         xs, starts = C[0], C[1]
         pieces, rows, places = [], [], []
-        order = np.argsort(xs, kind="stable")
+        order = xs.argsort(kind="stable")
         sx = xs[order]
-        cuts = (np.flatnonzero(sx[1:] != sx[:-1]) + 1).tolist()
+        cuts = ((sx[1:] != sx[:-1]).nonzero()[0] + 1).tolist()
         inner = self.inner
         done = set()
         for a, b in zip([0] + cuts, cuts + [n]):  # one segment per distinct x (code)
@@ -1420,7 +1423,7 @@ class _State:
             span = _arange(L) * step
             rows = [(r[:, None] + span).reshape(-1) for r in rows]
             places = [(q[:, None] * L + _arange(L)).reshape(-1) for q in places]
-        if len(pieces) == 1 and (places[0] == _arange(n * L)).all():
+        if len(pieces) == 1 and _all(places[0] == _arange(n * L)):
             out = _take(pieces[0], rows[0])
         else:
             out = _gather(pieces, rows, places, n * L)
@@ -1444,8 +1447,8 @@ class _State:
             return _take(loc[0], _expand(loc[1], _flat_rows(shape))), True
         c0 = int(col[0])
         if one is None:
-            one = bool((col == c0).all())
-            one_src = bool(((col >> _ROW_BITS) == (c0 >> _ROW_BITS)).all())
+            one = bool(_all(col == c0))
+            one_src = bool(_all((col >> _ROW_BITS) == (c0 >> _ROW_BITS)))
         if one:
             return self.value(c0), False
         if c0 >= 0:
@@ -1463,16 +1466,16 @@ class _State:
         buffer): one gather node (see ``_gather``) taking each source buffer's rows to their
         places; the per-example tensors that are not rows of one are concatenated first."""
         n = len(col)
-        pend = np.flatnonzero(col >= 0)
-        singles = np.flatnonzero(col < 0).tolist() if len(pend) < n else []
+        pend = (col >= 0).nonzero()[0]
+        singles = (col < 0).nonzero()[0].tolist() if len(pend) < n else []
         pieces, rows, places = [], [], []
         where = {}  # (group, k) -> its entry in pieces (two groups merged into one: one buffer)
         if len(pend):
             pc = col[pend]
             src = pc >> _ROW_BITS
-            srt = np.argsort(src, kind="stable")
+            srt = src.argsort(kind="stable")
             ss = src[srt]
-            cuts = (np.flatnonzero(ss[1:] != ss[:-1]) + 1).tolist()
+            cuts = ((ss[1:] != ss[:-1]).nonzero()[0] + 1).tolist()
             for a, b in zip([0] + cuts, cuts + [len(srt)]):
                 seg = srt[a:b]
                 pos = pend[seg]
@@ -1495,7 +1498,7 @@ class _State:
             pieces.append(_call(_CAT, (vals, 0)) if f else _call(_STACK, (vals, 0)))
             rows.append(_arange(len(singles)))
             places.append(np.array(singles, dtype=np.int64))
-        if len(pieces) == 1 and len(places[0]) == n and (places[0] == _arange(n)).all():
+        if len(pieces) == 1 and len(places[0]) == n and _all(places[0] == _arange(n)):
             return _take(pieces[0], _expand(rows[0], f))
         return _gather(pieces, [_expand(r, f) for r in rows], [_expand(q, f) for q in places],
                        n * (f or 1))
@@ -1522,8 +1525,8 @@ def _order(C, one_src, locs):
             continue
         single = True
         rows = loc[1]
-        if len(rows) > 1 and not (rows[1:] > rows[:-1]).all():
-            return np.argsort(rows, kind="stable")
+        if len(rows) > 1 and not _all(rows[1:] > rows[:-1]):
+            return rows.argsort(kind="stable")
     if single:
         return None
     best, most = None, 0
@@ -1537,9 +1540,9 @@ def _order(C, one_src, locs):
     if best is None:
         return None
     col = C[best]
-    if (col[1:] >= col[:-1]).all():
+    if _all(col[1:] >= col[:-1]):
         return None
-    return np.argsort(col, kind="stable")
+    return col.argsort(kind="stable")
 
 
 def _expand(rows, f):
@@ -1579,7 +1582,7 @@ def _take(B, rows):
     """Rows ``rows`` (an int64 array) of ``B``: B itself or a gather."""
     n = len(rows)
     if n == _unwrap(B).shape[0] and rows[0] == 0 and rows[-1] == n - 1 and (
-            n <= 2 or (rows == _arange(n)).all()):
+            n <= 2 or _all(rows == _arange(n))):
         return B
     # (a part of B, contiguous or not, as a gather: its backward is rows that the engine
     # gathers with every other read of B, then adds in once; a slice's backward would be a
@@ -1636,7 +1639,7 @@ class _GatherEntry:
 
 def _distinct(rows):
     """No row twice in ``rows`` (an int64 array)."""
-    return len(rows) < 2 or bool((rows[1:] > rows[:-1]).all()) or np.bincount(rows).max() <= 1
+    return len(rows) < 2 or bool(_all(rows[1:] > rows[:-1])) or np.bincount(rows).max() <= 1
 
 
 _GATHER_OP = _GatherOp()
@@ -1698,7 +1701,7 @@ def _span(q):
     if not n:
         return q
     a = int(q[0])
-    if int(q[-1]) - a == n - 1 and (n == 1 or (q[1:] > q[:-1]).all()):
+    if int(q[-1]) - a == n - 1 and (n == 1 or _all(q[1:] > q[:-1])):
         return slice(a, a + n)
     return q
 
