@@ -299,7 +299,7 @@ def _requires(bound) -> bool:
     return False
 
 
-_PLAIN = frozenset((int, float, bool, str, type(None)))
+_PLAIN = frozenset((int, float, bool, str, type(None), slice, type(Ellipsis)))
 
 
 def record(op, bound):
@@ -307,11 +307,21 @@ def record(op, bound):
     op, in declared order, however the call passed it."""
     if not state.enabled:
         return op.run(*bound)
-    for a in bound:  # inline scan of the common case: plain tensor arguments
-        if a.__class__ is _TensorType:
+    for a in bound:  # inline scan of the common cases: tensors, numbers, tuples of ints
+        c = a.__class__
+        if c is _TensorType:
             if a._requires_grad:
                 break
-        elif a.__class__ not in _PLAIN and _requires((a,)):  # a subclass, or a list
+        elif c in _PLAIN:
+            continue
+        elif c is tuple or c is list:  # sizes, dims (ints), or tensors (cat, index tuples)
+            for b in a:
+                if b.__class__ is not int and isinstance(b, _TensorType) and b._requires_grad:
+                    break
+            else:
+                continue
+            break
+        elif _requires((a,)):  # a subclass of Tensor
             break
     else:
         return op.run(*bound)
