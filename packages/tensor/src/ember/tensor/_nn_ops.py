@@ -992,8 +992,9 @@ def _dtype_str(dt) -> str:
 
 def _rows_of(x, xp):
     """``x`` as a C-contiguous (rows, cols) array over its last dim (a view when it can be)."""
-    cols = x.shape[-1]
-    return xp.ascontiguousarray(x).reshape(-1, cols)
+    if x.ndim == 2 and x.flags.c_contiguous:
+        return x
+    return xp.ascontiguousarray(x).reshape(-1, x.shape[-1])
 
 
 def _softmax_array(x, dim: int, log: bool):
@@ -1001,7 +1002,7 @@ def _softmax_array(x, dim: int, log: bool):
     xp = array_module(x)
     if dim == x.ndim - 1 and x.dtype in _ROW_DTYPES and x.size:
         y = _kernel("log_softmax_forward" if log else "softmax_forward", xp)(_rows_of(x, xp))
-        return y.reshape(x.shape)
+        return y if x.ndim == 2 else y.reshape(x.shape)
     if x.size == 0:
         return xp.empty(x.shape, dtype=x.dtype)
     w = x.astype(np.float32) if x.dtype == np.float16 else x

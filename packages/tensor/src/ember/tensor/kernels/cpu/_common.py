@@ -80,6 +80,7 @@ def use_parallel(work: int) -> bool:
 
 
 _FLOAT_KINDS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_nd = np.ndarray
 
 
 def float_inputs(op: str, *arrays: Any) -> tuple[list[np.ndarray], np.dtype]:
@@ -88,6 +89,13 @@ def float_inputs(op: str, *arrays: Any) -> tuple[list[np.ndarray], np.dtype]:
     float16 is upcast to float32 for the computation (the caller casts results back to the
     returned dtype). Mixed dtypes raise RuntimeError naming them.
     """
+    dtype = arrays[0].dtype if arrays[0].__class__ is _nd else None
+    if dtype in _FLOAT_KINDS:  # the common case, without a list built per check: one dtype,
+        for a in arrays:       # contiguous NumPy arrays (an op's own arrays)
+            if a.__class__ is not _nd or a.dtype != dtype or not a.flags.c_contiguous:
+                break
+        else:
+            return list(arrays), dtype
     arrays = [np.asarray(a) for a in arrays]
     dtype = arrays[0].dtype
     for a in arrays:

@@ -15,6 +15,7 @@ import numpy as np
 from numba import prange
 
 from ._common import (
+    PARALLEL_MIN_WORK,
     check_indices,
     check_ndim,
     float_inputs,
@@ -210,14 +211,18 @@ def _ce_bwd_parallel(x, t, w, wsum, ignore, eps, go, dx):
         _ce_bwd_row(x, t, w, wsum, ignore, eps, go, dx, i)
 
 
+_SERIAL_MAX = 4 * PARALLEL_MIN_WORK  # elements: no parallel launch below (see _go)
+
+
 def _go(x: np.ndarray):
     # Vectorized, a row pass costs under a nanosecond per element: inputs below about 128K
     # elements do not pay for a parallel launch (~60 us on two cores).
-    return use_parallel(x.size // 4) and x.shape[0] > 1
+    return x.size >= _SERIAL_MAX and use_parallel(x.size // 4) and x.shape[0] > 1
 
 
 def _forward(op: str, x: np.ndarray, log: bool) -> np.ndarray:
-    x = np.asarray(x)
+    if x.__class__ is not np.ndarray:
+        x = np.asarray(x)
     check_ndim(op, "x", x, 2, "(rows, cols)")
     (xc,), dtype = float_inputs(op, x)
     y = np.empty_like(xc)
@@ -226,7 +231,7 @@ def _forward(op: str, x: np.ndarray, log: bool) -> np.ndarray:
             parallel_call(_softmax_parallel, xc, y, log)
         else:
             _softmax_serial(xc, y, log)
-    return y.astype(dtype, copy=False)
+    return y if y.dtype == dtype else y.astype(dtype)
 
 
 def _backward(op: str, y: np.ndarray, g: np.ndarray, log: bool) -> np.ndarray:
