@@ -86,6 +86,9 @@ def _native(dt: np.dtype) -> bool:
     return dt.kind in "biuc" or dt in (np.dtype(np.float32), np.dtype(np.float64))
 
 
+_starts: dict = {}  # (accumulator dtype, op) -> its start value, a 1-element array (read only)
+
+
 def scan_dim(x: np.ndarray, op: str, acc_dtype=None) -> tuple[np.ndarray, np.ndarray | None]:
     """Scan ``x`` (P, M, Q) along dim 1: ``op`` "sum" or "prod" (running value in
     ``acc_dtype``, each output rounded to ``x``'s dtype) returns ``(out, None)``; "max" or
@@ -96,7 +99,8 @@ def scan_dim(x: np.ndarray, op: str, acc_dtype=None) -> tuple[np.ndarray, np.nda
     [0, 1, 1]
     """
     name = "scan_dim"
-    x = np.asarray(x)
+    if x.__class__ is not np.ndarray:
+        x = np.asarray(x)
     check_ndim(name, "x", x, 3, "(P, M, Q)")
     if op not in ("sum", "prod", "max", "min"):
         raise ValueError(f"{name}(): op must be 'sum', 'prod', 'max' or 'min', got {op!r}")
@@ -108,11 +112,13 @@ def scan_dim(x: np.ndarray, op: str, acc_dtype=None) -> tuple[np.ndarray, np.nda
         acc = np.dtype(acc_dtype if acc_dtype is not None else work.dtype)
         if not _native(acc):
             acc = np.dtype(np.float32)
-        start = np.ones(1, dtype=acc) if op == "prod" else np.zeros(1, dtype=acc)
+        start = _starts.get((acc, op))
+        if start is None:  # the running value's start, made once per dtype and op
+            start = _starts[acc, op] = (np.ones if op == "prod" else np.zeros)(1, dtype=acc)
         if work.size:
             _sum_prod(work, out, start, op == "prod")
     else:
         idx = np.empty(work.shape, dtype=np.int64)
         if work.size:
             _extreme(work, out, idx, op == "max")
-    return out.astype(dt, copy=False), idx
+    return (out if out.dtype == dt else out.astype(dt)), idx
