@@ -11,7 +11,7 @@ walk it backwards::
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"
 
 from ember.tensor import extension as _extension
 

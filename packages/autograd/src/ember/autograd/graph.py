@@ -633,5 +633,11 @@ def install(table: dict, record_inplace) -> None:
     _ext.set_recorder(record)
 
 
+# the registry runs a call none of whose tensors requires grad without calling record (which
+# would only run it: see its scan); wrappers that must see every call (autocast, autobatch,
+# a tracer) are recorders of their own and call record in turn
+record.grad_only = True
+
+
 _TABLE: dict = {}
 _record_inplace = None

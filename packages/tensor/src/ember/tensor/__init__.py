@@ -11,7 +11,7 @@ Importing this package compiles no kernel and imports neither Numba nor CuPy.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"
 
 from . import (  # noqa: E402
     _activation_ops,

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._creation import _to_copy
-from ._registry import _state
+from ._registry import _state, set_recorder
 from ._tensor import Tensor
 
 __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "set_autocast_dtype",
@@ -169,14 +169,14 @@ def _install() -> None:
         _open[0] += 1
         if _open[0] == 1 and _state[0] is not _recorder:
             _inner[0] = _state[0]
-            _state[0] = _recorder
+            set_recorder(_recorder)  # (sees every call: it casts the inputs)
 
 
 def _uninstall() -> None:
     with _lock:
         _open[0] -= 1
         if _open[0] == 0 and _state[0] is _recorder:
-            _state[0] = _inner[0]  # a recorder installed on top of ours keeps ours below it
+            set_recorder(_inner[0])  # a recorder installed on top of ours keeps ours below it
             _inner[0] = None
 
 

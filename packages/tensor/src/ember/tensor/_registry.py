@@ -75,12 +75,39 @@ class OpDef:
 
 
 OPS: dict[str, OpDef] = {}
-_state = [None]  # [recorder]: one list cell the compiled public functions read
+# [recorder, grad_only]: the cells the compiled public functions read. A recorder whose
+# ``grad_only`` attribute is true (autograd's) is not called for a call none of whose tensors
+# requires grad: the op runs at once, as that recorder would run it.
+_state = [None, False]
 
 
 def set_recorder(fn: Callable | None) -> None:
-    """Install the autograd layer's recorder: ``fn(op, bound) -> result``."""
-    _state[0] = fn
+    """Install the recorder every op call goes through: ``fn(op, bound) -> result``. A
+    recorder with a true ``grad_only`` attribute sees only the calls where a tensor argument
+    (or a tensor in a list argument) requires grad; any other (a tracer, autocast, autobatch)
+    sees every call."""
+    _state[0], _state[1] = fn, bool(getattr(fn, "grad_only", False))
+
+
+# parameters whose annotation says they never hold a tensor: the grad-only test skips them
+_PLAIN_ANNOTATIONS = frozenset(("int", "float", "bool", "str", "int | None", "float | None",
+                                "bool | None", "str | None"))
+_PLAIN_CLASSES = frozenset((int, float, bool, str, type(None), slice, type(Ellipsis)))
+
+
+def _requires_grad(x) -> bool:
+    """Does ``x`` (an argument that is not exactly a Tensor) hold a tensor requiring grad:
+    a Tensor subclass (a Parameter), or a list or tuple with one (one level, as cat's)?"""
+    c = x.__class__
+    if c in _PLAIN_CLASSES:
+        return False
+    if isinstance(x, Tensor):
+        return x._requires_grad
+    if c is list or c is tuple:
+        for b in x:
+            if isinstance(b, Tensor) and b._requires_grad:
+                return True
+    return False
 
 
 def _compile(op: OpDef):
@@ -100,9 +127,20 @@ def _compile(op: OpDef):
     # inside the implementation; only then are they checked, so the error is PyTorch's
     # TypeError naming the op and the argument, at no cost to calls that succeed
     op._tensor_params = arg_specs(op.signature)
+    # the grad-only test, one term per parameter that may hold a tensor (an exact Tensor is
+    # read inline; anything else through _requires_grad)
+    terms = [f"({p.name}._requires_grad if {p.name}.__class__ is _T else _rg({p.name}))"
+             for p in params if p.kind is not _P.VAR_KEYWORD and
+             str(p.annotation) not in _PLAIN_ANNOTATIONS]
+    env["_T"], env["_rg"] = Tensor, _requires_grad
+    grad_test = (f"    if _state[1] and not ({' or '.join(terms)}):\n"
+                 f"        return _impl({', '.join(call)})\n") if terms else \
+        (f"    if _state[1]:\n"
+         f"        return _impl({', '.join(call)})\n")
     body = (f"    rec = _state[0]\n"
             f"    if rec is None:\n"
             f"        return _impl({', '.join(call)})\n"
+            f"{grad_test}"
             f"    return rec(_op, {bound})\n")
     env["_check_tensor_args"] = _check_tensor_args
     body = ("    try:\n" + "".join("    " + line + "\n" for line in body.splitlines()) +

@@ -127,8 +127,11 @@ def _run(name: str, *arrays: np.ndarray) -> np.ndarray:
     dtype = arrays[0].dtype
     # a strided or broadcast operand (the expanded ones of sum()'s backward) takes NumPy's
     # buffered loop through a Numba ufunc, about 18x slower: such operands are copied first
-    arrays = [a if a.__class__ is not _nd or a.flags.c_contiguous else np.ascontiguousarray(a)
-              for a in arrays]
+    for a in arrays:
+        if a.__class__ is _nd and not a.flags.c_contiguous:
+            arrays = [b if b.__class__ is not _nd or b.flags.c_contiguous else
+                      np.ascontiguousarray(b) for b in arrays]
+            break
     if dtype in _NATIVE and (len(arrays) == 1 or arrays[1].dtype == dtype):
         out = f(*arrays)
     elif dtype.kind in "fV":  # float16, bfloat16 ("V" in ml_dtypes)

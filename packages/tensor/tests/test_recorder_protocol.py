@@ -1,0 +1,80 @@
+"""The registry's recorder protocol: a recorder marked ``grad_only`` (autograd's) is called only
+for calls where a tensor argument, a Tensor subclass or a tensor in a list argument requires
+grad; any other recorder (a tracer, autocast) sees every call; the results are the same."""
+import numpy as np
+import pytest
+
+import ember.tensor as et
+from ember.tensor import extension as ext
+
+
+class _Param(et.Tensor):
+    """A Tensor subclass, as nn.Parameter is."""
+
+
+def _leaf(shape, grad):
+    t = et.ones(*shape)
+    t._requires_grad = grad  # no autograd layer here: the flag is all the registry reads
+    return t
+
+
+@pytest.fixture
+def counting():
+    prev = ext.get_recorder()
+    calls = []
+
+    def install(grad_only):
+        def rec(op, bound):
+            calls.append(op.name)
+            return op.run(*bound)
+        if grad_only:
+            rec.grad_only = True
+        ext.set_recorder(rec)
+        return calls
+
+    yield install
+    ext.set_recorder(prev)
+
+
+def _calls():
+    a, b = _leaf((2, 3), False), _leaf((2, 3), False)
+    g = _leaf((2, 3), True)
+    p = object.__new__(_Param)
+    p._data = np.ones((2, 3), np.float32)
+    p._requires_grad = True
+    return [
+        ("add", lambda: et.add(a, b), False),
+        ("add", lambda: et.add(a, g), True),
+        ("add", lambda: et.add(a, 2.0), False),
+        ("add", lambda: et.add(a, p), True),               # a subclass that requires grad
+        ("cat", lambda: et.cat([a, b]), False),
+        ("cat", lambda: et.cat([a, g]), True),             # a tensor inside a list argument
+        ("view", lambda: g.view(6), True),
+        ("view", lambda: a.view(6), False),
+        ("getitem", lambda: g[0:1, ...], True),
+        ("getitem", lambda: a[0:1, ...], False),
+    ]
+
+
+def test_a_grad_only_recorder_sees_only_calls_that_require_grad(counting):
+    calls = counting(grad_only=True)
+    for name, call, wants in _calls():
+        calls.clear()
+        out = call()
+        assert (name in calls) == wants, name
+        assert isinstance(out, et.Tensor)
+
+
+def test_any_other_recorder_sees_every_call(counting):
+    calls = counting(grad_only=False)
+    for name, call, _ in _calls():
+        calls.clear()
+        call()
+        assert name in calls
+
+
+def test_results_do_not_depend_on_the_recorder(counting):
+    plain = [call().numpy() for _, call, _ in _calls()]
+    counting(grad_only=True)
+    for want, (_, call, _) in zip(plain, _calls()):
+        np.testing.assert_array_equal(call().numpy(), want)
