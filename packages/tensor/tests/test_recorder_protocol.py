@@ -78,3 +78,13 @@ def test_results_do_not_depend_on_the_recorder(counting):
     counting(grad_only=True)
     for want, (_, call, _) in zip(plain, _calls()):
         np.testing.assert_array_equal(call().numpy(), want)
+
+
+def test_a_grad_only_recorder_sees_nothing_with_grad_mode_off(counting):
+    calls = counting(grad_only=True)
+    g = _leaf((2, 3), True)
+    with et.no_grad():
+        et.add(g, g)
+    assert calls == []
+    et.add(g, g)
+    assert calls == ["add"]

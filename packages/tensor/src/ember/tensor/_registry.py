@@ -31,6 +31,7 @@ from ._checks import scalar_type_name
 from ._codegen import compiled, named, parameter_source
 from ._composite import arg_specs, diagnose, diagnose_call, op_names
 from ._dtype import can_cast, from_numpy_dtype
+from ._grad_mode import state as _grad_mode
 from ._tensor import Tensor
 
 __all__ = ["OpDef", "OPS", "defop", "replace_impl", "set_recorder", "array_module", "write_out",
@@ -77,15 +78,16 @@ class OpDef:
 OPS: dict[str, OpDef] = {}
 # [recorder, grad_only]: the cells the compiled public functions read. A recorder whose
 # ``grad_only`` attribute is true (autograd's) is not called for a call none of whose tensors
-# requires grad: the op runs at once, as that recorder would run it.
+# requires grad, or one made with grad mode off: the op runs at once, as that recorder would
+# run it.
 _state = [None, False]
 
 
 def set_recorder(fn: Callable | None) -> None:
     """Install the recorder every op call goes through: ``fn(op, bound) -> result``. A
-    recorder with a true ``grad_only`` attribute sees only the calls where a tensor argument
-    (or a tensor in a list argument) requires grad; any other (a tracer, autocast, autobatch)
-    sees every call."""
+    recorder with a true ``grad_only`` attribute sees only the calls made with grad mode on
+    where a tensor argument (or a tensor in a list argument) requires grad; any other (a
+    tracer, autocast, autobatch) sees every call."""
     _state[0], _state[1] = fn, bool(getattr(fn, "grad_only", False))
 
 
@@ -132,8 +134,8 @@ def _compile(op: OpDef):
     terms = [f"({p.name}._requires_grad if {p.name}.__class__ is _T else _rg({p.name}))"
              for p in params if p.kind is not _P.VAR_KEYWORD and
              str(p.annotation) not in _PLAIN_ANNOTATIONS]
-    env["_T"], env["_rg"] = Tensor, _requires_grad
-    grad_test = (f"    if _state[1] and not ({' or '.join(terms)}):\n"
+    env["_T"], env["_rg"], env["_gm"] = Tensor, _requires_grad, _grad_mode
+    grad_test = (f"    if _state[1] and not (({' or '.join(terms)}) and _gm.enabled):\n"
                  f"        return _impl({', '.join(call)})\n") if terms else \
         (f"    if _state[1]:\n"
          f"        return _impl({', '.join(call)})\n")

@@ -22,8 +22,9 @@ Ops
     :func:`set_recorder` installs the one recorder every op call goes through
     (``recorder(op, bound)``, ``bound`` holding every parameter in declared order) and
     :func:`get_recorder` returns the installed one, so a tracer can wrap it. A recorder with
-    a true ``grad_only`` attribute (autograd's) is called only where a tensor argument (or a
-    tensor in a list argument) requires grad; the registry runs every other call at once.
+    a true ``grad_only`` attribute (autograd's) is called only with grad mode on and where a
+    tensor argument (or a tensor in a list argument) requires grad; the registry runs every
+    other call at once.
     Recorders without it (tracers, autocast, autobatch) see every call.
 
 Floating-point warnings
