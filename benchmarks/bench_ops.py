@@ -1,7 +1,7 @@
 """A sweep over the whole op table, ember against PyTorch CPU in one process, at two sizes.
 
     python benchmarks/bench_ops.py [--shape small|medium|both] [--filter NAME] [--min-ratio R]
-                                   [--threads N] [--notes] [--json]
+                                   [--threads N] [--notes] [--profile] [--json]
 
 Every entry of ``ember.tensor.testing.op_table.OP_TABLE`` (the tensor core's ops, nn's primitives
 from ``nn_op_table``, linalg / special / the added ``torch.*`` names from ``op_table_extra``,
@@ -53,7 +53,10 @@ threads timed right after them). The header reports what each framework uses and
 Output: the ratio table sorted worst first (by the ratio over its shape's goal), the summary
 (ops within goal at each shape and at both, median ratios), one note line per op not within goal
 (its ratios, times and input shapes, for a maintainer to annotate what bounds it; ``--notes``
-prints only those and the summary), off-target sizes, and the skipped list.
+prints only those and the summary), off-target sizes, and the skipped list. With ``--profile``
+each of those lines also says what bounds the op, measured: ember's call of its worst column
+is run under ``cProfile`` and the line names the three entries with the most time of their own
+(with their shares) and how many Python and C calls one call makes (see ``bound_by``).
 """
 from __future__ import annotations
 
