@@ -285,45 +285,13 @@ def _node_class(opname: str) -> type:
 
 
 # ------------------------------------------------------------------------------- recording
-def _requires(bound) -> bool:
-    """Does any tensor of the bound call (an argument, or an element of a list argument)
-    require grad?"""
-    for a in bound:
-        if a.__class__ is _TensorType or isinstance(a, _TensorType):
-            if a._requires_grad:
-                return True
-        elif a.__class__ is list or a.__class__ is tuple:
-            for b in a:
-                if isinstance(b, _TensorType) and b._requires_grad:
-                    return True
-    return False
-
-
-_PLAIN = frozenset((int, float, bool, str, type(None), slice, type(Ellipsis)))
+_requires = _ext.any_requires_grad  # does a tensor of a bound call require grad?
 
 
 def record(op, bound):
     """The recorder installed into the op registry: ``bound`` holds every parameter of the
     op, in declared order, however the call passed it."""
-    if not state.enabled:
-        return op.run(*bound)
-    for a in bound:  # inline scan of the common cases: tensors, numbers, tuples of ints
-        c = a.__class__
-        if c is _TensorType:
-            if a._requires_grad:
-                break
-        elif c in _PLAIN:
-            continue
-        elif c is tuple or c is list:  # sizes, dims (ints), or tensors (cat, index tuples)
-            for b in a:
-                if b.__class__ is not int and isinstance(b, _TensorType) and b._requires_grad:
-                    break
-            else:
-                continue
-            break
-        elif _requires((a,)):  # a subclass of Tensor
-            break
-    else:
+    if not state.enabled or not _requires(bound):
         return op.run(*bound)
     if op.inplace:
         return _record_inplace(op, bound)

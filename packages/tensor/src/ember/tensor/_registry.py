@@ -112,6 +112,18 @@ def _requires_grad(x) -> bool:
     return False
 
 
+def any_requires_grad(bound) -> bool:
+    """Does a tensor of the bound call ``bound`` (an argument, a Tensor subclass, or a tensor in
+    a list argument) require grad? The test the compiled public functions make inline."""
+    for a in bound:
+        if a.__class__ is Tensor:
+            if a._requires_grad:
+                return True
+        elif _requires_grad(a):
+            return True
+    return False
+
+
 def _compile(op: OpDef):
     """Build ``op.run`` and ``op.public`` from the implementation's signature."""
     params = list(op.signature.parameters.values())

@@ -26,6 +26,7 @@ Ops
     tensor argument (or a tensor in a list argument) requires grad; the registry runs every
     other call at once.
     Recorders without it (tracers, autocast, autobatch) see every call.
+    :func:`any_requires_grad` is that test for a bound call.
 
 Floating-point warnings
     :class:`quiet` turns NumPy's floating-point warnings off for a block (``with quiet():``) at
@@ -55,7 +56,7 @@ from . import kernels as _kernels
 from ._dtype import from_numpy_dtype
 from ._fpstate import quiet
 from ._grad_mode import state as grad_mode
-from ._registry import OPS, OpDef, _state, defop, set_recorder, write_out
+from ._registry import OPS, OpDef, _state, any_requires_grad, defop, set_recorder, write_out
 from ._registry import array_module as _array_module_of
 from ._tensor import Tensor
 from ._tensor import parse_to_args as _parse_to_args
@@ -63,7 +64,8 @@ from ._tensor import parse_to_args as _parse_to_args
 __all__ = ["wrap", "unwrap", "version_counter", "canonical_dims", "canonical_dim",
            "bump_version", "dtype_of", "array_module", "get_kernel", "OPS", "OpDef", "defop",
            "set_recorder", "get_recorder", "set_autograd", "write_out", "parse_to_args",
-           "ntuple", "pool_geometry", "check_lookup_indices", "grad_mode", "quiet"]
+           "ntuple", "pool_geometry", "check_lookup_indices", "grad_mode", "quiet",
+           "any_requires_grad"]
 
 
 def wrap(array) -> Tensor:
