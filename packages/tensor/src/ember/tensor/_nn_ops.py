@@ -1300,7 +1300,7 @@ def _ce_denominator(flat, w, ignore_index: int, dtype):
     xp = array_module(flat)
     valid = flat != ignore_index
     if w is None:
-        return float(valid.sum())
+        return float(xp.count_nonzero(valid))
     return float(w[xp.where(valid, flat, 0)][valid].sum(dtype=np.float64))
 
 

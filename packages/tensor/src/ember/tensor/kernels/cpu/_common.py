@@ -81,6 +81,7 @@ def use_parallel(work: int) -> bool:
 
 _FLOAT_KINDS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _nd = np.ndarray
+_min, _max = np.minimum.reduce, np.maximum.reduce
 
 
 def float_inputs(op: str, *arrays: Any) -> tuple[list[np.ndarray], np.dtype]:
@@ -136,7 +137,8 @@ def check_indices(
     if index.dtype.kind not in "iu":
         raise TypeError(f"{op}(): expected an integer index array, got dtype {index.dtype}")
     index = np.ascontiguousarray(index, dtype=np.int64)
-    if index.size == 0 or (index.min() >= 0 and index.max() < size):  # two reductions
+    # two reductions, called as ufunc methods (the array methods add a Python wrapper each)
+    if index.size == 0 or (_min(index, None) >= 0 and _max(index, None) < size):
         return index
     bad = (index < 0) | (index >= size)
     if allow is not None:

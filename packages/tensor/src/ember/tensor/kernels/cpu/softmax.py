@@ -288,6 +288,19 @@ def log_softmax_backward(y: np.ndarray, g: np.ndarray) -> np.ndarray:
     return _backward("log_softmax_backward", y, g, True)
 
 
+_UNIT: dict = {}  # (classes, dtype) -> a read-only array of ones: the weights of no weight
+
+
+def _unit_weights(C: int, dtype) -> np.ndarray:
+    w = _UNIT.get((C, dtype))
+    if w is None:
+        if len(_UNIT) >= 64:
+            _UNIT.clear()
+        w = _UNIT[C, dtype] = np.ones(C, dtype=dtype)
+        w.flags.writeable = False
+    return w
+
+
 def _ce_inputs(op, logits, target, weight, ignore_index, label_smoothing):
     logits, target = np.asarray(logits), np.asarray(target)
     check_ndim(op, "logits", logits, 2, "(N, C)")
@@ -307,7 +320,7 @@ def _ce_inputs(op, logits, target, weight, ignore_index, label_smoothing):
     )
     if weight is None:
         (x,), dtype = float_inputs(op, logits)
-        w = np.ones(C, dtype=x.dtype)
+        w = _unit_weights(C, x.dtype)
     else:
         weight = np.asarray(weight)
         if weight.shape != (C,):
