@@ -15,7 +15,6 @@ import numpy as np
 from numba import prange
 
 from ._common import (
-    PARALLEL_MIN_WORK,
     check_indices,
     check_ndim,
     float_inputs,
@@ -211,13 +210,10 @@ def _ce_bwd_parallel(x, t, w, wsum, ignore, eps, go, dx):
         _ce_bwd_row(x, t, w, wsum, ignore, eps, go, dx, i)
 
 
-_SERIAL_MAX = 4 * PARALLEL_MIN_WORK  # elements: no parallel launch below (see _go)
-
-
 def _go(x: np.ndarray):
     # Vectorized, a row pass costs under a nanosecond per element: inputs below about 128K
     # elements do not pay for a parallel launch (~60 us on two cores).
-    return x.size >= _SERIAL_MAX and use_parallel(x.size // 4) and x.shape[0] > 1
+    return use_parallel(x.size // 4) and x.shape[0] > 1
 
 
 def _forward(op: str, x: np.ndarray, log: bool) -> np.ndarray:
