@@ -433,6 +433,20 @@ def test_activation_kernels_match_the_cpu_kernels(cp, name, extra):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_outer_matches_the_cpu_kernel(cp, dtype):
+    from ember.tensor.kernels import cpu
+
+    a = np.linspace(-3, 3, 37).astype(dtype)
+    b = np.cos(np.arange(11)).astype(dtype)
+    got = K.outer(cp.asarray(a), cp.asarray(b))
+    assert got.dtype == dtype and got.shape == (37, 11)
+    np.testing.assert_array_equal(cp.asnumpy(got), cpu.outer(a, b))
+    with pytest.raises(TypeError, match="outer: no kernel"):
+        K.outer(cp.ones(3, np.int64), cp.ones(3, np.int64))
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("is_result", [False, True])
 def test_elu_backward_matches_the_cpu_kernel(cp, is_result):
     from ember.tensor.kernels import cpu

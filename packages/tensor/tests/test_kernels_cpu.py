@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 48
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 49
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -1107,6 +1107,51 @@ def test_logaddexp_kernels_match_numpy_and_torch_specials(dtype):
                 assert abs(v - ref) <= 2 * np.spacing(ref)
     with pytest.raises(TypeError):
         cpu.logaddexp(np.ones(3, np.int64), np.ones(3, np.int64))
+
+
+# --------------------------------------------------------------------------- outer
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, n", [(320, 128), (7, 1), (1, 9), (0, 3), (3, 0), (1, 1)])
+def test_outer_kernel_is_numpys_product(dtype, m, n):
+    rng = np.random.default_rng(m * 31 + n)
+    a = rng.standard_normal(2 * m).astype(dtype)[::2]  # a strided view
+    b = rng.standard_normal(n).astype(dtype)
+    got = cpu.outer(a, b)
+    assert got.dtype == dtype and got.shape == (m, n) and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, np.multiply.outer(a, b))  # one rounding per element
+    out = np.empty((m, n), dtype)
+    assert cpu.outer(np.ascontiguousarray(a), b, out=out) is out
+    np.testing.assert_array_equal(out, got)
+
+
+def test_outer_kernel_specials_and_bad_input():
+    x = np.array([np.inf, -0.0, np.nan, 2.0], np.float32)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(cpu.outer(x, x), np.multiply.outer(x, x))
+    big = np.array([3e38], np.float32)
+    assert cpu.outer(big, big)[0, 0] == np.inf  # overflow is inf, as in a GEMM
+    for bad in (np.int64, np.complex64, np.float16):
+        with pytest.raises(TypeError, match=f"outer: no kernel for dtypes {np.dtype(bad)}"):
+            cpu.outer(np.ones(3, bad), np.ones(3, bad))
+    with pytest.raises(TypeError, match="float32 and float64"):
+        cpu.outer(np.ones(3, np.float32), np.ones(3))
+    with pytest.raises(ValueError, match=r"1-d arrays, got shapes \(3, 1\)"):
+        cpu.outer(np.ones((3, 1)), np.ones(3))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        cpu.outer(np.ones(3), np.ones(2), out=np.empty((2, 3)))
+
+
+def test_matmul_with_inner_size_one_runs_the_outer_kernel_exactly():
+    import ember.tensor as et
+
+    rng = np.random.default_rng(5)
+    for dt in (np.float32, np.float64):
+        a = rng.standard_normal((33, 1)).astype(dt)
+        b = rng.standard_normal((1, 17)).astype(dt)
+        np.testing.assert_array_equal((et.tensor(a) @ et.tensor(b)).numpy(), a @ b)
+        # a one-row gradient through linear's backward: g^T @ x
+        np.testing.assert_array_equal((et.tensor(a[:, 0]).reshape(1, 33).mT @
+                                       et.tensor(b)).numpy(), a @ b)
 
 
 # --------------------------------------------------------------------------- orthogonal_poly

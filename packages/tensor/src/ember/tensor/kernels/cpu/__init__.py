@@ -67,6 +67,7 @@ _WHERE: dict[str, str] = {
     "log_sigmoid_backward": "activation",
     "logaddexp": "elementwise",
     "logaddexp2": "elementwise",
+    "outer": "elementwise",
     "orthogonal_poly": "poly",
 }
 __all__ = list(_WHERE)

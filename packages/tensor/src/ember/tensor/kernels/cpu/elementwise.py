@@ -30,6 +30,13 @@ factor ``1 / ln 2`` for base 2), ``m = max(a, b)``, one branch-free pass over ``
 vectorized exp and log1p in the input dtype (float16 through float32); equal infinities give
 themselves (``-inf`` for two ``-inf``), NaN propagates.
 
+``outer`` is the product of a column and a row, ``out[i, j] = a[i] * b[j]``, for float32 and
+float64: one rounding per element, the same values as
+a GEMM with inner size 1, which is what NumPy runs for ``a[:, None] @ b[None, :]`` at several
+times the cost (a weight gradient from one row: 320x128 float32 7.3 us through ``np.dot``,
+2.7 us here; 1024x1024 1.9 ms, 74 us here), and NumPy's broadcast ``multiply`` pays a
+call of its inner loop per row (13.7 us at 320x128).
+
 At 256x1024 float32, one thread: fmod 0.3 ms (NumPy 3.7 ms, PyTorch 0.32 ms).
 """
 
@@ -45,7 +52,7 @@ from numba.extending import intrinsic, overload
 from ..._fpstate import quiet
 from ._vmath import like_scalar, vexp, vexp2, vlog1p
 
-__all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2"]
+__all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2", "outer"]
 
 
 def _jit(fn):
@@ -267,6 +274,43 @@ def logaddexp(a, b, out=None):
 def logaddexp2(a, b, out=None):
     """PyTorch's ``logaddexp2``: ``log2(2**a + 2**b)`` of real floats, broadcasting."""
     return _logaddexp(a, b, True, out)
+
+
+@_jit
+def _outer_flat(a, b, out):
+    m, n = a.shape[0], b.shape[0]
+    if n == 1:  # a column: one contiguous loop (a loop per one-element row is 4x slower)
+        b0 = b[0]
+        for i in range(m):
+            out[i] = a[i] * b0
+        return
+    for i in range(m):
+        ai = a[i]
+        k = i * n
+        for j in range(n):
+            out[k + j] = ai * b[j]
+
+
+_OUTER_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def outer(a, b, out=None):
+    """``a[i] * b[j]`` as an ``(m, n)`` array, for 1-d ``a`` (m,) and ``b`` (n,) both float32
+    or both float64; ``out``, C-contiguous of that shape and dtype, receives it when given."""
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"outer: expected two 1-d arrays, got shapes {a.shape} and {b.shape}")
+    if a.dtype != b.dtype or a.dtype not in _OUTER_DTYPES:
+        raise TypeError(f"outer: no kernel for dtypes {a.dtype} and {b.dtype} (both "
+                        "float32 or both float64)")
+    shape = (a.shape[0], b.shape[0])
+    if out is None:
+        out = np.empty(shape, dtype=a.dtype)
+    elif out.shape != shape or out.dtype != a.dtype or not out.flags.c_contiguous:
+        raise ValueError(f"outer: out must be C-contiguous {shape} {a.dtype}, got "
+                         f"{out.shape} {out.dtype}")
+    if out.size:
+        _outer_flat(a, b, out.reshape(-1))
+    return out
 
 
 # --------------------------------------------------------------------------- host side

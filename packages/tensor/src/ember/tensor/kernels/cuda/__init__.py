@@ -1241,6 +1241,7 @@ from ._elementwise import (  # noqa: E402
     logaddexp2,
     nan_to_num,
     orthogonal_poly,
+    outer,
     remainder,
 )
 

@@ -11,7 +11,7 @@ from typing import Any
 from ember.tensor import _cupy
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2",
-           "orthogonal_poly"]
+           "orthogonal_poly", "outer"]
 
 # float (float16 computes through float for fmod; the fix-ups round in the input type as
 # PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
@@ -80,6 +80,18 @@ def _binary(name: str, a: Any, b: Any, out: Any) -> Any:
     res = _elementwise(name, dtype.kind)(xa.astype(dtype, copy=False),
                                          xb.astype(dtype, copy=False))
     return _into(res, out)
+
+
+def outer(a: Any, b: Any, out: Any = None) -> Any:
+    """``a[i] * b[j]`` as an ``(m, n)`` array, for 1-d ``a`` and ``b`` both float32 or both
+    float64 (the CPU twin's checks and result)."""
+    cp = _cupy.require("outer")
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"outer: expected two 1-d arrays, got shapes {a.shape} and {b.shape}")
+    if a.dtype != b.dtype or a.dtype.char not in "fd":
+        raise TypeError(f"outer: no kernel for dtypes {a.dtype} and {b.dtype} (both "
+                        "float32 or both float64)")
+    return cp.multiply(a[:, None], b[None, :], out=out)
 
 
 def fmod(a: Any, b: Any, out: Any = None) -> Any:
