@@ -46,13 +46,14 @@ class Entry:
     every floating output."""
 
     __slots__ = ("vjp", "save", "save_for", "save_out", "_wanted", "node_cls", "complex",
-                 "_conjugated", "outputs")
+                 "_conjugated", "outputs", "attach")
     release = None  # nothing to free beyond the node's saved arguments
 
     def __init__(self, fn, save, save_out, complex=None, outputs=None):  # noqa: A002
         self.vjp, self.save_out, self.outputs = fn, save_out, outputs
         self.complex, self._conjugated = complex, None
         self.node_cls = None  # the graph's node class for this op, made on first use
+        self.attach = None  # the graph's compiled attach function for this op, likewise
         self._wanted = {}
         if isinstance(save, dict):
             self.save = frozenset(save)

@@ -301,21 +301,26 @@ def record(op, bound):
     entry = _TABLE.get(op.name)
     if entry is None:
         raise RuntimeError(f"ember.autograd: op '{op.name}' has no derivative in the table")
-    return attach(op, entry, bound, out)
+    f = entry.attach
+    if f is None:  # the op's attacher, kept on its table entry (an op has one arity)
+        f = entry.attach = _attacher(len(bound), entry.save, entry.save_for is not None)
+    return f(op, entry, bound, out)
 
 
-def _save(node, entry, save, saved, mask: int) -> None:
-    """Drop the saved arguments no wanted gradient reads (``entry.save_for``) and note how
-    many tensors the node keeps and their versions, checked again at backward time
-    (:meth:`Node._check_saved`)."""
+def _drop_unwanted(saved: list, drop: tuple) -> None:
+    """Drop the saved arguments ``drop`` that no wanted gradient reads (``entry.save_for``);
+    plain values (scalars, dims) stay: they cost nothing to keep."""
     n = len(saved)
-    if entry.save_for is not None:
-        drop = entry._wanted.get(mask)
-        for i in drop if drop is not None else entry.unwanted(mask):
-            # plain values (scalars, dims) stay: they cost nothing to keep
-            if i < n and (isinstance(saved[i], _TensorType) or
-                          saved[i].__class__ in (list, tuple)):
-                saved[i] = None
+    for i in drop:
+        if i < n and (isinstance(saved[i], _TensorType) or saved[i].__class__ in (list, tuple)):
+            saved[i] = None
+
+
+def _save(node, save, saved) -> None:
+    """Note how many tensors the node keeps and their versions, checked again at backward
+    time (:meth:`Node._check_saved`): the attachers' own path for saved lists and tensors
+    already modified in place."""
+    n = len(saved)
     count = 0  # the saved tensors, in the order Node._check_saved reads them
     vers = None
     for i in save:
@@ -359,111 +364,176 @@ def _has_tensor(seq) -> bool:
     return False
 
 
-def attach(op, entry, args, out):
-    """Create the node for ``out = op(*args)`` (``args``: the bound call) and connect the
-    outputs to it."""
-    cls = entry.node_cls
-    if cls is None:
-        cls = entry.node_cls = _node_class(op.name)
-    node = _new(cls)
-    node.entry = entry
-    save = entry.save
-    edges, saved = [], []
-    # node.meta: the op's previous node's when every input has the same shape and dtype
-    # again (no tuples built, nothing hashed); ``meta`` is built only after a difference
-    cell = cls._last_meta
-    last = cell[0]
-    n_last = len(last)
-    meta = None
-    mask = 0  # bit i: argument i requires grad
-    i = 0
-    for a in args:
-        if a.__class__ is _TensorType or isinstance(a, _TensorType):
-            d = _unwrap(a)
-            if a._requires_grad:
-                mask |= 1 << i
-                m = a._autograd_meta
-                if m is None:
-                    fn = a.grad_fn
-                    edges.append(fn if fn is not None else _accumulator(a))
-                else:
-                    fn = a.grad_fn if m.view_base is None else fresh_view_grad_fn(a)
-                    if fn is not None:
-                        nr = m.output_nr
-                        edges.append((fn, nr) if nr else fn)
-                    else:
-                        edges.append(m.accum or _accumulator(a))
+def _edge_of(a, m):
+    """The edge of ``a`` (requires grad) when it has autograd state ``m``: its node, with its
+    output number past 0, a view's regenerated node, or its leaf sink."""
+    fn = a.grad_fn if m.view_base is None else fresh_view_grad_fn(a)
+    if fn is not None:
+        nr = m.output_nr
+        return (fn, nr) if nr else fn
+    return m.accum or _accumulator(a)
+
+
+def _list_edges(a) -> tuple:
+    """A list argument's (cat, stack) or index tuple's edges, one per element (None for an
+    element that needs no gradient), and whether any element carries one."""
+    edges, any_edge = [], False
+    for b in a:
+        if (b.__class__ is _TensorType or isinstance(b, _TensorType)) and b._requires_grad:
+            if b._autograd_meta is None and b.grad_fn is not None:
+                e = b.grad_fn  # output 0 of a node: the common case
             else:
-                edges.append(None)
-            if meta is None:
-                lm = last[i] if i < n_last else None
-                if lm is None or lm[0] != d.shape or lm[1] is not d.dtype:
-                    meta = list(last[:i])
-                    meta.append((d.shape, d.dtype))
-            else:
-                meta.append((d.shape, d.dtype))
-            saved.append(a if i in save else None)
-        elif (a.__class__ is list or a.__class__ is tuple) and _has_tensor(a):
-            # a list argument (cat, stack) or an index tuple: one edge per tensor element
-            sub_edges, sub_meta = [], []
-            for b in a:
-                if b.__class__ is _TensorType or isinstance(b, _TensorType):
-                    if not b._requires_grad:
-                        e = None
-                    elif b._autograd_meta is None and b.grad_fn is not None:
-                        e = b.grad_fn  # output 0 of a node: the common case
-                    else:
-                        e = _edge(b)
-                        if not e[1]:
-                            e = e[0]
-                    if e is not None:
-                        mask |= 1 << i
-                    sub_edges.append(e)
-                    d = _unwrap(b)
-                    sub_meta.append((d.shape, d.dtype))
-                else:
-                    sub_edges.append(None)
-                    sub_meta.append(None)
-            edges.append(sub_edges)
-            sub_meta = tuple(sub_meta)
-            if meta is None:
-                if i >= n_last or last[i] != sub_meta:
-                    meta = list(last[:i])
-                    meta.append(sub_meta)
-            else:
-                meta.append(sub_meta)
-            saved.append(a if i in save else None)
+                e = _edge(b)
+                if not e[1]:
+                    e = e[0]
+            any_edge = True
         else:
-            edges.append(None)
-            if meta is None:
-                if i >= n_last or last[i] is not None:
-                    meta = list(last[:i])
-                    meta.append(None)
-            else:
-                meta.append(None)
-            saved.append(a)
-        i += 1
-    if save:
-        _save(node, entry, save, saved, mask)
+            e = None
+        edges.append(e)
+    return edges, any_edge
+
+
+def _arg_meta(a):
+    """What ``node.meta`` holds for one argument: ``(shape, dtype)`` of a tensor, a tuple of
+    those (None for non-tensors) for a list holding tensors, else None."""
+    if a.__class__ is _TensorType or isinstance(a, _TensorType):
+        d = a._data
+        return (d.shape, d.dtype)
+    if (a.__class__ is list or a.__class__ is tuple) and _has_tensor(a):
+        return tuple([(b._data.shape, b._data.dtype) if isinstance(b, _TensorType) else None
+                      for b in a])
+    return None
+
+
+def _new_meta(cell, args):
+    """The node's ``meta`` when it differs from the op's previous node's: one shared tuple per
+    distinct signature (interned in ``_metas``), remembered in the op's cell."""
+    meta = tuple([_arg_meta(a) for a in args])
+    meta = cell[0] = _metas.setdefault(meta, meta)
+    if len(_metas) > _METAS_MAX:
+        _metas.clear()
+    return meta
+
+
+#: compiled attachers, one per (parameter count, saved positions, whether ``save_for`` drops)
+_ATTACHERS: dict = {}
+
+
+def _attacher(n: int, save: frozenset, drops: bool):
+    """The attach function for ``n`` parameters of which the derivative saves ``save``
+    (``drops``: some only when certain gradients are wanted), compiled once: the loop over
+    the arguments unrolled, each position's saving decided here rather than per call."""
+    key = (n, save, drops)
+    f = _ATTACHERS.get(key)
+    if f is not None:
+        return f
+    names = [f"a{i}" for i in range(n)]
+    L = ["def attach(op, entry, args, out, skip=4):"]
+    if n:
+        L.append(f"    {', '.join(names)}{',' if n == 1 else ''} = args")
+    L += ["    cls = entry.node_cls",
+          "    if cls is None:",
+          "        cls = entry.node_cls = _node_class(op.name)",
+          "    node = _new(cls)",
+          "    node.entry = entry",
+          "    cell = cls._last_meta",
+          "    last = cell[0]",
+          f"    same = len(last) == {n}",
+          "    mask = 0"]
+    for i, a in enumerate(names):
+        keep = i in save
+        L += [f"    if {a}.__class__ is _T or isinstance({a}, _T):",
+              f"        if {a}._requires_grad:",
+              f"            mask |= {1 << i}",
+              f"            m = {a}._autograd_meta",
+              "            if m is None:",
+              f"                e{i} = {a}.grad_fn",
+              f"                if e{i} is None:",
+              f"                    e{i} = _accumulator({a})",
+              "            else:",
+              f"                e{i} = _edge_of({a}, m)",
+              "        else:",
+              f"            e{i} = None",
+              "        if same:",
+              f"            d = {a}._data",
+              f"            lm = last[{i}]",
+              "            if lm is None or lm[0] != d.shape or lm[1] is not d.dtype:",
+              "                same = False",
+              f"        s{i} = {a if keep else 'None'}",
+              f"    elif ({a}.__class__ is list or {a}.__class__ is tuple) and _has_tensor({a}):",
+              f"        e{i}, hit = _list_edges({a})",
+              "        if hit:",
+              f"            mask |= {1 << i}",
+              f"        if same and last[{i}] != _arg_meta({a}):",
+              "            same = False",
+              f"        s{i} = {a if keep else 'None'}",
+              "    else:",
+              f"        e{i} = None",
+              f"        if same and last[{i}] is not None:",
+              "            same = False",
+              f"        s{i} = {a}"]
+    saved = [f"s{i}" for i in range(n)]
+    kept = sorted(i for i in save if i < n)
+    if drops:
+        L += ["    drop = entry._wanted.get(mask)",
+              "    if drop is None:",
+              "        drop = entry.unwanted(mask)",
+              "    if drop:",
+              f"        saved = [{', '.join(saved)}]",
+              "        _drop_unwanted(saved, drop)"]
+        L += [f"        s{i} = saved[{i}]" for i in kept]
+        L += ["    else:",
+              f"        saved = ({', '.join(saved)}{',' if n == 1 else ''})"]
     else:
-        node._nsaved = 0
-    key = mask << 16 | i
-    needs = _NEEDS.get(key)
-    node.needs = needs if needs is not None else _needs(mask, i)
-    node._edges = edges
-    if meta is None and i == n_last:
-        node.meta = last
+        L.append(f"    saved = ({', '.join(saved)}{',' if n == 1 else ''})")
+    if kept:  # the saved tensors and their versions; lists and modified tensors: _save
+        L += ["    cnt = 0", "    slow = False"]
+        for i in kept:
+            L += [f"    if s{i}.__class__ is _T or isinstance(s{i}, _T):",
+                  "        cnt += 1",
+                  f"        if s{i}._vc is not None and s{i}._vc[0]:",
+                  "            slow = True",
+                  f"    elif s{i}.__class__ is list or s{i}.__class__ is tuple:",
+                  "        slow = True"]
+        L += ["    if slow:",
+              "        _save(node, entry.save, saved)",
+              "    else:",
+              "        node._nsaved = cnt",
+              "        node._vers = None"]
     else:
-        meta = tuple(last[:i] if meta is None else meta)  # of (shape, dtype) pairs
-        node.meta = cell[0] = _metas.setdefault(meta, meta)
-        if len(_metas) > _METAS_MAX:
-            _metas.clear()
-    node.args = tuple.__new__(op.Args, saved)
+        L += ["    node._nsaved = 0", "    node._vers = None"]
+    L += [f"    key = mask << 16 | {n}",
+          "    needs = _NEEDS.get(key)",
+          f"    node.needs = needs if needs is not None else _needs(mask, {n})",
+          f"    node._edges = [{', '.join(f'e{i}' for i in range(n))}]",
+          "    node.meta = last if same else _new_meta(cell, args)",
+          "    node.args = tuple.__new__(op.Args, saved)",
+          "    return _connect(node, entry, op, args, out, skip)"]
+    env = {"_T": _TensorType, "_new": _new, "_node_class": _node_class,
+           "_accumulator": _accumulator, "_edge_of": _edge_of, "_has_tensor": _has_tensor,
+           "_list_edges": _list_edges, "_arg_meta": _arg_meta, "_new_meta": _new_meta,
+           "_drop_unwanted": _drop_unwanted, "_save": _save, "_NEEDS": _NEEDS,
+           "_needs": _needs, "_connect": _connect}
+    exec(compile("\n".join(L) + "\n", f"<ember attach {n} {sorted(save)}>", "exec"), env)
+    f = _ATTACHERS[key] = env["attach"]
+    return f
+
+
+def attach(op, entry, args, out):
+    """Create the node for ``out = op(*args)`` (``args``: the bound call, every parameter in
+    declared order) and connect the outputs to it."""
+    return _attacher(len(args), entry.save, entry.save_for is not None)(op, entry, args, out, 5)
+
+
+def _connect(node, entry, op, args, out, skip: int):
+    """Make ``node`` the history of the op's outputs (``out``: a tensor or a tuple); under
+    anomaly mode, keep the stack of the call that recorded it, less its last ``skip`` frames
+    (ember's own: the op's public function or attach's caller, down to this one)."""
     if state.anomaly:
-        node._trace = traceback.format_stack()[:-3]
+        node._trace = traceback.format_stack()[:-skip]
     if out.__class__ is _TensorType or isinstance(out, _TensorType):
         node._n_out = 1
-        d = _unwrap(out)
+        d = out._data
         kind = d.dtype.kind
         if kind == "c":
             node.entry = entry.for_complex(op.name)
