@@ -556,10 +556,12 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
         if step == 0 and size:
             raise RuntimeError(f"split(): split_size can only be 0 if dimension size is 0, but "
                                f"got dimension size of {size}")
-        sections = [min(step, size - i) for i in range(0, size, step)] if size else [0]
+        sections = tuple([min(step, size - i) for i in range(0, size, step)]) if size else (0,)
     else:
-        sections = [int(s) for s in split_size_or_sections]
-    return split_with_sizes(tensor, sections, dim)  # one node: its backward is one cat
+        sections = tuple([int(s) for s in split_size_or_sections])
+    # one node: its backward is one cat; the sizes as a tuple of ints, which the node keeps
+    # without one more object for the garbage collector to track
+    return split_with_sizes(tensor, sections, dim)
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
@@ -570,10 +572,10 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     _check_not_0d("chunk", nd, "chunk")
     size = input._data.shape[_wrap_dim(dim, nd, "chunk")]
     if not size:  # PyTorch: ``chunks`` empty pieces
-        return split_with_sizes(input, [0] * chunks, dim)
+        return split_with_sizes(input, (0,) * chunks, dim)
     step = -(-size // chunks)
     n, last = divmod(size, step)
-    return split_with_sizes(input, [step] * n + [last] if last else [step] * n, dim)
+    return split_with_sizes(input, (step,) * n + (last,) if last else (step,) * n, dim)
 
 
 def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
