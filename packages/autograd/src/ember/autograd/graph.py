@@ -180,21 +180,22 @@ class AutogradMeta:
     ``grad_fn`` was set; ``retains_grad``; ``grad_hooks`` and ``post_acc_hooks``: a leaf's
     hooks (a non-leaf's hooks live on its node)."""
 
-    __slots__ = ("output_nr", "accum", "view_base", "view_version", "retains_grad",
-                 "grad_hooks", "post_acc_hooks")
-
-    def __init__(self) -> None:
-        self.output_nr = 0
-        self.accum = self.view_base = self.grad_hooks = self.post_acc_hooks = None
-        self.view_version = 0
-        self.retains_grad = False
+    # no __slots__: every field starts as the class default below, so making one sets none
+    # (a split's outputs each get one, with their output numbers)
+    output_nr = 0
+    accum = None
+    view_base = None
+    view_version = 0
+    retains_grad = False
+    grad_hooks = None
+    post_acc_hooks = None
 
 
 def autograd_meta(t: Tensor) -> AutogradMeta:
     """``t``'s autograd state, created on first use."""
     m = t._autograd_meta
     if m is None:
-        m = t._autograd_meta = AutogradMeta()
+        m = t._autograd_meta = _new(AutogradMeta)
     return m
 
 
@@ -572,7 +573,7 @@ def _connect(node, entry, op, args, out, skip: int):
             if i or is_view:
                 m = o._autograd_meta
                 if m is None:
-                    m = o._autograd_meta = AutogradMeta()
+                    m = o._autograd_meta = _new(AutogradMeta)
                 m.output_nr = i
                 if is_view:
                     m.view_base = view_of[1]
