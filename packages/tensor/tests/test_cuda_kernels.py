@@ -415,7 +415,8 @@ def cp():
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("name, extra", [
-    ("silu", ()), ("silu_backward", ()), ("softplus", (2.0, 3.0)),
+    ("silu", ()), ("silu_backward", ()), ("gelu", ()), ("gelu_backward", ()),
+    ("softplus", (2.0, 3.0)),
     ("softplus_backward", (2.0, 3.0)), ("elu", (0.7, 1.5, 0.5)), ("hardsigmoid", ()),
     ("hardsigmoid_backward", ()), ("hardswish", ()), ("hardswish_backward", ()), ("mish", ()),
     ("mish_backward", ()), ("log_sigmoid", ()), ("log_sigmoid_backward", ())])

@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 49
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 51
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -1107,6 +1107,55 @@ def test_logaddexp_kernels_match_numpy_and_torch_specials(dtype):
                 assert abs(v - ref) <= 2 * np.spacing(ref)
     with pytest.raises(TypeError):
         cpu.logaddexp(np.ones(3, np.int64), np.ones(3, np.int64))
+
+
+# --------------------------------------------------------------------------- gelu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_kernels_match_the_float64_formula(dtype):
+    from scipy.special import erf
+
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.standard_normal(4000) * 4, np.linspace(-40, 40, 801),
+                        [0.0, -0.0, 1e-30, -1e-30, 6.0, -6.0]]).astype(dtype)
+    g = rng.standard_normal(x.size).astype(dtype)
+    v = x.astype(np.float64)
+    cdf = 0.5 * (1 + erf(v / np.sqrt(2.0)))
+    fwd = v * cdf
+    bwd = g.astype(np.float64) * (cdf + v * np.exp(-0.5 * v * v) / np.sqrt(2 * np.pi))
+    # PyTorch's formula: 1 + erf(x / sqrt 2) cancels for negative x, so the error is bounded
+    # relative to x (and the gradient), not to the tiny result; float32 is computed in float64
+    bound = 1.0 if dtype == np.float32 else 4.0
+    for got, ref, size in ((cpu.gelu(x), fwd, np.abs(v)),
+                           (cpu.gelu_backward(g, x), bwd, np.abs(g * v))):
+        assert got.dtype == dtype and got.shape == x.shape
+        scale = np.maximum(np.abs(ref), np.maximum(size, np.finfo(dtype).tiny))
+        err = np.abs(got.astype(np.float64) - ref) / np.spacing(scale.astype(dtype)).astype(
+            np.float64)
+        assert err.max() <= bound, (err.max(), x[err.argmax()])
+    # layout: a strided 2-d view gives the contiguous result's values
+    m = rng.standard_normal((8, 20)).astype(dtype)[:, ::2]
+    np.testing.assert_array_equal(cpu.gelu(m), cpu.gelu(np.ascontiguousarray(m)))
+    np.testing.assert_array_equal(cpu.gelu_backward(m.T, m.T),
+                                  cpu.gelu_backward(np.ascontiguousarray(m.T),
+                                                    np.ascontiguousarray(m.T)))
+
+
+def test_gelu_kernel_specials_and_bad_input():
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], np.float32)
+    with np.errstate(all="raise"):  # no floating-point warning from the loops
+        y = cpu.gelu(x)
+        gb = cpu.gelu_backward(np.ones_like(x), x)
+    # PyTorch's formula at the infinities: -inf * Phi(-inf) = -inf * 0 is NaN, and so is the
+    # gradient's x phi(x) at either infinity
+    np.testing.assert_array_equal(y, [np.nan, np.inf, np.nan, 0.0, -0.0])
+    assert np.signbit(y[4])  # -0 * Phi(0) = -0
+    np.testing.assert_array_equal(gb, [np.nan, np.nan, np.nan, 0.5, 0.5])
+    with pytest.raises(TypeError, match=r"gelu\(\): no kernel for dtype int64"):
+        cpu.gelu(np.ones(3, np.int64))
+    with pytest.raises(TypeError, match="gradient dtype float64"):
+        cpu.gelu_backward(np.ones(3), np.ones(3, np.float32))
+    with pytest.raises(ValueError, match=r"gradient of shape \(2,\)"):
+        cpu.gelu_backward(np.ones(2), np.ones(3))
 
 
 # --------------------------------------------------------------------------- outer

@@ -4,9 +4,9 @@ constants), ``hardsigmoid``, ``hardswish``, ``mish`` and ``log_sigmoid``, each w
 ``*_backward`` op (the derivative table's formula for the forward op calls it; its own
 derivative is in the table too, so double backward works).
 
-Each direction is one kernel per element (a Numba-compiled ufunc on the CPU, a CuPy
-ElementwiseKernel on CUDA, in ``ember.tensor.kernels``; gelu, one NumPy or CuPy expression over
-the erf kernel), under one ``errstate``, with PyTorch's CPU formulas and their conditions
+Each direction is one kernel per element (a Numba-compiled ufunc or loop on the CPU, a CuPy
+ElementwiseKernel on CUDA, in ``ember.tensor.kernels``; gelu's tanh approximation, one NumPy or
+CuPy expression), under one ``errstate``, with PyTorch's CPU formulas and their conditions
 (which side of a piece a NaN or a boundary falls on, NaN where PyTorch's arithmetic gives NaN):
 the composites of elementwise ops they replace recorded four to eight nodes per call, and a
 product of an infinite gradient with a zero derivative gave NaN. float16 computes in float32
@@ -27,7 +27,6 @@ from ._fpstate import quiet
 from ._registry import array_module, defop
 from ._tensor import Tensor
 from .kernels import get as _kernel
-from .kernels import special as _special
 
 __all__ = ["silu", "silu_backward", "gelu", "gelu_backward", "softplus", "softplus_backward",
            "elu", "elu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish",
@@ -35,8 +34,6 @@ __all__ = ["silu", "silu_backward", "gelu", "gelu_backward", "softplus", "softpl
 
 _make = Tensor._make
 _F32 = np.dtype(np.float32)
-_SQRT1_2 = 1 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 _KBETA = math.sqrt(2 / math.pi)  # the tanh approximation's constants
 _KKAPPA = 0.044715
 
@@ -90,29 +87,24 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)`` (``approximate="tanh"``: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
     x^3)))``)."""
     _check_approximate("gelu", approximate)
+    if approximate == "none":
+        return _act_kernel("gelu", (input,))
     xp, (x,), dt = _arrays("gelu", input)
     with quiet():
-        if approximate == "tanh":
-            r = 0.5 * x * (1 + xp.tanh(_KBETA * (x + _KKAPPA * x * x * x)))
-        else:
-            r = 0.5 * x * (1 + _special.erf(xp, x * _SQRT1_2))
-        return _done(r, dt)
+        return _done(0.5 * x * (1 + xp.tanh(_KBETA * (x + _KKAPPA * x * x * x))), dt)
 
 
 @defop("gelu_backward", out=True)
 def gelu_backward(grad_output: Tensor, input: Tensor, approximate: str = "none") -> Tensor:
     """``grad * (Phi(x) + x phi(x))``, or the tanh approximation's derivative."""
     _check_approximate("gelu_backward", approximate)
+    if approximate == "none":
+        return _act_kernel("gelu_backward", (grad_output, input))
     xp, (g, x), dt = _arrays("gelu_backward", grad_output, input)
     with quiet():
-        if approximate == "tanh":
-            t = xp.tanh(_KBETA * (x + _KKAPPA * x * x * x))
-            inner = _KBETA * (1 + 3 * _KKAPPA * x * x)
-            r = g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * inner)
-        else:
-            cdf = 0.5 * (1 + _special.erf(xp, x * _SQRT1_2))
-            r = g * (cdf + x * (_INV_SQRT_2PI * xp.exp(-0.5 * x * x)))
-        return _done(r, dt)
+        t = xp.tanh(_KBETA * (x + _KKAPPA * x * x * x))
+        inner = _KBETA * (1 + 3 * _KKAPPA * x * x)
+        return _done(g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * inner), dt)
 
 
 # ------------------------------------------------------------------------------ softplus

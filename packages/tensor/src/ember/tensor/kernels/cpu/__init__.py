@@ -68,6 +68,8 @@ _WHERE: dict[str, str] = {
     "logaddexp": "elementwise",
     "logaddexp2": "elementwise",
     "outer": "elementwise",
+    "gelu": "erf",
+    "gelu_backward": "erf",
     "orthogonal_poly": "poly",
 }
 __all__ = list(_WHERE)

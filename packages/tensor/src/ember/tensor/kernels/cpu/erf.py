@@ -34,6 +34,13 @@ coefficient.
 
 Every input is clamped before it reaches exp, log or a polynomial (NaN and infinities are put
 back at the end), so no loop raises a floating-point warning.
+
+``gelu`` and ``gelu_backward`` (the exact, erf-based GELU) are one loop each over the same
+erf: ``x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))`` and ``grad (Phi(x) + x phi(x))``, in float64
+arithmetic and rounded once for float32, where the NumPy expression they replace made five
+passes and as many temporaries. erf's own cost bounds both: 256x1024 float32 forward 0.64 ms,
+the erf loop alone 0.59 ms (PyTorch's float32 erf, a 5-term rational approximation with an
+absolute error near 1e-7, runs its GELU in about an eighth of that).
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ import numpy as np
 
 from ._vmath import _FM, _bits_f64, _int_bits, vexp, vlog
 
-__all__ = ["erf", "erfc", "erfinv"]
+__all__ = ["erf", "erfc", "erfinv", "gelu", "gelu_backward"]
 
 # G(s) (highest degree first); s = AB[0] t + AB[1]; K, A as in the docstring.
 _K64, _A64, _AB64 = 4.0, 27.5, (1.1454545454545455, 0.1454545454545455)
@@ -196,6 +203,71 @@ def _loop64(x, out, which):
     for i in range(x.shape[0]):
         v = x[i]
         out[i] = _erf64(v) if which == 0 else _erfc64(v) if which == 1 else _erfinv64(v)
+
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+# one loop per direction and dtype: a loop-invariant choice between the directions inside one
+# loop cost half as much again as the forward alone
+@_loop
+def _gelu32(x, out):
+    for i in range(x.shape[0]):
+        v = np.float64(x[i])
+        out[i] = np.float32(v * (0.5 * (1.0 + _erf32(v * _SQRT1_2))))
+
+
+@_loop
+def _gelu64(x, out):
+    for i in range(x.shape[0]):
+        v = x[i]
+        out[i] = v * (0.5 * (1.0 + _erf64(v * _SQRT1_2)))
+
+
+@_loop
+def _gelu_bwd32(x, g, out):
+    for i in range(x.shape[0]):
+        v = np.float64(x[i])
+        cdf = 0.5 * (1.0 + _erf32(v * _SQRT1_2))
+        out[i] = np.float32(np.float64(g[i]) * (cdf + v * (_INV_SQRT_2PI *
+                                                           vexp(-0.5 * (v * v)))))
+
+
+@_loop
+def _gelu_bwd64(x, g, out):
+    for i in range(x.shape[0]):
+        v = x[i]
+        cdf = 0.5 * (1.0 + _erf64(v * _SQRT1_2))
+        out[i] = g[i] * (cdf + v * (_INV_SQRT_2PI * vexp(-0.5 * (v * v))))
+
+
+def _gelu(name: str, x: np.ndarray, g) -> np.ndarray:
+    single = x.dtype == np.float32
+    if not (single or x.dtype == np.float64) or (g is not None and g.dtype != x.dtype):
+        raise TypeError(f"{name}(): no kernel for dtype {x.dtype}" +
+                        ("" if g is None else f" and gradient dtype {g.dtype}"))
+    if g is not None and g.shape != x.shape:
+        raise ValueError(f"{name}(): gradient of shape {g.shape} does not match the input's "
+                         f"{x.shape}")
+    x = np.ascontiguousarray(x)
+    out = np.empty_like(x)
+    if g is None:
+        (_gelu32 if single else _gelu64)(x.reshape(-1), out.reshape(-1))
+    else:
+        (_gelu_bwd32 if single else _gelu_bwd64)(x.reshape(-1), np.ascontiguousarray(g).reshape(-1),
+                                                 out.reshape(-1))
+    return out
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """``x Phi(x)`` (the exact GELU) of a float32 / float64 array (a new array)."""
+    return _gelu("gelu", x, None)
+
+
+def gelu_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``grad (Phi(x) + x phi(x))``, the exact GELU's gradient (a new array)."""
+    return _gelu("gelu_backward", x, grad)
 
 
 _WHICH = {"erf": 0, "erfc": 1, "erfinv": 2}

@@ -608,6 +608,10 @@ _ACTIVATIONS = {
                      " : g * scale;"),
     "elu_backward_result": ("T g, T v, T alpha, T scale, T input_scale", "T z",
                             "z = v <= (T)0 ? g * input_scale * (v + alpha * scale) : g * scale;"),
+    "gelu": ("T x", "T y", "y = x * ((T)0.5 * ((T)1 + erf(x * (T)0.7071067811865476)));"),
+    "gelu_backward": ("T g, T x", "T z",
+                      "const T cdf = (T)0.5 * ((T)1 + erf(x * (T)0.7071067811865476)); "
+                      "z = g * (cdf + x * ((T)0.3989422804014327 * exp((T)-0.5 * (x * x))));"),
     "hardsigmoid": ("T x", "T y", "T t = x + (T)3; t = t < (T)0 ? (T)0 : t; "
                     "y = (t > (T)6 ? (T)6 : t) / (T)6;"),
     "hardsigmoid_backward": ("T g, T x", "T z",
@@ -674,6 +678,16 @@ def silu(x: Any) -> Any:
 def silu_backward(grad: Any, x: Any) -> Any:
     """The gradient of :func:`silu`."""
     return _run_activation("silu_backward", grad, x)
+
+
+def gelu(x: Any) -> Any:
+    """``x Phi(x)`` (the exact GELU)."""
+    return _run_activation("gelu", x)
+
+
+def gelu_backward(grad: Any, x: Any) -> Any:
+    """The gradient of :func:`gelu`."""
+    return _run_activation("gelu_backward", grad, x)
 
 
 def softplus(x: Any, beta: float, threshold: float) -> Any:
