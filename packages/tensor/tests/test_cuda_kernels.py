@@ -434,6 +434,19 @@ def test_activation_kernels_match_the_cpu_kernels(cp, name, extra):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.bool_])
+def test_triangle_zero_matches_the_cpu_kernel(cp, dtype):
+    from ember.tensor.kernels import cpu
+
+    x = (np.arange(2 * 5 * 7).reshape(2, 5, 7) % 11).astype(dtype)
+    for k, upper in ((0, False), (2, True), (-3, False), (9, True)):
+        want, got = x.copy(), cp.asarray(x)
+        cpu.triangle_zero(want, k, upper)
+        K.triangle_zero(got, k, upper)
+        np.testing.assert_array_equal(cp.asnumpy(got), want)
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_outer_matches_the_cpu_kernel(cp, dtype):
     from ember.tensor.kernels import cpu

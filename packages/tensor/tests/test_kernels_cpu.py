@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 51
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 52
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -1107,6 +1107,35 @@ def test_logaddexp_kernels_match_numpy_and_torch_specials(dtype):
                 assert abs(v - ref) <= 2 * np.spacing(ref)
     with pytest.raises(TypeError):
         cpu.logaddexp(np.ones(3, np.int64), np.ones(3, np.int64))
+
+
+# --------------------------------------------------------------------------- triangle_zero
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64, np.int8,
+                                   np.uint8, np.bool_, np.complex128])
+def test_triangle_zero_is_numpys_tril_and_triu(dtype):
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((3, 5, 7)) * 10).astype(dtype)
+    for k in (-6, -5, -1, 0, 2, 6, 7, 2**62, -2**62):
+        for upper, ref in ((False, np.tril), (True, np.triu)):
+            out = x.copy()
+            assert cpu.triangle_zero(out, k, upper) is None
+            np.testing.assert_array_equal(out, ref(x, k))
+    empty = np.empty((2, 0, 3), np.float32)
+    cpu.triangle_zero(empty, 0, False)  # nothing to do, no error
+
+
+def test_triangle_zero_bfloat16_and_bad_input():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.arange(1, 10, dtype=np.float32).reshape(1, 3, 3).astype(ml_dtypes.bfloat16)
+    cpu.triangle_zero(x, 0, True)
+    np.testing.assert_array_equal(x.astype(np.float32)[0], np.triu(np.arange(1, 10).reshape(3, 3)))
+    with pytest.raises(RuntimeError, match=r"triangle_zero\(\): expected out of shape \(batch, "
+                                           r"rows, cols\) \(3-d\), got shape \(3, 3\)"):
+        cpu.triangle_zero(np.ones((3, 3)), 0, False)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        cpu.triangle_zero(np.ones((1, 3, 4)).transpose(0, 2, 1), 0, False)
+    with pytest.raises(TypeError, match="no kernel for dtype"):
+        cpu.triangle_zero(np.array([[["a"]]]), 0, False)
 
 
 # --------------------------------------------------------------------------- gelu

@@ -14,6 +14,7 @@ from ._device import CPU, device, to_device
 from ._fpstate import quiet
 from ._registry import array_module, defop, with_out
 from ._tensor import Size, Tensor, _device_of
+from .kernels import get as _kernel
 
 __all__ = [
     "tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "empty", "zeros", "ones",
@@ -530,19 +531,25 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=
 @defop("tril", out=True)
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle of the last two dims; the rest is zero."""
-    check_int("tril", "diagonal", 2, diagonal)
-    if input.dim() < 2:
-        raise RuntimeError(f"tril: input tensor must have at least 2 dimensions, got {input.dim()}")
-    return _make(array_module(input._data).tril(input._data, diagonal))
+    return _triangle("tril", input, diagonal, False)
 
 
 @defop("triu", out=True)
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle of the last two dims; the rest is zero."""
-    check_int("triu", "diagonal", 2, diagonal)
-    if input.dim() < 2:
-        raise RuntimeError(f"triu: input tensor must have at least 2 dimensions, got {input.dim()}")
-    return _make(array_module(input._data).triu(input._data, diagonal))
+    return _triangle("triu", input, diagonal, True)
+
+
+def _triangle(op: str, input: Tensor, diagonal: int, upper: bool) -> Tensor:
+    """A copy of ``input`` with the other side of ``diagonal`` zeroed (the device's kernel)."""
+    check_int(op, "diagonal", 2, diagonal)
+    d = input._data
+    if d.ndim < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got {d.ndim}")
+    xp = array_module(d)
+    out = xp.array(d, order="C", copy=True)
+    _kernel("triangle_zero", xp)(out.reshape((-1,) + out.shape[-2:]), diagonal, upper)
+    return _make(out)
 
 
 @defop("clone")

@@ -70,6 +70,7 @@ _WHERE: dict[str, str] = {
     "outer": "elementwise",
     "gelu": "erf",
     "gelu_backward": "erf",
+    "triangle_zero": "triangle",
     "orthogonal_poly": "poly",
 }
 __all__ = list(_WHERE)

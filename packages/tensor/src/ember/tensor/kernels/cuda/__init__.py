@@ -1257,6 +1257,7 @@ from ._elementwise import (  # noqa: E402
     orthogonal_poly,
     outer,
     remainder,
+    triangle_zero,
 )
 
 # ---------------------------------------------------------------------------------------------

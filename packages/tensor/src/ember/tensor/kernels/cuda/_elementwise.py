@@ -11,7 +11,7 @@ from typing import Any
 from ember.tensor import _cupy
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2",
-           "orthogonal_poly", "outer"]
+           "orthogonal_poly", "outer", "triangle_zero"]
 
 # float (float16 computes through float for fmod; the fix-ups round in the input type as
 # PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
@@ -92,6 +92,18 @@ def outer(a: Any, b: Any, out: Any = None) -> Any:
         raise TypeError(f"outer: no kernel for dtypes {a.dtype} and {b.dtype} (both "
                         "float32 or both float64)")
     return cp.multiply(a[:, None], b[None, :], out=out)
+
+
+def triangle_zero(out: Any, diagonal: int, upper: bool) -> None:
+    """Zero the elements of the C-contiguous (batch, rows, cols) array ``out`` below diagonal
+    ``diagonal`` (``upper``) or above it, in place (the CPU twin's checks and result)."""
+    cp = _cupy.require("triangle_zero")
+    if out.ndim != 3:
+        raise RuntimeError(f"triangle_zero(): expected out of shape (batch, rows, cols) (3-d), "
+                           f"got shape {tuple(out.shape)}")
+    if not out.flags.c_contiguous:
+        raise ValueError("triangle_zero(): out must be C-contiguous")
+    out[...] = (cp.triu if upper else cp.tril)(out, diagonal)
 
 
 def fmod(a: Any, b: Any, out: Any = None) -> Any:
