@@ -398,11 +398,11 @@ def _arg_meta(a):
     """What ``node.meta`` holds for one argument: ``(shape, dtype)`` of a tensor, a tuple of
     those (None for non-tensors) for a list holding tensors, else None."""
     if a.__class__ is _TensorType or isinstance(a, _TensorType):
-        d = a._data
+        d = _unwrap(a)
         return (d.shape, d.dtype)
     if (a.__class__ is list or a.__class__ is tuple) and _has_tensor(a):
-        return tuple([(b._data.shape, b._data.dtype) if isinstance(b, _TensorType) else None
-                      for b in a])
+        return tuple([(_unwrap(b).shape, _unwrap(b).dtype) if isinstance(b, _TensorType)
+                      else None for b in a])
     return None
 
 
@@ -456,7 +456,7 @@ def _attacher(n: int, save: frozenset, drops: bool):
               "        else:",
               f"            e{i} = None",
               "        if same:",
-              f"            d = {a}._data",
+              f"            d = _unwrap({a})",
               f"            lm = last[{i}]",
               "            if lm is None or lm[0] != d.shape or lm[1] is not d.dtype:",
               "                same = False",
@@ -492,7 +492,7 @@ def _attacher(n: int, save: frozenset, drops: bool):
         for i in kept:
             L += [f"    if s{i}.__class__ is _T or isinstance(s{i}, _T):",
                   "        cnt += 1",
-                  f"        if s{i}._vc is not None and s{i}._vc[0]:",
+                  f"        if s{i}._version:",
                   "            slow = True",
                   f"    elif s{i}.__class__ is list or s{i}.__class__ is tuple:",
                   "        slow = True"]
@@ -510,7 +510,7 @@ def _attacher(n: int, save: frozenset, drops: bool):
           "    node.meta = last if same else _new_meta(cell, args)",
           "    node.args = tuple.__new__(op.Args, saved)",
           "    return _connect(node, entry, op, args, out, skip)"]
-    env = {"_T": _TensorType, "_new": _new, "_node_class": _node_class,
+    env = {"_T": _TensorType, "_unwrap": _unwrap, "_new": _new, "_node_class": _node_class,
            "_accumulator": _accumulator, "_edge_of": _edge_of, "_has_tensor": _has_tensor,
            "_list_edges": _list_edges, "_arg_meta": _arg_meta, "_new_meta": _new_meta,
            "_drop_unwanted": _drop_unwanted, "_save": _save, "_NEEDS": _NEEDS,
@@ -534,7 +534,7 @@ def _connect(node, entry, op, args, out, skip: int):
         node._trace = traceback.format_stack()[:-skip]
     if out.__class__ is _TensorType or isinstance(out, _TensorType):
         node._n_out = 1
-        d = out._data
+        d = _unwrap(out)
         kind = d.dtype.kind
         if kind == "c":
             node.entry = entry.for_complex(op.name)
