@@ -381,12 +381,13 @@ def _list_edges(a) -> tuple:
     edges, any_edge = [], False
     for b in a:
         if (b.__class__ is _TensorType or isinstance(b, _TensorType)) and b._requires_grad:
-            if b._autograd_meta is None and b.grad_fn is not None:
-                e = b.grad_fn  # output 0 of a node: the common case
+            m = b._autograd_meta  # as for a plain argument (the attachers' inline code)
+            if m is None:
+                e = b.grad_fn  # output 0 of a node, or a leaf without autograd state yet
+                if e is None:
+                    e = _accumulator(b)
             else:
-                e = _edge(b)
-                if not e[1]:
-                    e = e[0]
+                e = _edge_of(b, m)
             any_edge = True
         else:
             e = None
