@@ -5,6 +5,9 @@ each workload and the ratios ember / numpy and ember / torch (below 1: ember is 
 ``main()`` returns rows ``(workload, ember_s, torch_s)`` for a runner; torch_s is None where
 PyTorch is not installed or has no matching op. First calls (JIT compilation) are warmup and
 never timed. No assertions on time.
+
+``python benchmarks/bench_kernels.py --gemm`` prints instead the measurement behind the
+orientation ember picks for ``x @ w.T`` on the CPU (see ``gemm_orientation``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+import timeit
 from collections.abc import Callable
 from pathlib import Path
 
@@ -427,5 +431,41 @@ def main() -> list[tuple[str, float, float | None]]:
     return rows
 
 
+def gemm_orientation(threads: int = 1) -> None:
+    """Print the measurement behind ember's choice of orientation for ``x @ w.T`` (a linear
+    layer's product, ``x`` (m, k), ``w`` (n, k), both row-major): per shape, the time of
+    ``x @ w.T`` over that of ``(w @ x.T).T`` copied back to row-major (above 1: the second
+    is faster), and what ember picks (``T``: the second)."""
+    from threadpoolctl import threadpool_limits
+
+    from ember.tensor._linalg import _transpose_wins
+
+    rng = np.random.default_rng(0)
+    ks, ns = (64, 200, 800), (64, 128, 200, 256, 512, 800, 2048)
+    with threadpool_limits(threads):
+        print(f"x @ w.T over (w @ x.T).T, float32, {threads} thread(s); T: ember transposes")
+        print("| rows | " + " | ".join(f"k{k} n{n}" for k in ks for n in ns) + " |")
+        print("| ---: |" + " ---: |" * (len(ks) * len(ns)))
+        for m in (1, 2, 4, 8, 16, 20, 32, 48, 64, 96):
+            cells = []
+            for k in ks:
+                for n in ns:
+                    x = rng.standard_normal((m, k), dtype=np.float32)
+                    w = rng.standard_normal((n, k), dtype=np.float32)
+                    inner = max(5, min(2000, int(3e6 / (m * k * n + 2e4))))
+                    direct = min(timeit.repeat(lambda x=x, w=w: x @ w.T, number=inner,
+                                               repeat=5))
+                    flipped = min(timeit.repeat(
+                        lambda x=x, w=w: np.ascontiguousarray((w @ x.T).T), number=inner,
+                        repeat=5))
+                    pick = "T" if _transpose_wins(m, k, n) else ""
+                    cells.append(f"{direct / flipped:.2f}{pick}")
+            print(f"| {m} | " + " | ".join(cells) + " |", flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    if "--gemm" in sys.argv:
+        for n_threads in (1, 2):
+            gemm_orientation(n_threads)
+    else:
+        main()

@@ -109,6 +109,30 @@ def test_matmul_result_is_fresh_and_expanded_inputs():
     assert r.numpy().flags.c_contiguous
 
 
+# (rows, inner, outputs) on both sides of every boundary of the measured rule that picks the
+# orientation of ``x @ w.T`` (one row, 2-4 rows into a wide layer, 5-16, 17-32, 33-48, 49-64
+# and 96 rows): both orientations must give the product, row-major
+NT_SHAPES = [(1, 64, 800), (2, 64, 512), (2, 64, 800), (4, 200, 256), (4, 64, 512),
+             (8, 200, 128), (8, 64, 200), (16, 128, 128), (20, 800, 200), (32, 64, 256),
+             (32, 128, 64), (48, 128, 256), (48, 200, 256), (64, 512, 128), (64, 512, 64),
+             (96, 512, 512)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_product_with_a_transposed_weight_in_either_orientation(dtype):
+    rng = np.random.default_rng(3)
+    for m, k, n in NT_SHAPES:
+        a = rng.standard_normal((m, k)).astype(dtype)
+        w = rng.standard_normal((n, k)).astype(dtype)
+        bias = rng.standard_normal(n).astype(dtype)
+        want = ref_matmul(a, w.T)
+        x, wt = Tensor._make(a), Tensor._make(w)
+        for got in (L.matmul(x, wt.t()), L.linear(x, wt), x @ wt.T):
+            check(got, want)
+            assert got.numpy().flags.c_contiguous, (m, k, n)
+        check(L.linear(x, wt, Tensor._make(bias)), want + bias)
+
+
 MATMUL_ERRORS = [
     ((2, 3), (4, 5), r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"),
     ((3,), (4,), r"inconsistent tensor size, expected tensor \[3\] and src \[4\]"),

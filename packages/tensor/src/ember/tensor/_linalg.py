@@ -140,6 +140,37 @@ def _blas_ready(xp, a):
     return np.ascontiguousarray(a)
 
 
+def _transpose_wins(m: int, k: int, n: int) -> bool:
+    """Does OpenBLAS run ``x @ w.T`` (``x`` (m, k), ``w`` (n, k), both row-major: a linear
+    layer's product) faster as ``(w @ x.T).T`` copied back to row-major? Its kernels run a
+    product with few rows (m) slowly in this orientation; with ``w`` as the left operand the
+    long side is the rows. Measured (float32, one and two threads: ``python
+    benchmarks/bench_kernels.py --gemm`` prints the table) 1.2-2.4x faster from 2 to 64 rows
+    where the output is wide enough, 0.7-0.9x elsewhere (one row, a narrow output, short
+    inputs with 33 rows or more, or 96 rows and more, where the copy back costs more than
+    the product gains). The other orientations (``x @ w``, ``x.T @ w``) gain nothing."""
+    if m < 2 or n < 64:
+        return False
+    if m <= 4:
+        return n >= (800 if m == 2 else 512)
+    if m <= 16:
+        return n >= (128 if m == 16 else 200)
+    if m <= 32:
+        return k >= 128
+    if m <= 48:
+        return k >= 200
+    return m <= 64 and k >= 512 and n >= 128
+
+
+def _gemm_nt(xp, x, w):
+    """``x @ w.T`` for matrices ``x`` (m, k) and ``w`` (n, k), in the orientation
+    :func:`_transpose_wins` measures faster on the CPU; row-major result either way."""
+    if xp is np and x.dtype.kind == "f" and x.flags.c_contiguous and w.flags.c_contiguous \
+            and _transpose_wins(x.shape[0], x.shape[1], w.shape[0]):
+        return np.ascontiguousarray(_quiet_call(np.matmul, w, x.T).T)
+    return _quiet_call(xp.matmul, x, w.T)
+
+
 def _upcast(xp, a):
     """float16 multiplies in float32 on the CPU (BLAS has no half gemm; it also accumulates
     in float32 like PyTorch)."""
@@ -176,6 +207,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         # either way, the same values)
         if a.shape[1] == 1:
             return _make(_cpu_kernels.outer(a.reshape(-1), b.reshape(-1)))
+        if b.flags.f_contiguous and a.flags.c_contiguous:  # a @ w.T: a weight's transpose
+            return _make(_gemm_nt(np, a, b.T))
         return _make(_quiet_call(np.matmul, _blas_ready(np, a), _blas_ready(np, b)))
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"matmul(): both arguments to matmul need to be at least 1D, but "
@@ -230,13 +263,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         x, wt = _upcast(xp, x), _upcast(xp, wt)
     if not (x.flags.c_contiguous and wt.flags.c_contiguous):
         x, wt = _blas_ready(xp, x), _blas_ready(xp, wt)
-    if xp is np and n <= 64 and k >= 256 and w.shape[0] >= 64 and x.dtype.kind == "f":
-        # OpenBLAS runs W @ x^T 10-30% faster than x @ W^T for a few rows of a wide input
-        # into a wide layer, but the transposing copy back to row-major costs 2-5x the
-        # product once the output is large (measured per layer shape, K from 64 to 4096)
-        r = np.ascontiguousarray(_quiet_call(np.matmul, wt, x.T).T)
-    else:
-        r = _quiet_call(xp.matmul, x, wt.T)
+    r = _gemm_nt(xp, x, wt)
     if bias is not None:
         b = bias._data
         if b.__class__ is not np.ndarray or xp is not np:
