@@ -461,6 +461,20 @@ def test_outer_matches_the_cpu_kernel(cp, dtype):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sign_and_hypot_match_the_cpu_kernels(cp, dtype):
+    from ember.tensor.kernels import cpu
+
+    x = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 3.0, -4.0], dtype)
+    y = x[::-1].copy()
+    np.testing.assert_array_equal(cp.asnumpy(K.sign(cp.asarray(x))), cpu.sign(x))
+    got = K.hypot(cp.asarray(x), cp.asarray(y))
+    np.testing.assert_allclose(cp.asnumpy(got), cpu.hypot(x, y), rtol=np.finfo(dtype).eps)
+    with pytest.raises(TypeError, match="sign: no kernel"):
+        K.sign(cp.ones(3, np.int64))
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("is_result", [False, True])
 def test_elu_backward_matches_the_cpu_kernel(cp, is_result):
     from ember.tensor.kernels import cpu

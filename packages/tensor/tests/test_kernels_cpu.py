@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 52
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 54
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -1217,6 +1217,49 @@ def test_outer_kernel_specials_and_bad_input():
         cpu.outer(np.ones((3, 1)), np.ones(3))
     with pytest.raises(ValueError, match="C-contiguous"):
         cpu.outer(np.ones(3), np.ones(2), out=np.empty((2, 3)))
+
+
+# --------------------------------------------------------------------------- sign, hypot
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sign_kernel_is_numpys_sign(dtype):
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((33, 40)) * 3).astype(dtype)
+    x[0, :7] = [np.nan, 0.0, -0.0, np.inf, -np.inf, 1e-40, -1e-300]
+    for v in (x, x[:, ::3], x.T, x[0, 0]):  # contiguous, strided, transposed, 0-d
+        got = cpu.sign(np.asarray(v))
+        want = np.sign(np.asarray(v))
+        assert got.dtype == dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        assert not np.signbit(got[np.asarray(v) == 0]).any()  # +0 for either zero
+    with pytest.raises(TypeError, match="sign: no kernel for dtype int64"):
+        cpu.sign(np.arange(3))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_hypot_kernel_rounds_like_libm(dtype):
+    rng = np.random.default_rng(8)
+    a = (rng.standard_normal((29, 31)) * 10.0 ** rng.integers(-3, 4, (29, 31))).astype(dtype)
+    b = (rng.standard_normal((29, 31)) * 10.0 ** rng.integers(-3, 4, (29, 31))).astype(dtype)
+    exact = np.hypot(a.astype(np.float64), b.astype(np.float64))
+    got = cpu.hypot(a, b)
+    assert got.dtype == dtype and got.shape == a.shape
+    # within half an ulp of the exact value (ties of the double rounding aside: one ulp)
+    assert (np.abs(got - exact) / np.spacing(exact.astype(dtype))).max() <= 0.5 + 1e-6
+    for x, y in ((a, b[:1]), (a[:, :1], b), (a.T, b.T), (a, dtype(2.5)), (a[::2], b[::2])):
+        np.testing.assert_allclose(cpu.hypot(x, y), np.hypot(x, y),
+                                   rtol=2 * np.finfo(dtype).eps)
+    out = np.empty((29, 31), np.float64)
+    assert cpu.hypot(a, b, out=out) is out
+    np.testing.assert_array_equal(out, got.astype(np.float64))
+    big = np.array([np.finfo(dtype).max / 2, np.finfo(dtype).max], dtype)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(cpu.hypot(big, big), np.hypot(big, big))  # inf
+    # C's specials: an infinity wins over NaN, NaN otherwise propagates, zeros give +0
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3.0], dtype)
+    X, Y = np.meshgrid(x, x)
+    np.testing.assert_array_equal(cpu.hypot(X, Y), np.hypot(X, Y))
+    with pytest.raises(TypeError, match="hypot: no kernel for dtype int64"):
+        cpu.hypot(np.arange(3), np.arange(3))
 
 
 def test_matmul_with_inner_size_one_runs_the_outer_kernel_exactly():

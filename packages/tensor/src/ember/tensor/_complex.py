@@ -21,6 +21,7 @@ from . import _dtype as D
 from ._checks import broadcast_error, check_inplace, scalar_type_name
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
+from .kernels import get as _kernel
 
 __all__ = ["real", "imag", "view_as_real", "view_as_complex", "conj", "conj_physical",
            "conj_physical_", "angle", "polar", "complex", "sgn", "sgn_"]
@@ -221,6 +222,8 @@ def _sgn(d):
     if d.dtype.kind != "c":
         if d.dtype.kind == "b":
             return d.copy()
+        if d.dtype.kind == "f" and d.dtype.itemsize >= 4:
+            return _kernel("sign", xp)(d)  # sign's kernel (NumPy's float loop is scalar)
         return xp.sign(d)
     mag = xp.abs(d)
     zero = mag == 0

@@ -382,7 +382,8 @@ fmax, _ = _binary("fmax", "fmax", """Elementwise maximum ignoring NaN.""", inpla
 fmin, _ = _binary("fmin", "fmin", """Elementwise minimum ignoring NaN.""", inplace=False,
                   complex_ok=False)
 hypot, hypot_ = _binary("hypot", "hypot", """Elementwise ``sqrt(a**2 + b**2)``.""",
-                        float_result=True, complex_ok=False)
+                        float_result=True, complex_ok=False,
+                        kernel=lambda xp: _kernel("hypot", xp))
 _pow, _pow_ = _binary("pow", "power", """Elementwise power.""", quiet=True)
 bitwise_and, bitwise_and_ = _binary("bitwise_and", "bitwise_and",
                                     "Elementwise AND (& on ints/bools).")
@@ -609,6 +610,8 @@ def _frac(xp, d):
 
 
 def _sign(xp, d):
+    if d.dtype.kind == "f" and d.dtype.itemsize >= 4:
+        return _kernel("sign", xp)(d)  # (NumPy's float loop is scalar)
     return xp.sign(d) if d.dtype.kind != "b" else d.copy()
 
 

@@ -68,6 +68,8 @@ _WHERE: dict[str, str] = {
     "logaddexp": "elementwise",
     "logaddexp2": "elementwise",
     "outer": "elementwise",
+    "hypot": "elementwise",
+    "sign": "elementwise",
     "gelu": "erf",
     "gelu_backward": "erf",
     "triangle_zero": "triangle",

@@ -1251,12 +1251,14 @@ def _sgd_launch(cp: Any, param: Any, grad: Any, buf: Any, *, lr: float, momentum
 from ._elementwise import (  # noqa: E402
     floor_divide,
     fmod,
+    hypot,
     logaddexp,
     logaddexp2,
     nan_to_num,
     orthogonal_poly,
     outer,
     remainder,
+    sign,
     triangle_zero,
 )
 

@@ -94,6 +94,19 @@ def outer(a: Any, b: Any, out: Any = None) -> Any:
     return cp.multiply(a[:, None], b[None, :], out=out)
 
 
+def hypot(a: Any, b: Any, out: Any = None) -> Any:
+    """``sqrt(a**2 + b**2)`` of float arrays, broadcasting (CuPy's, libm's ``hypot``)."""
+    return _cupy.require("hypot").hypot(a, b, out=out)
+
+
+def sign(x: Any) -> Any:
+    """``sign(x)`` of a float32 or float64 array (-1, 0 or 1; NaN stays NaN)."""
+    cp = _cupy.require("sign")
+    if x.dtype.char not in "fd":
+        raise TypeError(f"sign: no kernel for dtype {x.dtype}")
+    return cp.sign(x)
+
+
 def triangle_zero(out: Any, diagonal: int, upper: bool) -> None:
     """Zero the elements of the C-contiguous (batch, rows, cols) array ``out`` below diagonal
     ``diagonal`` (``upper``) or above it, in place (the CPU twin's checks and result)."""
