@@ -462,7 +462,7 @@ def test_outer_matches_the_cpu_kernel(cp, dtype):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_sign_and_hypot_match_the_cpu_kernels(cp, dtype):
+def test_sign_hypot_copysign_angle_match_the_cpu_kernels(cp, dtype):
     from ember.tensor.kernels import cpu
 
     x = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 3.0, -4.0], dtype)
@@ -472,6 +472,9 @@ def test_sign_and_hypot_match_the_cpu_kernels(cp, dtype):
     np.testing.assert_allclose(cp.asnumpy(got), cpu.hypot(x, y), rtol=np.finfo(dtype).eps)
     with pytest.raises(TypeError, match="sign: no kernel"):
         K.sign(cp.ones(3, np.int64))
+    np.testing.assert_array_equal(cp.asnumpy(K.copysign(cp.asarray(x), cp.asarray(y))),
+                                  cpu.copysign(x, y))
+    np.testing.assert_array_equal(cp.asnumpy(K.angle(cp.asarray(x))), cpu.angle(x))
 
 
 @pytest.mark.cuda

@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 54
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 56
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -1260,6 +1260,32 @@ def test_hypot_kernel_rounds_like_libm(dtype):
     np.testing.assert_array_equal(cpu.hypot(X, Y), np.hypot(X, Y))
     with pytest.raises(TypeError, match="hypot: no kernel for dtype int64"):
         cpu.hypot(np.arange(3), np.arange(3))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_copysign_and_angle_kernels_match_numpy(dtype):
+    rng = np.random.default_rng(9)
+    a = (rng.standard_normal((23, 35)) * 4).astype(dtype)
+    b = (rng.standard_normal((23, 35)) * 4).astype(dtype)
+    specials = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, -np.nan, 2.0], dtype)
+    a[0, :7], b[1, :7] = specials, specials
+    for x, y in ((a, b), (a, b[:1]), (a[:, :1], b), (a.T, b.T), (a, dtype(-1.5)), (a[::2], b[::2])):
+        got, want = cpu.copysign(x, y), np.copysign(x, y)
+        assert got.dtype == dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    out = np.empty((23, 35), np.float64)
+    assert cpu.copysign(a, b, out=out) is out
+    np.testing.assert_array_equal(out, np.copysign(a, b).astype(np.float64))
+    for x in (a, a.T, a[::3], a[0, 2]):  # PyTorch's real angle: pi below 0, 0 for -0, NaN kept
+        x = np.asarray(x)
+        got = cpu.angle(x)
+        want = np.where(np.isnan(x), x, np.where(x < 0, dtype(np.pi), dtype(0)))
+        assert got.dtype == dtype and got.shape == x.shape
+        np.testing.assert_array_equal(got, want)
+    for k in (cpu.angle, lambda v: cpu.copysign(v, v)):
+        with pytest.raises(TypeError, match="no kernel for dtype int64"):
+            k(np.arange(3))
 
 
 def test_matmul_with_inner_size_one_runs_the_outer_kernel_exactly():

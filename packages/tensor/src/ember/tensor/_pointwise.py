@@ -1210,7 +1210,7 @@ def bitwise_right_shift_(input: Tensor, other) -> Tensor:
 
 
 def _copysign(xp, a, b):
-    return xp.copysign(a, b)
+    return _kernel("copysign", xp)(a, b)
 
 
 @defop("copysign", out=True)

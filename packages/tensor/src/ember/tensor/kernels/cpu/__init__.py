@@ -70,6 +70,8 @@ _WHERE: dict[str, str] = {
     "outer": "elementwise",
     "hypot": "elementwise",
     "sign": "elementwise",
+    "copysign": "elementwise",
+    "angle": "elementwise",
     "gelu": "erf",
     "gelu_backward": "erf",
     "triangle_zero": "triangle",

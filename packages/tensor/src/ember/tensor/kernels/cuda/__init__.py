@@ -1249,6 +1249,8 @@ def _sgd_launch(cp: Any, param: Any, grad: Any, buf: Any, *, lr: float, momentum
 
 
 from ._elementwise import (  # noqa: E402
+    angle,
+    copysign,
     floor_divide,
     fmod,
     hypot,

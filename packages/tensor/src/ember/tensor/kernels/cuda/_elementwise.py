@@ -6,12 +6,13 @@ CuPy arrays of one dtype or Python numbers, broadcast; ``out`` receives the resu
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ember.tensor import _cupy
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2",
-           "orthogonal_poly", "outer", "triangle_zero"]
+           "orthogonal_poly", "outer", "triangle_zero", "hypot", "sign", "copysign", "angle"]
 
 # float (float16 computes through float for fmod; the fix-ups round in the input type as
 # PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
@@ -105,6 +106,22 @@ def sign(x: Any) -> Any:
     if x.dtype.char not in "fd":
         raise TypeError(f"sign: no kernel for dtype {x.dtype}")
     return cp.sign(x)
+
+
+def copysign(a: Any, b: Any, out: Any = None) -> Any:
+    """The magnitude of ``a`` with the sign of ``b`` (float arrays), broadcasting."""
+    return _cupy.require("copysign").copysign(a, b, out=out)
+
+
+def angle(x: Any) -> Any:
+    """PyTorch's ``angle`` of a real float array: pi where ``x < 0``, else 0 (NaN stays
+    NaN)."""
+    cp = _cupy.require("angle")
+    if x.dtype.char not in "efd":
+        raise TypeError(f"angle: no kernel for dtype {x.dtype}")
+    r = cp.multiply(x < 0, x.dtype.type(math.pi), dtype=x.dtype)
+    cp.copyto(r, x, where=x != x)
+    return r
 
 
 def triangle_zero(out: Any, diagonal: int, upper: bool) -> None:
