@@ -144,6 +144,22 @@ def test_activation_kernels_match_their_formulas(name, dtype):
     assert nan.shape == (1,) and nan.dtype == dtype
 
 
+@pytest.mark.parametrize("name", ["softplus", "softplus_backward", "log_sigmoid"])
+def test_flat_loop_kernels_take_any_layout(name):
+    """The kernels that run as one loop over flattened arrays: strided, transposed, 0-d and
+    (backward) broadcast operands give what the contiguous call gives."""
+    extra, ref = _act_refs()[name]
+    x = np.linspace(-9, 9, 6 * 35).reshape(6, 35)
+    g = np.cos(x)
+    k = getattr(cpu, name)
+    for xv, gv in ((x[:, ::2], g[:, ::2]), (x.T, g.T), (x[2, 3], g[2, 3]), (x, g[:1])):
+        xv, gv = np.asarray(xv), np.asarray(gv)
+        got = k(gv, xv, *extra) if name.endswith("_backward") else k(xv, *extra)
+        want = ref(xv, np.broadcast_to(gv, np.broadcast_shapes(xv.shape, gv.shape)))
+        assert got.shape == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
+
+
 @pytest.mark.parametrize("is_result", [False, True])
 def test_elu_backward_kernel_from_input_or_output(is_result):
     x = np.linspace(-5, 5, 101)

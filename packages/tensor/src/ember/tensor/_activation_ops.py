@@ -41,18 +41,22 @@ _KKAPPA = 0.044715
 def _arrays(op: str, *tensors: Tensor):
     """``(xp, arrays in the compute dtype, result dtype)``: floating tensors on one device;
     float16 computes in float32."""
+    d = tensors[0]._data
+    dt = d.dtype
+    if dt.kind != "f":
+        raise not_implemented(op, dt)
+    xp = np if d.__class__ is np.ndarray else array_module(d)
+    if len(tensors) == 1 and dt.itemsize >= 4:  # (no conversion to make)
+        return xp, (d,), dt
     arrays = [t._data for t in tensors]
-    d = arrays[0]
-    if d.dtype.kind != "f":
-        raise not_implemented(op, d.dtype)
     if len(arrays) > 1:
         check_same_device(op, *arrays)
-    work = _F32 if d.dtype.itemsize < 4 else d.dtype
-    return array_module(d), [a.astype(work, copy=False) for a in arrays], d.dtype
+    work = _F32 if dt.itemsize < 4 else dt
+    return xp, [a.astype(work, copy=False) for a in arrays], dt
 
 
 def _done(r, dtype) -> Tensor:
-    return _make(r.astype(dtype, copy=False))
+    return _make(r if r.dtype == dtype else r.astype(dtype))
 
 
 def _act_kernel(op: str, tensors: tuple, *params) -> Tensor:
