@@ -144,7 +144,7 @@ def test_activation_kernels_match_their_formulas(name, dtype):
     assert nan.shape == (1,) and nan.dtype == dtype
 
 
-@pytest.mark.parametrize("name", ["softplus", "softplus_backward", "log_sigmoid"])
+@pytest.mark.parametrize("name", ["softplus", "softplus_backward", "log_sigmoid", "elu"])
 def test_flat_loop_kernels_take_any_layout(name):
     """The kernels that run as one loop over flattened arrays: strided, transposed, 0-d and
     (backward) broadcast operands give what the contiguous call gives."""
@@ -152,12 +152,36 @@ def test_flat_loop_kernels_take_any_layout(name):
     x = np.linspace(-9, 9, 6 * 35).reshape(6, 35)
     g = np.cos(x)
     k = getattr(cpu, name)
-    for xv, gv in ((x[:, ::2], g[:, ::2]), (x.T, g.T), (x[2, 3], g[2, 3]), (x, g[:1])):
+    for xv, gv in ((x[:, ::2], g[:, ::2]), (x.T, g.T), (x[2, 3], g[2, 3]), (x, g[:1]),
+                   (x.astype(np.float32), g.astype(np.float32))):
         xv, gv = np.asarray(xv), np.asarray(gv)
         got = k(gv, xv, *extra) if name.endswith("_backward") else k(xv, *extra)
         want = ref(xv, np.broadcast_to(gv, np.broadcast_shapes(xv.shape, gv.shape)))
-        assert got.shape == np.shape(want)
-        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
+        assert got.shape == np.shape(want) and got.dtype == xv.dtype
+        tol = 1e-13 if xv.dtype == np.float64 else 1e-6
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_elu_kernel_is_expm1_within_two_ulp(dtype):
+    """The series below ln 2 and exp(t) - 1 above, against expm1 in long double, on both
+    sides of the switch, the tails and the specials."""
+    x = np.concatenate([np.linspace(-3, 3, 20001), -np.logspace(-30, 2, 400),
+                        [-0.6931, -0.6932, -0.0, 0.0]]).astype(dtype)
+    got = cpu.elu(x, 1.3, 1.05, 0.7)
+    lx = x.astype(np.longdouble)
+    want = np.where(lx <= 0, np.expm1(lx * dtype(0.7)) * dtype(1.3 * 1.05), lx * dtype(1.05))
+    err = np.abs(got - want) / np.spacing(np.abs(want).astype(dtype))
+    assert err.max() <= 2.0
+    specials = cpu.elu(np.array([np.nan, np.inf, -np.inf], dtype), 1.3, 1.05, 0.7)
+    np.testing.assert_array_equal(specials, np.array([np.nan, np.inf, -1.3 * 1.05], dtype))
+    g = np.cos(x)
+    for is_result in (False, True):  # the backward's float32 / float64 loops
+        v = got if is_result else x
+        want = np.where(x <= 0, g * 0.7 * (np.expm1(0.7 * lx) * 1.3 * 1.05 + 1.3 * 1.05),
+                        g * 1.05)
+        np.testing.assert_allclose(cpu.elu_backward(g, 1.3, 1.05, 0.7, is_result, v), want,
+                                   rtol=4 * np.finfo(dtype).eps, atol=1e-6)
 
 
 @pytest.mark.parametrize("is_result", [False, True])
