@@ -821,10 +821,13 @@ def flip(input: Tensor, *dims, **kwargs) -> Tensor:
         if d in seen:
             raise RuntimeError(f"{op}(): dim {d} appears multiple times in the list of dims")
         seen.add(d)
-    xp = array_module(data)
     if data.ndim == 0 or not wrapped:
         return _make(data.copy())
-    return _make(xp.flip(data, axis=tuple(wrapped)).copy(order="K"))
+    # a reversed slice per flipped dim (NumPy's np.flip builds the same view behind a Python
+    # wrapper that costs 1.4 us), copied
+    rev, full = slice(None, None, -1), slice(None)
+    return _make(data[tuple([rev if i in seen else full for i in range(data.ndim)])].copy(
+        order="K"))
 
 
 def fliplr(input: Tensor) -> Tensor:
