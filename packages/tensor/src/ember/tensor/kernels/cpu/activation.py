@@ -251,34 +251,24 @@ def softplus_backward(grad: np.ndarray, x: np.ndarray, beta: float,
 
 # 1/k! from the highest power down: Taylor's series of expm1 below ln 2 (float32 to t^9,
 # float64 to t^17: truncation under a tenth of an ulp), exp(t) - 1 above (at most one bit of
-# cancellation there): within 2 ulp. One kernel per dtype with its polynomial written in: a
-# helper function called from the loop would keep the loop from vectorizing.
-_EXPM1_F = tuple(np.float32(1.0 / math.factorial(k)) for k in range(9, 1, -1))
-_EXPM1_D = tuple(1.0 / math.factorial(k) for k in range(17, 1, -1))
+# cancellation there): within 2 ulp. The polynomial's coefficients are an argument (a tuple,
+# whose length the compiled loop knows), not a helper function called from the loop, which
+# would keep the loop from vectorizing.
+_EXPM1 = {
+    np.dtype(np.float32): tuple(np.float32(1.0 / math.factorial(k)) for k in range(9, 1, -1)),
+    np.dtype(np.float64): tuple(1.0 / math.factorial(k) for k in range(17, 1, -1)),
+}
 _LN2 = math.log(2.0)
 
 
 @vjit
-def _elu_flat32(x, out, negcoef, poscoef, input_scale):
+def _elu_flat(x, out, negcoef, poscoef, input_scale, cs):
     zero, one, cut = like(0.0, x), like(1.0, x), like(_LN2, x)
     for i in range(x.shape[0]):
         v = x[i]
         t = v * input_scale
-        p = _EXPM1_F[0]
-        for c in _EXPM1_F[1:]:
-            p = p * t + c
-        m = p * t * t + t if abs(t) < cut else vexp(t) - one
-        out[i] = m * negcoef if v <= zero else v * poscoef
-
-
-@vjit
-def _elu_flat64(x, out, negcoef, poscoef, input_scale):
-    zero, one, cut = like(0.0, x), like(1.0, x), like(_LN2, x)
-    for i in range(x.shape[0]):
-        v = x[i]
-        t = v * input_scale
-        p = _EXPM1_D[0]
-        for c in _EXPM1_D[1:]:
+        p = cs[0]
+        for c in cs[1:]:
             p = p * t + c
         m = p * t * t + t if abs(t) < cut else vexp(t) - one
         out[i] = m * negcoef if v <= zero else v * poscoef
@@ -300,8 +290,7 @@ def _elu_backward_flat(g, v, out, negcoef, poscoef, input_scale, is_result):
 def elu(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> np.ndarray:
     """``alpha scale expm1(input_scale x)`` where ``x <= 0``, else ``scale x``."""
     t = x.dtype.type
-    kernel = _elu_flat32 if x.dtype == _F32 else _elu_flat64
-    return _flat(kernel, (x,), t(alpha * scale), t(scale), t(input_scale))
+    return _flat(_elu_flat, (x,), t(alpha * scale), t(scale), t(input_scale), _EXPM1[x.dtype])
 
 
 def elu_backward(grad: np.ndarray, alpha: float, scale: float, input_scale: float,

@@ -269,7 +269,12 @@ def _pairwise(a, b, mode: int, out):
     res = np.empty(shape, dtype=work)
     if res.size:
         _pair_rows(va, vb, res.reshape(R, C), mode)
-    if work != dt:
+    return _deliver(res, dt, out)
+
+
+def _deliver(res, dt, out):
+    """``res`` (computed in float32 for float16) in ``dt``, or written into ``out``."""
+    if res.dtype != dt:
         res = res.astype(dt)
     if out is None:
         return res
@@ -357,12 +362,7 @@ def hypot(a, b, out=None):
             return np.hypot(a, b, out=out)
         r = np.asarray(_ufunc("hypot32")(_dense(_operand(a, _F32)),
                                          _dense(_operand(b, _F32))))
-        if dt != _F32:
-            r = r.astype(dt)
-    if out is None:
-        return r
-    np.copyto(out, r, casting="unsafe")
-    return out
+        return _deliver(r, dt, out)  # (float16's cast may overflow: quietly)
 
 
 def copysign(a, b, out=None):
@@ -378,12 +378,7 @@ def copysign(a, b, out=None):
         raise TypeError(f"copysign: no kernel for dtype {dt}")
     work = _F32 if dt == _F16 else dt
     r = np.asarray(_ufunc("copysign")(_dense(_operand(a, work)), _dense(_operand(b, work))))
-    if work != dt:
-        r = r.astype(dt)
-    if out is None:
-        return r
-    np.copyto(out, r, casting="unsafe")
-    return out
+    return _deliver(r, dt, out)
 
 
 def angle(x):
