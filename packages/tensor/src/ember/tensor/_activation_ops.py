@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ._checks import check_same_device, not_implemented
-from ._fpstate import quiet
+from ._fpstate import quiet, quiet_call
 from ._registry import array_module, defop
 from ._tensor import Tensor
 from .kernels import get as _kernel
@@ -62,8 +62,7 @@ def _done(r, dtype) -> Tensor:
 def _act_kernel(op: str, tensors: tuple, *params) -> Tensor:
     """The kernel ``op`` of the tensors' device on their arrays, then ``params``."""
     xp, arrays, dt = _arrays(op, *tensors)
-    with quiet():
-        return _done(_kernel(op, xp)(*arrays, *params), dt)
+    return _done(quiet_call(_kernel(op, xp), *arrays, *params), dt)
 
 
 # ------------------------------------------------------------------------------ silu

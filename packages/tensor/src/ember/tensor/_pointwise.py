@@ -1147,8 +1147,7 @@ def _elementwise(op: str, input, other, compute, kinds: str, float_result: bool 
         da = da.astype(_F32) if hasattr(da, "shape") else da
         db = db.astype(_F32) if hasattr(db, "shape") else db
     try:
-        with _quiet():
-            r = xp.asarray(compute(xp, da, db))
+        r = xp.asarray(_quiet_call(compute, xp, da, db))
     except ValueError:
         raise _broadcast_error(op, da, db) from None
     return r.astype(dt, copy=False), dt

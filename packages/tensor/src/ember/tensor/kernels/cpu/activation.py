@@ -37,7 +37,6 @@ __all__ = ["sigmoid", "sigmoid_backward", "tanh_backward", "threshold_backward",
 
 _ufuncs: dict = {}
 _keep: list = []
-_NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
 _F32 = np.dtype(np.float32)
 _nd = np.ndarray
 
@@ -136,7 +135,8 @@ def _run(name: str, *arrays: np.ndarray) -> np.ndarray:
             arrays = [b if b.__class__ is not _nd or b.flags.c_contiguous else
                       np.ascontiguousarray(b) for b in arrays]
             break
-    if dtype in _NATIVE and (len(arrays) == 1 or arrays[1].dtype == dtype):
+    # (the dtype's character: a search of a tuple of dtypes compares each, 0.1 us)
+    if dtype.char in "fd" and (len(arrays) == 1 or arrays[1].dtype == dtype):
         out = f(*arrays)
     elif dtype.kind in "fV":  # float16, bfloat16 ("V" in ml_dtypes)
         out = np.asarray(f(*[a.astype(_F32) for a in arrays])).astype(dtype)
@@ -175,7 +175,7 @@ def threshold_backward(grad: np.ndarray, y: np.ndarray, threshold) -> np.ndarray
     dtype = grad.dtype
     if dtype != y.dtype or dtype.kind not in "fV":
         raise TypeError(f"threshold_backward(): no kernel for dtypes {dtype}, {y.dtype}")
-    work = dtype if dtype in _NATIVE else _F32
+    work = dtype if dtype.char in "fd" else _F32
     if grad.shape != y.shape:
         grad, y = np.broadcast_arrays(grad, y)
     g = np.ascontiguousarray(grad, dtype=work).reshape(-1)
