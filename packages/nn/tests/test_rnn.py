@@ -145,8 +145,17 @@ def test_cell_errors():
         cell(et.randn(2, 5))
     with pytest.raises(ValueError, match="1D or 2D"):
         cell(et.randn(1, 2, 3))
-    with pytest.raises(RuntimeError, match="hidden"):
+    with pytest.raises(RuntimeError, match=r"hidden state has shape \[3, 4\]; expected \[2, 4\]"):
         cell(et.randn(2, 3), (et.randn(3, 4), et.randn(3, 4)))
+    with pytest.raises(RuntimeError, match=r"hidden state has shape \[1, 5\]; expected \[1, 4\]"):
+        cell(et.randn(3), (et.randn(5), et.randn(4)))  # unbatched
+    with pytest.raises(RuntimeError, match="Expected hidden to be 1D for 1D input, got 2D"):
+        cell(et.randn(3), (et.randn(1, 4), et.randn(1, 4)))
+    with pytest.raises(RuntimeError, match=r"input dtype \(ember.float64\) does not match "
+                                           r"weight dtype \(ember.float32\)"):
+        cell(et.randn(2, 3, dtype=et.float64))
+    with pytest.raises(TypeError, match="expected a Tensor input, got list"):
+        cell([[1.0, 2.0, 3.0]])
     with pytest.raises(ValueError, match="nonlinearity"):
         nn.RNNCell(3, 4, nonlinearity="sigmoid")
 

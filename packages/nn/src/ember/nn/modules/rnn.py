@@ -21,6 +21,7 @@ import warnings
 
 import ember.tensor as et
 from ember.tensor import Tensor
+from ember.tensor.extension import unwrap
 
 from .. import functional as F
 from .. import init
@@ -353,36 +354,45 @@ class RNNCellBase(Module):
         return s
 
     def _prepare(self, input: Tensor, hx, n_states: int):
-        name = type(self).__name__
+        """``(input as (N, I), [states as (N, H)], batched)`` after PyTorch's checks; the
+        arrays' own shapes and dtypes are read (a cell runs once a step: its checks are most
+        of its Python)."""
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}: expected a Tensor input, got {type(input).__name__}")
-        if input.dim() not in (1, 2):
-            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D "
+            raise TypeError(f"{type(self).__name__}: expected a Tensor input, got "
+                            f"{type(input).__name__}")
+        d = unwrap(input)
+        nd = d.ndim
+        if nd not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {nd}D "
                              "instead")
-        if input.shape[-1] != self.input_size:
-            raise RuntimeError(f"{name}: input has inconsistent input_size: got "
-                               f"{input.shape[-1]} expected {self.input_size}")
-        if input.dtype != self.weight_ih.dtype:
-            raise ValueError(f"{name}: input dtype ({input.dtype}) does not match weight dtype "
-                             f"({self.weight_ih.dtype})")
-        batched = input.dim() == 2
+        if d.shape[-1] != self.input_size:
+            raise RuntimeError(f"{type(self).__name__}: input has inconsistent input_size: "
+                               f"got {d.shape[-1]} expected {self.input_size}")
+        w = self._parameters.get("weight_ih")
+        if w is None:  # (a weight that is not a registered parameter)
+            w = self.weight_ih
+        if d.dtype != unwrap(w).dtype:  # (PyTorch's RuntimeError, from its product)
+            raise RuntimeError(f"{type(self).__name__}: input dtype ({input.dtype}) does not "
+                               f"match weight dtype ({w.dtype})")
+        batched = nd == 2
         x = input if batched else input.unsqueeze(0)
-        N = x.shape[0]
+        N, H = (d.shape[0] if batched else 1), self.hidden_size
         if hx is None:
-            states = [et.zeros((N, self.hidden_size), dtype=x.dtype, device=x.device)
-                      for _ in range(n_states)]
-        else:
-            states = list(hx) if n_states == 2 else [hx]
-            for s in states:
-                if s.dim() != input.dim():
-                    raise RuntimeError(f"{name}: Expected hidden to be {input.dim()}D for "
-                                       f"{input.dim()}D input, got {s.dim()}D instead")
-            if not batched:
-                states = [s.unsqueeze(0) for s in states]
-            for s in states:
-                if tuple(s.shape) != (N, self.hidden_size):
-                    raise RuntimeError(f"{name}: hidden state has shape {list(s.shape)}; "
-                                       f"expected {[N, self.hidden_size]}")
+            return x, [et.zeros((N, H), dtype=x.dtype, device=x.device)
+                       for _ in range(n_states)], batched
+        states = list(hx) if n_states == 2 else [hx]
+        want = (N, H) if batched else (H,)
+        for s in states:
+            sd = unwrap(s)
+            if sd.ndim != nd:
+                raise RuntimeError(f"{type(self).__name__}: Expected hidden to be {nd}D for "
+                                   f"{nd}D input, got {sd.ndim}D instead")
+            if sd.shape != want:
+                raise RuntimeError(f"{type(self).__name__}: hidden state has shape "
+                                   f"{[N] + list(sd.shape[-1:]) if not batched else list(sd.shape)}"
+                                   f"; expected {[N, H]}")
+        if not batched:
+            states = [s.unsqueeze(0) for s in states]
         return x, states, batched
 
 
