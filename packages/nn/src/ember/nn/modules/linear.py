@@ -55,7 +55,11 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.linear(input, self.weight, self.bias)
+        # the parameter table first: attribute access reaches it only after a failed lookup
+        # (0.55 us each; a layer runs once a step); anything else named so through getattr
+        table = self._parameters
+        w, b = table.get("weight"), table.get("bias")
+        return F.linear(input, self.weight if w is None else w, self.bias if b is None else b)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

@@ -353,10 +353,16 @@ class RNNCellBase(Module):
             s += f", nonlinearity={nl}"
         return s
 
+    _WEIGHTS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+
     def _prepare(self, input: Tensor, hx, n_states: int):
-        """``(input as (N, I), [states as (N, H)], batched)`` after PyTorch's checks; the
-        arrays' own shapes and dtypes are read (a cell runs once a step: its checks are most
-        of its Python)."""
+        """``(input as (N, I), [states as (N, H)], batched, (w_ih, w_hh, b_ih, b_hh))`` after
+        PyTorch's checks; the arrays' own shapes and dtypes are read, and the weights from the
+        parameter table, where attribute access finds them after a failed lookup (a cell
+        runs once a step: its checks and lookups were most of its Python)."""
+        table = self._parameters
+        weights = tuple([getattr(self, n) if (w := table.get(n)) is None else w
+                         for n in self._WEIGHTS])
         if not isinstance(input, Tensor):
             raise TypeError(f"{type(self).__name__}: expected a Tensor input, got "
                             f"{type(input).__name__}")
@@ -368,9 +374,7 @@ class RNNCellBase(Module):
         if d.shape[-1] != self.input_size:
             raise RuntimeError(f"{type(self).__name__}: input has inconsistent input_size: "
                                f"got {d.shape[-1]} expected {self.input_size}")
-        w = self._parameters.get("weight_ih")
-        if w is None:  # (a weight that is not a registered parameter)
-            w = self.weight_ih
+        w = weights[0]
         if d.dtype != unwrap(w).dtype:  # (PyTorch's RuntimeError, from its product)
             raise RuntimeError(f"{type(self).__name__}: input dtype ({input.dtype}) does not "
                                f"match weight dtype ({w.dtype})")
@@ -379,7 +383,7 @@ class RNNCellBase(Module):
         N, H = (d.shape[0] if batched else 1), self.hidden_size
         if hx is None:
             return x, [et.zeros((N, H), dtype=x.dtype, device=x.device)
-                       for _ in range(n_states)], batched
+                       for _ in range(n_states)], batched, weights
         states = list(hx) if n_states == 2 else [hx]
         want = (N, H) if batched else (H,)
         for s in states:
@@ -393,7 +397,7 @@ class RNNCellBase(Module):
                                    f"; expected {[N, H]}")
         if not batched:
             states = [s.unsqueeze(0) for s in states]
-        return x, states, batched
+        return x, states, batched, weights
 
 
 class RNNCell(RNNCellBase):
@@ -411,9 +415,9 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
-        x, (h,), batched = self._prepare(input, hx, 1)
+        x, (h,), batched, weights = self._prepare(input, hx, 1)
         cell = _rnn.rnn_tanh_cell if self.nonlinearity == "tanh" else _rnn.rnn_relu_cell
-        out = cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        out = cell(x, h, *weights)
         return out if batched else out.squeeze(0)
 
 
@@ -430,9 +434,8 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input: Tensor, hx=None) -> tuple[Tensor, Tensor]:
-        x, (h, c), batched = self._prepare(input, hx, 2)
-        h, c = _rnn.lstm_cell(x, (h, c), self.weight_ih, self.weight_hh, self.bias_ih,
-                              self.bias_hh)
+        x, (h, c), batched, weights = self._prepare(input, hx, 2)
+        h, c = _rnn.lstm_cell(x, (h, c), *weights)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -448,6 +451,6 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
-        x, (h,), batched = self._prepare(input, hx, 1)
-        out = _rnn.gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        x, (h,), batched, weights = self._prepare(input, hx, 1)
+        out = _rnn.gru_cell(x, h, *weights)
         return out if batched else out.squeeze(0)
