@@ -160,6 +160,29 @@ def test_cell_errors():
         nn.RNNCell(3, 4, nonlinearity="sigmoid")
 
 
+def test_layers_use_a_weight_replaced_by_a_plain_tensor():
+    """A weight taken out of the parameter table and set back as a plain tensor attribute
+    (what weight-normalization code does) is the one the layer uses."""
+    rng = np.random.default_rng(4)
+    lin = nn.Linear(3, 2).double()
+    w = lin.weight.detach() * 2
+    del lin.weight
+    lin.weight = w
+    assert "weight" not in dict(lin.named_parameters())
+    x = _r(4, 3, rng=rng)
+    np.testing.assert_allclose(_n(lin(x)), _n(x) @ _n(w).T + _n(lin.bias), rtol=1e-12)
+    cell = nn.LSTMCell(3, 4).double()
+    w_hh = cell.weight_hh.detach() * 0.5
+    del cell.weight_hh
+    cell.weight_hh = w_hh
+    h, c = _r(4, 4, rng=rng), _r(4, 4, rng=rng)
+    rh, rc = np_lstm_cell(_n(x), _n(h), _n(c), _n(cell.weight_ih), _n(w_hh),
+                          _n(cell.bias_ih), _n(cell.bias_hh))
+    h2, c2 = cell(x, (h, c))
+    np.testing.assert_allclose(_n(h2), rh, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_n(c2), rc, rtol=1e-12, atol=1e-12)
+
+
 def _step_inputs(rng, n, rows, width, g, p=None):
     p = p or width
     return (_r(n, g * width, rng=rng, requires_grad=True),
