@@ -19,6 +19,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import broadcast_error, check_inplace, scalar_type_name
+from ._pointwise import _sign
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
 from .kernels import get as _kernel
@@ -216,11 +217,7 @@ def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002
 def _sgn(d):
     xp = array_module(d)
     if d.dtype.kind != "c":
-        if d.dtype.kind == "b":
-            return d.copy()
-        if d.dtype.kind == "f" and d.dtype.itemsize >= 4:
-            return _kernel("sign", xp)(d)  # sign's kernel (NumPy's float loop is scalar)
-        return xp.sign(d)
+        return _sign(xp, d)  # sign's, for a real tensor
     mag = xp.abs(d)
     zero = mag == 0
     return xp.where(zero, 0, d / xp.where(zero, 1, mag).astype(d.dtype))

@@ -165,10 +165,15 @@ def _transpose_wins(m: int, k: int, n: int) -> bool:
 def _gemm_nt(xp, x, w):
     """``x @ w.T`` for matrices ``x`` (m, k) and ``w`` (n, k), in the orientation
     :func:`_transpose_wins` measures faster on the CPU; row-major result either way."""
-    if xp is np and x.dtype.kind == "f" and x.flags.c_contiguous and w.flags.c_contiguous \
-            and _transpose_wins(x.shape[0], x.shape[1], w.shape[0]):
-        return np.ascontiguousarray(_quiet_call(np.matmul, w, x.T).T)
+    if xp is np and x.dtype.kind == "f" and _transpose_wins(x.shape[0], x.shape[1], w.shape[0]) \
+            and x.flags.c_contiguous and w.flags.c_contiguous:
+        return _swapped(x, w)
     return _quiet_call(xp.matmul, x, w.T)
+
+
+def _swapped(x, w):
+    """``x @ w.T`` as ``(w @ x.T).T`` copied back to row-major (NumPy arrays)."""
+    return np.ascontiguousarray(_quiet_call(np.matmul, w, x.T).T)
 
 
 def _upcast(xp, a):
@@ -207,8 +212,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         # either way, the same values)
         if a.shape[1] == 1:
             return _make(_cpu_kernels.outer(a.reshape(-1), b.reshape(-1)))
-        if b.flags.f_contiguous and a.flags.c_contiguous:  # a @ w.T: a weight's transpose
-            return _make(_gemm_nt(np, a, b.T))
+        if _transpose_wins(a.shape[0], a.shape[1], b.shape[1]) and b.flags.f_contiguous and \
+                a.flags.c_contiguous:  # a @ w.T, a weight's transpose, in the other orientation
+            return _make(_swapped(a, b.T))
         return _make(_quiet_call(np.matmul, _blas_ready(np, a), _blas_ready(np, b)))
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"matmul(): both arguments to matmul need to be at least 1D, but "

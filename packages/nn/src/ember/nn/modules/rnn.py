@@ -392,9 +392,9 @@ class RNNCellBase(Module):
                 raise RuntimeError(f"{type(self).__name__}: Expected hidden to be {nd}D for "
                                    f"{nd}D input, got {sd.ndim}D instead")
             if sd.shape != want:
-                raise RuntimeError(f"{type(self).__name__}: hidden state has shape "
-                                   f"{[N] + list(sd.shape[-1:]) if not batched else list(sd.shape)}"
-                                   f"; expected {[N, H]}")
+                shown = list(sd.shape) if batched else [1, *sd.shape]  # (as unsqueezed)
+                raise RuntimeError(f"{type(self).__name__}: hidden state has shape {shown}; "
+                                   f"expected {[N, H]}")
         if not batched:
             states = [s.unsqueeze(0) for s in states]
         return x, states, batched, weights

@@ -213,17 +213,10 @@ def _lae2(x, y):
     return x if (x == y and abs(x) == math.inf) else r
 
 
-@_inline
-def _pair(x, y, mode):
-    if mode == 0:
-        return _lae(x, y)
-    return _lae2(x, y)
-
-
 @_jit
-def _pair_rows(a, b, out, mode):
+def _lae_rows(a, b, out, base2):
     # module-level (a kernel made by a closure misses Numba's disk cache: it would compile
-    # again in every process); the mode is a loop invariant that LLVM hoists
+    # again in every process); the base is a loop invariant that LLVM hoists
     R, n = out.shape
     for r in range(R):
         ar = a[r if a.shape[0] > 1 else 0]
@@ -231,15 +224,15 @@ def _pair_rows(a, b, out, mode):
         o = out[r]
         if ar.shape[0] == n and br.shape[0] == n:
             for i in range(n):
-                o[i] = _pair(ar[i], br[i], mode)
+                o[i] = _lae2(ar[i], br[i]) if base2 else _lae(ar[i], br[i])
         elif br.shape[0] == 1:
             y = br[0]
             for i in range(n):
-                o[i] = _pair(ar[i], y, mode)
+                o[i] = _lae2(ar[i], y) if base2 else _lae(ar[i], y)
         else:
             x = ar[0]
             for i in range(n):
-                o[i] = _pair(x, br[i], mode)
+                o[i] = _lae2(x, br[i]) if base2 else _lae(x, br[i])
 
 
 def _rows_form(a, b, work):
@@ -257,18 +250,15 @@ def _rows_form(a, b, work):
     return shape, form[0], form[1]
 
 
-_PAIR_NAMES = ("logaddexp", "logaddexp2")
-
-
-def _pairwise(a, b, mode: int, out):
+def _logaddexp(a, b, base2: bool, out):
     dt = _result_dtype(a, b)
     if dt.kind != "f":
-        raise TypeError(f"{_PAIR_NAMES[mode]}: no kernel for dtype {dt}")
+        raise TypeError(f"{'logaddexp2' if base2 else 'logaddexp'}: no kernel for dtype {dt}")
     work = _F32 if dt == _F16 else dt
     shape, (R, C), (va, vb) = _rows_form(a, b, work)
     res = np.empty(shape, dtype=work)
     if res.size:
-        _pair_rows(va, vb, res.reshape(R, C), mode)
+        _lae_rows(va, vb, res.reshape(R, C), base2)
     return _deliver(res, dt, out)
 
 
@@ -284,12 +274,12 @@ def _deliver(res, dt, out):
 
 def logaddexp(a, b, out=None):
     """PyTorch's ``logaddexp``: ``log(exp(a) + exp(b))`` of real floats, broadcasting."""
-    return _pairwise(a, b, 0, out)
+    return _logaddexp(a, b, False, out)
 
 
 def logaddexp2(a, b, out=None):
     """PyTorch's ``logaddexp2``: ``log2(2**a + 2**b)`` of real floats, broadcasting."""
-    return _pairwise(a, b, 1, out)
+    return _logaddexp(a, b, True, out)
 
 
 # ------------------------------------------------- sign, copysign, real angle, float32 hypot
@@ -338,6 +328,11 @@ def _ufunc(name: str):
     return f
 
 
+def _array(r):
+    """A ufunc's result as an array (NumPy gives a scalar for 0-d operands)."""
+    return r if r.__class__ is np.ndarray else np.asarray(r)
+
+
 def _dense(x):
     """``x`` itself, or a C-contiguous copy of a strided or broadcast one (a Numba-compiled
     loop reached through NumPy's buffered iteration is many times slower)."""
@@ -352,16 +347,14 @@ def hypot(a, b, out=None):
     if a.__class__ is _nd and b.__class__ is _nd and out is None and a.dtype.char == "f" \
             and b.dtype.char == "f" and a.flags.c_contiguous and b.flags.c_contiguous:
         # (an overflow is inf, as in PyTorch: no NumPy warning)
-        r = quiet_call(_UFUNCS.get("hypot32") or _ufunc("hypot32"), a, b)
-        return r if r.__class__ is np.ndarray else np.asarray(r)
+        return _array(quiet_call(_ufunc("hypot32"), a, b))
     dt = _result_dtype(a, b)
     if dt.kind != "f":
         raise TypeError(f"hypot: no kernel for dtype {dt}")
     with quiet():
         if dt == _F64:
             return np.hypot(a, b, out=out)
-        r = np.asarray(_ufunc("hypot32")(_dense(_operand(a, _F32)),
-                                         _dense(_operand(b, _F32))))
+        r = _array(_ufunc("hypot32")(_dense(_operand(a, _F32)), _dense(_operand(b, _F32))))
         return _deliver(r, dt, out)  # (float16's cast may overflow: quietly)
 
 
@@ -371,13 +364,12 @@ def copysign(a, b, out=None):
     NumPy's loop is scalar (4x slower at 256x1024). Other dtypes raise TypeError."""
     if a.__class__ is _nd and b.__class__ is _nd and out is None and a.dtype.char in "fd" \
             and a.dtype == b.dtype and a.flags.c_contiguous and b.flags.c_contiguous:
-        r = (_UFUNCS.get("copysign") or _ufunc("copysign"))(a, b)
-        return r if r.__class__ is np.ndarray else np.asarray(r)
+        return _array(_ufunc("copysign")(a, b))
     dt = _result_dtype(a, b)
     if dt.kind != "f":
         raise TypeError(f"copysign: no kernel for dtype {dt}")
     work = _F32 if dt == _F16 else dt
-    r = np.asarray(_ufunc("copysign")(_dense(_operand(a, work)), _dense(_operand(b, work))))
+    r = _array(_ufunc("copysign")(_dense(_operand(a, work)), _dense(_operand(b, work))))
     return _deliver(r, dt, out)
 
 
@@ -388,8 +380,7 @@ def angle(x):
         return angle(x.astype(_F32)).astype(_F16)
     if x.dtype.char not in "fd":
         raise TypeError(f"angle: no kernel for dtype {x.dtype}")
-    r = (_UFUNCS.get("angle") or _ufunc("angle"))(_dense(x))
-    return r if r.__class__ is np.ndarray else np.asarray(r)
+    return _array(_ufunc("angle")(_dense(x)))
 
 
 def sign(x):
@@ -398,8 +389,7 @@ def sign(x):
     array of ``x``'s shape and dtype. Other dtypes raise TypeError."""
     if x.dtype.char not in "fd":
         raise TypeError(f"sign: no kernel for dtype {x.dtype}")
-    r = (_UFUNCS.get("sign") or _ufunc("sign"))(_dense(x))
-    return r if r.__class__ is np.ndarray else np.asarray(r)  # (0-d: NumPy gives a scalar)
+    return _array(_ufunc("sign")(_dense(x)))
 
 
 @_jit
