@@ -145,7 +145,7 @@ def _transpose_wins(m: int, k: int, n: int) -> bool:
     layer's product) faster as ``(w @ x.T).T`` copied back to row-major? Its kernels run a
     product with few rows (m) slowly in this orientation; with ``w`` as the left operand the
     long side is the rows. Measured (float32, one and two threads: ``python
-    benchmarks/bench_kernels.py --gemm`` prints the table) 1.2-2.4x faster from 2 to 64 rows
+    benchmarks/bench_kernels.py --gemm`` prints the table) 1.2-2.9x faster from 2 to 64 rows
     where the output is wide enough, 0.7-0.9x elsewhere (one row, a narrow output, short
     inputs with 33 rows or more, or 96 rows and more, where the copy back costs more than
     the product gains). The other orientations (``x @ w``, ``x.T @ w``) gain nothing."""
