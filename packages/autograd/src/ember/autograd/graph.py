@@ -30,7 +30,8 @@ class Node:
 
     A node is also what its derivative formula reads (the ``c`` of ``derivatives.py``):
     ``args`` (the bound call, a named tuple of every parameter in declared order; tensors the
-    formula does not save are None), ``out`` (the saved output while the formula runs, else
+    formula does not save are None; one tuple shared by the nodes of equal calls when it holds
+    no tensor), ``out`` (the saved output while the formula runs, else
     None), ``needs`` (per parameter, whether it needs a gradient: a tuple shared by every
     node with the same pattern) and ``meta`` (per tensor parameter, its
     ``(shape, numpy dtype)``).
@@ -346,16 +347,38 @@ def _save(node, save, saved) -> None:
     node._vers = None if vers is None else tuple(vers)
 
 
-#: ``needs`` tuples, one per (mask, parameter count): shared by every node of that pattern
-_NEEDS: dict = {}
+class _Needs(dict):
+    """``needs`` tuples of ``n``-parameter ops by mask (bit i: parameter i needs a gradient),
+    made on first use: one tuple shared by every node of that pattern."""
+
+    __slots__ = ("n",)
+
+    def __missing__(self, mask: int) -> tuple:
+        needs = self[mask] = tuple([bool(mask >> i & 1) for i in range(self.n)])
+        return needs
 
 
-def _needs(mask: int, n: int) -> tuple:
-    key = mask << 16 | n
-    needs = _NEEDS.get(key)
-    if needs is None:
-        needs = _NEEDS[key] = tuple([bool(mask >> i & 1) for i in range(n)])
-    return needs
+_NEEDS: dict = {}  # parameter count -> its _Needs
+
+
+def _needs_of(n: int) -> _Needs:
+    table = _NEEDS.get(n)
+    if table is None:
+        table = _NEEDS[n] = _Needs()
+        table.n = n
+    return table
+
+
+#: the shared ``args`` of nodes that keep no tensor (see _attacher), by (op, values)
+_interned: dict = {}
+_ATOMS = frozenset([type(None), int, str])
+
+
+def _intern(key, cls, saved):
+    if len(_interned) > _METAS_MAX:  # values that never repeat
+        _interned.clear()
+    args = _interned[key] = tuple.__new__(cls, saved)
+    return args
 
 
 def _has_tensor(seq) -> bool:
@@ -430,7 +453,7 @@ def _attacher(n: int, save: frozenset, drops: bool):
     if f is not None:
         return f
     names = [f"a{i}" for i in range(n)]
-    L = ["def attach(op, entry, args, out, skip=4):"]
+    L = ["def attach(op, entry, args, out, skip=3):"]
     if n:
         L.append(f"    {', '.join(names)}{',' if n == 1 else ''} = args")
     L += ["    cls = entry.node_cls",
@@ -504,18 +527,52 @@ def _attacher(n: int, save: frozenset, drops: bool):
               "        node._vers = None"]
     else:
         L += ["    node._nsaved = 0", "    node._vers = None"]
-    L += [f"    key = mask << 16 | {n}",
-          "    needs = _NEEDS.get(key)",
-          f"    node.needs = needs if needs is not None else _needs(mask, {n})",
+    L += ["    node.needs = _needs_of[mask]",
           f"    node._edges = [{', '.join(f'e{i}' for i in range(n))}]",
-          "    node.meta = last if same else _new_meta(cell, args)",
-          "    node.args = tuple.__new__(op.Args, saved)",
-          "    return _connect(node, entry, op, args, out, skip)"]
+          "    node.meta = last if same else _new_meta(cell, args)"]
+    # saved values that are all None, ints or strings (no tensor kept: sigmoid's, add's): one
+    # shared tuple per distinct call, as meta is (bools and floats stay out: 1 == True == 1.0)
+    if n:
+        atoms = " and ".join(f"s{i}.__class__ in _ATOMS" for i in range(n))
+        values = ", ".join(f"s{i}" for i in range(n))
+        L += [f"    if {atoms}:",
+              f"        k = (op, {values})",
+              "        node.args = _interned.get(k) or _intern(k, op.Args, saved)",
+              "    else:",
+              "        node.args = tuple.__new__(op.Args, saved)"]
+    else:
+        L.append("    node.args = tuple.__new__(op.Args, saved)")
+    # the common result, one tensor, connected here; a tuple of them by _connect_many
+    L += ["    if _state.anomaly:",
+          "        node._trace = _format_stack()[:-skip]",
+          "    if out.__class__ is not _T and not isinstance(out, _T):",
+          "        return _connect_many(node, entry, op, args, out)",
+          "    node._n_out = 1",
+          "    d = _unwrap(out)",
+          "    kind = d.dtype.kind",
+          "    if kind == 'c':",
+          "        node.entry = entry.for_complex(op.name)",
+          "    if entry.save_out:",
+          "        node._out_data = d",
+          "        vc = node._out_vc = _version_counter(out)",
+          "        node._out_v = vc[0]",
+          "    else:",
+          "        node._out_data = None",
+          "    if kind in _FLOAT_KINDS:",
+          "        out.grad_fn = node",
+          "        out._requires_grad = True",
+          "        if out._base is not None:",
+          "            _mark_view(out, args)",
+          "    return out"]
     env = {"_T": _TensorType, "_unwrap": _unwrap, "_new": _new, "_node_class": _node_class,
            "_accumulator": _accumulator, "_edge_of": _edge_of, "_has_tensor": _has_tensor,
            "_list_edges": _list_edges, "_arg_meta": _arg_meta, "_new_meta": _new_meta,
-           "_drop_unwanted": _drop_unwanted, "_save": _save, "_NEEDS": _NEEDS,
-           "_needs": _needs, "_connect": _connect}
+           "_drop_unwanted": _drop_unwanted, "_save": _save,
+           "_needs_of": _needs_of(n),
+           "_ATOMS": _ATOMS, "_interned": _interned, "_intern": _intern, "_state": state,
+           "_format_stack": traceback.format_stack, "_connect_many": _connect_many,
+           "_version_counter": _ext.version_counter, "_FLOAT_KINDS": _FLOAT_KINDS,
+           "_mark_view": _mark_view}
     exec(compile("\n".join(L) + "\n", f"<ember attach {n} {sorted(save)}>", "exec"), env)
     f = _ATTACHERS[key] = env["attach"]
     return f
@@ -524,33 +581,12 @@ def _attacher(n: int, save: frozenset, drops: bool):
 def attach(op, entry, args, out):
     """Create the node for ``out = op(*args)`` (``args``: the bound call, every parameter in
     declared order) and connect the outputs to it."""
-    return _attacher(len(args), entry.save, entry.save_for is not None)(op, entry, args, out, 5)
+    return _attacher(len(args), entry.save, entry.save_for is not None)(op, entry, args, out, 4)
 
 
-def _connect(node, entry, op, args, out, skip: int):
-    """Make ``node`` the history of the op's outputs (``out``: a tensor or a tuple); under
-    anomaly mode, keep the stack of the call that recorded it, less its last ``skip`` frames
-    (ember's own: the op's public function or attach's caller, down to this one)."""
-    if state.anomaly:
-        node._trace = traceback.format_stack()[:-skip]
-    if out.__class__ is _TensorType or isinstance(out, _TensorType):
-        node._n_out = 1
-        d = _unwrap(out)
-        kind = d.dtype.kind
-        if kind == "c":
-            node.entry = entry.for_complex(op.name)
-        if entry.save_out:
-            node._out_data = d
-            vc = node._out_vc = _ext.version_counter(out)
-            node._out_v = vc[0]
-        else:
-            node._out_data = None
-        if kind in _FLOAT_KINDS:
-            out.grad_fn = node
-            out._requires_grad = True
-            if out._base is not None:
-                _mark_view(out, args)
-        return out
+def _connect_many(node, entry, op, args, out):
+    """Make ``node`` the history of the outputs of a multi-output op (``out``: a tuple of
+    tensors; the attachers connect a single tensor themselves)."""
     outs = tuple(out)
     node._n_out = len(outs)
     kinds = [_unwrap(o).dtype.kind if o.__class__ is _TensorType or
