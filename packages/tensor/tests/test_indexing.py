@@ -552,6 +552,43 @@ def test_masked_scatter_broadcasts_out_of_place():
     assert out.tolist() == [[0.0, 1.0, 2.0, 3.0], [0.0, 0.0, 0.0, 0.0]]
 
 
+def test_masked_scatter_broadcast_mask_counts_each_repeat():
+    a = np.arange(6.0).reshape(2, 3)
+    mask = np.array([True, False, True])
+    src = np.arange(10.0, 20.0)
+    want = a.copy()
+    want[np.broadcast_to(mask, a.shape)] = src[:4]
+    assert I.masked_scatter(T(a), T(mask), T(src)).tolist() == want.tolist()
+    with pytest.raises(RuntimeError, match=r"\(3 < 4\)"):
+        I.masked_scatter(T(a), T(mask), T(src[:3]))
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_put_takes_flat_indices_of_any_shape(accumulate):
+    a = np.arange(12.0).reshape(3, 4)
+    idx = np.array([[0, -1], [5, 5]])
+    src = np.array([1.0, 2.0, 3.0, 4.0])
+    want = a.reshape(-1).copy()
+    if accumulate:
+        np.add.at(want, idx.reshape(-1), src)
+    else:
+        want[idx.reshape(-1)] = src
+    assert I.put(T(a), L(idx), T(src), accumulate).tolist() == want.reshape(3, 4).tolist()
+    x = T(a.copy())
+    x.put_(L(idx), T(src), accumulate)
+    assert x.tolist() == want.reshape(3, 4).tolist()
+
+
+@pytest.mark.parametrize("bad", [12, -13])
+def test_put_out_of_range_names_put_and_writes_nothing(bad):
+    x = et.zeros(3, 4)
+    for fn, op in ((I.put, "put"), (Tensor.put_, "put_")):
+        with pytest.raises(IndexError, match=rf"^{op}\(\): out of range: tried to access index "
+                                             rf"{bad} on a tensor of 12 elements"):
+            fn(x, L([0, bad]), et.ones(2))
+    assert x.tolist() == np.zeros((3, 4)).tolist()
+
+
 def test_nonzero_forms():
     x = T(np.array([[0, 3], [4, 0]]))
     rows, cols = I.nonzero(x, as_tuple=True)

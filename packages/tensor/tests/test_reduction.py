@@ -648,3 +648,30 @@ def test_reductions_of_huge_values_warn_nothing(op, dtype):
         assert np.isinf(whole.float().item()) and np.isinf(rows.float().numpy()).all()
     if op == "logsumexp":  # big + log(12) and big + log(4): big in float precision
         np.testing.assert_allclose(rows.double().numpy(), big, rtol=1e-3)
+
+
+def test_histc_drops_out_of_range_and_nan_keeps_the_max_edge():
+    a = np.array([-3.0, -2.0, -0.5, 0.0, 0.25, 1.999, 2.0, 2.5, np.nan], np.float32)
+    r = et.histc(et.tensor(a), bins=4, min=-2, max=2)
+    exp = np.histogram(a[np.isfinite(a)], 4, (-2, 2))[0].astype(np.float32)
+    np.testing.assert_array_equal(r.numpy(), exp)  # [1, 1, 2, 2]: -3, 2.5 and NaN dropped
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_nanmedian_and_median_with_nan_rows(layout):
+    t, a = make((4, 7), np.float64, layout)
+    a[0, 1] = np.nan
+    a[2, :] = np.nan
+    a[3, ::2] = np.nan
+    lower = np.sort(a, axis=1)  # NaN last: the lower median of each row's numbers
+    count = (~np.isnan(a)).sum(1)
+    exp = lower[np.arange(4), np.maximum(count - 1, 0) // 2]
+    v, i = et.nanmedian(t, 1)
+    np.testing.assert_array_equal(v.numpy(), exp)
+    np.testing.assert_array_equal(a[np.arange(4), i.numpy()], exp)
+    numbers = np.sort(a[~np.isnan(a)])
+    assert et.nanmedian(t).item() == numbers[(numbers.size - 1) // 2]
+    v, i = et.median(t, 1)  # a row holding NaN: NaN, the index of its first NaN
+    first_nan = np.argmax(np.isnan(a), axis=1)
+    np.testing.assert_array_equal(i.numpy()[count < 7], first_nan[count < 7])
+    assert np.isnan(v.numpy()[count < 7]).all() and np.isnan(et.median(t).item())

@@ -71,8 +71,14 @@ def _prod(xs) -> int:
     return n
 
 
+_UNSIGNED = {np.dtype(t): np.dtype(u) for t, u in (
+    (np.int8, np.uint8), (np.int16, np.uint16), (np.int32, np.uint32), (np.int64, np.uint64))}
+
+
 def _first_bad(arr, lo: int, hi: int):
-    """The first value of ``arr`` outside ``[lo, hi)``, or None (one pass of min/max first)."""
+    """The first value of ``arr`` outside ``[lo, hi)``, or None (one pass of min/max first;
+    for ``lo == 0`` only the max of ``arr`` seen as unsigned, where a negative index is larger
+    than any size)."""
     n = arr.size
     if n == 0:
         return None
@@ -81,7 +87,10 @@ def _first_bad(arr, lo: int, hi: int):
             if not lo <= v < hi:
                 return v
         return None
-    if int(arr.min()) >= lo and int(arr.max()) < hi:
+    if lo == 0:
+        if int(arr.view(_UNSIGNED.get(arr.dtype, arr.dtype)).max()) < hi:
+            return None
+    elif int(arr.min()) >= lo and int(arr.max()) < hi:
         return None
     xp = array_module(arr)
     flat = arr.reshape(-1)
@@ -373,28 +382,24 @@ def _view_array(data, np_index, shape, strides, offset, inserted):
 
 def _check_adv(view, adv: list):
     """Validate advanced indices against ``view``; return (index tuple, result shape)."""
-    xp = array_module(view)
+    shape = view.shape
+    idx = [slice(None)] * view.ndim
+    shapes = []
     for d, a, from_mask in adv:
         if not from_mask:
-            _check_range(a, view.shape[d], d, None, negative=True)
-    shapes = [a.shape for _, a, _ in adv]
+            _check_range(a, shape[d], d, None, negative=True)
+        idx[d] = a
+        shapes.append(a.shape)
     try:
-        bshape = np.broadcast_shapes(*shapes)
-    except ValueError:
+        bshape = broadcast_shapes(None, *shapes)
+    except RuntimeError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
                          f"with shapes {', '.join(str(list(s)) for s in shapes)}") from None
-    idx = [slice(None)] * view.ndim
-    for d, a, _ in adv:
-        idx[d] = a
-    dims = [d for d, _, _ in adv]
-    rest = [view.shape[d] for d in range(view.ndim) if d not in dims]
-    if dims == list(range(dims[0], dims[0] + len(dims))):
-        first = dims[0]
-        rshape = tuple(view.shape[:first]) + tuple(bshape) + tuple(view.shape[first + len(dims):])
-    else:
-        rshape = tuple(bshape) + tuple(rest)
-    del xp
-    return tuple(idx), rshape
+    first, last = adv[0][0], adv[-1][0]
+    if last - first == len(adv) - 1:  # adjacent (dims ascend): the result's dims go in place
+        return tuple(idx), shape[:first] + bshape + shape[last + 1:]
+    dims = {d for d, _, _ in adv}
+    return tuple(idx), bshape + tuple(n for d, n in enumerate(shape) if d not in dims)
 
 
 def _basic_view(data, index):
@@ -691,8 +696,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         _check_range(a, 1, 0, op, exc=IndexOutOfBoundsError)
         return _make(data.copy())
     _check_range(a, data.shape[dim], dim, op, exc=IndexOutOfBoundsError)
-    xp = array_module(data)
-    return _make(xp.ascontiguousarray(xp.take(data, a.reshape(-1), axis=dim)))
+    return _make(data.take(a.reshape(-1), axis=dim))  # C-contiguous, as PyTorch's
 
 
 # ------------------------------------------------------------------------------ masks
@@ -734,13 +738,15 @@ def _masked_scatter_into(out, op: str, m, source: Tensor) -> None:
         raise RuntimeError(f"{op}(): expected self and source to have same dtypes but got "
                            f"{_tname(out.dtype)} and {_tname(s.dtype)}")
     xp = array_module(out)
-    mb = xp.broadcast_to(m, out.shape)
-    count = int(mb.sum())
+    # the mask broadcast to ``out`` repeats each of its elements out.size / m.size times
+    count = int(xp.count_nonzero(m)) * (out.size // m.size) if m.size else 0
     if s.size < count:
         raise RuntimeError(f"{op}(): Number of elements of source < number of ones in mask "
                            f"({s.size} < {count})")
     if count:
-        out[mb] = s.reshape(-1)[:count]
+        if m.shape != out.shape:
+            m = xp.broadcast_to(m, out.shape)
+        out[m] = s.reshape(-1)[:count]
 
 
 _MS_MASK = "masked_scatter(): only supports boolean masks, but got mask with dtype {}"
@@ -758,8 +764,8 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     data = input._data
     _same_device(op, data, m)
     bshape = broadcast_shapes(op, data.shape, m.shape)
-    xp = array_module(data)
-    out = xp.array(xp.broadcast_to(data, bshape), copy=True, order="C")
+    out = array_module(data).empty(bshape, dtype=data.dtype)
+    out[...] = data
     _masked_scatter_into(out, op, m, source)
     return _make(out)
 
@@ -829,14 +835,17 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     a = index._data
     if a.dtype != _INT64:
         raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {_tname(a.dtype)}")
-    data = input._data
-    _same_device(op, data, a)
-    n = data.size
-    v = _first_bad(a, -n, n)
-    if v is not None:
-        raise IndexError(f"{op}(): out of range: tried to access index {v} on a tensor of {n} "
-                         "elements.")
-    return getitem(input.reshape(-1), index)  # a view where the layout allows
+    _same_device(op, input._data, a)
+    try:  # getitem checks the index; its error is reworded as PyTorch's take words it
+        return getitem(input.reshape(-1), index)
+    except IndexError:
+        raise _flat_range_error(op, a, input._data.size) from None
+
+
+def _flat_range_error(op: str, a, n: int) -> IndexError:
+    """PyTorch's error for a flat index ``a`` out of range of ``n`` elements (take, put)."""
+    return IndexError(f"{op}(): out of range: tried to access index {_first_bad(a, -n, n)} on a "
+                      f"tensor of {n} elements.")
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
@@ -863,30 +872,20 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     if data.ndim == 0:
         _check_range(a, 1, 0, op)
         return getitem(input, ())
-    xp = array_module(data)
     ds, ids = list(data.shape), list(a.shape)
     ds[dim] = ids[dim] = 1  # every dim but ``dim`` broadcasts
     bshape = list(broadcast_shapes(op, ds, ids))
-    bshape[dim] = a.shape[dim]
     _check_range(a, data.shape[dim], dim, op)
-    items = []
-    for d in range(data.ndim):
-        if d == dim:
-            items.append(_make(xp.broadcast_to(a, tuple(bshape))))
-            continue
-        shp = [1] * data.ndim
-        if data.shape[d] == bshape[d]:
-            shp[d] = bshape[d]
-            items.append(_make(xp.arange(bshape[d]).reshape(shp)))
-        else:  # a size-1 dim of input broadcast against indices
-            items.append(_make(xp.zeros(shp, dtype=np.int64)))
-    return getitem(input, tuple(items))
+    bshape[dim] = data.shape[dim]
+    src = input.expand(tuple(bshape))
+    bshape[dim] = a.shape[dim]
+    return src.gather(dim, indices.expand(tuple(bshape)))  # as PyTorch computes it
 
 
 # ---------------------------------------------------------------------------- put, unravel_index
-def _put_args(op: str, input: Tensor, index: Tensor, source: Tensor):
-    """The flat index (wrapped, int64) and the flat source of :func:`put`, checked as PyTorch
-    does: integer indices in range, one source element per index, one dtype."""
+def _put_args(op: str, input: Tensor, index: Tensor, source: Tensor) -> None:
+    """:func:`put`'s arguments checked as PyTorch does: integer indices, one source element per
+    index, one dtype (the range is checked by index_put)."""
     for name, pos, v in (("input", 1, input), ("index", 2, index), ("source", 3, source)):
         if not isinstance(v, Tensor):
             raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not "
@@ -903,12 +902,17 @@ def _put_args(op: str, input: Tensor, index: Tensor, source: Tensor):
         raise IndexError(f"{op}(): Expected source and index to have the same number of "
                          f"elements, but got source.numel() = {source._data.size}, "
                          f"index.numel() = {a.size}")
-    n = input._data.size
-    v = _first_bad(a, -n, n)
-    if v is not None:
-        raise IndexError(f"{op}(): out of range: tried to access index {v} on a tensor of {n} "
-                         "elements.")
-    return index.reshape(-1), source.reshape(-1)  # negative indices count from the end
+
+
+def _put_flat(op: str, input: Tensor, index: Tensor, source: Tensor, accumulate: bool) -> Tensor:
+    """``index_put`` into ``input`` seen as 1-D at the flat ``index`` (negatives count from the
+    end), with ``source`` in ``index``'s shape, reshaped back."""
+    _put_args(op, input, index, source)
+    try:  # index_put checks the index; its error is reworded as PyTorch's put words it
+        flat = index_put(input.reshape(-1), (index,), source.reshape(index.shape), accumulate)
+    except IndexError:
+        raise _flat_range_error(op, index._data, input._data.size) from None
+    return flat.reshape(input.shape)
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
@@ -919,8 +923,7 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     tensor([[1., 0.],
             [0., 2.]])
     """
-    idx, src = _put_args("put", input, index, source)
-    return index_put(input.reshape(-1), (idx,), src, accumulate).reshape(tuple(input.shape))
+    return _put_flat("put", input, index, source, accumulate)
 
 
 def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
@@ -929,9 +932,7 @@ def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False)
     >>> zeros(3).put_(tensor([1, 1]), tensor([2., 3.]), accumulate=True)
     tensor([0., 5., 0.])
     """
-    idx, src = _put_args("put_", input, index, source)
-    return input.copy_(index_put(input.reshape(-1), (idx,), src, accumulate)
-                       .reshape(tuple(input.shape)))
+    return input.copy_(_put_flat("put_", input, index, source, accumulate))
 
 
 def unravel_index(indices: Tensor, shape) -> tuple:

@@ -29,6 +29,7 @@ from ._creation import full, full_like, tensor
 from ._fpstate import quiet
 from ._pointwise import isnan, lerp, logical_not, maximum, minimum, sqrt, true_divide, where
 from ._registry import array_module, defop, with_out, write_out
+from ._scatter import gather
 from ._tensor import Tensor
 from .kernels import get as _kernel
 
@@ -172,9 +173,10 @@ def _own(r, d):
 
 
 def _argsort(xp, a, axis: int):
+    # the array's method: np.argsort adds a Python wrapper of about 1 us
     if xp is np:
-        return np.argsort(a, axis=axis, kind="stable")
-    return xp.argsort(a, axis=axis)
+        return a.argsort(axis=axis, kind="stable")
+    return a.argsort(axis=axis)
 
 
 def _flip(a, axis: int):
@@ -218,26 +220,11 @@ def _take_along(a, idx, axis: int):
     return out.reshape(idx.shape)
 
 
-def _last(d, ax: int):
-    """``d`` with ``ax`` moved last (a view) and a 0-d array as shape (1,)."""
-    if d.ndim == 0:
-        return d.reshape(1)
-    return array_module(d).moveaxis(d, ax, -1)
-
-
-def _finish_last(r, d, ax: int, keepdim: bool):
-    """Undo :func:`_last` on a result with the reduced dim already dropped."""
-    if d.ndim == 0:
-        return r.reshape(())
-    if keepdim:
-        return array_module(r).expand_dims(r, ax)
-    return r
-
-
 # ---------------------------------------------------------------------------- sums
 _kr = None  # kernels/cpu/reduce.py, imported by the first reduction that runs on it (Numba)
 _KERNEL_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _SUM_KERNEL_MIN = 16  # smaller sums: NumPy's add.reduce under an errstate (see _on_kernel)
+_SUMS = ("sum", "nansum")  # the plain sums, which take NumPy's add.reduce below that size
 _plans: dict = {}  # (shape, dim, keepdim, op) of a C-contiguous input -> plan, or False
 _empty = np.empty
 _add_reduce = np.add.reduce
@@ -290,7 +277,7 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
             if len(_plans) >= 4096:
                 _plans.clear()
             dims = _dims(dim, len(shape), op)
-            if op == "sum" and d.size < _SUM_KERNEL_MIN:
+            if op in _SUMS and d.size < _SUM_KERNEL_MIN:
                 plan = (None, dims or None, keepdim, not keepdim and len(dims) == len(shape))
             else:
                 if _kr is None:
@@ -312,7 +299,7 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
     # the result in the input's dim order, C-contiguous as PyTorch's
     order = sorted(range(d.ndim), key=d.strides.__getitem__, reverse=True)
     x = d.transpose(order)
-    if not x.flags.c_contiguous or op == "sum" and d.size < _SUM_KERNEL_MIN:
+    if not x.flags.c_contiguous or op in _SUMS and d.size < _SUM_KERNEL_MIN:
         return None
     if _kr is None:
         from .kernels.cpu import reduce as _kr
@@ -340,15 +327,18 @@ def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor
     >>> sum(tensor([[1, 2], [3, 4]]), dim=0)
     tensor([4, 6])
     """
-    d = input._data
-    r = _on_kernel("sum", d, dim, keepdim, "sum_reduce", 0) if dtype is None else None
+    return _make(_sum("sum", input._data, dim, keepdim, dtype))
+
+
+def _sum(op: str, d, dim, keepdim: bool, dtype):
+    r = _on_kernel(op, d, dim, keepdim, "sum_reduce", 0) if dtype is None else None
     if r is None:  # integers and bool (int64), float16, complex, a cast to dtype, CuPy
-        dims = _dims(dim, d.ndim, "sum")
-        out = _out_dtype(d, dtype, "sum")
+        dims = _dims(dim, d.ndim, op)
+        out = _out_dtype(d, dtype, op)
         with quiet():
             r = array_module(d).sum(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
             r = _own(r.astype(out, copy=False), d)
-    return _make(r)
+    return r
 
 
 @defop("nansum", out=True)
@@ -361,12 +351,10 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
     d = input._data
     if d.dtype.kind == "c":
         raise RuntimeError("nansum(): nansum does not support complex inputs")
-    dims = _dims(dim, d.ndim, "nansum")
-    out = _out_dtype(d, dtype, "nansum")
-    xp = array_module(d)
-    f = xp.nansum if d.dtype.kind == "f" else xp.sum
-    r = f(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
-    return _make(_own(r.astype(out, copy=False), d))
+    if d.dtype.kind == "f":  # the sum of a copy with NaN zeroed: one masked copy, then the
+        d = d.copy()        # sum kernels (NumPy's nansum: several passes, no kernel)
+        array_module(d).copyto(d, 0, where=d != d)
+    return _make(_sum("nansum", d, dim, keepdim, dtype))
 
 
 def _mean_dtype(d, dtype, op: str) -> np.dtype:
@@ -614,9 +602,10 @@ def _amaxmin(name: str, largest: bool, doc: str):
             if dim is None or (isinstance(dim, (tuple, list)) and not dim):
                 _check_numel(d, name)
             _check_nonempty(d, dims, name)
-        # the array's method: NumPy's np.amax adds a Python wrapper of about 1 us
+        # the array's method: NumPy's np.amax adds a Python wrapper of about 1 us; a
+        # reduction never aliases its input, only NumPy's scalar (all dims) needs wrapping
         r = (d.max if largest else d.min)(axis=_axes(d, dims), keepdims=keepdim)
-        return _make(_own(r, d))
+        return _make(np.asarray(r) if isinstance(r, np.generic) else r)
 
     impl.__name__, impl.__doc__ = name, doc
     return defop(name, out=True)(impl)
@@ -836,9 +825,8 @@ def count_nonzero(input: Tensor, dim=None) -> Tensor:
     """
     d = input._data
     dims = _dims(dim, d.ndim, "count_nonzero")
-    xp = array_module(d)
-    r = xp.sum(d != 0, axis=_axes(d, dims), dtype=_int64)
-    return _make(_own(xp.asarray(r), d))
+    # a fresh mask's sum aliases nothing: only a NumPy scalar (all dims) needs wrapping
+    return _make(array_module(d).asarray((d != 0).sum(axis=_axes(d, dims), dtype=_int64)))
 
 
 # ---------------------------------------------------------------------------- scans
@@ -882,21 +870,27 @@ cumprod = _scan("cumprod", "prod", """Cumulative product along ``dim``; integer 
 
 
 # ---------------------------------------------------------------------------- selection
-def _select_sorted(d, ax: int, pos_fn, keepdim: bool):
-    """Values and indices at per-row positions of the stable ascending sort along ``ax``.
+def _sorted_at(d, ax: int, pos):
+    """The int64 indices of positions ``pos`` (an int, or int64 positions shaped like ``d``
+    with ``ax`` of size 1) of the stable ascending sort along ``ax``, shaped like ``pos`` (a
+    0-d ``d`` as shape (1,)): only the argsort is computed, never the sorted values."""
+    a = d.reshape(1) if d.ndim == 0 else d
+    order = _argsort(array_module(d), a, ax)
+    if pos.__class__ is int:
+        return order[(slice(None),) * ax + (slice(pos, pos + 1),)].astype(_int64, copy=False)
+    return _take_along(order, pos, ax).astype(_int64, copy=False)
 
-    ``pos_fn(sorted_rows, n)`` returns int64 positions of shape ``rows.shape[:-1] + (1,)``.
-    """
-    xp = array_module(d)
-    rows = _last(d, ax)
-    n = rows.shape[-1]
-    order = _argsort(xp, rows, -1)
-    srt = _take_along(rows, order, -1)
-    pos = pos_fn(srt, n)
-    vals = _take_along(srt, pos, -1)[..., 0]
-    idx = _take_along(order, pos, -1)[..., 0].astype(_int64, copy=False)
-    return (_make(_finish_last(vals, d, ax, keepdim)),
-            _make(_finish_last(idx, d, ax, keepdim)))
+
+def _select_sorted(d, ax: int, pos, keepdim: bool):
+    """Values and indices at positions ``pos`` of the stable ascending sort along ``ax``
+    (see :func:`_sorted_at`)."""
+    idx = _sorted_at(d, ax, pos)
+    vals = _take_along(d.reshape(1) if d.ndim == 0 else d, idx, ax)
+    if d.ndim == 0:
+        return _make(vals.reshape(())), _make(idx.reshape(()))
+    if not keepdim:
+        vals, idx = vals.squeeze(ax), idx.squeeze(ax)
+    return _make(vals), _make(idx)
 
 
 def _empty_pair(d, ax: int, keepdim: bool):
@@ -921,10 +915,9 @@ def _median_all(input: Tensor) -> Tensor:
         fill = np.nan if d.dtype.kind == "f" else np.iinfo(d.dtype).min
         return _make(xp.full((), fill, d.dtype))
     k = (flat.size - 1) // 2
-    r = xp.partition(flat, k)[k]
-    if d.dtype.kind == "f":
-        r = xp.where(xp.isnan(flat).any(), xp.asarray(np.nan, d.dtype), r)
-    return _make(xp.asarray(r).astype(d.dtype, copy=True))
+    part = xp.partition(flat, k)
+    # NaN sorts last: any NaN is in part[k:], whose maximum (>= part[k]) it then becomes
+    return _make(xp.minimum(part[k:k + 1], part[k:].max()).reshape(()))
 
 
 @defop("median_dim", out=True)
@@ -937,15 +930,12 @@ def _median_dim(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple[Te
     _check_nonempty(d, (ax,), "median")
     if d.size == 0:
         return _empty_pair(d, ax, keepdim)
-    xp = array_module(d)
-
-    def pos(srt, n):
-        p = xp.full(srt.shape[:-1] + (1,), (n - 1) // 2, _int64)
-        if srt.dtype.kind == "f":
-            nans = xp.sum(xp.isnan(srt), axis=-1, keepdims=True)
-            p = xp.where(nans > 0, n - nans, p)
-        return p
-
+    n = d.shape[ax] if d.ndim else 1
+    pos = (n - 1) // 2
+    if d.dtype.kind == "f":  # a row with NaN: its first NaN, which sorts after every number
+        a = d.reshape(1) if d.ndim == 0 else d
+        nans = (a != a).sum(axis=ax, keepdims=True)
+        pos = array_module(d).where(nans > 0, n - nans, pos)
     return _select_sorted(d, ax, pos, keepdim)
 
 
@@ -974,9 +964,7 @@ def _kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {ax}")
     if d.size == 0:
         return _empty_pair(d, ax, keepdim)
-    xp = array_module(d)
-    return _select_sorted(d, ax, lambda srt, n: xp.full(srt.shape[:-1] + (1,), k - 1, _int64),
-                          keepdim)
+    return _select_sorted(d, ax, int(k) - 1, keepdim)
 
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
@@ -997,25 +985,24 @@ def _mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     if d.size == 0:
         return _empty_pair(d, ax, keepdim)
     xp = array_module(d)
-    rows = _last(d, ax)
-    lead = rows.shape[:-1]
-    n = rows.shape[-1]
-    rows = rows.reshape(-1, n)
-    r = rows.shape[0]
-    order = _argsort(xp, rows, -1)
-    srt = xp.take_along_axis(rows, order, axis=-1)
-    new = xp.ones((r, n), dtype=bool)
-    new[:, 1:] = srt[:, 1:] != srt[:, :-1]  # NaN != NaN: every NaN is its own run
-    run = xp.cumsum(new, axis=1) - 1
-    flat_run = (run + xp.arange(r)[:, None] * n).reshape(-1)
-    counts = xp.bincount(flat_run, minlength=r * n).reshape(r, n)
-    length = xp.take_along_axis(counts, run, axis=1)
-    best = xp.argmax(length, axis=1)[:, None]  # first run of maximal length: smallest value
-    last = best + xp.take_along_axis(length, best, axis=1) - 1  # its last occurrence
-    vals = xp.take_along_axis(srt, best, axis=1)[:, 0].reshape(lead)
-    idx = xp.take_along_axis(order, last, axis=1)[:, 0].astype(_int64).reshape(lead)
-    return (_make(_finish_last(vals, d, ax, keepdim)),
-            _make(_finish_last(idx, d, ax, keepdim)))
+    # rows along the last dim, sorted (stable): the mode is the first longest run of equal
+    # values (the smallest value on ties) and its last occurrence the end of that run
+    nd = d.ndim
+    rows = d.transpose([k for k in range(nd) if k != ax] + [ax]).reshape(-1, d.shape[ax]) \
+        if nd else d.reshape(1, 1)
+    r, n = rows.shape
+    i = xp.arange(r)
+    order = _argsort(xp, rows, 1)
+    srt = rows[i[:, None], order]
+    start = xp.empty(r * n, bool)  # where a run starts, in the flat (r * n) sorted rows
+    start[::n] = True
+    start.reshape(r, n)[:, 1:] = srt[:, 1:] != srt[:, :-1]  # NaN != NaN: each its own run
+    starts = xp.flatnonzero(start)
+    length = xp.arange(1, r * n + 1) - starts[xp.cumsum(start) - 1]  # each run so far
+    last = length.reshape(r, n).argmax(1)  # the first position of the longest run's length
+    shape = d.shape[:ax] + ((1,) if keepdim else ()) + d.shape[ax + 1:] if d.ndim else ()
+    return (_make(srt[i, last].reshape(shape)),
+            _make(order[i, last].astype(_int64, copy=False).reshape(shape)))
 
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
@@ -1209,8 +1196,6 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     gradient flows to the selected elements: ranks ``q * (n - 1)`` over each sorted row (the
     count of non-NaN values for ``nanquantile``; a row holding NaN gives NaN for
     ``quantile``), moved by ``interpolation``, then interpolated between neighbours."""
-    from ._scatter import gather
-
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
@@ -1300,14 +1285,13 @@ def nanquantile(input: Tensor, q, dim=None, keepdim: bool = False, *,
 @with_out
 def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
     """The lower median ignoring NaN (NaN where a slice holds NaN only); with ``dim``,
-    ``(values, indices)`` along it. Composed of a stable sort and gathers, so the gradient
-    goes to the selected element.
+    ``(values, indices)`` along it. The values are a :func:`kthvalue` (all elements) or a
+    :func:`gather` at indices from a stable argsort, so the gradient goes to the selected
+    element.
 
     >>> nanmedian(tensor([1., float('nan'), 3., 2.]))
     tensor(2.)
     """
-    from ._scatter import gather
-
     if not isinstance(input, Tensor):
         raise TypeError(f"nanmedian(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
@@ -1318,23 +1302,32 @@ def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
         if d.size == 0:
             return full((), math.nan if d.dtype.kind == "f" else 0, dtype=input.dtype,
                         device=input.device)
-        srt = sort(input.reshape(-1), stable=True)[0]
-        k = logical_not(isnan(srt)).sum() if d.dtype.kind == "f" else d.size
-        pos = builtins.max((int(k) - 1) // 2, 0)
-        return srt[pos]
+        # the lower median of the numbers, which sort before every NaN
+        k = d.size - int((d != d).sum()) if d.dtype.kind == "f" else d.size
+        return _kthvalue(input.reshape(-1), builtins.max((k - 1) // 2, 0) + 1)[0]
     ax = _one_dim(dim, d.ndim, "nanmedian")
     _check_nonempty(d, (ax,), "nanmedian")
     if d.ndim == 0:
         return return_types.nanmedian(input.clone(), input.new_zeros((), dtype=D.int64))
     if d.size == 0:
         return return_types.nanmedian(*_empty_pair(d, ax, keepdim))
-    srt, idx = sort(input, ax, stable=True)
-    k = logical_not(isnan(input)).sum(ax, keepdim=True)
-    pos = ((k - 1) // 2).clamp(min=0)
-    vals, inds = gather(srt, ax, pos), gather(idx, ax, pos)
+    return return_types.nanmedian(*_nanmedian_dim(input, ax, keepdim))
+
+
+def _nanmedian_dim(input: Tensor, ax: int, keepdim: bool):
+    """The indices are worked out on the arrays (a stable argsort puts NaN last; the lower
+    median of each row's numbers is at ``(count - 1) // 2``), the values are one
+    :func:`gather` of ``input`` at them, so the gradient goes to the selected element."""
+    d = input._data
+    if d.dtype.kind == "f":
+        count = (d == d).sum(axis=ax, keepdims=True)
+        idx = _sorted_at(d, ax, array_module(d).maximum(count - 1, 0) // 2)
+    else:
+        idx = _sorted_at(d, ax, (d.shape[ax] - 1) // 2)
+    vals = gather(input, ax, _make(idx))
     if not keepdim:
-        vals, inds = vals.squeeze(ax), inds.squeeze(ax)
-    return return_types.nanmedian(vals, inds)
+        return vals.squeeze(ax), _make(idx.squeeze(ax))
+    return vals, _make(idx)
 
 
 def _hist_edges(op: str, d, bins, rng, dim: int):

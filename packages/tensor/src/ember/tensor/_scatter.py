@@ -166,7 +166,7 @@ def _scatter_raw(out, op: str, a, dim: int, dshape: tuple, ishape: tuple, src,
         s = src if src.shape == ishape else src[tuple(slice(0, n) for n in ishape)]
         s3 = xp.ascontiguousarray(s).reshape(i3.shape)
     else:
-        s3 = xp.broadcast_to(xp.asarray(src, dtype=out.dtype), i3.shape)
+        s3 = xp.full(i3.shape, src, dtype=out.dtype)  # the kernel would copy a broadcast
     bad = _kernel("scatter_dim", xp)(w3, i3, s3, mode)
     if bad >= 0:
         _raise_bad(op, i3, bad, dshape[dim], dim)
@@ -175,8 +175,7 @@ def _scatter_raw(out, op: str, a, dim: int, dshape: tuple, ishape: tuple, src,
 
 
 def _fresh(input: Tensor):
-    xp = array_module(input._data)
-    return xp.array(input._data, copy=True, order="C")
+    return input._data.copy()  # C order
 
 
 @defop("scatter", out=True)
