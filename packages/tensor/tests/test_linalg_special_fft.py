@@ -153,3 +153,13 @@ def test_window_functions_against_numpy():
                                np.kaiser(6, 4.0), atol=1e-6)
     assert et.hann_window(0).shape == (0,) and et.hann_window(1).tolist() == [1.0]
     assert et.hann_window(4, dtype=et.float64).dtype == et.float64
+
+
+def test_digamma_at_signed_zeros_follows_scipy():
+    """digamma is SciPy's (and CuPy's) psi as it stands: -inf at 0, inf at -0, as PyTorch."""
+    import scipy.special as sp
+
+    x = np.array([0.0, -0.0, -np.inf, np.inf, np.nan, 0.5, -1.0])
+    np.testing.assert_array_equal(et.digamma(et.tensor(x)).numpy(), sp.psi(x))
+    np.testing.assert_array_equal(et.polygamma(0, et.tensor(x)).numpy(), sp.psi(x))
+    assert et.digamma(et.tensor([0.0, -0.0])).tolist() == [-np.inf, np.inf]  # PyTorch's
