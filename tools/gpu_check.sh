@@ -7,6 +7,8 @@
 #
 # Logs go to $GPU_CHECK_LOGS (default ./gpu-check): env.log, one pytest_*.log per test folder,
 # demo.log and the demo's run folder.
+# (pytest-benchmark, where installed, is switched off: beside xdist it warns, and the
+# project turns warnings into errors)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -29,7 +31,7 @@ folders=$(grep -rlE "DEVICES|CUDA_ONLY|mark\.cuda" packages/*/tests tests | xarg
           | sort -u | sort -s -t/ -k2,2 -k1,1 | awk '/tensor/ {print; next} {rest = rest $0 "\n"} END {printf "%s", rest}')
 for dir in $folders; do
     name=$(echo "$dir" | tr / _)
-    timeout "${GPU_CHECK_FOLDER_S:-300}" python3 -m pytest -p no:cacheprovider -m cuda ${GPU_CHECK_PYTEST_ARGS--n 12 --timeout 120} --tb=short \
+    timeout "${GPU_CHECK_FOLDER_S:-300}" python3 -m pytest -p no:cacheprovider -m cuda ${GPU_CHECK_PYTEST_ARGS--n 12 --timeout 120 -p no:benchmark} --tb=short \
         "$@" "$dir" > "$LOGS/pytest_$name.log" 2>&1
     rc=$?
     # 5: nothing selected (a folder without CUDA cases)
