@@ -16,7 +16,10 @@ Prints a Markdown table: median times, and the medians of the per-round ratios. 
 (hidden 256) faster than PyTorch per tree; the acceptor within 2x of the packed LSTM. No
 assertions on time.
 
-    python benchmarks/bench_autobatch.py [--rounds N] [--threads N] [--quick]
+On ``--device cuda`` every variant runs on the GPU and each step ends by waiting for its
+queued work.
+
+    python benchmarks/bench_autobatch.py [--rounds N] [--threads N] [--quick] [--device cuda]
 """
 from __future__ import annotations
 
@@ -84,25 +87,42 @@ def tree_model(T, nn, F, H):
     return TreeLSTM()
 
 
-def tree_steps(H):
-    """(name, step, items per step) for the three Tree-LSTM variants at hidden ``H``."""
+def synchronizer(device):
+    """``sync()``: wait for the device's queued work (both frameworks'), so that a step's time
+    is its work's; nothing to wait for on the CPU."""
+    if device == "cpu":
+        return lambda: None
+    import torch
+
+    def sync():
+        et.cuda.synchronize()
+        torch.cuda.synchronize()
+
+    return sync
+
+
+def tree_steps(H, device="cpu"):
+    """(name, step) for the three Tree-LSTM variants at hidden ``H`` on ``device``."""
     import torch
     import torch.nn as tnn
     import torch.nn.functional as tF
 
     trees = random_trees(BATCH, LEAVES)
     labels = np.random.default_rng(0).integers(0, CLASSES, BATCH)
+    sync = synchronizer(device)
     out = []
     for T, nn, F, name in ((et, enn, eF, "ember"), (torch, tnn, tF, "torch")):
-        model = tree_model(T, nn, F, H)
+        model = tree_model(T, nn, F, H).to(device)
         params = list(model.parameters())
-        data = [(tr, T.tensor(leaves(tr)), T.tensor([int(y)])) for tr, y in zip(trees, labels)]
+        data = [(tr, T.tensor(leaves(tr), device=device), T.tensor([int(y)], device=device))
+                for tr, y in zip(trees, labels)]
 
         def one_at_a_time(model=model, params=params, data=data):
             for tr, ids, y in data:
                 for p in params:
                     p.grad = None
                 model(tr, ids, y).backward()
+            sync()
 
         out.append((name, one_at_a_time))
         if name == "ember":
@@ -112,21 +132,25 @@ def tree_steps(H):
                 with autobatch():
                     loss = et.stack([model(tr, ids, y) for tr, ids, y in data]).sum()
                 loss.backward()
+                sync()
 
             out.append(("autobatch", batched))
     return out
 
 
-def acceptor_steps(quick):
+def acceptor_steps(device="cpu"):
     E, H, n = 64, 128, BATCH
     rng = np.random.default_rng(0)
     lengths = rng.integers(5, 51, n)
-    seqs = [et.tensor(rng.integers(0, VOCAB, int(L))) for L in lengths]
+    seqs = [et.tensor(rng.integers(0, VOCAB, int(L)), device=device) for L in lengths]
     labels = et.tensor(rng.integers(0, 2, n))
-    targets = [et.tensor([int(y)]) for y in labels.tolist()]
+    targets = [et.tensor([int(y)], device=device) for y in labels.tolist()]
+    sync = synchronizer(device)
     et.manual_seed(0)
     emb, cell, lstm = enn.Embedding(VOCAB, E), enn.LSTMCell(E, H), enn.LSTM(E, H)
     out = enn.Linear(H, 2)
+    for m in (emb, cell, lstm, out):
+        m.to(device)
     lstm.weight_ih_l0, lstm.weight_hh_l0 = cell.weight_ih, cell.weight_hh
     lstm.bias_ih_l0, lstm.bias_hh_l0 = cell.bias_ih, cell.bias_hh
     params = list(emb.parameters()) + list(cell.parameters()) + list(out.parameters())
@@ -138,12 +162,13 @@ def acceptor_steps(quick):
             losses = []
             for s, y in zip(seqs, targets):
                 xs = emb(s)
-                h = c = et.zeros(1, H)
+                h = c = et.zeros(1, H, device=device)
                 for t in range(xs.shape[0]):
                     h, c = cell(xs[t:t + 1], (h, c))
                 losses.append(eF.cross_entropy(out(h), y))
             loss = et.stack(losses).sum()
         loss.backward()
+        sync()
 
     def packed():
         for p in params:
@@ -152,8 +177,9 @@ def acceptor_steps(quick):
         packed_x = pack_sequence([emb(seqs[i]) for i in order])
         _, (h, _) = lstm(packed_x)
         logits = out(h[0])
-        tgt = et.tensor([int(labels[i]) for i in order])
+        tgt = et.tensor([int(labels[i]) for i in order], device=device)
         (eF.cross_entropy(logits, tgt, reduction="sum")).backward()
+        sync()
 
     return [("autobatch", per_example), ("packed", packed)]
 
@@ -191,6 +217,7 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="hidden 64 only, 3 rounds")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda: both frameworks run there")
     args = ap.parse_args(argv)
     import torch
 
@@ -204,11 +231,12 @@ def main(argv=None):
     rounds = 3 if args.quick else args.rounds
     rows = []
     for H in (64,) if args.quick else (64, 256):
-        t = measure(tree_steps(H), rounds)
+        t = measure(tree_steps(H, args.device), rounds)
         rows.append((f"Tree-LSTM W7, hidden {H}, per tree", t["autobatch"], t["ember"],
                      t["torch"]))
-    t = measure(acceptor_steps(args.quick), rounds)
-    print(f"Times: medians of {rounds} rounds; ratios: medians of the per-round ratios.")
+    t = measure(acceptor_steps(args.device), rounds)
+    print(f"Device {args.device}. Times: medians of {rounds} rounds; ratios: medians of the "
+          "per-round ratios.")
     print()
     print("| workload | autobatch | ember, one at a time | PyTorch, one at a time "
           "| ember / autobatch | PyTorch / autobatch |")
