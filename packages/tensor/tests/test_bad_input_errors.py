@@ -341,3 +341,27 @@ def test_permute_rejects_bad_dims_as_pytorch_does(dims, exc_type):
 @pytest.mark.parametrize("sizes", [(-2, 3), (2, -2), (3,), (2, 4)])
 def test_expand_rejects_bad_sizes(sizes):
     _raises(RuntimeError, "expand", et.ones(1, 3).expand, *sizes)
+
+
+@pytest.mark.parametrize("bad", [-1, -100, 4, 2**40])
+@pytest.mark.parametrize("ignore_index", [-100, 0, 3])
+def test_nll_loss_refuses_a_counted_target_out_of_range(bad, ignore_index):
+    x = et.tensor(np.log(np.full((3, 4), 0.25, dtype=np.float32)))
+    if bad == ignore_index:  # (never: the ignored value is never out of range)
+        return
+    t = et.tensor([1, bad, 2])
+    with pytest.raises(IndexError, match=f"Target {bad} is out of bounds."):
+        et.nll_loss_forward(x, t, None, 1, ignore_index)
+
+
+@pytest.mark.parametrize("ignore_index", [-100, -1, 0, 3])
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+def test_nll_loss_skips_the_ignored_targets(ignore_index, reduction):
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    t = np.array([0, ignore_index, 3, 1, ignore_index])
+    loss, total = et.nll_loss_forward(et.tensor(x), et.tensor(t), None, reduction, ignore_index)
+    keep = t != ignore_index
+    per = np.where(keep, -x[np.arange(5), np.where(keep, t, 0)], np.float32(0))
+    want = {0: per, 1: per.sum() / keep.sum(), 2: per.sum()}[reduction]
+    np.testing.assert_allclose(loss.numpy(), want, rtol=1e-6)
+    assert total.item() == (0.0 if reduction == 0 else keep.sum())

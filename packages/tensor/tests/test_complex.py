@@ -205,6 +205,17 @@ def test_conj_angle_sgn_abs():
     np.testing.assert_array_equal(w.numpy(), np.conj(a))
 
 
+def test_sgn_of_infinite_and_nan_is_quiet():
+    # z / |z| at an infinite or NaN element is NaN, as in PyTorch, and NumPy does not warn
+    a = np.array([complex(np.inf, 0), complex(-np.inf, np.inf), complex(np.nan, 1), 0j, 3 + 4j],
+                 np.complex64)
+    with np.errstate(invalid="ignore"):
+        want = np.where(np.abs(a) == 0, 0, a / np.abs(a))
+    got = et.sgn(et.tensor(a))
+    assert got.dtype is et.complex64
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
 # ------------------------------------------------------------------------ math vs NumPy
 _UNARY = ["exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos",
           "atan", "asinh", "acosh", "atanh", "reciprocal", "log1p", "expm1", "log2", "log10",

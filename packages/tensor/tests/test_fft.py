@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ember.tensor as et
+from ember.tensor import _fft_ops
 
 F = et.fft
 NORMS = [None, "backward", "ortho", "forward"]
@@ -340,3 +341,27 @@ def test_out_may_be_of_another_precision_except_for_ihfft():
     assert out.dtype == et.float32 and out.shape == (3, 6)
     with pytest.raises(RuntimeError, match="Found dtype ComplexFloat but expected ComplexDouble"):
         F.ihfft(x, out=et.empty(0, dtype=et.complex64))
+
+
+@pytest.mark.parametrize("dim", [(1,), (0, 1), (-1,)])
+@pytest.mark.parametrize("normalization", [0, 1, 2])
+@pytest.mark.parametrize("forward", [True, False])
+def test_c2c_primitive_matches_scipy(dim, normalization, forward):
+    import scipy.fft
+
+    x = (np.arange(24.) - 1j * np.arange(24.)[::-1]).reshape(4, 6)
+    norm = ["backward", "ortho", "forward"][normalization] if forward else \
+        ["forward", "ortho", "backward"][normalization]
+    want = (scipy.fft.fftn if forward else scipy.fft.ifftn)(x, axes=dim, norm=norm)
+    got = _fft_ops._fft_c2c(et.tensor(x), list(dim), normalization, forward)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("last", [6, 7, 10, 4])  # the input's 4 bins fit, or are cut or padded
+def test_c2r_primitive_resizes_the_one_sided_input_as_scipy(last):
+    import scipy.fft
+
+    x = (np.arange(12.) + 1j * np.arange(12.)[::-1]).reshape(3, 4)
+    got = _fft_ops._fft_c2r(et.tensor(x), [0, 1], 2, last)
+    want = scipy.fft.irfftn(x, s=[3, last], axes=(0, 1))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)

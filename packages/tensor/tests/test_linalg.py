@@ -392,3 +392,89 @@ def test_cdist_gemm_path_matches_the_direct_path(dtype):
     assert et.cdist(x, x).numpy().max() == 0
     with pytest.raises(ValueError, match="is not a valid value for compute_mode"):
         et.cdist(x, x, compute_mode="fast")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(6, 4), (2, 5, 5), (40, 12)])
+def test_householder_product_of_geqrf_is_the_q_of_qr(dtype, shape):
+    """The compact WY form gives the Q whose reflectors geqrf stored (SciPy's geqrf and
+    orgqr are the oracle), for a matrix and a batch, with fewer reflectors than columns too
+    (orgqr's with the rest zero); no reflector at all is the identity."""
+    from scipy.linalg import lapack
+
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(shape).astype(dtype)
+    flat = a.reshape((-1,) + shape[-2:])
+    geqrf, orgqr = (lapack.get_lapack_funcs(n, (flat,)) for n in ("geqrf", "orgqr"))
+    hs, taus, qs = [], [], []
+    for m in flat:
+        h, tau, _, _ = geqrf(m)
+        hs.append(h)
+        taus.append(tau)
+        qs.append(orgqr(h, tau)[0])
+    h, tau = np.stack(hs).reshape(shape), np.stack(taus).reshape(shape[:-2] + (-1,))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    q = et.linalg.householder_product(et.tensor(h), et.tensor(tau))
+    np.testing.assert_allclose(q.numpy(), np.stack(qs).reshape(shape), atol=tol)
+    k = shape[-1] // 2
+    part = et.linalg.householder_product(et.tensor(h), et.tensor(np.ascontiguousarray(
+        tau[..., :k])))
+    pad = np.concatenate([tau[..., :k], np.zeros_like(tau[..., k:])], -1)  # zero tau: I
+    ref = [orgqr(m, t)[0] for m, t in zip(h.reshape(flat.shape), pad.reshape(len(flat), -1))]
+    np.testing.assert_allclose(part.numpy(), np.stack(ref).reshape(shape), atol=tol)
+    none = et.linalg.householder_product(et.tensor(h), et.tensor(np.zeros(shape[:-2] + (0,),
+                                                                          dtype)))
+    np.testing.assert_array_equal(none.numpy(), np.broadcast_to(np.eye(*shape[-2:]), shape))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 4, 4)])
+def test_solve_triangular_with_a_zero_pivot_raises_linalg_error(shape):
+    """A matrix and a batch alike: ember's LinAlgError (a RuntimeError), not NumPy's."""
+    a = np.broadcast_to(np.triu(np.ones((4, 4))), shape).copy()
+    a[..., 2, 2] = 0
+    with pytest.raises(et.linalg.LinAlgError, match="singular"):
+        et.linalg.solve_triangular(et.tensor(a), et.ones(4, 1, dtype=et.float64), upper=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ldl_factor_of_a_large_matrix_matches_scipy(dtype):
+    """The blocked factorization (LAPACK's workspace query) of a matrix bigger than a block
+    gives SciPy's LD and pivots: sytrf with its optimal workspace, lower triangle kept."""
+    from scipy.linalg import lapack
+
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((200, 200)).astype(dtype)
+    a = a + a.T
+    f = lapack.get_lapack_funcs("sytrf", (a,))
+    lwork = int(lapack.get_lapack_funcs("sytrf_lwork", (a,))(200, lower=1)[0])
+    ld, piv, info = f(a, lower=1, lwork=lwork)
+    r = et.linalg.ldl_factor_ex(et.tensor(a.T.copy().T))  # a transposed (F-order) input
+    np.testing.assert_array_equal(r.LD.numpy(), np.tril(ld))
+    np.testing.assert_array_equal(r.pivots.numpy(), piv)
+    assert int(r.info) == info == 0
+
+
+def test_multi_dot_with_vector_ends_matches_numpy():
+    """1-d first and last tensors are a row and a column vector (matmul's rule), in the
+    cheapest order: NumPy's multi_dot is the oracle."""
+    rng = np.random.default_rng(5)
+    for shapes in ([(64,), (64, 64), (64, 8)], [(5,), (5, 2), (2, 7), (7,)],
+                   [(2, 3), (3, 4), (4,)], [(3,), (3,)]):
+        xs = [rng.standard_normal(s) for s in shapes]
+        r = et.linalg.multi_dot([et.tensor(x) for x in xs])
+        ref = np.linalg.multi_dot(xs)
+        assert tuple(r.shape) == np.shape(ref)
+        np.testing.assert_allclose(r.numpy(), ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float32])
+def test_cross_broadcasts_and_matches_numpy(dtype):
+    """The rolled-components form against np.cross, with broadcast operands along any dim."""
+    rng = np.random.default_rng(6)
+    a = (rng.standard_normal((5, 1, 3)) * 4).astype(dtype)
+    b = (rng.standard_normal((1, 4, 3)) * 4).astype(dtype)
+    r = et.linalg.cross(et.tensor(a), et.tensor(b))
+    np.testing.assert_allclose(r.numpy(), np.cross(a, b), rtol=1e-6)
+    assert r.numpy().dtype == dtype and r.is_contiguous()
+    r = et.cross(et.tensor(a.transpose(2, 0, 1)), et.tensor(b.transpose(2, 0, 1)), dim=0)
+    np.testing.assert_allclose(r.numpy(), np.cross(a, b).transpose(2, 0, 1), rtol=1e-6)

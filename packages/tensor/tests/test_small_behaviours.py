@@ -126,3 +126,63 @@ def test_tensor_infers_pytorchs_dtype(data, expected):
     t = et.tensor(data)
     assert t.dtype == expected
     np.testing.assert_array_equal(t.numpy(), np.array(data, dtype=expected.np if data else None))
+
+
+@pytest.mark.parametrize("start, end, steps", [(0.0, 1.0, 256), (-3.5, 7.25, 7), (2.0, -1.0, 2),
+                                               (1e-3, 1e3, 101)])
+def test_linspace_is_pytorchs_two_sided_formula(start, end, steps):
+    # the first half counts up from start, the second half down from end (PyTorch's kernel)
+    step = (end - start) / (steps - 1)
+    i = np.arange(steps, dtype=np.float64)
+    want = np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+    np.testing.assert_array_equal(et.linspace(start, end, steps, dtype=et.float64).numpy(),
+                                  want)
+    np.testing.assert_array_equal(et.linspace(start, end, steps).numpy(),
+                                  want.astype(np.float32))
+
+
+def test_isposinf_isneginf_bfloat16_and_integers():
+    a = np.array([1.0, np.inf, -np.inf, np.nan], dtype=np.float32)
+    x = et.tensor(a).to(et.bfloat16)
+    assert x.isposinf().numpy().tolist() == np.isposinf(a).tolist()
+    assert x.isneginf().numpy().tolist() == np.isneginf(a).tolist()
+    assert not et.isposinf(et.tensor([0, 1])).any()
+    assert et.isneginf(et.tensor([True])).dtype == et.bool
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (7, 3), (3, 3), (4, 4, 4), (5, 1)])
+@pytest.mark.parametrize("wrap", [False, True])
+def test_fill_diagonal_matches_numpy(shape, wrap):
+    expected = np.zeros(shape, np.float32)
+    np.fill_diagonal(expected, 2.0, wrap=wrap)
+    got = et.zeros(*shape).fill_diagonal_(2.0, wrap=wrap)
+    np.testing.assert_array_equal(got.numpy(), expected)
+
+
+def test_unique_consecutive_dim_3d_matches_numpy():
+    a = np.array([[[1, 2], [1, 2], [3, 4]], [[1, 2], [1, 2], [3, 5]]])
+    vals, inv, counts = et.unique_consecutive(et.tensor(a), return_inverse=True,
+                                              return_counts=True, dim=1)
+    np.testing.assert_array_equal(vals.numpy(), a[:, [0, 2]])
+    assert inv.tolist() == [0, 0, 1] and counts.tolist() == [2, 1]
+
+
+@pytest.mark.parametrize("values", [[-np.inf, -np.inf], [np.inf, 1.0], [np.nan, 1.0],
+                                    [1.0, np.inf, -np.inf], [-3.0, 0.5, 80.0]])
+def test_logcumsumexp_at_infinities_is_logaddexp_accumulated(values):
+    a = np.array(values, np.float64)
+    with np.errstate(invalid="ignore"):  # (NaN's)
+        want = np.logaddexp.accumulate(a)
+    np.testing.assert_allclose(et.logcumsumexp(et.tensor(a), 0).numpy(), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape, dim", [((0,), 0), ((2, 0), 1), ((0, 3), 0), ((0, 3), 1)])
+def test_logcumsumexp_of_an_empty_dim_is_empty(shape, dim):
+    assert et.logcumsumexp(et.zeros(*shape), dim).shape == shape
+
+
+@pytest.mark.parametrize("fill", [-0.0, np.float32(-0.0), np.float64(-0.0)])
+def test_full_keeps_the_sign_of_a_negative_zero(fill):
+    assert np.signbit(et.full((3,), fill).numpy()).all()
+    assert np.signbit(et.full_like(et.ones(2), fill).numpy()).all()
+    assert not np.signbit(et.full((3,), 0.0).numpy()).any()

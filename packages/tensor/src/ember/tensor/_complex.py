@@ -19,7 +19,8 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import broadcast_error, check_inplace, scalar_type_name
-from ._pointwise import _sign
+from ._fpstate import quiet as _quiet
+from ._pointwise import _sign, cos, mul, sin
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
 from .kernels import get as _kernel
@@ -28,6 +29,10 @@ __all__ = ["real", "imag", "view_as_real", "view_as_complex", "conj", "conj_phys
            "conj_physical_", "angle", "polar", "complex", "sgn", "sgn_"]
 
 _make = Tensor._make
+# the float dtypes with a complex counterpart (a dict of dtypes: comparing a dtype with a
+# scalar type, as ``d.dtype in (np.float32, np.float64)`` does, converts the type each time)
+_COMPLEX_OF = {np.dtype(np.float32): np.dtype(np.complex64),
+               np.dtype(np.float64): np.dtype(np.complex128)}
 
 
 @defop("real")
@@ -81,7 +86,8 @@ def view_as_complex(input: Tensor) -> Tensor:
     tensor([1.+2.j, 3.-1.j])
     """
     d = input._data
-    if d.dtype not in (np.float32, np.float64):
+    cdt = _COMPLEX_OF.get(d.dtype)
+    if cdt is None:
         raise RuntimeError("view_as_complex(): view_as_complex is only supported for float and "
                            "double tensors, but got a tensor of scalar type: "
                            f"{scalar_type_name(d.dtype)}")
@@ -95,10 +101,9 @@ def view_as_complex(input: Tensor) -> Tensor:
     if any(s % (2 * item) for s in d.strides[:-1]):
         raise RuntimeError("view_as_complex(): Tensor must have a stride divisible by 2 for all "
                            f"but last dimension (got strides {[s // item for s in d.strides]})")
-    if input.storage_offset() % 2:
+    if d.base is not None and input.storage_offset() % 2:  # (an owner's offset is 0)
         raise RuntimeError("view_as_complex(): Tensor must have a storage_offset divisible by 2 "
                            f"(got {input.storage_offset()})")
-    cdt = np.complex64 if d.dtype == np.float32 else np.complex128
     return input._view_of(d.view(cdt)[..., 0])
 
 
@@ -161,13 +166,15 @@ def angle(input: Tensor) -> Tensor:
     return _make(_kernel("angle", xp)(d).astype(out_dt, copy=False))
 
 
-def _check_parts(op: str, a: Tensor, b: Tensor, names: tuple) -> None:
+def _check_parts(op: str, a: Tensor, b: Tensor, names: tuple) -> tuple:
+    """The broadcast shape of two float tensors of one dtype on one device (PyTorch's
+    errors otherwise)."""
     for t, n, pos in ((a, names[0], 1), (b, names[1], 2)):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): argument '{n}' (position {pos}) must be Tensor, not "
                             f"{type(t).__name__}")
     da, db = a._data, b._data
-    if da.dtype not in (np.float32, np.float64) or db.dtype not in (np.float32, np.float64):
+    if da.dtype not in _COMPLEX_OF or db.dtype not in _COMPLEX_OF:
         raise RuntimeError(f"{op}(): Expected both inputs to be Half, Float or Double tensors "
                            f"but got {scalar_type_name(da.dtype)} and "
                            f"{scalar_type_name(db.dtype)}")
@@ -178,8 +185,10 @@ def _check_parts(op: str, a: Tensor, b: Tensor, names: tuple) -> None:
     if type(da) is not type(db):
         raise RuntimeError(f"{op}(): Expected all tensors to be on the same device, but found "
                            f"at least two devices, {a.device} and {b.device}!")
+    if da.shape == db.shape:  # (np.broadcast_shapes costs as much as the op)
+        return da.shape
     try:
-        np.broadcast_shapes(da.shape, db.shape)
+        return np.broadcast_shapes(da.shape, db.shape)
     except ValueError:
         raise broadcast_error(op, da.shape, db.shape) from None
 
@@ -191,11 +200,10 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001
     >>> complex(tensor([1.]), tensor([2.]))
     tensor([1.+2.j])
     """
-    _check_parts("complex", real, imag, ("real", "imag"))
+    shape = _check_parts("complex", real, imag, ("real", "imag"))
     dr, di = real._data, imag._data
     xp = array_module(dr)
-    cdt = np.complex64 if dr.dtype == np.float32 else np.complex128
-    out = xp.empty(np.broadcast_shapes(dr.shape, di.shape), dtype=cdt)
+    out = xp.empty(shape, dtype=_COMPLEX_OF[dr.dtype])
     out.real, out.imag = dr, di
     return _make(out)
 
@@ -209,8 +217,6 @@ def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002
     tensor([2.+0.j])
     """
     _check_parts("polar", abs, angle, ("abs", "angle"))
-    from ._pointwise import cos, mul, sin
-
     return complex(mul(abs, cos(angle)), mul(abs, sin(angle)))
 
 
@@ -219,8 +225,8 @@ def _sgn(d):
     if d.dtype.kind != "c":
         return _sign(xp, d)  # sign's, for a real tensor
     mag = xp.abs(d)
-    zero = mag == 0
-    return xp.where(zero, 0, d / xp.where(zero, 1, mag).astype(d.dtype))
+    with _quiet():  # 0 / 0 is replaced
+        return xp.where(mag == 0, 0, d / mag)
 
 
 @defop("sgn", out=True)

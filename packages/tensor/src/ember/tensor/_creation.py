@@ -127,17 +127,22 @@ def _python_scalar_classes(x, seen: set) -> bool:
     return True
 
 
+def _dtype_of_classes(seen: set) -> D.dtype:
+    """The dtype of Python numbers of the classes ``seen``."""
+    if complex in seen:
+        return D.default_complex()
+    if float in seen or not seen:
+        return D.get_default_dtype()
+    return D.int64 if int in seen else D.bool
+
+
 def _infer_dtype(data) -> D.dtype:
     """The dtype ``tensor(data)`` picks: bools -> bool, ints -> int64, floats -> default,
     complex numbers -> the default's complex counterpart."""
     seen: set = set()
     if (data.__class__ is list or data.__class__ is tuple) and \
             _python_scalar_classes(data, seen):  # the common case: Python numbers only
-        if complex in seen:
-            return D.default_complex()
-        if float in seen or not seen:
-            return D.get_default_dtype()
-        return D.int64 if int in seen else D.bool
+        return _dtype_of_classes(seen)
     kinds = set()
 
     def walk(x):
@@ -169,6 +174,10 @@ def _infer_dtype(data) -> D.dtype:
 
 
 def _to_array(data, dtype: D.dtype | None, op: str):
+    if data.__class__ is list or data.__class__ is tuple:
+        seen: set = set()
+        if _python_scalar_classes(data, seen):  # Python numbers only: no item to convert
+            return _np_array(data, _dtype_of_classes(seen) if dtype is None else dtype, op)
     if isinstance(data, Tensor):
         arr = data._data
         return arr if dtype is None else arr.astype(dtype.np, copy=False)
@@ -194,6 +203,10 @@ def _to_array(data, dtype: D.dtype | None, op: str):
         dtype = _infer_dtype(data)
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
         data = [x.tolist() if isinstance(x, Tensor) else x for x in data]
+    return _np_array(data, dtype, op)
+
+
+def _np_array(data, dtype: D.dtype, op: str):
     try:
         return np.array(data, dtype=dtype.np)
     except ValueError as exc:
@@ -212,12 +225,14 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
     """
     dt = None if dtype is None else D.to_dtype(dtype, "tensor")
     arr = _to_array(data, dt, "tensor")
-    dev = to_device(device) if device is not None else _device_of(arr)
-    arr = _on(arr, dev)
-    arr = arr.copy() if isinstance(data, (Tensor, np.ndarray)) or hasattr(
-        data, "__cuda_array_interface__") else arr
-    if not arr.flags.c_contiguous:
-        arr = arr.copy(order="C")
+    if device is not None:
+        arr = _on(arr, to_device(device))
+    # an array that may share the caller's memory is copied (C order, as copy() makes it);
+    # what NumPy built from Python data is new and C-contiguous already
+    if not (data.__class__ is list or data.__class__ is tuple) and (
+            isinstance(data, (Tensor, np.ndarray)) or
+            hasattr(data, "__cuda_array_interface__") or not arr.flags.c_contiguous):
+        arr = arr.copy()
     out = _make(arr)
     if requires_grad:
         out.requires_grad_(True)
@@ -280,12 +295,24 @@ def _factory(op: str, size, dtype, device, fill):
         raise _out_of_memory(op, shape, dt) from None
 
 
+def _plus_zero(fill) -> bool:
+    """Is ``fill`` (equal to 0) not a negative zero, whose sign a fill keeps?"""
+    try:
+        return math.copysign(1.0, fill) > 0
+    except TypeError:  # a complex zero
+        return True
+
+
 def _fill(xp, shape, dt, fill, op="full"):
+    """A new array of ``fill`` (uninitialized for None). True, what ``ones`` fills with, fits
+    every dtype unchecked; the array's own ``fill`` does what ``xp.full`` does, for less."""
     if fill is None:
         return xp.empty(shape, dtype=dt.np)
-    if fill == 0:
+    if fill == 0 and _plus_zero(fill):
         return xp.zeros(shape, dtype=dt.np)
-    return xp.full(shape, checked_scalar(op, fill, dt.np), dtype=dt.np)
+    out = xp.empty(shape, dtype=dt.np)
+    out.fill(fill if fill is True else checked_scalar(op, fill, dt.np))
+    return out
 
 
 def _finish(arr, requires_grad: bool) -> Tensor:
@@ -323,7 +350,7 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False
          layout=None) -> Tensor:
     """A tensor of ones (``size=`` as for :func:`zeros`)."""
     sizes = _size_kw(sizes, size, "ones")
-    return _finish(_factory("ones", sizes, dtype, device, 1), requires_grad)
+    return _finish(_factory("ones", sizes, dtype, device, True), requires_grad)
 
 
 @with_out(factory=True)
@@ -433,13 +460,15 @@ def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     """Ones with the shape, dtype and device of ``input``."""
     dt, dev, shape = _like("ones_like", input, dtype, device)
-    return _finish(_factory("ones_like", shape, dt, dev, 1), requires_grad)
+    return _finish(_factory("ones_like", shape, dt, dev, True), requires_grad)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     dt, dev, shape = _like("full_like", input, dtype, device)
-    return full(shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    return _finish(_factory("full_like", shape, dt, dev, fill_value), requires_grad)
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -472,9 +501,13 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     xp = _xp(to_device(device))
     # compute in float64 / int64 like PyTorch's accumulate type, then cast
     if dt.is_floating_point or not is_int:
-        arr = (start + xp.arange(n, dtype=np.float64) * step).astype(dt.np)
+        arr = xp.arange(n, dtype=np.float64)
+        arr *= step
+        arr += start
+        arr = arr.astype(dt.np, copy=False)
     else:
-        arr = xp.arange(start, start + n * step, step, dtype=np.int64)[:n].astype(dt.np)
+        arr = xp.arange(start, start + n * step, step, dtype=np.int64)[:n].astype(dt.np,
+                                                                                  copy=False)
     return _finish(arr, requires_grad)
 
 
@@ -499,14 +532,18 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=F
     # PyTorch fills the first half from start and the second half from end (symmetric error)
     if steps == 1:
         arr = xp.full((1,), start, dtype=np.float64)
-    else:
+    else:  # in place: over the second half ``steps - 1 - i`` is the index range reversed,
+        # and ``end + (-step) * j`` rounds as ``end - step * j`` does
         step = (end - start) / (steps - 1)
         idx = xp.arange(steps, dtype=np.float64)
-        half = steps // 2
-        arr = xp.where(idx < half, start + step * idx, end - step * (steps - 1 - idx))
+        arr = idx * step
+        arr += start
+        tail = arr[steps // 2:]
+        xp.multiply(idx[steps - 1 - steps // 2::-1], -step, out=tail)
+        tail += end
     if not dt.is_floating_point:
         arr = xp.trunc(arr)
-    return _finish(arr.astype(dt.np), requires_grad)
+    return _finish(arr.astype(dt.np, copy=False), requires_grad)
 
 
 @with_out(factory=True)
@@ -546,9 +583,9 @@ def _triangle(op: str, input: Tensor, diagonal: int, upper: bool) -> Tensor:
     d = input._data
     if d.ndim < 2:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got {d.ndim}")
-    xp = array_module(d)
-    out = xp.array(d, order="C", copy=True)
-    _kernel("triangle_zero", xp)(out.reshape((-1,) + out.shape[-2:]), diagonal, upper)
+    out = d.copy()  # (C order: what the kernel writes)
+    _kernel("triangle_zero", array_module(d))(out.reshape((-1,) + out.shape[-2:]), diagonal,
+                                              upper)
     return _make(out)
 
 

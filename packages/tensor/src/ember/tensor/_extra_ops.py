@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -25,10 +26,11 @@ from ._creation import empty_strided, ones_like, tensor, tril, triu
 from ._device import CPU, DEFAULT_DEVICE, to_device
 from ._fpstate import quiet
 from ._nn_ops import _log_softmax, _softmax
-from ._pointwise import where
-from ._reduction import _one_dim, _pmq, _return_type
+from ._pointwise import exp, log, where
+from ._reduction import _one_dim, _pmq, _return_type, _wrap, sort
 from ._registry import array_module, defop, with_out, write_out
 from ._scatter import _scatter_check, _scatter_raw, gather
+from ._shape import cat
 from ._tensor import Tensor, _autograd, _legacy_dtype_from_name
 from .kernels import get as _kernel
 
@@ -142,8 +144,9 @@ def isposinf(input: Tensor) -> Tensor:
     d = input._data
     if d.dtype.kind == "c":
         raise RuntimeError("isposinf(): isposinf does not support complex inputs.")
-    return _make(array_module(d).isposinf(d) if d.dtype.kind == "f" else
-                 array_module(d).zeros(d.shape, bool))
+    # one comparison ufunc for every real dtype (bfloat16 too; integers and bool are never
+    # infinite); NumPy's isposinf is a Python wrapper around the same test
+    return _make(d == math.inf)
 
 
 @defop("isneginf", out=True, differentiable=False)
@@ -156,8 +159,9 @@ def isneginf(input: Tensor) -> Tensor:
     d = input._data
     if d.dtype.kind == "c":
         raise RuntimeError("isneginf(): isneginf does not support complex inputs.")
-    return _make(array_module(d).isneginf(d) if d.dtype.kind == "f" else
-                 array_module(d).zeros(d.shape, bool))
+    # one comparison ufunc for every real dtype (bfloat16 too; integers and bool are never
+    # infinite); NumPy's isneginf is a Python wrapper around the same test
+    return _make(d == -math.inf)
 
 
 @defop("signbit", out=True, differentiable=False)
@@ -221,8 +225,6 @@ def msort(input: Tensor) -> Tensor:
     tensor([[1, 1],
             [3, 2]])
     """
-    from ._reduction import sort
-
     return sort(input, 0).values
 
 
@@ -236,23 +238,24 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     >>> diff(tensor([1, 3, 6, 10]))
     tensor([2, 3, 4])
     """
-    from ._shape import cat
-
-    if input.dim() == 0:
+    shape = input._data.shape
+    if not shape:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"diff(): order must be non-negative but got {n}")
-    d = _one_dim(dim, input.dim(), "diff")
-    parts = [t if t.dim() else t.expand(*[1 if i == d else s for i, s in
-                                          enumerate(input.shape)])
-             for t in (prepend, input, append) if t is not None]
-    x = cat(parts, d) if len(parts) > 1 else input
-    for _ in range(n):
-        m = x.shape[d]
-        if m == 0:
-            break
-        a, b = x.narrow(d, 1, m - 1), x.narrow(d, 0, m - 1)
-        x = (a != b) if x.dtype == D.bool else a - b
+    d = _one_dim(dim, len(shape), "diff")
+    if prepend is None and append is None:
+        x, m = input, shape[d]
+    else:
+        parts = [t if t.dim() else t.expand(*[1 if i == d else s for i, s in enumerate(shape)])
+                 for t in (prepend, input, append) if t is not None]
+        x = cat(parts, d)
+        m = x._data.shape[d]
+    boolean = x._data.dtype.kind == "b"
+    for _ in range(min(n, m)):  # each difference is one shorter; an empty dim stays empty
+        m -= 1
+        a, b = x.narrow(d, 1, m), x.narrow(d, 0, m)
+        x = (a != b) if boolean else a - b
     return x
 
 
@@ -266,9 +269,10 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     check_int("rot90", "k", 2, k)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
-    if input.dim() < 2:
-        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
-    d0, d1 = (_one_dim(x, input.dim(), "rot90") for x in dims)
+    nd = input._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    d0, d1 = _wrap(dims[0], nd, "rot90"), _wrap(dims[1], nd, "rot90")
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
                            f"dim1 = {d1}")
@@ -342,7 +346,7 @@ def _search(op: str, seq, values, right: bool, out_int32: bool, side, sorter):
         flat_v = v.reshape(-1, v.shape[-1])
         r = xp.stack([xp.searchsorted(a, b, side=mode) for a, b in zip(flat_s, flat_v)])
         r = r.reshape(v.shape)
-    return _make(xp.asarray(r).astype(np.int32 if out_int32 else np.int64))
+    return _make(xp.asarray(r).astype(np.int32 if out_int32 else np.int64, copy=False))
 
 
 @defop("searchsorted", out=True, differentiable=False)
@@ -475,15 +479,16 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     >>> logcumsumexp(tensor([0., 0.]), 0)
     tensor([0.0000, 0.6931])
     """
-    from ._pointwise import exp, isinf, log
-    from ._reduction import amax
-
-    check_dtype("logcumsumexp", input._data.dtype, bool_ok=False, int_ok=False)
-    d = _one_dim(dim, input.dim(), "logcumsumexp")
-    if input.dim() == 0:
+    a = input._data
+    check_dtype("logcumsumexp", a.dtype, bool_ok=False, int_ok=False)
+    d = _one_dim(dim, a.ndim, "logcumsumexp")
+    if a.ndim == 0 or not a.shape[d]:  # (an empty dim: nothing to sum, as in PyTorch)
         return input.clone()
-    m = amax(input, d, keepdim=True).detach()
-    m = where(isinf(m), m * 0, m)
+    # the shift is a constant of the gradient: worked out on the array, not by registry ops
+    # (NaN propagates; an infinite maximum shifts by 0)
+    m = a.max(axis=d, keepdims=True)
+    xp = array_module(a)
+    m = _make(xp.where(xp.isinf(m), 0, m))
     return log(exp(input - m).cumsum(d)) + m
 
 
@@ -736,10 +741,14 @@ def fill_diagonal_(input: Tensor, fill_value, wrap: bool = False) -> Tensor:
     shape = tuple(input.shape)
     if nd > 2 and len(set(shape)) != 1:
         raise RuntimeError("fill_diagonal_(): all dimensions of input must be of equal length")
-    mask = np.zeros(shape, bool)
-    np.fill_diagonal(mask, True, wrap=wrap)
-    xp = array_module(input._data)
-    return input.masked_fill_(_make(mask if xp is np else xp.asarray(mask)), fill_value)
+    # NumPy's fill_diagonal by hand, on the input's device: a flat mask's elements one step
+    # (the sum of its C-order strides) apart; a matrix's stop after its last column unless
+    # ``wrap``
+    mask = array_module(input._data).zeros(shape, bool)
+    cols = shape[-1]
+    step = sum(math.prod(shape[i + 1:]) for i in range(nd))
+    mask.reshape(-1)[:None if wrap or nd > 2 else cols * cols:step] = True
+    return input.masked_fill_(_make(mask), fill_value)
 
 
 # ---------------------------------------------------------------------------- cov, corrcoef
@@ -753,8 +762,6 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     tensor([[ 1., -1.],
             [-1.,  1.]])
     """
-    import warnings
-
     if not isinstance(input, Tensor):
         raise arg_type_error("cov", "input", 1, input)
     if input.dim() > 2:
@@ -795,18 +802,21 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         if n and bool((aweights._data < 0).any()):
             raise RuntimeError("cov(): aweights cannot be negative")
         w = aweights if w is None else w * aweights
-    if w is None:
-        w_sum = tensor(n, dtype=D.int64, device=input.device)
+    if w is None:  # the observation count is a Python number: no tensors to build or read
+        avg = x.sum(1) / n
+        norm = n - correction
+        degenerate = norm <= 0
     else:
         w_sum = w.sum()
         if not bool(w_sum._data != 0):
             raise RuntimeError("cov(): weights sum to zero, can't be normalized")
-    avg = (x if w is None else x * w).sum(1) / w_sum
-    if w is not None and aweights is not None and correction != 0:
-        norm = w_sum - correction * (w * aweights).sum() / w_sum
-    else:
-        norm = w_sum - correction
-    if bool(norm._data <= 0):
+        avg = (x * w).sum(1) / w_sum
+        if aweights is not None and correction != 0:
+            norm = w_sum - correction * (w * aweights).sum() / w_sum
+        else:
+            norm = w_sum - correction
+        degenerate = bool(norm._data <= 0)
+    if degenerate:
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
                       "than the number of observations.", UserWarning, stacklevel=2)
         norm = norm * 0
@@ -1116,8 +1126,6 @@ def set_default_device(device) -> None:
 def set_default_tensor_type(t) -> None:
     """The legacy form of :func:`set_default_dtype`: a tensor type (``DoubleTensor``) or its
     name (``'torch.DoubleTensor'``); floating types only."""
-    import warnings
-
     warnings.warn("set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
                   "set_default_dtype() and set_default_device() as alternatives.",
                   UserWarning, stacklevel=2)
@@ -1149,8 +1157,6 @@ def get_float32_matmul_precision() -> str:
 def set_float32_matmul_precision(precision: str) -> None:
     """Set the float32 matrix-product precision: ``'highest'``, ``'high'`` or ``'medium'``
     (anything else warns and changes nothing, as in PyTorch)."""
-    import warnings
-
     if precision not in ("highest", "high", "medium"):
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
                       "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)

@@ -29,13 +29,14 @@ from ._checks import scalar_type_name
 from ._complex import conj
 from ._creation import eye, full_like, ones_like, tril, triu, zeros
 from ._fpstate import quiet
-from ._linalg import _add_scaled, diag, dot, outer, tensordot
+from ._linalg import _add_scaled, diag, dot, matmul, outer, tensordot
 from ._pointwise import add, log, where
 from ._reduction import _dims, _on_kernel, _return_type, amax, amin
 from ._reduction import sum as _sum
 from ._registry import array_module, defop, with_out, write_out
 from ._scatter import gather
 from ._tensor import Tensor, _wrap_dim
+from .kernels import get as _kernel
 
 _make = Tensor._make
 _abs, _max, _min = builtins.abs, builtins.max, builtins.min
@@ -264,25 +265,40 @@ def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return _make(_solve_arrays("linalg.solve", A._data, B._data, left))
 
 
+def _lapack(name: str, dt):
+    """SciPy's LAPACK routine ``name`` (``trtrs``, ``getrf`` ...) for the dtype ``dt``, or None
+    without SciPy. Called directly: scipy.linalg's wrappers around them add checks (finite
+    values, shapes) and copies that ember's own checks make redundant."""
+    try:
+        from scipy.linalg import lapack
+    except ImportError:  # pragma: no cover - SciPy missing
+        return None
+    return getattr(lapack, _LAPACK_PREFIX[dt.char] + name)
+
+
+_LAPACK_PREFIX = {"f": "s", "d": "d", "F": "c", "D": "z"}
+
+
 def _tri_solve_arrays(xp, a, b, upper: bool, left: bool, unitriangular: bool):
     if not left:
         return _T(_tri_solve_arrays(xp, _T(a), _T(b), not upper, True, unitriangular))
+    batch = _batch_shape("linalg.solve_triangular", a.shape[:-2], b.shape[:-2])
+    trtrs = _lapack("trtrs", a.dtype) if xp is np and a.ndim == 2 and b.ndim == 2 else None
+    if trtrs is not None and a.size:
+        # LAPACK reads only the triangle (its diagonal taken as ones when unitriangular), so
+        # nothing is copied; A^T as a Fortran-order array is A's own row-major memory
+        x, info = trtrs(_T(a), b, lower=upper, trans=1, unitdiag=unitriangular)
+        if info > 0:
+            raise _singular("linalg.solve_triangular", "solve")
+        return x
     t = xp.triu(a) if upper else xp.tril(a)
     if unitriangular:
         n = a.shape[-1]
         idx = xp.arange(n)
         t = t.copy()
         t[..., idx, idx] = 1
-    batch = _batch_shape("linalg.solve_triangular", a.shape[:-2], b.shape[:-2])
     t = xp.broadcast_to(t, batch + t.shape[-2:])
     b = xp.broadcast_to(b, batch + b.shape[-2:])
-    if xp is np and t.size:
-        try:
-            from scipy.linalg import solve_triangular as st
-        except ImportError:  # pragma: no cover - SciPy missing: a general solve does it
-            st = None
-        if st is not None and t.ndim == 2:
-            return st(t, b, lower=not upper, check_finite=False)
     with quiet():
         try:
             return xp.linalg.solve(t, b)
@@ -546,9 +562,7 @@ def _lu_batch(xp, a, pivot: bool):
             pivs[i] = np.arange(1, k + 1, dtype=np.int32)
         return lus.reshape(a.shape), pivs.reshape(batch + (k,)), info.reshape(batch)
     if xp is np:
-        from scipy.linalg import lapack
-
-        getrf = lapack.get_lapack_funcs("getrf", (flat,))
+        getrf = _lapack("getrf", a.dtype)
         for i, mat in enumerate(flat):
             lu, piv, inf = getrf(mat)
             lus[i] = lu
@@ -645,19 +659,18 @@ def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bo
     _check_square("linalg.ldl_factor_ex", a)
     _no_complex("linalg.ldl_factor_ex", a)
     _check_float("linalg.ldl_factor_ex", a, half_kernel="ldl_factor_kernel_cpu")
-    from scipy.linalg import lapack
-
-    sytrf = lapack.dsytrf if a.dtype == np.float64 else lapack.ssytrf
+    sytrf = _lapack("sytrf", a.dtype)
     n = a.shape[-1]
+    # the workspace the blocked algorithm needs (the wrapper's default, n, runs the unblocked
+    # one: 2-3x slower on large matrices)
+    lwork = int(_lapack("sytrf_lwork", a.dtype)(n, lower=1)[0].real)
     flat = _host(a).reshape((-1, n, n))
-    lds = np.empty_like(flat)
+    lds = np.empty(flat.shape, flat.dtype)
     pivs = np.empty((flat.shape[0], n), np.int32)
     info = np.zeros(flat.shape[0], np.int32)
     for i, mat in enumerate(flat):
-        ld, piv, inf = sytrf(mat, lower=1)
-        lds[i] = np.tril(ld)
-        pivs[i] = piv
-        info[i] = inf
+        lds[i], pivs[i], info[i] = sytrf(mat, lower=1, lwork=lwork)
+    _kernel("triangle_zero", np)(lds, 0, False)  # LAPACK leaves the upper triangle as it was
     if check_errors and (info != 0).any():
         raise LinAlgError("linalg.ldl_factor_ex: the factorization could not be completed")
     return _on_device_of(a, lds.reshape(a.shape), pivs.reshape(a.shape[:-1]),
@@ -788,24 +801,22 @@ def _perm_from_pivots(piv: Tensor, m: int):
     xp = _xp(piv._data)
     p = piv._data if xp is np else xp.asnumpy(piv._data)
     k = p.shape[-1]
-    flat = p.reshape(-1, k).astype(np.int64) - 1
-    perms = np.broadcast_to(np.arange(m), (flat.shape[0], m)).copy()
-    for b in range(flat.shape[0]):
-        for i in range(k):
-            j = flat[b, i]
-            if j != i:
-                perms[b, [i, j]] = perms[b, [j, i]]
-    perms = perms.reshape(p.shape[:-1] + (m,))
+    perms = []
+    for row in (p.reshape(-1, k) - 1).tolist():  # LAPACK's row swaps, in order, on a list
+        perm = list(range(m))
+        for i, j in enumerate(row):
+            perm[i], perm[j] = perm[j], perm[i]
+        perms.append(perm)
+    perms = np.array(perms, np.int64).reshape(p.shape[:-1] + (m,))
     return perms if xp is np else xp.asarray(perms)
 
 
 def _rows(Y: Tensor, perm) -> Tensor:
     """``Y[..., perm, :]`` along dim -2 with a batched permutation (differentiable gather)."""
-    idx = Tensor._make(perm)
-    batch = tuple(np.broadcast_shapes(tuple(idx.shape[:-1]), tuple(Y.shape[:-2])))
+    batch = np.broadcast_shapes(perm.shape[:-1], tuple(Y.shape[:-2]))
     Y = Y.expand(*batch, *Y.shape[-2:])
-    idx = idx.unsqueeze(-1).expand(*batch, idx.shape[-1], Y.shape[-1])
-    return gather(Y, -2, idx)
+    idx = _xp(perm).broadcast_to(perm[..., None], batch + (perm.shape[-1], Y.shape[-1]))
+    return gather(Y, -2, Tensor._make(idx))
 
 
 def _inverse_perm(perm):
@@ -1088,7 +1099,7 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     tensor([[1., 0.],
             [0., 1.]])
     """
-    from ._shape import cat, narrow
+    from ._shape import narrow
 
     op = "torch.linalg.householder_product"
     _check_matrix(op, A._data)
@@ -1110,17 +1121,18 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
         raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to "
                            f"input.shape[:-2], but got {list(tau.shape[:-1])}")
-    eye_m = _eye_like(A, m)
-    Q = eye_m.expand(*A.shape[:-2], m, m)
-    for i in range(k):
-        col = narrow(narrow(A, -1, i, 1), -2, i + 1, m - i - 1)
-        one = zeros(*A.shape[:-2], 1, 1, dtype=A.dtype, device=A.device) + 1
-        parts = ([zeros(*A.shape[:-2], i, 1, dtype=A.dtype, device=A.device)] if i else []) + \
-            [one] + ([col] if m - i - 1 else [])
-        v = cat(parts, -2)  # (*, m, 1)
-        t = narrow(tau, -1, i, 1).unsqueeze(-1)
-        Q = Q - (Q @ v) @ (v.mT * t)
-    return narrow(Q, -1, 0, n)
+    # the compact WY form (Schreiber and Van Loan): H_1 ... H_k = I - V T V^T, with V the unit
+    # lower trapezoidal reflectors and T^-1 = diag(1 / tau) + striu(V^T V), i.e. T = (I +
+    # diag(tau) striu(V^T V))^-1 diag(tau): two GEMMs and one unit triangular solve instead
+    # of k rank-one updates of an m x m Q (a zero tau, an identity reflector, needs no care)
+    I = eye(m, n, dtype=A.dtype, device=A.device)
+    if not k:  # no reflectors (tril refuses an empty matrix)
+        return I.expand(*A.shape[:-2], m, n).clone()
+    V = add(tril(narrow(A, -1, 0, k), -1), narrow(I, -1, 0, k))
+    Vt = V.mT
+    W = tau.unsqueeze(-1) * narrow(Vt, -1, 0, n)  # diag(tau) V[:n]^T
+    Y = _solve_tri(tau.unsqueeze(-1) * (Vt @ V), W, upper=True, unitriangular=True)
+    return I - V @ Y
 
 
 @with_out
@@ -1175,43 +1187,36 @@ def chain_matmul(*matrices, out=None) -> Tensor:
 
 def _multi_dot(tensors) -> Tensor:
     ts = list(tensors)
-    if len(ts) < 2:
-        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
-    first_vec = ts[0].dim() == 1
-    last_vec = ts[-1].dim() == 1
-    if first_vec:
-        ts[0] = ts[0].unsqueeze(0)
-    if last_vec:
-        ts[-1] = ts[-1].unsqueeze(-1)
-    for i, t in enumerate(ts):
-        if t.dim() != 2:
-            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
-    # optimal order by dynamic programming over the chain's dimensions
-    dims = [ts[0].shape[0]] + [t.shape[1] for t in ts]
     n = len(ts)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    shapes = [t._data.shape for t in ts]
+    for i, s in enumerate(shapes):
+        # a 1-d first (last) tensor is a row (column) vector: matmul's own rule for it
+        if len(s) != 2 and not (len(s) == 1 and (i == 0 or i == n - 1)):
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {len(s)}D")
+    # optimal order by dynamic programming over the chain's dimensions
+    dims = [shapes[0][0] if len(shapes[0]) == 2 else 1] + \
+        [1 if len(s) == 1 and i == n - 1 else s[-1] for i, s in enumerate(shapes)]
     cost = [[0] * n for _ in range(n)]
     split = [[0] * n for _ in range(n)]
     for length in range(1, n):
         for i in range(n - length):
             j = i + length
-            cost[i][j] = None
+            best = None
             for k in range(i, j):
                 c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
-                if cost[i][j] is None or c < cost[i][j]:
-                    cost[i][j], split[i][j] = c, k
+                if best is None or c < best:
+                    best, split[i][j] = c, k
+            cost[i][j] = best
 
     def prod(i, j):
         if i == j:
             return ts[i]
         k = split[i][j]
-        return prod(i, k) @ prod(k + 1, j)
+        return matmul(prod(i, k), prod(k + 1, j))
 
-    r = prod(0, n - 1)
-    if first_vec:
-        r = r.squeeze(0)
-    if last_vec:
-        r = r.squeeze(-1)
-    return r
+    return prod(0, n - 1)
 
 
 multi_dot = with_out(_multi_dot)
@@ -1334,13 +1339,17 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     tensor([[1., 1., 0., 0.],
             [0., 0., 1., 1.]])
     """
-    n = _max(input.dim(), other.dim())
-    a = input.reshape(*([1] * (n - input.dim())), *input.shape)
-    b = other.reshape(*([1] * (n - other.dim())), *other.shape)
-    ai = [s for d in a.shape for s in (d, 1)]
-    bi = [s for d in b.shape for s in (1, d)]
-    r = a.reshape(*ai) * b.reshape(*bi)
-    return r.reshape(*[x * y for x, y in zip(a.shape, b.shape)])
+    from ._shape import _view, reshape
+
+    sa, sb = input._data.shape, other._data.shape
+    n = _max(len(sa), len(sb))
+    sa, sb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    # each operand viewed (size-1 dims inserted: a view for any strides) with its dims
+    # interleaved with size-1 ones, so that one broadcast product is the result's
+    # (a0, b0, a1, b1, ...) layout (reshaped: strided operands can give a strided product)
+    r = _view(input, tuple([s for d in sa for s in (d, 1)])) * \
+        _view(other, tuple([s for d in sb for s in (1, d)]))
+    return reshape(r, [x * y for x, y in zip(sa, sb)])
 
 
 @with_out

@@ -1233,7 +1233,7 @@ def _ce_layout(op: str, input: Tensor, target: Tensor, weight: Tensor | None,
     if x.dtype.kind != "f":
         raise RuntimeError(f"{op}(): expected a floating point input, got "
                            f"{_dtype_str(x.dtype)}")
-    if t.dtype.kind not in "iu" or t.dtype == np.bool_:
+    if t.dtype.kind not in "iu":
         raise RuntimeError(f"{op}(): expected a target of an integer dtype (class indices), "
                            f"got {_dtype_str(t.dtype)}")
     if type(t) is not type(x):
@@ -1429,12 +1429,20 @@ def _cross_entropy_loss_backward(grad_output: Tensor, input: Tensor, target: Ten
 # gather of the picked log-probabilities, weighted and masked, and PyTorch's second output
 # ``total_weight`` (the summed weights of the counted targets: the mean's divisor), which the
 # backward reads. Reductions: 0 none, 1 mean, 2 sum.
-def _nll_valid(flat, ignore_index: int, xp):
-    """(row mask of the counted targets or None when every row counts, safe class indices)."""
+def _nll_targets(rows, flat, ignore_index: int, xp):
+    """``(row mask of the counted targets or None when every row counts, safe class indices,
+    number of counted targets)``; a counted target outside ``[0, C)`` raises PyTorch's
+    IndexError. One pass finds both ends of the range: as unsigned integers, negative
+    targets are above ``C`` too."""
     valid = flat != ignore_index
-    if bool(valid.all()):
-        return None, flat
-    return valid, xp.where(valid, flat, 0)
+    counted = int(xp.count_nonzero(valid))
+    if counted == flat.shape[0]:
+        valid, safe = None, flat
+    else:
+        safe = xp.where(valid, flat, 0)
+    if int(xp.count_nonzero(safe.view(np.uint64) >= rows.shape[1])):
+        _ce_check_targets(rows, flat, ignore_index)
+    return valid, safe, counted
 
 
 @defop("nll_loss_forward", out=True)
@@ -1454,11 +1462,9 @@ def nll_loss_forward(input: Tensor, target: Tensor, weight: Tensor | None, reduc
     op = "nll_loss_forward"
     r = _reduction_enum(op, reduction)
     rows, flat, w, _ = _ce_layout(op, input, target, weight)
-    ignore_index = int(ignore_index)
-    _ce_check_targets(rows, flat, ignore_index)
     xp = array_module(rows)
+    valid, safe, counted = _nll_targets(rows, flat, int(ignore_index), xp)
     dt = rows.dtype
-    valid, safe = _nll_valid(flat, ignore_index, xp)
     picked = rows[xp.arange(rows.shape[0]), safe]
     if w is not None:
         ww = w[safe]
@@ -1470,7 +1476,7 @@ def nll_loss_forward(input: Tensor, target: Tensor, weight: Tensor | None, reduc
     if r == 0 and input.dim() > 1:
         total_weight = 0.0
     elif w is None:
-        total_weight = float(flat.shape[0] if valid is None else valid.sum())
+        total_weight = float(counted)
     else:
         total_weight = (ww if valid is None else ww * valid).sum(dtype=acc)
     if r == 0:
@@ -1518,7 +1524,7 @@ def nll_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor,
             # its gradient is zero, never NaN (PyTorch's is NaN at the zero-weight targets)
             go = go / tw if bool(tw != 0) else xp.zeros_like(go)
     valid = flat != ignore_index
-    if bool(valid.all()):
+    if int(xp.count_nonzero(valid)) == M:
         at, cls = xp.arange(M), flat
     else:
         at = xp.nonzero(valid)[0]

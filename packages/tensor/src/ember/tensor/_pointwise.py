@@ -95,14 +95,20 @@ def _operands(a, b, op: str, float_result: bool = False):
         raise TypeError(f"{op}(): expected at least one Tensor argument")
     if float_result and dt.kind not in "fc" and dt != _BF16:
         dt = D.get_default_dtype().np
-    cls = type(da)
-    if cls is not float and cls is not int and cls is not bool and cls is not complex:
+    cls = da.__class__  # a NumPy array first: the common operand
+    if cls is _ndarray:
+        if da.dtype != dt:
+            da = da.astype(dt)
+    elif cls is not float and cls is not int and cls is not bool and cls is not complex:
         if isinstance(da, np.generic):
             da = da.item()
         elif da.dtype != dt:
             da = da.astype(dt)
-    cls = type(db)
-    if cls is not float and cls is not int and cls is not bool and cls is not complex:
+    cls = db.__class__
+    if cls is _ndarray:
+        if db.dtype != dt:
+            db = db.astype(dt)
+    elif cls is not float and cls is not int and cls is not bool and cls is not complex:
         if isinstance(db, np.generic):
             db = db.item()
         elif db.dtype != dt:
@@ -425,9 +431,7 @@ def div(input, other, *, rounding_mode=None):
         if not rd.is_floating_point:
             _check_int_divisor("div", other._data if isinstance(other, Tensor) else other,
                                rd.np)
-        q = true_divide(input, other)
-        q = trunc(q)  # noqa: F821  (defined by the unary table below)
-        rd = D.result_type(input, other)
+        q = trunc(true_divide(input, other))  # noqa: F821  (defined by the unary table below)
         return q if rd.is_floating_point else q.to(rd)
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
@@ -588,18 +592,6 @@ def _sigmoid(xp, d):
     return _kernel("sigmoid", xp)(d)  # from exp(-|x|): no overflow, accurate in both tails
 
 
-def _erf(xp, d):
-    return _special_kernels.erf(xp, d)
-
-
-def _erfc(xp, d):
-    return _special_kernels.erfc(xp, d)
-
-
-def _erfinv(xp, d):
-    return _special_kernels.erfinv(xp, d)
-
-
 def _rsqrt(xp, d):
     return xp.reciprocal(xp.sqrt(d))
 
@@ -672,9 +664,9 @@ _FLOAT_UNARY = {
     "acosh": ("arccosh", "inverse hyperbolic cosine"),
     "atanh": ("arctanh", "inverse hyperbolic tangent"),
     "sigmoid": (_sigmoid, "logistic sigmoid 1 / (1 + exp(-x)), computed without overflow"),
-    "erf": (_erf, "the error function"),
-    "erfc": (_erfc, "the complementary error function 1 - erf(x)"),
-    "erfinv": (_erfinv, "the inverse error function"),
+    "erf": (_special_kernels.erf, "the error function"),
+    "erfc": (_special_kernels.erfc, "the complementary error function 1 - erf(x)"),
+    "erfinv": (_special_kernels.erfinv, "the inverse error function"),
 }
 _SAME_UNARY = {
     "neg": (_neg, "negation (unary ``-``)"),
@@ -691,8 +683,9 @@ _NONDIFF_UNARY = {"sign", "floor", "ceil", "trunc"}
 _REAL_UNARY = {"erf", "erfc", "erfinv", "floor", "ceil", "trunc", "frac", "sign"}
 
 
-# functions that cannot overflow, divide by zero or leave their domain: no errstate needed
-_NEVER_WARN = {"tanh", "atan", "asinh", "sigmoid", "erf", "erfc", "neg", "abs",
+# functions that cannot overflow, divide by zero or leave their domain, and erfinv (its
+# compiled loops raise no floating-point flag at +-1 or outside): no errstate needed
+_NEVER_WARN = {"tanh", "atan", "asinh", "sigmoid", "erf", "erfc", "erfinv", "neg", "abs",
                "floor", "ceil", "trunc", "sign"}
 
 
@@ -712,9 +705,10 @@ def _unary(name: str, fn, desc: str, float_out: bool):
     def impl(input: Tensor):
         d = input._data
         xp = np if isinstance(d, _ndarray) else array_module(d)
-        if real_only and d.dtype.kind == "c":
+        kind = d.dtype.kind
+        if real_only and kind == "c":
             _no_complex(name, d)
-        if float_out and d.dtype.kind not in "fc":
+        if float_out and kind not in "fc":
             if d.dtype == _BF16:  # computed in float32, rounded once
                 with _quiet():
                     return _make(xp.asarray(compute(xp, d.astype(_F32))).astype(_BF16))
@@ -770,7 +764,7 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
         if decimals:  # PyTorch rounds integers to decimal places for no integer type
             raise not_implemented("round", d.dtype)
         return _make(d.copy())
-    return _make(array_module(d).round(d, decimals))
+    return _make(d.round(decimals))
 
 
 @defop("round_", inplace=True)
@@ -791,11 +785,12 @@ def relu(input: Tensor) -> Tensor:
     tensor([0., 0., 2.])
     """
     d = input._data
-    if d.dtype.kind == "b":  # PyTorch's own check, before any kernel
+    kind = d.dtype.kind
+    if kind == "b":  # PyTorch's own check, before any kernel
         raise RuntimeError("relu(): Boolean inputs not supported for relu")
-    if d.dtype.kind == "c":
+    if kind == "c":
         _no_complex("relu", d)
-    if d.dtype.kind == "f":  # the array's clip vectorizes; maximum against a scalar does not
+    if kind == "f":  # the array's clip vectorizes; maximum against a scalar does not
         return _make(d.clip(0.0, _INF))  # (and clip keeps -0.0 as PyTorch's relu does)
     return _make(array_module(d).maximum(d, d.dtype.type(0)))
 
@@ -863,7 +858,6 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
     d = input._data
-    xp = array_module(d)
     dt = d.dtype
     if not (dt.kind == "f" and min.__class__ in _PLAIN_BOUND and max.__class__ in _PLAIN_BOUND):
         # PyTorch's promotion (a float tensor keeps its dtype with Python-number bounds)
@@ -885,6 +879,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
         return _make(out.clip(lo, hi).astype(dt, copy=False))
     # tensor bounds: maximum then minimum (clip with broadcast array bounds takes NumPy's
     # generic loop: 2.5x slower at 256x1024); NaN in x or a bound propagates
+    xp = array_module(d)
     if lo is not None:
         out = xp.maximum(out, lo)
     if hi is not None:
@@ -917,16 +912,18 @@ def _where(condition: Tensor, input, other) -> Tensor:
     if c.dtype.kind != "b":
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {condition.dtype}")
-    if not isinstance(input, Tensor) and not isinstance(other, Tensor):  # two numbers
-        input = tensor(input, device=condition.device)
+    it, ot = isinstance(input, Tensor), isinstance(other, Tensor)
+    if not (it or ot):  # two numbers
+        input, it = tensor(input, device=condition.device), True
     da, db, dt = _operands(input, other, "where")
-    for t in (input, other):
-        if isinstance(t, Tensor):
-            _check_same_device("where", c, t._data)
-    if not isinstance(input, Tensor):  # a number must fit the result's dtype, as in PyTorch
-        da = checked_scalar("where", input, dt)
-    if not isinstance(other, Tensor):
+    if it and ot:
+        _check_same_device("where", c, input._data, other._data)
+    elif it:  # a number must fit the result's dtype, as in PyTorch
+        _check_same_device("where", c, input._data)
         db = checked_scalar("where", other, dt)
+    else:
+        _check_same_device("where", c, other._data)
+        da = checked_scalar("where", input, dt)
     xp = np if c.__class__ is _ndarray else array_module(c)  # every operand's device
     if xp is not np:  # the numbers, as 0-d arrays of the result's dtype on the device
         da, db = xp.asarray(da), xp.asarray(db)
@@ -957,7 +954,9 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     if not isinstance(input, Tensor) or not isinstance(end, Tensor):
         raise TypeError(f"lerp(): input and end must be Tensors, got "
                         f"{type(input).__name__} and {type(end).__name__}")
-    if isinstance(weight, Tensor):
+    if weight.__class__ is float:
+        w = weight
+    elif isinstance(weight, Tensor):
         w = weight._data
         if w.dtype != input._data.dtype:
             raise RuntimeError(f"lerp(): expected dtype {input.dtype} for `weight` but got "
@@ -973,16 +972,14 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
                            f"{end.dtype}")
     if a.dtype.kind not in "fc" and a.dtype != _BF16:
         raise NotImplementedError(f"lerp(): not implemented for {input.dtype}")
-    try:
-        ab = np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise _broadcast_error("lerp", a, b) from None
-    if hasattr(w, "shape"):
+    try:  # (input and end share a dtype: it is the result's)
+        return _make((a + w * (b - a)).astype(a.dtype, copy=False))
+    except ValueError:  # which operands do not broadcast, for the message
         try:
-            np.broadcast_shapes(ab, w.shape)
+            ab = np.broadcast_shapes(a.shape, b.shape)
         except ValueError:
-            raise _broadcast_error("lerp", np.broadcast_to(np.zeros(()), ab), w) from None
-    return _make((a + w * (b - a)).astype(D.result_type(input, end).np, copy=False))
+            raise _broadcast_error("lerp", a, b) from None
+        raise _broadcast_error("lerp", np.broadcast_to(np.zeros(()), ab), w) from None
 
 
 @defop("lerp_", inplace=True)
@@ -1016,8 +1013,7 @@ def _check_addcdiv(tensor1, tensor2) -> None:
     if not isinstance(tensor1, Tensor) or not isinstance(tensor2, Tensor):
         raise TypeError(f"addcdiv(): tensor1 and tensor2 must be Tensors, got "
                         f"{type(tensor1).__name__} and {type(tensor2).__name__}")
-    if not tensor1.is_floating_point() and not tensor1.is_complex() and \
-            not tensor2.is_floating_point() and not tensor2.is_complex():
+    if tensor1._data.dtype.kind in "biu" and tensor2._data.dtype.kind in "biu":
         raise RuntimeError("addcdiv(): Integer division with addcdiv is no longer supported: "
                            "use addcdiv(input, tensor1.float(), tensor2) for true division or "
                            "input + value * (tensor1 // tensor2) for floor division")
@@ -1126,31 +1122,28 @@ arctan_, arctanh_, fix_ = atan_, atanh_, trunc_  # noqa: F821
 greater_, greater_equal_, less_, less_equal_, not_equal_ = gt_, ge_, lt_, le_, ne_
 
 
-def _kind_ok(dt: np.dtype, kinds: str) -> bool:
-    return dt.kind in kinds or (dt == _BF16 and "f" in kinds)
-
-
 def _elementwise(op: str, input, other, compute, kinds: str, float_result: bool = False,
                  other_name: str | None = None):
     """``compute(xp, a, b)`` on the operands of a binary op cast to PyTorch's result dtype
     (bfloat16 computed in float32); ``kinds``: the dtype kinds it has a kernel for;
     ``other_name``: the second argument must be a tensor (PyTorch's TypeError otherwise).
-    Returns ``(array, dtype)``."""
+    A ``compute`` that can raise a floating-point flag quiets NumPy itself (most never do,
+    and the error state costs as much as a small op). Returns ``(array, dtype)``."""
     if other_name is not None and not isinstance(other, Tensor):
         raise TypeError(f"{op}(): argument '{other_name}' (position 2) must be Tensor, not "
                         f"{type(other).__name__}")
     da, db, dt = _operands(input, other, op, float_result)
-    if not _kind_ok(dt, kinds):
-        raise not_implemented(op, dt)
-    xp = _xp2(da, db)
-    if dt == _BF16:
+    if dt.kind not in kinds:  # bfloat16 (kind "V") is computed in float32
+        if dt != _BF16 or "f" not in kinds:
+            raise not_implemented(op, dt)
         da = da.astype(_F32) if hasattr(da, "shape") else da
         db = db.astype(_F32) if hasattr(db, "shape") else db
+    xp = _xp2(da, db)
     try:
-        r = xp.asarray(_quiet_call(compute, xp, da, db))
+        r = compute(xp, da, db)
     except ValueError:
         raise _broadcast_error(op, da, db) from None
-    return r.astype(dt, copy=False), dt
+    return r.astype(dt, copy=False), dt  # (a NumPy scalar from 0-d operands: _make wraps it)
 
 
 def _elementwise_(op: str, input: Tensor, other, compute, kinds: str,
@@ -1302,15 +1295,16 @@ def heaviside_(input: Tensor, values: Tensor) -> Tensor:
 
 def _logaddexp(xp, a, b):
     if getattr(a, "dtype", getattr(b, "dtype", None)).kind != "c":
-        return _kernel("logaddexp", xp)(a, b)
+        return _quiet_call(_kernel("logaddexp", xp), a, b)  # (float16's cast may overflow)
     a, b = xp.broadcast_arrays(xp.asarray(a), xp.asarray(b))
     hi = xp.where(a.real >= b.real, a, b)  # shift by the larger real part
     lo = xp.where(a.real >= b.real, b, a)
-    return hi + xp.log1p(xp.exp(lo - hi))
+    with _quiet():
+        return hi + xp.log1p(xp.exp(lo - hi))
 
 
 def _logaddexp2(xp, a, b):
-    return _kernel("logaddexp2", xp)(a, b)
+    return _quiet_call(_kernel("logaddexp2", xp), a, b)
 
 
 @defop("logaddexp", out=True)
@@ -1336,7 +1330,7 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
 
 
 def _nextafter(xp, a, b):
-    return xp.nextafter(a, b)
+    return _quiet_call(xp.nextafter, a, b)  # stepping to infinity or a subnormal sets a flag
 
 
 @defop("nextafter", differentiable=False, out=True)

@@ -1164,25 +1164,32 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
         ax = _one_dim(dim, d.ndim, "unique_consecutive")
         if d.ndim == 0:
             rows = d.reshape(1, 1)
-        else:
-            rows = xp.moveaxis(d, ax, 0).reshape(d.shape[ax], -1)
-        change = (rows[1:] != rows[:-1]).any(axis=1) if rows.shape[1] else \
-            xp.zeros(builtins.max(rows.shape[0] - 1, 0), bool)
+        else:  # the other dims in any order: only whether slices are equal matters
+            rows = d.swapaxes(0, ax).reshape(d.shape[ax], -1)
+        change = (rows[1:] != rows[:-1]).any(axis=1) if rows.shape[1] else False
         inv_shape = (rows.shape[0],)
+    # the array methods and slice assignments: NumPy's concatenate of ones, nonzero and diff
+    # are Python-level wrappers of the same work
     n = rows.shape[0]
-    keep = xp.concatenate([xp.ones(builtins.min(n, 1), bool), change])
-    starts = xp.nonzero(keep)[0]
+    keep = xp.empty(n, bool)
+    keep[:1] = True
+    keep[1:] = change
+    starts = keep.nonzero()[0]
     if dim is None:
-        vals = rows[keep]
+        vals = rows[starts]
     else:
-        vals = xp.take(d.reshape(1) if d.ndim == 0 else d, starts, axis=0 if d.ndim == 0
-                       else ax)
+        vals = (d.reshape(1) if d.ndim == 0 else d).take(starts, axis=0 if d.ndim == 0 else ax)
     out = [_make(vals)]
     if return_inverse:
-        inv = (xp.cumsum(keep) - 1).astype(_int64)
+        inv = keep.cumsum(dtype=_int64)
+        inv -= 1
         out.append(_make(inv.reshape(inv_shape)))
     if return_counts:
-        out.append(_make(xp.diff(xp.concatenate([starts, xp.asarray([n])])).astype(_int64)))
+        ends = xp.empty(starts.shape, _int64)
+        ends[:-1] = starts[1:]
+        ends[-1:] = n
+        ends -= starts
+        out.append(_make(ends))
     return out[0] if len(out) == 1 else tuple(out)
 
 

@@ -522,17 +522,16 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     d1, d2 = _wrap_dim(dim1, nd, "diagonal"), _wrap_dim(dim2, nd, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    st = input.stride()
+    shp, st = d.shape, d.strides  # strides in bytes here
     if offset >= 0:
-        n = max(min(d.shape[d1], d.shape[d2] - offset), 0)
+        n = max(min(shp[d1], shp[d2] - offset), 0)
         rel = offset * st[d2] if n else 0
     else:
-        n = max(min(d.shape[d1] + offset, d.shape[d2]), 0)
+        n = max(min(shp[d1] + offset, shp[d2]), 0)
         rel = -offset * st[d1] if n else 0
-    keep = [i for i in range(nd) if i not in (d1, d2)]
-    shape = [d.shape[i] for i in keep] + [n]
-    strides = [st[i] for i in keep] + [st[d1] + st[d2]]
-    return _restride(input, shape, strides, rel)
+    keep = [i for i in range(nd) if i != d1 and i != d2]
+    return _restride_bytes(input, (*[shp[i] for i in keep], n),
+                           (*[st[i] for i in keep], st[d1] + st[d2]), rel)
 
 
 def _check_not_0d(op: str, nd: int, kind: str = "split") -> None:

@@ -266,7 +266,7 @@ def lu_factor(A: _Tensor, *, pivot: bool = True, out=None):
             [0., 1.]])
     """
     LU, piv, info = _L.linalg_lu_factor_ex(A, pivot=pivot, check_errors=False)
-    if bool((info > 0).any()):
+    if bool((info._data > 0).any()):
         raise LinAlgError("torch.linalg.lu_factor: U is singular (a zero pivot); use "
                           "linalg.lu_factor_ex to get the factorization anyway")
     return _ret(_RT.lu_factor, (LU, piv), out, "linalg.lu_factor")
