@@ -745,6 +745,29 @@ def test_cross_entropy_large_logits_and_errors():
         cpu.cross_entropy_forward(np.zeros((2, 5)), np.array([1, 2]), None, -100, 1.5)
 
 
+def test_cross_entropy_kernels_check_targets_at_every_size():
+    # the range check runs inside the compiled call (serial and parallel), before any row
+    for N in (3, 600):  # 600 x 256: past the parallel threshold
+        x = np.zeros((N, 256), np.float32)
+        t = np.zeros(N, np.int64)
+        t[-1] = 256
+        with pytest.raises(IndexError, match=r"cross_entropy_forward\(\): target 256"):
+            cpu.cross_entropy_forward(x, t, None, -100, 0.1)
+        with pytest.raises(IndexError, match=r"cross_entropy_backward\(\): target 256"):
+            cpu.cross_entropy_backward(x, t, None, -100, 0.1, np.ones(N, np.float32))
+        t[-1] = -100  # ignore_index anywhere is not out of range
+        loss, _ = cpu.cross_entropy_forward(x, t, None, -100, 0.0)
+        assert loss[-1] == 0.0 and np.isfinite(loss).all()
+    with pytest.raises(IndexError, match="target 0"):  # no classes: every target is out of range
+        cpu.cross_entropy_forward(np.zeros((1, 0)), np.array([0]), None, -100, 0.0)
+    with pytest.raises(IndexError, match="target 0"):
+        cpu.cross_entropy_backward(np.zeros((1, 0)), np.array([0]), None, -100, 0.0, np.ones(1))
+    with pytest.raises(RuntimeError, match="no classes"):
+        cpu.cross_entropy_forward(np.zeros((1, 0)), np.array([-100]), None, -100, 0.0)
+    assert cpu.cross_entropy_backward(np.zeros((1, 0)), np.array([-100]), None, -100, 0.0,
+                                      np.ones(1)).shape == (1, 0)
+
+
 def test_cross_entropy_matches_torch():
     torch = pytest.importorskip("torch")
     F = torch.nn.functional

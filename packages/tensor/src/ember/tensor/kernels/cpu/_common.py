@@ -154,7 +154,10 @@ def check_indices(
 
 def triple(op: str, name: str, value: Sequence[int]) -> tuple[int, int, int]:
     """Check a 3-tuple of non-negative ints (d, h, w)."""
-    t = tuple(int(v) for v in value)
-    if len(t) != 3:
-        raise RuntimeError(f"{op}(): expected {name} as a 3-tuple (d, h, w), got {value!r}")
-    return t  # type: ignore[return-value]
+    try:  # (an unpacking, not a tuple built by a generator: pooling calls this five times)
+        d, h, w = value
+    except ValueError:
+        raise RuntimeError(
+            f"{op}(): expected {name} as a 3-tuple (d, h, w), got {value!r}"
+        ) from None
+    return int(d), int(h), int(w)

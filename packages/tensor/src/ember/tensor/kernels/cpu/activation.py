@@ -27,6 +27,7 @@ import math
 
 import numba
 import numpy as np
+from numba.extending import overload
 
 from ._vmath import _FM, _ONE_F, like, vexp, vjit, vlog1p, vsigmoid
 
@@ -162,6 +163,7 @@ def tanh_backward(grad: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def _threshold_bw(g, y, t, out):  # pragma: no cover  (compiled)
+    t = like(t, y)  # a Python float argument: Numba types a NumPy scalar slowly
     for i in range(out.size):
         out[i] = 0 if y[i] <= t else g[i]
 
@@ -178,10 +180,10 @@ def threshold_backward(grad: np.ndarray, y: np.ndarray, threshold) -> np.ndarray
     work = dtype if dtype.char in "fd" else _F32
     if grad.shape != y.shape:
         grad, y = np.broadcast_arrays(grad, y)
-    g = np.ascontiguousarray(grad, dtype=work).reshape(-1)
-    yy = np.ascontiguousarray(y, dtype=work).reshape(-1)
+    g = np.ascontiguousarray(grad, dtype=work).ravel()  # (ravel: a view, cheaper than reshape)
+    yy = np.ascontiguousarray(y, dtype=work).ravel()
     out = np.empty(grad.shape, dtype=work)
-    _threshold_bw(g, yy, work.type(threshold), out.reshape(-1))
+    _threshold_bw(g, yy, float(threshold), out.ravel())
     return out if work == dtype else out.astype(dtype)
 
 
@@ -195,25 +197,31 @@ def silu_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
     return _run("silu_backward", grad, x)
 
 
-# softplus, elu, log_sigmoid and mish's backward are NumPy expressions (NumPy's SIMD exp,
-# expm1 and log1p; in one Numba loop these calls did not vectorize: 10-40x slower at
-# 256x1024); the caller runs them under errstate (the unselected side may overflow)
+# softplus, elu and log_sigmoid (and softplus's and elu's backward) are one njit loop each
+# over the flattened arrays, on _vmath's vexp / vlog1p (in a numba.vectorize ufunc those
+# calls do not vectorize; in an njit loop they do)
 def _flat(kernel, arrays, *params) -> np.ndarray:
     """``kernel(*arrays, out, *params)`` on the arrays (of one float32 / float64 dtype)
-    broadcast, made C-contiguous and flattened; returns ``out`` in their shape."""
+    broadcast, made C-contiguous and flattened; returns ``out`` in their shape. ``params`` are
+    Python numbers, which Numba's dispatch types fast (a NumPy scalar costs it ~0.4 us each):
+    the kernels cast them to the arrays' dtype."""
     a = arrays[0]
     shape = a.shape
-    if len(arrays) > 1 and any(b.shape != shape for b in arrays):
-        shape = np.broadcast_shapes(*(b.shape for b in arrays))
-    flat = [b.reshape(-1) if b.shape == shape and b.flags.c_contiguous else
-            np.ascontiguousarray(np.broadcast_to(b, shape)).reshape(-1) for b in arrays]
+    for b in arrays:  # the arrays as they are where they need no broadcast and no copy
+        if b.shape != shape or not b.flags.c_contiguous:
+            shape = np.broadcast_shapes(*(b.shape for b in arrays))
+            arrays = [b if b.shape == shape and b.flags.c_contiguous else
+                      np.ascontiguousarray(np.broadcast_to(b, shape)) for b in arrays]
+            break
     out = np.empty(shape, a.dtype)
-    kernel(*flat, out.reshape(-1), *params)
+    # ravel: a view of each (now contiguous) array, cheaper than reshape(-1)
+    kernel(*[b.ravel() for b in arrays], out.ravel(), *params)
     return out
 
 
 @vjit
 def _softplus_flat(x, out, beta, threshold):
+    beta, threshold = like(beta, x), like(threshold, x)
     for i in range(x.shape[0]):
         v = x[i]
         bv = v * beta
@@ -222,6 +230,7 @@ def _softplus_flat(x, out, beta, threshold):
 
 @vjit
 def _softplus_backward_flat(g, x, out, beta, threshold):
+    beta, threshold = like(beta, x), like(threshold, x)
     for i in range(x.shape[0]):
         bv = x[i] * beta
         out[i] = g[i] if bv > threshold else g[i] * vsigmoid(bv)  # sigmoid(bv) = z / (z + 1)
@@ -238,22 +247,21 @@ def _log_sigmoid_flat(x, out):
 def softplus(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
     """``log1p(exp(beta x)) / beta``; ``x`` where ``beta x > threshold`` (float32 / float64,
     computed in ``x``'s dtype)."""
-    t = x.dtype.type
-    return _flat(_softplus_flat, (x,), t(beta), t(threshold))
+    return _flat(_softplus_flat, (x,), float(beta), float(threshold))
 
 
 def softplus_backward(grad: np.ndarray, x: np.ndarray, beta: float,
                       threshold: float) -> np.ndarray:
     """``grad * z / (z + 1)``, ``z = exp(beta x)``; ``grad`` where ``beta x > threshold``."""
-    t = x.dtype.type
-    return _flat(_softplus_backward_flat, (grad, x), t(beta), t(threshold))
+    return _flat(_softplus_backward_flat, (grad, x), float(beta), float(threshold))
 
 
 # 1/k! from the highest power down: Taylor's series of expm1 below ln 2 (float32 to t^9,
 # float64 to t^17: truncation under a tenth of an ulp), exp(t) - 1 above (at most one bit of
-# cancellation there): within 2 ulp. The polynomial's coefficients are an argument (a tuple,
-# whose length the compiled loop knows), not a helper function called from the loop, which
-# would keep the loop from vectorizing.
+# cancellation there): within 2 ulp. The polynomial's coefficients are a constant tuple of the
+# loop's dtype (``_expm1_series``; its length known to the compiled loop), not a helper
+# function called from the loop, which would keep the loop from vectorizing, nor an argument
+# (Numba types a tuple argument element by element on every call).
 _EXPM1 = {
     np.dtype(np.float32): tuple(np.float32(1.0 / math.factorial(k)) for k in range(9, 1, -1)),
     np.dtype(np.float64): tuple(1.0 / math.factorial(k) for k in range(17, 1, -1)),
@@ -261,9 +269,22 @@ _EXPM1 = {
 _LN2 = math.log(2.0)
 
 
+def _expm1_series(x):
+    """``_EXPM1`` of the dtype of array ``x``, inside a kernel."""
+    raise NotImplementedError("_expm1_series is only callable from Numba kernels")
+
+
+@overload(_expm1_series)
+def _ov_expm1_series(x):
+    cs = _EXPM1[np.dtype(x.dtype.name)]
+    return lambda x: cs
+
+
 @vjit
-def _elu_flat(x, out, negcoef, poscoef, input_scale, cs):
+def _elu_flat(x, out, negcoef, poscoef, input_scale):
     zero, one, cut = like(0.0, x), like(1.0, x), like(_LN2, x)
+    negcoef, poscoef, input_scale = like(negcoef, x), like(poscoef, x), like(input_scale, x)
+    cs = _expm1_series(x)
     for i in range(x.shape[0]):
         v = x[i]
         t = v * input_scale
@@ -277,6 +298,7 @@ def _elu_flat(x, out, negcoef, poscoef, input_scale, cs):
 @vjit
 def _elu_backward_flat(g, v, out, negcoef, poscoef, input_scale, is_result):
     zero = like(0.0, v)
+    negcoef, poscoef, input_scale = like(negcoef, v), like(poscoef, v), like(input_scale, v)
     neg = input_scale * negcoef
     for i in range(v.shape[0]):
         x = v[i]
@@ -289,8 +311,7 @@ def _elu_backward_flat(g, v, out, negcoef, poscoef, input_scale, is_result):
 
 def elu(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> np.ndarray:
     """``alpha scale expm1(input_scale x)`` where ``x <= 0``, else ``scale x``."""
-    t = x.dtype.type
-    return _flat(_elu_flat, (x,), t(alpha * scale), t(scale), t(input_scale), _EXPM1[x.dtype])
+    return _flat(_elu_flat, (x,), float(alpha * scale), float(scale), float(input_scale))
 
 
 def elu_backward(grad: np.ndarray, alpha: float, scale: float, input_scale: float,
@@ -298,9 +319,8 @@ def elu_backward(grad: np.ndarray, alpha: float, scale: float, input_scale: floa
     """The gradient of :func:`elu` from its input ``v`` (``grad alpha scale input_scale
     exp(input_scale v)`` where ``v <= 0``), or from its output (``is_result``: ``grad
     input_scale (v + alpha scale)`` there); ``grad scale`` elsewhere."""
-    t = v.dtype.type
-    return _flat(_elu_backward_flat, (grad, v), t(alpha * scale), t(scale), t(input_scale),
-                 bool(is_result))
+    return _flat(_elu_backward_flat, (grad, v), float(alpha * scale), float(scale),
+                 float(input_scale), bool(is_result))
 
 
 def log_sigmoid(x: np.ndarray) -> np.ndarray:

@@ -240,8 +240,8 @@ def _rows_form(a, b, work):
     row form and the operands' ``(R or 1, C or 1)`` views of it (copied to the full shape
     first when they fit no such view); ValueError when they don't broadcast."""
     xa, xb = _operand(a, work), _operand(b, work)
-    shape = xa.shape if xb.ndim == 0 else xb.shape if xa.ndim == 0 else \
-        np.broadcast(xa, xb).shape
+    shape = xa.shape if xb.ndim == 0 or xb.shape == xa.shape else xb.shape if xa.ndim == 0 \
+        else np.broadcast(xa, xb).shape
     form = _two_d(shape, xa, xb)
     if form is None:
         xa = np.ascontiguousarray(np.broadcast_to(xa, shape))
@@ -458,11 +458,15 @@ def _two_d(shape, *arrays):
     if len(arrays) == 2 and arrays[1].ndim == 0 and arrays[0].flags.c_contiguous:
         n = arrays[0].size  # an array and a number
         return (1, n), [arrays[0].reshape(1, n), arrays[1].reshape(1, 1)]
-    if all(x.shape == shape for x in arrays):  # the common case: one shape
-        if all(x.flags.c_contiguous for x in arrays):
-            n = math.prod(shape)
-            return (1, n), [x.reshape(1, n) for x in arrays]
-        return None
+    for x in arrays:  # (loops, not all() of generators: this runs once per small op)
+        if x.shape != shape:
+            break
+    else:  # the common case: one shape
+        for x in arrays:
+            if not x.flags.c_contiguous:
+                return None
+        n = math.prod(shape)
+        return (1, n), [x.reshape(1, n) for x in arrays]
     nd = len(shape)
     keep = [i for i in range(nd) if shape[i] != 1]  # size-1 dims of the result: dropped
     pats = []  # per array, per kept dim: does the array span it (else it broadcasts)?

@@ -26,9 +26,16 @@ KINDS = {"chebyshev_polynomial_t": 0, "chebyshev_polynomial_u": 1,
          "laguerre_polynomial_l": 6, "legendre_polynomial_p": 7}
 
 
+#: every name ``orthogonal_poly`` takes -> (its code, shifted), so a call parses no string
+_CODES = {**{k: (c, False) for k, c in KINDS.items()},
+          **{"shifted_" + k: (c, True) for k, c in KINDS.items()}}
+
+
 @numba.njit(cache=True, nogil=True)
-def _poly(kind, shifted, x, xstep, n, nstep, out):  # pragma: no cover  (compiled)
+def _poly(kind, shifted, x, n, out):  # pragma: no cover  (compiled)
     # x[i * xstep], n[i * nstep]: a step of 0 repeats a single value (a broadcast scalar)
+    xstep = int(x.size != 1)
+    nstep = int(n.size != 1)
     for i in range(out.size):
         t = x[i * xstep]
         if shifted:
@@ -70,16 +77,15 @@ def _poly(kind, shifted, x, xstep, n, nstep, out):  # pragma: no cover  (compile
 def orthogonal_poly(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Polynomial ``kind`` (a key of ``KINDS``, or ``"shifted_"`` + a Chebyshev one) of degree
     ``n`` (integers; floats are truncated) at ``x``, broadcast: a float64 array."""
-    shifted = kind.startswith("shifted_")
-    code = KINDS[kind[len("shifted_"):] if shifted else kind]
+    code, shifted = _CODES[kind]
     shape = x.shape if x.shape == n.shape or not n.ndim else \
         n.shape if not x.ndim else np.broadcast_shapes(x.shape, n.shape)
     if x.shape != shape and x.size != 1:
         x = np.broadcast_to(x, shape)
     if n.shape != shape and n.size != 1:
         n = np.broadcast_to(n, shape)
-    xs = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
-    ns = np.ascontiguousarray(n, dtype=np.int64).reshape(-1)
     out = np.empty(shape)
-    _poly(code, shifted, xs, int(xs.size != 1), ns, int(ns.size != 1), out.reshape(-1))
+    # ravel: a view of the contiguous arrays, cheaper than reshape(-1)
+    _poly(code, shifted, np.ascontiguousarray(x, dtype=np.float64).ravel(),
+          np.ascontiguousarray(n, dtype=np.int64).ravel(), out.ravel())
     return out

@@ -121,6 +121,8 @@ def _pool2_plane(x, out, idx, t):
 
 @njit
 def _pool_serial(x, out, idx, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, fast2):
+    # fast2: the 2x2 geometry fits; the NaN test is here rather than a call of its own
+    fast2 = fast2 and not _has_nan(x)
     for t in range(out.shape[0] * out.shape[1]):
         if fast2:
             _pool2_plane(x, out, idx, t)
@@ -130,6 +132,7 @@ def _pool_serial(x, out, idx, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, fa
 
 @njit_parallel
 def _pool_parallel(x, out, idx, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, fast2):
+    fast2 = fast2 and not _has_nan(x)
     for t in prange(out.shape[0] * out.shape[1]):
         if fast2:
             _pool2_plane(x, out, idx, t)
@@ -172,11 +175,11 @@ def _unpool_parallel(g, idx, gin):
 
 
 def _check_windows(op, size, k, s, p, dil, o) -> None:
-    if all(
-        k[a] >= 1 and s[a] >= 1 and dil[a] == 1 and 0 <= p[a] <= k[a] - 1 and o[a] >= 0
-        and (o[a] - 1) * s[a] - p[a] < size[a]
-        for a in range(3)
-    ):
+    for ka, sa, pa, da, oa, na in zip(k, s, p, dil, o, size):
+        if not (ka >= 1 and sa >= 1 and da == 1 and 0 <= pa <= ka - 1 and oa >= 0
+                and (oa - 1) * sa - pa < na):
+            break
+    else:
         return  # unit dilation: the first window reaches 0 and the last starts inside
     for axis, name in enumerate("dhw"):
         if k[axis] < 1 or s[axis] < 1 or dil[axis] < 1 or p[axis] < 0 or o[axis] < 0:
@@ -215,7 +218,8 @@ def max_pool_forward(
     ([1.0, 3.0], [1, 3])
     """
     op = "max_pool_forward"
-    x = np.asarray(x)
+    if x.__class__ is not np.ndarray:
+        x = np.asarray(x)
     check_ndim(op, "x", x, 4, "(B, D, H, W)")
     k = triple(op, "kernel", kernel)
     s = triple(op, "stride", stride)
@@ -228,8 +232,9 @@ def max_pool_forward(
     out = np.empty((B, *o), dtype=xc.dtype)
     idx = np.empty((B, *o), dtype=np.int64)
     if out.size:
+        # (the kernel turns it down where x holds a NaN)
         fast2 = (k == (1, 2, 2) and s == (1, 2, 2) and p == (0, 0, 0) and dil == (1, 1, 1)
-                 and 2 * o[1] <= x.shape[2] and 2 * o[2] <= x.shape[3] and not _has_nan(xc))
+                 and 2 * o[1] <= x.shape[2] and 2 * o[2] <= x.shape[3])
         # plain Python ints (not NumPy scalars or arrays): cheap dispatch, constant loop bounds
         args = (xc, out, idx, *k, *s, *p, *dil, fast2)
         # the unrolled 2x2 kernel is memory bound: a parallel launch (tens of microseconds
@@ -239,7 +244,7 @@ def max_pool_forward(
             parallel_call(_pool_parallel, *args)
         else:
             _pool_serial(*args)
-    return out.astype(dtype, copy=False), idx
+    return (out if out.dtype == dtype else out.astype(dtype)), idx
 
 
 def max_pool_backward(
@@ -253,8 +258,10 @@ def max_pool_backward(
     array([0., 2., 0.])
     """
     op = "max_pool_backward"
-    grad_out = np.asarray(grad_out)
-    indices = np.asarray(indices)
+    if grad_out.__class__ is not np.ndarray:
+        grad_out = np.asarray(grad_out)
+    if indices.__class__ is not np.ndarray:
+        indices = np.asarray(indices)
     check_ndim(op, "grad_out", grad_out, 4, "(B, oD, oH, oW)")
     if indices.shape != grad_out.shape:
         raise RuntimeError(
@@ -266,9 +273,8 @@ def max_pool_backward(
         raise RuntimeError(f"{op}(): in_size must be non-negative, got {size}")
     plane = size[0] * size[1] * size[2]
     B = grad_out.shape[0]
-    what = f"an input plane of {size}"
     if indices.dtype.kind not in "iu":
-        check_indices(op, indices, plane, what=what)  # raises TypeError
+        check_indices(op, indices, plane)  # raises TypeError
     idx = np.ascontiguousarray(indices, dtype=np.int64).reshape(B, -1)
     (g,), dtype = float_inputs(op, grad_out)
     g = g.reshape(B, -1)
@@ -280,5 +286,6 @@ def max_pool_backward(
         else:
             bad = _unpool_serial(g, idx, gin)
         if bad:
-            check_indices(op, indices, plane, what=what)  # raises IndexError
-    return gin.reshape(B, *size).astype(dtype, copy=False)
+            check_indices(op, indices, plane, what=f"an input plane of {size}")  # IndexError
+    gin = gin.reshape(B, *size)
+    return gin if gin.dtype == dtype else gin.astype(dtype)

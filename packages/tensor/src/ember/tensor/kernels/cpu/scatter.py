@@ -180,6 +180,7 @@ _FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
 _BITS = {2: np.uint16, 1: np.uint8}
+_nd = np.ndarray
 
 
 @njit
@@ -198,9 +199,13 @@ def _first_bad(index, M):
 
 
 @njit
-def _gather_kernel(x, index, out, P, M, N, Q):
-    # flat C-contiguous x (P*M*Q), index and out (P*N*Q); Q == 1 (along the last dim) has a
-    # loop of its own, where an inner loop of one would cost more than the copy
+def _gather_kernel(x3, index3, out3):
+    # C-contiguous x (P, M, Q), index and out (P, N, Q), flattened here (a reshape in the
+    # wrapper costs more than the loop at small sizes); Q == 1 (along the last dim) has a loop
+    # of its own, where an inner loop of one would cost more than the copy
+    P, M, Q = x3.shape
+    N = index3.shape[1]
+    x, index, out = x3.reshape(-1), index3.reshape(-1), out3.reshape(-1)
     bad = _first_bad(index, M)
     if bad >= 0:
         return bad
@@ -239,9 +244,12 @@ def _scatter_extreme(out, t, src, k, mode):
 
 
 @njit
-def _scatter_kernel(out, index, src, P, M, N, Q, mode):
-    # flat C-contiguous out (P*M*Q), index and src (P*N*Q); every index is checked before
-    # anything is written
+def _scatter_kernel(out3, index3, src3, mode):
+    # C-contiguous out (P, M, Q), index and src (P, N, Q), flattened here; every index is
+    # checked before anything is written
+    P, M, Q = out3.shape
+    N = index3.shape[1]
+    out, index, src = out3.reshape(-1), index3.reshape(-1), src3.reshape(-1)
     bad = _first_bad(index, M)
     if bad >= 0:
         return bad
@@ -261,8 +269,11 @@ def _scatter_kernel(out, index, src, P, M, N, Q, mode):
 
 
 @njit
-def _scatter_extreme_kernel(out, index, src, P, M, N, Q, mode):
+def _scatter_extreme_kernel(out3, index3, src3, mode):
     # _scatter_kernel's loops for amax / amin, compiled only for dtypes with an order
+    P, M, Q = out3.shape
+    N = index3.shape[1]
+    out, index, src = out3.reshape(-1), index3.reshape(-1), src3.reshape(-1)
     bad = _first_bad(index, M)
     if bad >= 0:
         return bad
@@ -276,11 +287,12 @@ def _scatter_extreme_kernel(out, index, src, P, M, N, Q, mode):
 
 
 def _dim_index(op: str, index: np.ndarray, nd: int = 3) -> np.ndarray:
-    index = np.asarray(index)
+    if index.__class__ is not _nd:
+        index = np.asarray(index)
     check_ndim(op, "index", index, nd, "(P, N, Q)")
     if index.dtype.kind not in "iu":
         raise TypeError(f"{op}(): expected an integer index array, got dtype {index.dtype}")
-    return np.ascontiguousarray(index)
+    return index if index.flags.c_contiguous else np.ascontiguousarray(index)
 
 
 def gather_dim(x: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, int]:
@@ -294,20 +306,23 @@ def gather_dim(x: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, int]:
     ([2.0, 2.0, 1.0], -1)
     """
     op = "gather_dim"
-    x = np.asarray(x)
+    if x.__class__ is not _nd:
+        x = np.asarray(x)
     index = _dim_index(op, index)
     check_ndim(op, "x", x, 3, "(P, M, Q)")
     P, N, Q = index.shape
     if x.shape[0] != P or x.shape[2] != Q:
         raise RuntimeError(f"{op}(): index of shape {tuple(index.shape)} does not match x of "
                            f"shape {tuple(x.shape)} outside dim 1")
-    work = np.ascontiguousarray(x if _numba_dtype(x) else x.view(_BITS[x.dtype.itemsize]))
+    # (a view, a copy or a reshape costs more than a small gather: each is made only if needed)
+    work = x if _numba_dtype(x) else x.view(_BITS[x.dtype.itemsize])
+    if not work.flags.c_contiguous:
+        work = np.ascontiguousarray(work)
     out = np.empty(index.shape, dtype=work.dtype)
     bad = -1
     if out.size:
-        bad = _gather_kernel(work.reshape(-1), index.reshape(-1), out.reshape(-1), P,
-                             x.shape[1], N, Q)
-    return out.view(x.dtype), bad
+        bad = _gather_kernel(work, index, out)
+    return (out if work is x else out.view(x.dtype)), bad
 
 
 _MODES = {"set": 0, "add": 1, "multiply": 2, "amax": 3, "amin": 4}
@@ -332,7 +347,8 @@ def scatter_dim(out: np.ndarray, index: np.ndarray, src: np.ndarray, reduce: str
     if not isinstance(out, np.ndarray):
         raise TypeError(f"{op}(): out must be a numpy.ndarray, got {type(out).__name__}")
     index = _dim_index(op, index)
-    src = np.asarray(src)
+    if src.__class__ is not _nd:
+        src = np.asarray(src)
     check_ndim(op, "out", out, 3, "(P, M, Q)")
     P, N, Q = index.shape
     if out.shape[0] != P or out.shape[2] != Q or src.shape != index.shape:
@@ -341,17 +357,18 @@ def scatter_dim(out: np.ndarray, index: np.ndarray, src: np.ndarray, reduce: str
                            "match")
     if src.dtype != out.dtype:
         raise RuntimeError(f"{op}(): src dtype {src.dtype} does not match out dtype {out.dtype}")
-    if reduce not in _MODES:
+    mode = _MODES.get(reduce)
+    if mode is None:
         raise ValueError(f"{op}(): reduce must be 'set', 'add', 'multiply', 'amax' or 'amin', "
                          f"got {reduce!r}")
-    mode = _MODES[reduce]
     if index.size == 0:
         return -1
     contiguous = out.flags.c_contiguous
-    if _numba_dtype(out) or mode == 0:
+    native = _numba_dtype(out)
+    if native or mode == 0:
         w = out if contiguous else np.ascontiguousarray(out)
         work, s = w, src
-        if not _numba_dtype(out):
+        if not native:
             bits = _BITS[out.dtype.itemsize]
             work, s = w.view(bits), src.view(bits)
     else:
@@ -360,9 +377,10 @@ def scatter_dim(out: np.ndarray, index: np.ndarray, src: np.ndarray, reduce: str
         s = src.astype(np.float32)
     if mode >= 3 and work.dtype.kind == "c":
         raise RuntimeError(f"{op}(): {reduce} is not defined for complex values")
+    if not s.flags.c_contiguous:  # a broadcast src
+        s = np.ascontiguousarray(s)
     kernel = _scatter_extreme_kernel if mode >= 3 else _scatter_kernel
-    bad = kernel(work.reshape(-1), index.reshape(-1), np.ascontiguousarray(s).reshape(-1), P,
-                 out.shape[1], N, Q, mode)
+    bad = kernel(work, index, s, mode)
     if bad < 0 and not contiguous:  # non-contiguous or float16 out: write the result back
         out[...] = w
     return bad

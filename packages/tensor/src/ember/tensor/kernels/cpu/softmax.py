@@ -159,15 +159,33 @@ def _ce_fwd_row(x, t, w, ignore, eps, loss, lse, i):
 
 
 @vjit
+def _bad_target(t, C, ignore):
+    # the first row whose target is neither in [0, C) nor ignore, or -1: checked here, in
+    # the kernel's own call, before any row is read (a NumPy check costs two reductions and
+    # more than the small kernel itself)
+    for i in range(t.shape[0]):
+        ti = t[i]
+        if ti != ignore and (ti < 0 or ti >= C):
+            return i
+    return -1
+
+
+@vjit
 def _ce_fwd_serial(x, t, w, ignore, eps, loss, lse):
-    for i in range(x.shape[0]):
-        _ce_fwd_row(x, t, w, ignore, eps, loss, lse, i)
+    bad = _bad_target(t, x.shape[1], ignore)
+    if bad < 0:
+        for i in range(x.shape[0]):
+            _ce_fwd_row(x, t, w, ignore, eps, loss, lse, i)
+    return bad
 
 
 @vjit(parallel=True)
 def _ce_fwd_parallel(x, t, w, ignore, eps, loss, lse):
-    for i in prange(x.shape[0]):
-        _ce_fwd_row(x, t, w, ignore, eps, loss, lse, i)
+    bad = _bad_target(t, x.shape[1], ignore)
+    if bad < 0:
+        for i in prange(x.shape[0]):
+            _ce_fwd_row(x, t, w, ignore, eps, loss, lse, i)
+    return bad
 
 
 @vjit
@@ -200,14 +218,20 @@ def _ce_bwd_row(x, t, w, wsum, ignore, eps, go, dx, i):
 
 @vjit
 def _ce_bwd_serial(x, t, w, wsum, ignore, eps, go, dx):
-    for i in range(x.shape[0]):
-        _ce_bwd_row(x, t, w, wsum, ignore, eps, go, dx, i)
+    bad = _bad_target(t, x.shape[1], ignore)
+    if bad < 0:
+        for i in range(x.shape[0]):
+            _ce_bwd_row(x, t, w, wsum, ignore, eps, go, dx, i)
+    return bad
 
 
 @vjit(parallel=True)
 def _ce_bwd_parallel(x, t, w, wsum, ignore, eps, go, dx):
-    for i in prange(x.shape[0]):
-        _ce_bwd_row(x, t, w, wsum, ignore, eps, go, dx, i)
+    bad = _bad_target(t, x.shape[1], ignore)
+    if bad < 0:
+        for i in prange(x.shape[0]):
+            _ce_bwd_row(x, t, w, wsum, ignore, eps, go, dx, i)
+    return bad
 
 
 def _go(x: np.ndarray):
@@ -298,7 +322,11 @@ def _unit_weights(C: int, dtype) -> np.ndarray:
 
 
 def _ce_inputs(op, logits, target, weight, ignore_index, label_smoothing):
-    logits, target = np.asarray(logits), np.asarray(target)
+    """The kernels' arguments; the targets' range is left to the kernel (``_bad_target``)."""
+    if logits.__class__ is not np.ndarray:
+        logits = np.asarray(logits)
+    if target.__class__ is not np.ndarray:
+        target = np.asarray(target)
     check_ndim(op, "logits", logits, 2, "(N, C)")
     check_ndim(op, "target", target, 1, "(N,)")
     N, C = logits.shape
@@ -311,9 +339,9 @@ def _ce_inputs(op, logits, target, weight, ignore_index, label_smoothing):
     if not 0.0 <= eps <= 1.0:
         raise ValueError(f"{op}(): label_smoothing must be in [0, 1], got {eps}")
     ignore = int(ignore_index)
-    t = check_indices(
-        op, target, C, what="the class dimension (C)", allow=ignore, noun="target"
-    )
+    if target.dtype.kind not in "iu":
+        _check_targets(op, target, C, ignore)  # raises TypeError
+    t = np.ascontiguousarray(target, dtype=np.int64)
     if weight is None:
         (x,), dtype = float_inputs(op, logits)
         w = _unit_weights(C, x.dtype)
@@ -325,7 +353,11 @@ def _ce_inputs(op, logits, target, weight, ignore_index, label_smoothing):
                 f"of logits of shape {tuple(logits.shape)}; expected shape ({C},)"
             )
         (x, w), dtype = float_inputs(op, logits, weight)
-    return x, t, w, int(ignore), eps, dtype
+    return x, t, w, ignore, eps, dtype
+
+
+def _check_targets(op, target, C, ignore) -> None:
+    check_indices(op, target, C, what="the class dimension (C)", allow=ignore, noun="target")
 
 
 def cross_entropy_forward(
@@ -351,12 +383,15 @@ def cross_entropy_forward(
     lse = np.empty(x.shape[0], dtype=x.dtype)
     if x.shape[0]:
         if x.shape[1] == 0:
+            _check_targets(op, target, 0, ignore)  # every target not ignored is out of range
             raise RuntimeError(f"{op}(): logits of shape {tuple(x.shape)} have no classes")
-        args = (x, t, w, ignore, float(eps), loss, lse)
+        args = (x, t, w, ignore, eps, loss, lse)
         if _go(x):
-            parallel_call(_ce_fwd_parallel, *args)
+            bad = parallel_call(_ce_fwd_parallel, *args)
         else:
-            _ce_fwd_serial(*args)
+            bad = _ce_fwd_serial(*args)
+        if bad >= 0:
+            _check_targets(op, target, x.shape[1], ignore)  # raises IndexError
     return loss.astype(dtype, copy=False), lse.astype(dtype, copy=False)
 
 
@@ -390,11 +425,13 @@ def cross_entropy_backward(
                            f"{dtype}")
     (gc,), _ = float_inputs(op, grad_loss)
     dx = np.empty_like(x)
-    if dx.size:
+    if N:  # (with no classes, too: the kernel checks the targets)
         wsum = float(w.sum(dtype=np.float64))
-        args = (x, t, w, float(wsum), ignore, float(eps), gc, dx)
+        args = (x, t, w, wsum, ignore, eps, gc, dx)
         if _go(x):
-            parallel_call(_ce_bwd_parallel, *args)
+            bad = parallel_call(_ce_bwd_parallel, *args)
         else:
-            _ce_bwd_serial(*args)
+            bad = _ce_bwd_serial(*args)
+        if bad >= 0:
+            _check_targets(op, target, x.shape[1], ignore)  # raises IndexError
     return dx.astype(dtype, copy=False)
