@@ -16,7 +16,6 @@ normalization from ``norm`` and call one primitive; ``hfft``/``ihfft`` conjugate
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,20 +39,18 @@ _make = Tensor._make
 _NONE, _BY_ROOT_N, _BY_N = 0, 1, 2
 
 
-@functools.cache
-def _pocketfft():
-    """SciPy's pocketfft extension, which does the CPU transforms. Called directly:
-    ``scipy.fft``'s functions reach it through a uarray dispatch and argument handling that
-    cost twice the transform of a 4 x 64 signal; its ``inorm`` is the primitives' scaling
-    mode, and it keeps float32 / complex64 in single precision."""
-    from scipy.fft._pocketfft import pypocketfft
+def _lib(xp):
+    """The FFT module of the array module ``xp``: ``scipy.fft`` for NumPy, ``cupy.fft``."""
+    if xp is np:
+        import scipy.fft
 
-    return pypocketfft
+        return scipy.fft
+    return xp.fft
 
 
 def _np_norm(normalization: int, forward: bool) -> str:
-    """NumPy's ``norm`` (``cupy.fft``'s) for a transform in direction ``forward`` scaled by
-    ``normalization`` (NumPy names the scaling by the direction that carries it)."""
+    """NumPy's ``norm`` for a transform in direction ``forward`` scaled by ``normalization``
+    (NumPy names the scaling by the direction that carries it)."""
     if normalization == _BY_ROOT_N:
         return "ortho"
     return "backward" if (normalization == _NONE) == forward else "forward"
@@ -66,12 +63,9 @@ def _fft_c2c(input: Tensor, dim: Sequence[int], normalization: int, forward: boo
     if not dim:
         return _make(d.copy())
     xp = array_module(d)
-    if xp is np:
-        r = _pocketfft().c2c(d, tuple(dim), bool(forward), normalization)
-    else:
-        f = xp.fft.fftn if forward else xp.fft.ifftn
-        r = f(d, axes=tuple(dim), norm=_np_norm(normalization, forward))
-    return _make(r.astype(d.dtype, copy=False))
+    f = _lib(xp).fftn if forward else _lib(xp).ifftn
+    return _make(f(d, axes=tuple(dim), norm=_np_norm(normalization, forward)).astype(
+        d.dtype, copy=False))
 
 
 @defop("_fft_r2c")
@@ -81,16 +75,11 @@ def _fft_r2c(input: Tensor, dim: Sequence[int], normalization: int, onesided: bo
     d = input._data
     xp = array_module(d)
     cdt = np.complex64 if d.dtype == np.float32 else np.complex128
-    if not onesided:  # as a complex signal: the real-input transform gives -0.0 imaginary
-        # parts (at the zero frequency) where PyTorch's one-sided transform and conjugate
-        # fill give +0.0
-        d = d.astype(cdt)
-    if xp is np:
-        f = _pocketfft().r2c if onesided else _pocketfft().c2c
-        r = f(d, tuple(dim), True, normalization)
-    else:
-        f = xp.fft.rfftn if onesided else xp.fft.fftn
-        r = f(d, axes=tuple(dim), norm=_np_norm(normalization, True))
+    if onesided:
+        r = _lib(xp).rfftn(d, axes=tuple(dim), norm=_np_norm(normalization, True))
+    else:  # as a complex signal: SciPy's real-input fftn gives -0.0 imaginary parts (at the
+        # zero frequency) where PyTorch's one-sided transform and conjugate fill give +0.0
+        r = _lib(xp).fftn(d.astype(cdt), axes=tuple(dim), norm=_np_norm(normalization, True))
     return _make(r.astype(cdt, copy=False))
 
 
@@ -98,24 +87,13 @@ def _fft_r2c(input: Tensor, dim: Sequence[int], normalization: int, onesided: bo
 def _fft_c2r(input: Tensor, dim: Sequence[int], normalization: int,
              last_dim_size: int) -> Tensor:
     """The inverse-direction DFT over ``dim`` of a one-sided Hermitian signal, real, with
-    ``last_dim_size`` points along the last of ``dim`` (the input narrowed or padded with
-    zeros there to its ``last_dim_size // 2 + 1`` frequencies)."""
+    ``last_dim_size`` points along the last of ``dim``."""
     d = input._data
     xp = array_module(d)
     rdt = np.float32 if d.dtype == np.complex64 else np.float64
-    last = dim[-1] % d.ndim
-    half = last_dim_size // 2 + 1
-    if d.shape[last] > half:
-        d = d[(slice(None),) * last + (slice(0, half),)]
-    elif d.shape[last] < half:
-        d = xp.pad(d, [(0, half - d.shape[last]) if a == last else (0, 0)
-                       for a in range(d.ndim)])
-    if xp is np:
-        r = _pocketfft().c2r(d, tuple(dim), last_dim_size, False, normalization)
-    else:
-        s = [d.shape[a] for a in dim[:-1]] + [last_dim_size]
-        r = xp.fft.irfftn(d, s=s, axes=tuple(dim), norm=_np_norm(normalization, False))
-    return _make(r.astype(rdt, copy=False))
+    s = [d.shape[a] for a in dim[:-1]] + [last_dim_size]
+    return _make(_lib(xp).irfftn(d, s=s, axes=tuple(dim),
+                               norm=_np_norm(normalization, False)).astype(rdt, copy=False))
 
 
 # ------------------------------------------------------------------------ argument handling
