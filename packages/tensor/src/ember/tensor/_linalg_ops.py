@@ -708,9 +708,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
     _check_same(op, ld, b)
     on = ld
     ld, piv, b = _host(ld), _host(piv), _host(b)
-    from scipy.linalg import lapack
-
-    sytrs = lapack.dsytrs if ld.dtype == np.float64 else lapack.ssytrs
+    sytrs = _lapack("sytrs", ld.dtype)
     n = ld.shape[-1]
     if piv.size and int(np.abs(piv.astype(np.int64)).max()) > n:
         raise RuntimeError(f"{op}: Pivots given to ldl_solve must all satisfy "
