@@ -829,3 +829,21 @@ def test_registry_entries():
     assert not ops["nonzero"].differentiable
     for name in FAMILY:
         assert getattr(I, name).__doc__ and ">>>" in getattr(I, name).__doc__
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_index_fill_masked_write_matches_numpy_on_strided_inputs(dim):
+    """index_fill / index_fill_ write through a mask along ``dim``: duplicate and negative
+    indices, and a transposed (strided) input filled in place, against NumPy's fancy set."""
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((3, 5, 4)).astype(np.float32)
+    for x in (base, base.transpose(2, 1, 0)):
+        n = x.shape[dim]
+        idx = np.array([0, n - 1, -1, 0, -n], dtype=np.int64)
+        want = x.copy()
+        want[(slice(None),) * (dim % 3) + (idx,)] = 2.5
+        got = et.index_fill(et.tensor(x), dim, et.tensor(idx), 2.5)
+        np.testing.assert_array_equal(got.numpy(), want)
+        t = et.tensor(base).permute(2, 1, 0) if x is not base else et.tensor(base)
+        assert t.index_fill_(dim, et.tensor(idx), 2.5) is t
+        np.testing.assert_array_equal(t.numpy(), want)

@@ -568,13 +568,18 @@ def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode):
     if xd.dtype.kind != "f":
         raise RuntimeError(f"{op}(): expected a floating point input, got {input.dtype}")
     k, s, p, d, size, o = pool_geometry(op, xd.shape, nd, kernel_size, stride, padding,
-                                        dilation, ceil_mode, lambda k, d: (d * (k - 1) + 1) // 2)
+                                        dilation, ceil_mode, _max_pool_pad)
     lead = xd.shape[:-nd]
-    B = math.prod(lead)
+    one = (1,) * (3 - nd)  # the kernel pools over three dims: the missing ones are size 1
     fn = _kernel("max_pool_forward", array_module(xd))
-    out, idx = fn(xd.reshape(B, *_three(size, 1)), _three(k, 1), _three(s, 1), _three(p, 0),
-                  _three(d, 1), _three(o, 1))
-    return _make(out.reshape(*lead, *o)), _make(idx.reshape(*lead, *o))
+    out, idx = fn(xd.reshape((math.prod(lead),) + one + size), one + k, one + s,
+                  (0,) * (3 - nd) + p, one + d, one + o)
+    shape = lead + o
+    return _make(out.reshape(shape)), _make(idx.reshape(shape))
+
+
+def _max_pool_pad(k: int, d: int) -> int:
+    return (d * (k - 1) + 1) // 2
 
 
 @defop("max_pool2d_with_indices")
@@ -1469,10 +1474,9 @@ def nll_loss_forward(input: Tensor, target: Tensor, weight: Tensor | None, reduc
     if w is not None:
         ww = w[safe]
         picked = picked * ww
-    loss = -picked
-    if valid is not None:  # ignored rows are 0, whatever their input (-inf included)
-        loss = xp.where(valid, loss, dt.type(0))
-    acc = np.float64 if dt == np.float16 else dt
+    if valid is not None:  # ignored rows are +0 once negated, whatever their input (-inf too)
+        picked = xp.where(valid, picked, dt.type(-0.0))
+    acc = np.float64 if dt == np.float16 else None  # else the sum's own dtype, a cheaper call
     if r == 0 and input.dim() > 1:
         total_weight = 0.0
     elif w is None:
@@ -1480,9 +1484,9 @@ def nll_loss_forward(input: Tensor, target: Tensor, weight: Tensor | None, reduc
     else:
         total_weight = (ww if valid is None else ww * valid).sum(dtype=acc)
     if r == 0:
-        out = loss.reshape(target.shape)
-    else:
-        out = loss.sum(dtype=acc)
+        out = (-picked).reshape(target.shape)
+    else:  # negating the sum, not each row, saves a pass
+        out = -picked.sum(dtype=acc)
         if r == 1:
             with quiet():
                 out = out / total_weight

@@ -7,6 +7,8 @@ Indices are validated before memory is touched (PyTorch's RuntimeError through
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 from ._checks import check_inplace, check_same_device, checked_scalar
@@ -17,7 +19,6 @@ from ._indexing import (
     _index_add_into,
     _index_vector,
     _need_tensor,
-    _prod,
     _scalar_of,
     _tname,
 )
@@ -37,7 +38,7 @@ _check_inplace = check_inplace
 
 # ------------------------------------------------------------------------------ gather / scatter
 def _nonempty(shape: tuple) -> tuple:
-    return tuple(shape) if len(shape) else (1,)
+    return shape or (1,)
 
 
 _INDEX_DTYPES = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
@@ -51,13 +52,14 @@ def _gather_index(index, op: str):
     return a
 
 
-def _three(xp, arr, ishape: tuple, dim: int):
-    """``arr`` restricted to the index's extents outside ``dim``, as a C-contiguous
-    (P, M, Q) array with ``dim`` in the middle: a view of ``arr`` when it can be."""
-    if arr.shape[:dim] != ishape[:dim] or arr.shape[dim + 1:] != ishape[dim + 1:]:
+def _three(arr, ishape: tuple, dim: int, P: int, Q: int):
+    """``arr`` restricted to the index's extents outside ``dim``, seen as (P, M, Q) with ``dim``
+    in the middle: a view of ``arr`` when it can be (the kernels make their own contiguous
+    copy of a strided one)."""
+    shape = arr.shape
+    if shape[:dim] != ishape[:dim] or shape[dim + 1:] != ishape[dim + 1:]:
         arr = arr[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(ishape))]
-    return xp.ascontiguousarray(arr).reshape(_prod(ishape[:dim]), arr.shape[dim],
-                                             _prod(ishape[dim + 1:]))
+    return arr.reshape(P, shape[dim] if shape else 1, Q)
 
 
 def _raise_bad(op: str, index3, bad: int, size: int, dim: int):
@@ -87,9 +89,9 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
             raise RuntimeError(
                 f"{op}(): Size does not match at dimension {d} expected index {list(a.shape)} "
                 f"to be no larger than self {list(data.shape)} apart from dimension {dim}")
-    xp = array_module(data)
-    i3 = _three(xp, a.reshape(ishape), ishape, dim)
-    out, bad = _kernel("gather_dim", xp)(_three(xp, data.reshape(dshape), ishape, dim), i3)
+    P, Q = prod(ishape[:dim]), prod(ishape[dim + 1:])
+    i3 = a.reshape(P, ishape[dim], Q)
+    out, bad = _kernel("gather_dim", array_module(data))(_three(data, ishape, dim, P, Q), i3)
     if bad >= 0:
         _raise_bad(op, i3, bad, dshape[dim], dim)
     return _make(out.reshape(a.shape))
@@ -155,16 +157,17 @@ def _scatter_raw(out, op: str, a, dim: int, dshape: tuple, ishape: tuple, src,
     if a.size == 0:
         return
     xp = array_module(out)
-    w = out.reshape(dshape)
+    w = out if out.ndim else out.reshape(dshape)
     if w.shape[:dim] != ishape[:dim] or w.shape[dim + 1:] != ishape[dim + 1:]:
         w = w[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(ishape))]
-    P, Q = _prod(ishape[:dim]), _prod(ishape[dim + 1:])
+    P, N, Q = prod(ishape[:dim]), ishape[dim], prod(ishape[dim + 1:])
     w3 = w.reshape(P, dshape[dim], Q) if w.flags.c_contiguous else \
         xp.ascontiguousarray(w).reshape(P, dshape[dim], Q)
-    i3 = xp.ascontiguousarray(a).reshape(P, ishape[dim], Q)
+    i3 = xp.ascontiguousarray(a).reshape(P, N, Q)
     if getattr(src, "ndim", 0):
-        s = src if src.shape == ishape else src[tuple(slice(0, n) for n in ishape)]
-        s3 = xp.ascontiguousarray(s).reshape(i3.shape)
+        s3 = _three(src, ishape, dim, P, Q)
+        if s3.shape[1] != N:
+            s3 = s3[:, :N]
     else:
         s3 = xp.full(i3.shape, src, dtype=out.dtype)  # the kernel would copy a broadcast
     bad = _kernel("scatter_dim", xp)(w3, i3, s3, mode)
@@ -264,7 +267,7 @@ def _index_add_into_tensor(out, op: str, input: Tensor, dim, index, source, alph
         raise RuntimeError(f"{op}(): Number of indices ({a.size}) should be equal to "
                            f"source.size(dim): ({sshape[dim]}), for dim: {dim}")
     _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
-    P, M, Q = _prod(dshape[:dim]), dshape[dim], _prod(dshape[dim + 1:])
+    P, M, Q = prod(dshape[:dim]), dshape[dim], prod(dshape[dim + 1:])
     src3 = source._data.reshape(P, a.size, Q)
     _index_add_into(out.reshape(dshape), P, M, Q, a, src3, alpha)
 
@@ -345,21 +348,27 @@ def index_copy_(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tenso
     return input
 
 
-def _index_fill_into(out, op: str, input: Tensor, dim, index, value) -> None:
+def _index_fill_mask(op: str, input: Tensor, dim, index, value):
+    """``input`` seen as (P, M, Q) with ``dim`` in the middle, the (M, 1) mask of the slices
+    ``index`` names and ``value`` as ``input``'s scalar: a masked write is one pass over the
+    tensor, where fancy indexing along an inner dim costs several times that."""
     _need_tensor(index, op, "index")
     a = index._data
     if a.dtype != _INT64:
         raise IndexError(f"{op}(): Expected dtype int64 for index.")
     if a.ndim > 1:
         raise RuntimeError(f"{op}(): Index has to be a vector/scalar")
-    _same_device(op, out, a)
-    v = checked_scalar(op, _scalar_of(value, op), out.dtype)
-    dshape = _nonempty(out.shape)
-    dim = _wrap_dim(dim, out.ndim, op)
-    a = a.reshape(-1)
-    _check_range(a, dshape[dim], dim, op, negative=True)
-    w = out.reshape(dshape)
-    w[(slice(None),) * dim + (a,)] = v
+    data = input._data
+    _same_device(op, data, a)
+    v = checked_scalar(op, _scalar_of(value, op), data.dtype)
+    dshape = _nonempty(data.shape)
+    dim = _wrap_dim(dim, data.ndim, op)
+    M = dshape[dim]
+    _check_range(a, M, dim, op, negative=True)
+    xp = array_module(data)
+    mask = xp.zeros((M, 1), dtype=bool)
+    mask[a] = True  # negative indices count from the end, as PyTorch's do
+    return data.reshape(prod(dshape[:dim]), M, prod(dshape[dim + 1:])), mask, v, xp
 
 
 @defop("index_fill")
@@ -369,9 +378,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     >>> index_fill(zeros(2, 2), 1, tensor([1]), 3.).tolist()
     [[0.0, 3.0], [0.0, 3.0]]
     """
-    out = _fresh(input)
-    _index_fill_into(out, "index_fill", input, dim, index, value)
-    return _make(out)
+    x3, mask, v, xp = _index_fill_mask("index_fill", input, dim, index, value)
+    return _make(xp.where(mask, v, x3).reshape(input._data.shape))
 
 
 @defop("index_fill_", inplace=True)
@@ -382,6 +390,10 @@ def index_fill_(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     [1.0, 0.0, 1.0]
     """
     _check_inplace(input, "index_fill_")
-    _index_fill_into(input._data, "index_fill_", input, dim, index, value)
+    x3, mask, v, xp = _index_fill_mask("index_fill_", input, dim, index, value)
+    if xp.may_share_memory(x3, input._data):
+        xp.copyto(x3, v, where=mask)
+    else:  # a strided input seen as (P, M, Q) is a copy: fill it and write it back
+        input._data[...] = xp.where(mask, v, x3).reshape(input._data.shape)
     input._bump()
     return input
