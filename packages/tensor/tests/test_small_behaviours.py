@@ -186,3 +186,43 @@ def test_full_keeps_the_sign_of_a_negative_zero(fill):
     assert np.signbit(et.full((3,), fill).numpy()).all()
     assert np.signbit(et.full_like(et.ones(2), fill).numpy()).all()
     assert not np.signbit(et.full((3,), 0.0).numpy()).any()
+
+
+@pytest.mark.parametrize("src, dst", [(0, -1), ((0, 1), (2, 0)), ((-1, 0), (0, 1)), ((), ()),
+                                      ((1, 2, 0), (0, 1, 2))])
+def test_movedim_matches_numpy_moveaxis(src, dst):
+    a = np.arange(24.0).reshape(2, 3, 4)
+    out = et.tensor(a).movedim(src, dst)
+    np.testing.assert_array_equal(out.numpy(), np.moveaxis(a, src, dst))
+
+
+@pytest.mark.parametrize("src, dst, which", [((0, 0), (0, 1), "source"),
+                                             ((0, 1), (1, -2), "destination")])
+def test_movedim_refuses_a_repeated_dim(src, dst, which):
+    with pytest.raises(RuntimeError, match=f"repeated dim in `{which}`"):
+        et.zeros(2, 3, 4).movedim(src, dst)
+
+
+@pytest.mark.parametrize("size", [(3, 1), (1, 3, 4), (2, 1, 1), (4,), (2, 3, 4)])
+def test_sum_to_size_matches_numpy(size):
+    a = np.arange(24.0).reshape(2, 3, 4)
+    lead = a.ndim - len(size)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size)
+                                      if s == 1 and a.shape[lead + i] != 1)
+    want = a.sum(dims, keepdims=True).reshape(size)
+    np.testing.assert_array_equal(et.tensor(a).sum_to_size(*size).numpy(), want)
+
+
+@pytest.mark.parametrize("indices", [[5, 3], [2, 2, 9], [-3, 6], [0], [8], [], 3, 10])
+def test_tensor_split_is_numpys_array_split(indices):
+    a = np.arange(24).reshape(3, 8)
+    got = et.tensor_split(et.tensor(a), indices, dim=1)
+    want = np.array_split(a, indices, axis=1)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w)
+
+
+def test_tensor_split_into_no_sections_is_an_error():
+    with pytest.raises(RuntimeError, match="number of sections must be larger than 0"):
+        et.tensor_split(et.arange(8), 0)

@@ -286,17 +286,25 @@ def t(input: Tensor) -> Tensor:
 def movedim(input: Tensor, source, destination) -> Tensor:
     """Move dimension(s) ``source`` to position(s) ``destination``."""
     nd = input._data.ndim
-    src = [source] if isinstance(source, numbers.Integral) else list(source)
-    dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)
+    src = (source,) if isinstance(source, numbers.Integral) else tuple(source)
+    dst = (destination,) if isinstance(destination, numbers.Integral) else tuple(destination)
     if len(src) != len(dst):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
-                           f"should contain the same number of dims as destination ({dst} dims)")
-    src = [_wrap_dim(s, nd, "movedim") for s in src]
-    dst = [_wrap_dim(s, nd, "movedim") for s in dst]
-    order = [n for n in range(nd) if n not in src]
-    for d, s in sorted(zip(dst, src)):
-        order.insert(d, s)
-    return _permute(input, tuple(order))
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source "
+                           f"({list(src)} dims) should contain the same number of dims as "
+                           f"destination ({list(dst)} dims)")
+    # each moved dim is placed at its destination and the others fill the free places in
+    # order: one pass over the dims, no list insertions
+    placed = {}  # destination -> source
+    for s, d in zip(src, dst):
+        s, d = _wrap_dim(s, nd, "movedim"), _wrap_dim(d, nd, "movedim")
+        if s in placed.values():
+            raise RuntimeError(f"movedim: repeated dim in `source` ({list(src)})")
+        if d in placed:
+            raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
+        placed[d] = s
+    rest = iter([n for n in range(nd) if n not in placed.values()])
+    return _permute(input, tuple([placed[i] if i in placed else next(rest)
+                                  for i in range(nd)]))
 
 
 moveaxis = movedim
@@ -475,22 +483,30 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 @defop("as_strided")
 def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
     """A view with explicit size, stride and storage offset (in elements) over the storage."""
-    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    size, stride = tuple([int(s) for s in size]), tuple([int(s) for s in stride])
     if len(size) != len(stride):
         raise RuntimeError(f"as_strided(): mismatch in length of strides and shape "
                            f"({len(stride)} vs {len(size)})")
     d = input._data
     root = _root(d)
-    cur = 0 if root is d else (_ptr(d) - _ptr(root)) // d.itemsize
+    item = d.itemsize
+    cur = 0 if root is d else (_ptr(d) - _ptr(root)) // item
     offset = cur if storage_offset is None else int(storage_offset)
-    need = offset + 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    # the last element's index and the strides' signs in one pass over the dims
+    need, neg, empty = offset + 1, False, False
+    for n, s in zip(size, stride):
+        need += (n - 1) * s
+        neg = neg or s < 0
+        empty = empty or not n
+    if empty:
+        need = 0
     avail = root.size
-    if need > avail or offset < 0 or any(s < 0 for s in stride):
+    if need > avail or offset < 0 or neg:
         raise RuntimeError(
             f"as_strided(): setStorage: sizes {list(size)}, strides {list(stride)}, storage "
-            f"offset {offset}, and itemsize {d.itemsize} requiring a storage size of "
-            f"{need * d.itemsize} are out of bounds for storage of size {avail * d.itemsize}")
-    return _restride(input, size, stride, offset - cur)
+            f"offset {offset}, and itemsize {item} requiring a storage size of "
+            f"{need * item} are out of bounds for storage of size {avail * item}")
+    return _restride_bytes(input, size, tuple([s * item for s in stride]), (offset - cur) * item)
 
 
 @defop("unfold")
@@ -505,13 +521,12 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
                            f"size is {size}")
     if step <= 0:
         raise RuntimeError(f"unfold(): step is {step} but must be > 0")
-    shape, strides = list(d.shape), list(input.stride())
     if nd == 0:
-        return _restride(input, [size], [1])
-    shape[dim] = (cur - size) // step + 1
-    new_stride = strides[dim]
-    strides[dim] = strides[dim] * step
-    return _restride(input, shape + [size], strides + [new_stride])
+        return _restride_bytes(input, (size,), (d.itemsize,))
+    shape, strides = d.shape, d.strides  # strides in bytes here
+    st = strides[dim]
+    return _restride_bytes(input, (*shape[:dim], (cur - size) // step + 1, *shape[dim + 1:], size),
+                           (*strides[:dim], st * step, *strides[dim + 1:], st))
 
 
 @defop("diagonal")
@@ -587,15 +602,18 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
     size = input._data.shape[dim]
     if isinstance(indices_or_sections, numbers.Integral):
         n = int(indices_or_sections)
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
         q, r = divmod(size, n)
-        sizes = [q + 1] * r + [q] * (n - r)
-    else:
-        bounds = [0] + [min(max(int(i), 0), size) for i in indices_or_sections] + [size]
-        sizes = [max(b - a, 0) for a, b in zip(bounds[:-1], bounds[1:])]
-    out, start = [], 0
-    for n in sizes:
-        out.append(narrow(input, dim, start, n))
-        start += n
+        # consecutive blocks covering the dim: one registry op (one node), not a narrow each
+        return split_with_sizes(input, (q + 1,) * r + (q,) * (n - r), dim)
+    # piece k is input[b_k:b_k+1] along dim by Python's slice rules, as PyTorch's: a negative
+    # index counts from the end, a bound below the one before gives an empty piece there
+    bounds = [0] + [int(i) for i in indices_or_sections] + [None]
+    out = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        start, stop, _ = slice(a, b).indices(size)
+        out.append(narrow(input, dim, start, max(stop - start, 0)))
     return tuple(out)
 
 
@@ -701,7 +719,7 @@ def atleast_1d(input: Tensor) -> Tensor:
 
 def atleast_2d(input: Tensor) -> Tensor:
     nd = input._data.ndim
-    return reshape(input, 1, 1) if nd == 0 else (unsqueeze(input, 0) if nd == 1 else input)
+    return reshape(input, 1, 1) if nd == 0 else (_unsqueeze(input, 0) if nd == 1 else input)
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -724,7 +742,7 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     dim = _wrap_dim(dim, nd, "unflatten")
     shape = input._data.shape
     inner = _infer_size(tuple(sizes), shape[dim], "unflatten")
-    return view(input, shape[:dim] + inner + shape[dim + 1:])
+    return _view(input, shape[:dim] + inner + shape[dim + 1:])
 
 
 def meshgrid(*tensors, indexing: str = "ij") -> tuple:
@@ -1037,8 +1055,8 @@ def atleast_3d(*tensors):
     if nd == 0:
         return reshape(x, 1, 1, 1)
     if nd == 1:
-        return unsqueeze(unsqueeze(x, 0), 2)
-    return unsqueeze(x, 2) if nd == 2 else x
+        return _unsqueeze(_unsqueeze(x, 0), 2)
+    return _unsqueeze(x, 2) if nd == 2 else x
 
 
 def column_stack(tensors) -> Tensor:
@@ -1051,7 +1069,9 @@ def column_stack(tensors) -> Tensor:
     ts = _tensor_list(tensors, "column_stack")
     if not ts:
         raise RuntimeError("column_stack(): column_stack expects a non-empty TensorList")
-    return hstack([reshape(x, x.numel(), 1) if x._data.ndim <= 1 else x for x in ts])
+    # every piece has at least two dims: hstack's cat along dim 1, and a 0-d or 1-d tensor's
+    # reshape to a column is always a view
+    return cat([_view(x, (x._data.size, 1)) if x._data.ndim <= 1 else x for x in ts], 1)
 
 
 def row_stack(tensors) -> Tensor:
@@ -1206,18 +1226,26 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
     """
     if len(size) == 1 and isinstance(size[0], (list, tuple, Size)):
         size = tuple(size[0])
-    size = tuple(int(s) for s in size)
-    shape = tuple(input._data.shape)
+    size = tuple([int(s) for s in size])
+    shape = input._data.shape
     lead = len(shape) - len(size)
-    ok = lead >= 0 and all(s == 1 or s == n for s, n in zip(size, shape[lead:]))
+    ok = lead >= 0
+    dims = list(range(lead))
+    if ok:
+        for i, s in enumerate(size, lead):
+            if s != shape[i]:
+                if s != 1:
+                    ok = False
+                    break
+                dims.append(i)
     if not ok:
         raise RuntimeError(f"sum_to_size(): size {{{list(size)}}} is not expandable to size "
                            f"{{{list(shape)}}}.")
-    dims = list(range(lead)) + [lead + i for i, s in enumerate(size)
-                                if s == 1 and shape[lead + i] != 1]
     if not dims:
         return input
-    return reshape(input.sum(dims, keepdim=True), size)
+    # the sum over sorted, distinct dims, and a view of its contiguous result without the
+    # leading dims
+    return _view(input.sum(tuple(dims), keepdim=True), size)
 
 
 def as_strided_(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
