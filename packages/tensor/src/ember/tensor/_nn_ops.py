@@ -570,10 +570,9 @@ def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode):
     k, s, p, d, size, o = pool_geometry(op, xd.shape, nd, kernel_size, stride, padding,
                                         dilation, ceil_mode, _max_pool_pad)
     lead = xd.shape[:-nd]
-    one = (1,) * (3 - nd)  # the kernel pools over three dims: the missing ones are size 1
     fn = _kernel("max_pool_forward", array_module(xd))
-    out, idx = fn(xd.reshape((math.prod(lead),) + one + size), one + k, one + s,
-                  (0,) * (3 - nd) + p, one + d, one + o)
+    out, idx = fn(xd.reshape((math.prod(lead),) + _three(size, 1)), _three(k, 1),
+                  _three(s, 1), _three(p, 0), _three(d, 1), _three(o, 1))
     shape = lead + o
     return _make(out.reshape(shape)), _make(idx.reshape(shape))
 
