@@ -19,6 +19,7 @@ where NumPy's LAPACK takes them (the factorizations, ``det``, ``inv``, ``solve``
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import numbers
 
@@ -265,14 +266,14 @@ def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return _make(_solve_arrays("linalg.solve", A._data, B._data, left))
 
 
+@functools.cache
 def _lapack(name: str, dt):
-    """SciPy's LAPACK routine ``name`` (``trtrs``, ``getrf`` ...) for the dtype ``dt``, or None
-    without SciPy. Called directly: scipy.linalg's wrappers around them add checks (finite
-    values, shapes) and copies that ember's own checks make redundant."""
-    try:
-        from scipy.linalg import lapack
-    except ImportError:  # pragma: no cover - SciPy missing
-        return None
+    """SciPy's LAPACK routine ``name`` (``trtrs``, ``getrf`` ...) for the dtype ``dt``, looked
+    up once (SciPy is imported on first use, not at ember's import). Called directly:
+    scipy.linalg's wrappers around them add checks (finite values, shapes) and copies that
+    ember's own checks make redundant."""
+    from scipy.linalg import lapack
+
     return getattr(lapack, _LAPACK_PREFIX[dt.char] + name)
 
 
