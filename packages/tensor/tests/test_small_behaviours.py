@@ -226,3 +226,13 @@ def test_tensor_split_is_numpys_array_split(indices):
 def test_tensor_split_into_no_sections_is_an_error():
     with pytest.raises(RuntimeError, match="number of sections must be larger than 0"):
         et.tensor_split(et.arange(8), 0)
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3), (0, 0), (2, 3, 0), (2, 0, 3), (0, 2, 2)])
+@pytest.mark.parametrize("k", [-1, 0, 1])
+@pytest.mark.parametrize("fn", ["tril", "triu"])
+def test_tril_triu_of_empty_matrices_are_numpys(shape, k, fn):
+    a = np.zeros(shape, np.float32)
+    got = getattr(et, fn)(et.tensor(a), k)
+    want = getattr(np, fn)(a, k)
+    assert tuple(got.shape) == want.shape and got.dtype == et.float32

@@ -584,8 +584,9 @@ def _triangle(op: str, input: Tensor, diagonal: int, upper: bool) -> Tensor:
     if d.ndim < 2:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got {d.ndim}")
     out = d.copy()  # (C order: what the kernel writes)
-    _kernel("triangle_zero", array_module(d))(out.reshape((-1,) + out.shape[-2:]), diagonal,
-                                              upper)
+    if out.size:  # (an empty matrix or batch has nothing to zero)
+        _kernel("triangle_zero", array_module(d))(out.reshape((-1,) + out.shape[-2:]),
+                                                  diagonal, upper)
     return _make(out)
 
 
