@@ -652,3 +652,71 @@ def test_create_graph_through_the_batched_graph():
     p1, g1 = penalty(True)
     np.testing.assert_allclose(p1, p0, **TOL["float64"])
     np.testing.assert_allclose(g1, g0, **TOL["float64"])
+
+
+def test_pending_layout_is_the_unbatched_runs():
+    # a transpose's result is not contiguous: reshape / flatten / contiguous().view copy as in
+    # the unbatched run, also in a group of one call (examples of different lengths)
+    rng = np.random.default_rng(21)
+    w = param(rng, 4)
+    xs = [et.tensor(rng.standard_normal((n, 4))) for n in (3, 2, 3)]
+    eager = [(x * w).t() for x in xs]
+    with autobatch():
+        ts = [(x * w).t() for x in xs]
+        assert [t.is_contiguous() for t in ts] == [e.is_contiguous() for e in eager] == \
+            [False] * 3
+        assert [t.stride() for t in ts] == [e.stride() for e in eager]
+        assert ts[0].contiguous().is_contiguous()
+        assert (xs[0] * w).expand(2, 3, 4).stride() == (0, 4, 1)
+
+    def loss_fn():
+        out = []
+        for x in xs:
+            t = (x * w).t()
+            out.append(t.reshape(-1).sum() + t.flatten().tanh().sum() +
+                       t.contiguous().view(-1)[1:].sum())
+        return et.stack(out).sum()
+
+    run_both([w], loss_fn, "float64")
+
+
+def test_empty_dim_tuples_and_later_patterns():
+    # ``x.max()`` passes ``dim=()``: the compiled recorder of that pattern is valid code, and
+    # the calls after it (other patterns of the op, in later contexts) record as before
+    rng = np.random.default_rng(22)
+    w = param(rng, 3, 4)
+    xs = [et.tensor(rng.standard_normal((3, 4))) for _ in range(4)]
+    for f in (lambda t: t.max(), lambda t: t.amax(dim=()), lambda t: t.amax(1).sum()):
+        run_both([w], lambda f=f: et.stack([f(x * w) for x in xs]).sum(), "float64")
+
+
+def test_tensor_indices_after_the_first_position():
+    rng = np.random.default_rng(23)
+    w = param(rng, 5, 4)
+    cols, rows = et.tensor([0, 2, 3]), et.tensor([4, 0, 1])
+    xs = [et.tensor(rng.standard_normal((5, 4))) for _ in range(3)]
+
+    def loss_fn():
+        return et.stack([(h[:, cols].sum() + h[rows, 1:].sum() * 2 + h[..., cols].tanh().sum()
+                          + h[rows, cols].sum() + h[1:, cols].sum())
+                         for h in (x * w for x in xs)]).sum()
+
+    run_both([w], loss_fn, "float64")
+
+
+def test_detach_of_a_value_another_call_reads():
+    rng = np.random.default_rng(24)
+    w = param(rng, 3)
+    xs = [et.tensor(rng.standard_normal((2, 3))) for _ in range(3)]
+
+    def loss_fn():
+        out = []
+        for x in xs:
+            h = x * w
+            a = h.sum()
+            d = h.detach()
+            assert not d.requires_grad
+            out.append(a * d.sum() + (h * d).sum())
+        return et.stack(out).sum()
+
+    run_both([w], loss_fn, "float64")

@@ -1,5 +1,6 @@
 """Convolution, fold/unfold, padding and pooling: NumPy references for forward values and
 float64 gradcheck / gradgradcheck for every functional, plus the layers and their errors."""
+import contextlib
 import itertools
 import math
 
@@ -526,3 +527,29 @@ def test_lenet_trains():
                 p.sub_(p.grad * 0.5)
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
+
+
+@pytest.mark.parametrize("pool, shapes, out", [
+    (F.adaptive_max_pool1d, [(3, 7), (3, 5), (3, 7)], 2),
+    (F.adaptive_max_pool2d, [(2, 5, 6), (2, 4, 4), (2, 5, 6)], (2, 3)),
+])
+def test_adaptive_max_pool_inside_autobatch_is_the_unbatched_run(pool, shapes, out):
+    # the windows' maxima are found with tensor ops: an input whose values are not computed
+    # yet (deferred by autobatch) is pooled as the unbatched run pools it
+    rng = np.random.default_rng(3)
+    w = et.tensor(rng.standard_normal(shapes[0][0]), dtype=et.float64, requires_grad=True)
+    xs = [et.tensor(rng.standard_normal(s)) for s in shapes]
+    grads = []
+    for batched in (False, True):
+        w.grad = None
+        with ag.autobatch() if batched else contextlib.nullcontext():
+            ys = [pool(x * w.reshape((-1,) + (1,) * (x.dim() - 1)), out, return_indices=True)
+                  for x in xs]
+            loss = et.stack([(v * v).sum() for v, _ in ys]).sum()
+        loss.backward()
+        grads.append((loss.item(), [i.numpy() for _, i in ys], w.grad.numpy()))
+    (l0, i0, g0), (l1, i1, g1) = grads
+    np.testing.assert_allclose(l1, l0, rtol=1e-12)
+    for a, b in zip(i0, i1):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(g1, g0, rtol=1e-12)

@@ -83,14 +83,16 @@ _next_bid = [1]
 
 # ------------------------------------------------------------------------------ pending
 class _Flags:
-    c_contiguous = True
-    contiguous = True
     writeable = True
     owndata = True
     aligned = True
 
-    def __init__(self, nd):
-        self.f_contiguous = self.fortran = nd <= 1
+    def __init__(self, shape, strides, itemsize):
+        # ``strides`` None: row-major. Else NumPy's rules: size-1 dims are ignored
+        self.c_contiguous = self.contiguous = strides is None or _dense(shape, strides,
+                                                                        itemsize, False)
+        self.f_contiguous = self.fortran = (len(shape) <= 1 and self.c_contiguous) or (
+            strides is not None and _dense(shape, strides, itemsize, True))
 
     def __getitem__(self, k):
         return getattr(self, {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
@@ -113,6 +115,7 @@ class _Unready:
     dtype = None
     ndim = 0
     dev = None  # None: CPU; else the CUDA device number
+    layout = None  # None: row-major; else the strides the unbatched run's array has
 
     @property
     def size(self):
@@ -131,6 +134,8 @@ class _Unready:
 
     @property
     def strides(self):
+        if self.layout is not None:
+            return self.layout
         out, acc = [], self.dtype.itemsize
         for s in reversed(self.shape):
             out.append(acc)
@@ -139,7 +144,7 @@ class _Unready:
 
     @property
     def flags(self):
-        return _Flags(self.ndim)
+        return _Flags(self.shape, self.layout, self.dtype.itemsize)
 
     def _real(self):
         return _unwrap(_value(self))
@@ -186,15 +191,33 @@ _Unready.__hash__ = object.__hash__
 _TYPES: dict = {}  # (shape, numpy dtype, device) -> its _Unready subclass
 
 
-def _type(shape, dtype, dev):
-    """The ``_Unready`` subclass of one (shape, dtype, device)."""
-    k = (shape, dtype, dev)
+def _type(shape, dtype, dev, layout=None):
+    """The ``_Unready`` subclass of one (shape, dtype, device, layout): ``layout`` None for a
+    row-major array, else its strides (a transpose's, an expand's), so that a pending value
+    answers ``is_contiguous()`` and ``stride()`` as the unbatched run's tensor does, and
+    ``reshape`` / ``contiguous`` copy where that run copies."""
+    k = (shape, dtype, dev, layout)
     t = _TYPES.get(k)
     if t is None:
         t = _TYPES[k] = type("_Unready", (_Unready,), {
             "__slots__": (), "shape": shape, "dtype": dtype, "ndim": len(shape), "dev": dev,
-            "r": _flat_rows(shape)})
+            "layout": layout, "r": _flat_rows(shape)})
     return t
+
+
+def _dense(shape, strides, itemsize, fortran):
+    """Are ``strides`` the row-major (``fortran``: column-major) ones of ``shape``, size-1 dims
+    aside (NumPy's contiguity)?"""
+    acc = itemsize
+    dims = zip(shape, strides) if fortran else zip(reversed(shape), reversed(strides))
+    for n, st in dims:
+        if n == 0:
+            return True
+        if n != 1:
+            if st != acc:
+                return False
+            acc *= n
+    return True
 
 
 def _flat_rows(shape):
@@ -212,7 +235,8 @@ def _phys(n, shape):
 
 def _type_of(d):
     """The type of a concrete array."""
-    return _type(d.shape, d.dtype, None if d.__class__ is _ndarray else d.device.id)
+    return _type(d.shape, d.dtype, None if d.__class__ is _ndarray else d.device.id,
+                 None if d.flags.c_contiguous else d.strides)
 
 
 def _value(u):
@@ -343,6 +367,8 @@ class _Pending(Tensor):
         g = self._g
         if g.depth:
             g.st.flush()
+            if self.__class__ is not _Pending:  # a call run one at a time in the flush read it
+                return self
         v = _made(g, self._c)
         d = self.__dict__
         for k in ("_g", "_c", "_t", "_data"):
@@ -569,7 +595,7 @@ def _spec_source(pats):
                         guards.append(f"{b}.__class__ is {cls_name(q[1])}")
                         tens.append(name)
                         items.append(f"{name}_k")
-                keys.append(f"({cls_name(c)}, {', '.join(items)},)")
+                keys.append(f"({', '.join([cls_name(c)] + items)},)")
         # the coded arguments in order: pending ones and concrete tensors but parameters
         coded = [x for x in _flat_names(pat, args)]
         lines = ["if " + " and ".join(guards or ["True"]) + ":"]
@@ -874,7 +900,8 @@ class _State:
         if name == "getitem":
             idx = bound[1]
             if idx.__class__ is tuple:
-                if not idx or any(i != _FULL and i is not Ellipsis for i in idx[1:]):
+                if not idx or any(i is not Ellipsis and (i.__class__ is not slice or i != _FULL)
+                                  for i in idx[1:]):
                     return None
                 idx = idx[0]
             if idx.__class__ is int:
@@ -1745,20 +1772,29 @@ def _placeholder(a):
     c = a.__class__
     if c is _Pending:
         u = a._t
-        return _wrap(_fill(u.shape, u.dtype, u.dev))
+        return _wrap(_fill(u.shape, u.dtype, u.dev, u.layout))
     if (c is list or c is tuple) and any(b.__class__ is _Pending for b in a):
         return c(_placeholder(b) for b in a)
     return a
 
 
-def _fill(shape, dtype, dev):
-    value = 1 if dtype.kind in "fc" else 0
+def _fill(shape, dtype, dev, layout=None):
+    """A placeholder array: ones (zeros for integers) of ``shape``, with the strides
+    ``layout`` when given (a view of a buffer that spans them)."""
     if dev is None:
-        return np.full(shape, value, dtype=dtype)
+        return _filled(np, shape, dtype, layout)
     import cupy
 
     with cupy.cuda.Device(dev):
-        return cupy.full(shape, value, dtype=dtype)
+        return _filled(cupy, shape, dtype, layout)
+
+
+def _filled(xp, shape, dtype, layout):
+    value = 1 if dtype.kind in "fc" else 0
+    if layout is None or min(layout, default=0) < 0:
+        return xp.full(shape, value, dtype=dtype)
+    span = 1 + sum((n - 1) * st for n, st in zip(shape, layout)) // dtype.itemsize
+    return xp.lib.stride_tricks.as_strided(xp.full(span, value, dtype=dtype), shape, layout)
 
 
 def _bool_index(idx):

@@ -14,11 +14,13 @@ window through an index table.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 import ember.tensor as et
+from ember.autograd import no_grad
 from ember.tensor import Tensor
 from ember.tensor import extension as _ext
 
@@ -365,10 +367,16 @@ def _adaptive_size(op, x, output_size, nd):
     return out
 
 
+@functools.lru_cache(maxsize=256)
 def _adaptive_windows(size, o):
+    """The window table and mask of adaptive pooling from ``size`` to ``o`` (tuples), made once
+    per pair (read-only: shared by every call)."""
     starts = [[(j * size[i]) // o[i] for j in range(o[i])] for i in range(len(size))]
     ends = [[-((-(j + 1) * size[i]) // o[i]) for j in range(o[i])] for i in range(len(size))]
-    return _window_table(size, starts, ends)
+    table, mask = _window_table(size, starts, ends)
+    table.setflags(write=False)
+    mask.setflags(write=False)
+    return table, mask
 
 
 def _gather_windows(x: Tensor, table: np.ndarray) -> Tensor:
@@ -380,23 +388,21 @@ def _gather_windows(x: Tensor, table: np.ndarray) -> Tensor:
 
 def _argmax_windows(x: Tensor, table) -> Tensor:
     """Flat offsets (N, C, L) of each window's maximum (the first one; NaN wins), from a
-    shared (L, K) table or a per-plane (N, C, L, K) one."""
-    xd = _ext.unwrap(x)
-    xp = _ext.array_module(xd)
-    N, C = xd.shape[:2]
-    flat = xd.reshape(N, C, -1)
-    table = xp.asarray(table)
-    if table.ndim == 2:
-        win = flat[:, :, table]
-        arg = win.argmax(-1)
-        ind = xp.take_along_axis(xp.broadcast_to(table, (N, C) + table.shape), arg[..., None],
-                                 axis=3)[..., 0]
-    else:
-        L, K = table.shape[2:]
-        win = xp.take_along_axis(flat, table.reshape(N, C, L * K), axis=2).reshape(N, C, L, K)
-        arg = win.argmax(-1)
-        ind = xp.take_along_axis(table, arg[..., None], axis=3)[..., 0]
-    return _ext.wrap(xp.ascontiguousarray(ind, dtype=xp.int64))
+    shared (L, K) table or a per-plane (N, C, L, K) one (NumPy integer arrays). Tensor ops, so
+    the windows of an input whose values are not computed yet (inside ``autobatch()``) are
+    found as the unbatched run finds them."""
+    N, C = x.shape[0], x.shape[1]
+    t = et.tensor(table, dtype=et.int64, device=x.device)
+    with no_grad():
+        flat = x.reshape(N, C, -1)
+        if table.ndim == 2:
+            L, K = table.shape
+            win = flat.index_select(2, t.reshape(-1)).reshape(N, C, L, K)
+            t = t.expand(N, C, L, K)
+        else:
+            L, K = table.shape[2:]
+            win = flat.gather(2, t.reshape(N, C, L * K)).reshape(N, C, L, K)
+        return t.gather(3, win.argmax(-1, keepdim=True)).squeeze(-1)
 
 
 def _adaptive_max(op, nd, input, output_size, return_indices):
@@ -538,10 +544,7 @@ def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_r
     N, C = x.shape[0], x.shape[1]
     if _random_samples is None:
         _random_samples = et.rand(N, C, 2, dtype=x.dtype, device=x.device)
-    samples = _ext.unwrap(_random_samples)
-    if not isinstance(samples, np.ndarray):
-        samples = samples.get()
-    samples = samples.reshape(N * C, 2)
+    samples = _random_samples.detach().cpu().numpy().reshape(N * C, 2)
     dt = np.dtype(_ext.unwrap(x).dtype)
     seq_w = _intervals(samples[:, 0], size[1], o[1], k[1], dt)  # (B, oW)
     seq_h = _intervals(samples[:, 1], size[0], o[0], k[0], dt)  # (B, oH)
