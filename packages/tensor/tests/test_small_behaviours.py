@@ -236,3 +236,22 @@ def test_tril_triu_of_empty_matrices_are_numpys(shape, k, fn):
     got = getattr(et, fn)(et.tensor(a), k)
     want = getattr(np, fn)(a, k)
     assert tuple(got.shape) == want.shape and got.dtype == et.float32
+
+
+def test_array_stand_ins_answer_their_module_and_device():
+    # an object standing for a host array (autobatch's pending values) names its module by the
+    # Array API's __array_namespace__ and its device as NumPy 2 does ("cpu")
+    from ember.tensor._checks import check_same_device
+    from ember.tensor._registry import array_module
+
+    class StandIn:
+        device = "cpu"
+
+        def __array_namespace__(self, api_version=None):
+            return np
+
+    assert array_module(StandIn()) is np
+    check_same_device("take", np.ones(2), StandIn())
+    check_same_device("take", StandIn(), np.ones(2))
+    with pytest.raises(TypeError, match="expected a NumPy or CuPy array, got object"):
+        array_module(object())

@@ -146,6 +146,21 @@ class _Unready:
     def flags(self):
         return _Flags(self.shape, self.layout, self.dtype.itemsize)
 
+    @property
+    def device(self):  # as NumPy's and CuPy's arrays answer it
+        if self.dev is None:
+            return "cpu"
+        import cupy
+
+        return cupy.cuda.Device(self.dev)
+
+    def __array_namespace__(self, api_version=None):
+        if self.dev is None:
+            return np
+        import cupy
+
+        return cupy
+
     def _real(self):
         return _unwrap(_value(self))
 
@@ -1849,9 +1864,16 @@ class _outside:
 _engine = engine.run_backward
 
 
-def _run_backward(*args, **kwargs):
+def _run_backward(roots, grads, retain_graph, create_graph, inputs=None, **kwargs):
+    """The engine's backward, after the pending graph has run: the roots, the gradients handed
+    in and the inputs asked about as the real tensors they have become."""
     with _outside():
-        return _engine(*args, **kwargs)
+        return _engine(_real(roots), _real(grads), retain_graph, create_graph,
+                       inputs=None if inputs is None else _real(inputs), **kwargs)
+
+
+def _real(ts):
+    return [t._materialize() if t.__class__ is _Pending else t for t in ts]
 
 
 # ------------------------------------------------------------------------------ the context

@@ -23,8 +23,10 @@ def check_same_device(op: str, *arrays) -> None:
     """RuntimeError unless every array lives on the first one's device."""
     first = arrays[0]
     for a in arrays[1:]:
-        if type(a) is not type(first) or (not isinstance(a, _ndarray)
-                                          and a.device != first.device):
+        if type(a) is not type(first):  # (an array-like standing for an array: its device)
+            if _device_of(a) != _device_of(first):
+                raise device_error(op, first, a)
+        elif not isinstance(a, _ndarray) and a.device != first.device:
             raise device_error(op, first, a)
 
 

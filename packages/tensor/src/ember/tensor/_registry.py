@@ -283,11 +283,17 @@ def with_out(fn=None, *, factory: bool = False):
 
 
 def array_module(arr):
-    """``numpy`` for NumPy arrays, ``cupy`` for CuPy arrays."""
+    """``numpy`` for NumPy arrays, ``cupy`` for CuPy arrays, and for an object that stands
+    for one of them (a value not computed yet) the module its class's ``__array_namespace__``
+    (the Array API's protocol) names."""
     if isinstance(arr, np.ndarray):
         return np
     from ._cupy import cupy
 
     if cupy is not None and isinstance(arr, cupy.ndarray):
         return cupy
+    if hasattr(type(arr), "__array_namespace__"):
+        xp = arr.__array_namespace__()
+        if xp is np or (cupy is not None and xp is cupy):
+            return xp
     raise TypeError(f"expected a NumPy or CuPy array, got {type(arr).__name__}")

@@ -94,7 +94,8 @@ def _ptr(arr) -> int:
 def _device_of(arr) -> device:
     if isinstance(arr, _ndarray):
         return CPU
-    return device("cuda", arr.device.id)
+    d = arr.device  # a CuPy array's Device; "cpu" for an array-like on the host
+    return CPU if d == "cpu" else device("cuda", d.id)
 
 
 def is_tensor(obj) -> bool:
