@@ -553,3 +553,33 @@ def test_adaptive_max_pool_inside_autobatch_is_the_unbatched_run(pool, shapes, o
     for a, b in zip(i0, i1):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(g1, g0, rtol=1e-12)
+
+
+def test_convolution_and_pooling_batch_across_examples():
+    # per-example images (a batch of one each, two sizes): the convolutions, poolings and
+    # im2col / col2im of one size run as one call over the examples' rows
+    rng = np.random.default_rng(4)
+    conv = nn.Conv2d(2, 3, 3, padding=1).double()
+    tconv = nn.ConvTranspose2d(3, 2, 2, stride=2).double()
+    xs = [et.tensor(rng.standard_normal((1, 2) + hw)) for hw in ((5, 6), (4, 4), (5, 6), (4, 4))]
+
+    def per_example(x):
+        h = F.max_pool2d(F.relu(conv(x)), 2, ceil_mode=True)
+        cols = F.unfold(h, 2)
+        back = F.fold(cols, h.shape[-2:], 2)
+        return (tconv(h) ** 2).mean() + back.tanh().sum() + F.avg_pool2d(h, 1).sum()
+
+    grads = []
+    for batched in (False, True):
+        for p in list(conv.parameters()) + list(tconv.parameters()):
+            p.grad = None
+        with ag.autobatch() if batched else contextlib.nullcontext() as ctx:
+            loss = et.stack([per_example(x) for x in xs]).sum()
+        loss.backward()
+        grads.append((loss.item(), [p.grad.numpy() for p in conv.parameters()] +
+                      [p.grad.numpy() for p in tconv.parameters()]))
+    assert not {"convolution", "im2col", "col2im",
+                "max_pool2d_with_indices"} & set(ctx.stats["unbatched"])
+    np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-12)
+    for a, b in zip(grads[0][1], grads[1][1]):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)

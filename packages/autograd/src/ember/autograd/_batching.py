@@ -420,6 +420,8 @@ RULES.update({
     "argmax": argreduce, "argmin": argreduce, "bernoulli": elementwise,
     "cross_entropy_loss": cross_entropy,
 })
+_BATCH_ROWS = ("convolution", "im2col", "col2im", "max_pool2d_with_indices",
+               "max_pool3d_with_indices")
 
 
 # ---------------------------------------------------------------------------- flat rules
@@ -464,6 +466,15 @@ def flat_linear(b: Batch):
         return b.run(x, b.args[1], b.args[2])
     out = b.run(b.reshape(x, (-1, b.shapes[0][-1])), b.args[1], b.args[2])
     return b.reshape(out, _phys(b.n, b.out_shapes[0]))
+
+
+def flat_batch_rows(b: Batch):
+    """Ops that treat each row of their first argument on its own (a convolution or pooling
+    over a batch of images; im2col, col2im): the examples' rows are one bigger batch, every
+    other tensor argument shared. Only on flat buffers (see ``flat_elementwise``)."""
+    if b.stacked[0] is not True or not _rows_of(b.shapes[0]) or any(b.stacked[1:]):
+        return None
+    return b.run(*b.args)
 
 
 def flat_matmul(b: Batch):
@@ -557,6 +568,8 @@ FLAT_RULES.update({
     "gru_cell_fused": flat_cell, "embedding": flat_embedding, "slice_view": flat_slice_view,
     "split_with_sizes": flat_split_with_sizes, "cat": flat_cat,
 })
+for _n in _BATCH_ROWS:  # (flat only: in RULES too, so that the ops' groups are tried batched)
+    RULES[_n] = FLAT_RULES[_n] = flat_batch_rows
 
 # ops whose result's shape depends on the values (or that write their argument): never
 # deferred; they run at once, after the pending graph has been run
