@@ -766,3 +766,64 @@ def test_pending_gradients_handed_to_backward(how):
         results.append((x.grad.numpy().copy(), w.grad.numpy().copy()))
     for a, b in zip(*results):
         np.testing.assert_allclose(b, a, rtol=1e-12)
+
+
+def test_autocast_entered_outside_the_context_sets_pending_dtypes():
+    # the output types of deferred calls are found through the recorders below autobatch's
+    # (autocast casts a linear's arguments to bfloat16): as without the context
+    rng = np.random.default_rng(27)
+    w = param(rng, 3, 4, dtype="float32")
+    x = et.tensor(rng.standard_normal((2, 4)), dtype=et.float32)
+    with et.autocast("cpu"):
+        ye = et.linear(x, w)
+        ze = ye * 2
+        with autobatch():
+            y = et.linear(x, w)
+            z = y * 2
+            assert is_pending(y) and (y.dtype, z.dtype) == (ye.dtype, ze.dtype) == \
+                (et.bfloat16, et.bfloat16)
+    assert (y.dtype, z.dtype) == (et.bfloat16, et.bfloat16)
+    np.testing.assert_array_equal(z.detach().float().numpy(), ze.detach().float().numpy())
+    grads = []
+    for out in (ze, z):  # the weight's gradient reaches it through autocast's cast
+        w.grad = None
+        out.float().pow(2).sum().backward(retain_graph=True)  # (one cached cast: shared)
+        grads.append(w.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
+
+
+def test_contexts_of_two_threads_ending_in_either_order():
+    import threading
+
+    from ember.tensor.extension import get_recorder
+
+    before = get_recorder()
+    x = et.ones(2, 3, requires_grad=True)
+    inside, main_done, worker_done = threading.Event(), threading.Event(), threading.Event()
+    log = {}
+
+    def worker():
+        with autobatch():
+            log["before"] = is_pending(x * 2)
+            inside.set()
+            main_done.wait(10)
+            y = x * 3
+            log["after"] = is_pending(y)  # still deferred after the main thread's context ended
+        log["value"] = y.sum().item()
+        worker_done.set()
+
+    th = threading.Thread(target=worker)
+    with autobatch():
+        a = x * 2
+        th.start()
+        inside.wait(10)
+    main_done.set()
+    worker_done.wait(10)
+    th.join(10)
+    assert log == {"before": True, "after": True, "value": 18.0}
+    assert a.sum().item() == 12.0
+    assert get_recorder() is before  # no ended context's recorder left installed
+    b = x * 5
+    assert not is_pending(b)
+    b.sum().backward()
+    assert x.grad.tolist() == [[5.0] * 3] * 2

@@ -221,3 +221,34 @@ def test_lazy_linear():
     lazy = nn.LazyLinear(3)
     out = lazy(et.randn(2, 7))
     assert out.shape == (2, 3) and type(lazy) is nn.Linear and lazy.weight.shape == (3, 7)
+
+
+def test_full_backward_hook_is_called_once_and_can_replace_grad_input():
+    lin = nn.Linear(4, 2).double()
+    W = lin.weight.detach().numpy()
+    calls = []
+
+    def hook(module, grad_input, grad_output):
+        calls.append((module, grad_input, grad_output))
+        return tuple(None if g is None else g * 3 for g in grad_input)
+
+    lin.register_full_backward_hook(hook)
+    xv = np.arange(12.0).reshape(3, 4) / 10
+    x = et.tensor(xv, requires_grad=True)
+    y = lin(x)
+    y.pow(2).sum().backward()
+    gy = 2 * (xv @ W.T + lin.bias.detach().numpy())
+    assert len(calls) == 1 and calls[0][0] is lin
+    (gin,), (gout,) = calls[0][1], calls[0][2]
+    np.testing.assert_allclose(gout.numpy(), gy)
+    np.testing.assert_allclose(gin.numpy(), gy @ W)
+    np.testing.assert_allclose(x.grad.numpy(), 3 * gy @ W)  # what the hook returned
+    np.testing.assert_allclose(lin.weight.grad.numpy(), gy.T @ xv)  # the weight's is unchanged
+    # no argument requires grad: the hook fires with the output's gradient, grad_input None
+    calls.clear()
+    lin(et.tensor(xv)).sum().backward()
+    assert len(calls) == 1 and calls[0][1] == (None,)
+    np.testing.assert_allclose(calls[0][2][0].numpy(), np.ones((3, 2)))
+    with pytest.raises(RuntimeError, match="invalid number of grad_input, got 2, but expected 1"):
+        lin.register_full_backward_hook(lambda m, gi, go: (gi[0], gi[0]))
+        lin(et.tensor(xv, requires_grad=True)).sum().backward()

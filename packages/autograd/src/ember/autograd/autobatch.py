@@ -873,6 +873,7 @@ class _State:
                 return p
             return _results(grp, row, rg)
 
+        record.autobatch_state = st  # (see _live)
         return record
 
     def learn(self, op, bound):
@@ -964,7 +965,8 @@ class _State:
             out = t.shape[1:] if drop else (L,) + t.shape[1:]
             canon = (x, 0, start) if drop else (x, 0, start, start + L * step, step)
             grp = self.new_group(_SELECT if drop else _SLICE, canon, key, gm, depth + 1,
-                                 (None, [(_type(out, t.dtype, t.dev), t.dtype.kind == "f")]))
+                                 (None, [(_type(out, t.dtype, t.dev),
+                                          t.dtype.kind in _GRAD_KINDS)]))
             grp.rows = (drop, L, step)
             grp.plan, grp.m = [0, None, 1] + [None] * (len(canon) - 3), 2
         row = grp.n
@@ -1056,21 +1058,22 @@ class _State:
         if op.name in _RANDOM:
             x = bound[0]
             dt = _np_dtype(x)
-            _META[key] = meta = (None, [(_type(tuple(x.shape), dt, _dev(x)), dt.kind == "f")])
+            _META[key] = meta = (None, [(_type(tuple(x.shape), dt, _dev(x)),
+                                         dt.kind in _GRAD_KINDS)])
             return meta
         dummy = tuple(_placeholder(a) for a in bound)
         prev_rec = get_recorder()
         set_recorder(self.inner)
-        prev = _grad.enabled
-        _grad.enabled = False
         try:
+            # through the recorders below (autocast's casts set the dtype), in the call's grad
+            # mode: autocast keeps the casts of weights it makes, and one made with grad off
+            # would cut the weights' gradients when the real call reuses it
             with quiet():  # placeholder values: an inf or nan here is nobody's result
-                out = op.run(*dummy)
+                out = self.inner(op, dummy)
         except Exception:
             _EAGER_KEYS.add(key)
             return None
         finally:
-            _grad.enabled = prev
             set_recorder(prev_rec)
         if isinstance(out, _TensorType):
             meta = (None, [_out_key(out)])
@@ -1550,6 +1553,7 @@ class _State:
 _RANGES: dict = {}
 _ROWS_KEY = object()  # the op of a rows group's signature (see record_rows)
 _FULL = slice(None)
+_GRAD_KINDS = graph._FLOAT_KINDS  # the kinds of values that carry gradients (bfloat16: "V")
 
 
 def _order(C, one_src, locs):
@@ -1780,7 +1784,7 @@ def _dev(t):
 
 def _out_key(o):
     d = _unwrap(o)
-    return (_type_of(d), d.dtype.kind == "f")
+    return (_type_of(d), d.dtype.kind in _GRAD_KINDS)
 
 
 def _placeholder(a):
@@ -1905,7 +1909,7 @@ class autobatch:
         outer = getattr(_local, "state", None)
         if outer is not None and outer.active:
             return self
-        inner = get_recorder()
+        inner = _live(get_recorder())
         st = self.state = _State(inner)
         _local.state = st
         self._prev_engine = engine.run_backward
@@ -1925,11 +1929,16 @@ class autobatch:
             if exc_type is None:
                 st.flush()
         finally:
-            set_recorder(st.inner)
+            # contexts of different threads may end in any order: a recorder another thread's
+            # context chains to stays, passing every call through (``flushing``); the one
+            # installed now is replaced only if it is this context's
+            st.active = False
+            st.flushing = True
+            if get_recorder() is st.record:
+                set_recorder(_live(st.inner))
             engine.run_backward = self._prev_engine
             if self._gc:
                 gc.enable()
-            st.active = False
             st.record = None  # the recorder closes over the state: no cycle left behind
             _local.state = None
             self.stats = {"groups": st.groups_run, "calls": st.calls_run,
@@ -1944,6 +1953,16 @@ class autobatch:
             with autobatch():
                 return fn(*args, **kwargs)
         return wrapper
+
+
+def _live(rec):
+    """``rec``, or, where it is the recorder of an ``autobatch()`` context that has ended, the
+    first recorder down its chain that is not."""
+    st = getattr(rec, "autobatch_state", None)
+    while st is not None and not st.active:
+        rec = st.inner
+        st = getattr(rec, "autobatch_state", None)
+    return rec
 
 
 def flush() -> None:

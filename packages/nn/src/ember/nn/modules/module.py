@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import ember.tensor as et
-from ember.autograd import no_grad
+from ember.autograd import Function, no_grad
 from ember.tensor import Tensor
 from ember.tensor.extension import parse_to_args
 
@@ -537,42 +537,35 @@ class Module:
     __call__ = _call_impl
 
     def _wrap_backward_inputs(self, args):
-        # Tensor hooks on the inputs collect grad_input; the module hook fires once the
-        # gradients of every tensor input that requires grad have arrived.
-        state = {"inputs": [a for a in args if isinstance(a, Tensor) and a.requires_grad]}
+        # PyTorch's full backward hook: the forward's tensor arguments that require grad pass
+        # through one identity node, whose backward receives their gradients together, calls
+        # the hooks with (grad_input, grad_output) and passes on what a hook returns instead
+        tensors = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        pos = [i for i in tensors if args[i].requires_grad]
+        # grad_input: one entry per tensor argument (None for one that does not require grad)
+        state = {"gout": None, "n": len(tensors), "at": [tensors.index(i) for i in pos]}
         object.__setattr__(self, "_bw_state", state)
-        return args
+        if not pos:
+            return args
+        outs = _BackwardHookInputs.apply(self, state, *(args[i] for i in pos))
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        args = list(args)
+        for i, o in zip(pos, outs):
+            args[i] = o
+        return tuple(args)
 
     def _wrap_backward_outputs(self, result):
-        state = self.__dict__.get("_bw_state", {"inputs": []})
+        state = self.__dict__.get("_bw_state")
         outs = result if isinstance(result, tuple) else (result,)
-        outs = [o for o in outs if isinstance(o, Tensor) and o.requires_grad]
-        inputs = state["inputs"]
-        if not outs:
+        pos = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+        if state is None or not pos:
             return result
-        from ember.autograd import grad as _grad
-
-        module = self
-        grads_out: dict = {}
-
-        def make_hook(i):
-            def hook(g):
-                grads_out[i] = g
-                if len(grads_out) == len(outs):
-                    gout = tuple(grads_out[k] for k in range(len(outs)))
-                    if inputs:
-                        gin = _grad(outs, inputs, list(gout), retain_graph=True,
-                                    allow_unused=True)
-                    else:
-                        gin = ()
-                    for h in list(module._backward_hooks.values()):
-                        h(module, tuple(gin), gout)
-                return None
-            return hook
-
-        for i, o in enumerate(outs):
-            o.register_hook(make_hook(i))
-        return result
+        new = _BackwardHookOutputs.apply(self, state, *(outs[i] for i in pos))
+        new = new if isinstance(new, tuple) else (new,)
+        outs = list(outs)
+        for i, o in zip(pos, new):
+            outs[i] = o
+        return tuple(outs) if isinstance(result, tuple) else outs[0]
 
     # ------------------------------------------------------------------ state dict
     def register_state_dict_pre_hook(self, hook):  # pragma: no cover - rarely used
@@ -750,6 +743,62 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+def _call_backward_hooks(module: Module, gin: tuple, gout: tuple) -> tuple:
+    """Call ``module``'s full backward hooks in order; a hook's returned tuple replaces
+    grad_input for the hooks after it and for the gradients passed on."""
+    for hook in list(module._backward_hooks.values()):
+        res = hook(module, gin, gout)
+        if res is not None:
+            res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+            if len(res) != len(gin):
+                raise RuntimeError(f"backward hook returned an invalid number of grad_input, "
+                                   f"got {len(res)}, but expected {len(gin)}")
+            gin = res
+    return gin
+
+
+def _identity(xs: tuple):
+    outs = tuple(x.view_as(x) for x in xs)
+    return outs if len(outs) > 1 else outs[0]
+
+
+class _BackwardHookInputs(Function):
+    """A module's tensor arguments that require grad, unchanged: their gradients, together,
+    are the full backward hooks' grad_input."""
+
+    @staticmethod
+    def forward(ctx, module, state, *xs):
+        ctx.module, ctx.state = module, state
+        return _identity(xs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        st = ctx.state
+        gin = [None] * st["n"]
+        for k, g in zip(st["at"], grads):
+            gin[k] = g
+        gin = _call_backward_hooks(ctx.module, tuple(gin), st["gout"])
+        return (None, None) + tuple(gin[k] for k in st["at"])
+
+
+class _BackwardHookOutputs(Function):
+    """A module's outputs that require grad, unchanged: their gradients are the full backward
+    hooks' grad_output (the hooks run here when no argument requires grad)."""
+
+    @staticmethod
+    def forward(ctx, module, state, *outs):
+        ctx.module, ctx.state = module, state
+        return _identity(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        st = ctx.state
+        st["gout"] = grads
+        if not st["at"]:
+            _call_backward_hooks(ctx.module, (None,) * st["n"], grads)
+        return (None, None) + grads
 
 
 def _check_name(name: str, kind: str) -> None:
