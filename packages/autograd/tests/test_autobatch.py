@@ -28,7 +28,7 @@ else:
     DV = importlib.util.module_from_spec(_spec)
     sys.modules["ember_test_devices"] = DV
     _spec.loader.exec_module(DV)
-CUDA_ONLY, require_device = DV.CUDA_ONLY, DV.require_device
+CUDA_ONLY, DEVICES, require_device = DV.CUDA_ONLY, DV.DEVICES, DV.require_device
 
 TOL = {"float64": dict(rtol=1e-10, atol=1e-12), "float32": dict(rtol=2e-4, atol=1e-5)}
 
@@ -653,12 +653,14 @@ def test_create_graph_through_the_batched_graph():
     np.testing.assert_allclose(g1, g0, **TOL["float64"])
 
 
-def test_pending_layout_is_the_unbatched_runs():
+@pytest.mark.parametrize("device", DEVICES)
+def test_pending_layout_is_the_unbatched_runs(device):
     # a transpose's result is not contiguous: reshape / flatten / contiguous().view copy as in
     # the unbatched run, also in a group of one call (examples of different lengths)
+    require_device(device)
     rng = np.random.default_rng(21)
-    w = param(rng, 4)
-    xs = [et.tensor(rng.standard_normal((n, 4))) for n in (3, 2, 3)]
+    w = param(rng, 4, device=device)
+    xs = [et.tensor(rng.standard_normal((n, 4)), device=device) for n in (3, 2, 3)]
     eager = [(x * w).t() for x in xs]
     with autobatch():
         ts = [(x * w).t() for x in xs]
@@ -721,24 +723,27 @@ def test_detach_of_a_value_another_call_reads():
     run_both([w], loss_fn, "float64")
 
 
-def test_composites_that_read_arrays_take_pending_values():
+@pytest.mark.parametrize("device", DEVICES)
+def test_composites_that_read_arrays_take_pending_values(device):
     # take / take_along_dim / masked_select / repeat_interleave / logcumsumexp check devices
     # and pick the array module from their inputs' arrays: a pending value answers both
+    require_device(device)
     rng = np.random.default_rng(25)
-    w = param(rng, 4)
-    xs = [et.tensor(rng.standard_normal((3, 4))) for _ in range(3)]
-    idx = et.tensor([[0, 3], [2, 1], [1, 1]])
-    mask = et.tensor([True, False, True, True])
+    w = param(rng, 4, device=device)
+    xs = [et.tensor(rng.standard_normal((3, 4)), device=device) for _ in range(3)]
+    idx = et.tensor([[0, 3], [2, 1], [1, 1]], device=device)
+    mask = et.tensor([True, False, True, True], device=device)
 
     def loss_fn():
         out = []
         for x in xs:
             h = x * w
-            out.append(et.take(h, et.tensor([0, 5, -1])).sum() +
+            out.append(et.take(h, et.tensor([0, 5, -1], device=device)).sum() +
                        et.take_along_dim(h, idx, 1).sum() +
                        et.take_along_dim(h, (h > 0).long(), None).sum() +
                        et.masked_select(h, mask).sum() + et.masked_select(h, h > 0).sum() +
-                       et.repeat_interleave(h, et.tensor([1, 0, 2]), 0).tanh().sum() +
+                       et.repeat_interleave(h, et.tensor([1, 0, 2], device=device),
+                                            0).tanh().sum() +
                        et.logcumsumexp(h, 1).sum())
         return et.stack(out).sum()
 

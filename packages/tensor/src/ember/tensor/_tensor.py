@@ -95,7 +95,7 @@ def _device_of(arr) -> device:
     if isinstance(arr, _ndarray):
         return CPU
     d = arr.device  # a CuPy array's Device; "cpu" for an array-like on the host
-    return CPU if d == "cpu" else device("cuda", d.id)
+    return CPU if d.__class__ is str else device("cuda", d.id)
 
 
 def is_tensor(obj) -> bool:
