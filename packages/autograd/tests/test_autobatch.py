@@ -411,7 +411,16 @@ RULE_CASES = [
     ("to_dtype", lambda a: a.to(et.float32).to(et.float64), [(2,)]),
     ("relu_sig_tanh", lambda a: a.relu() + a.sigmoid() * a.tanh(), [(5,)]),
     ("var_norm", lambda a: a.var(1) + a.norm(), [(2, 4)]),
+    ("matmul_shared_vector", lambda a: et.cat([a @ _VEC3, _VEC2 @ a]), [(2, 3)]),
+    ("matmul_matrix_vector", lambda a, b: a @ b, [(2, 3), (3,)]),
+    ("matmul_vector_matrix", lambda a, b: a @ b, [(3,), (3, 4)]),
+    ("matmul_dot", lambda a, b: a @ b, [(3,), (3,)]),
+    ("layer_norm", lambda a, b: et.native_layer_norm(a, [4], _LN_W, None, 1e-5)[0] +
+     et.native_layer_norm(b, [4], None, None, 1e-5)[0], [(2, 4), (4,)]),
 ]
+_VEC3 = et.tensor([0.5, -1.0, 2.0], dtype=et.float64, requires_grad=True)
+_VEC2 = et.tensor([1.5, -0.5], dtype=et.float64)
+_LN_W = et.tensor([1.0, 2.0, 0.5, -1.0], dtype=et.float64, requires_grad=True)
 
 
 @pytest.mark.parametrize("name,fn,shapes", RULE_CASES, ids=[c[0] for c in RULE_CASES])

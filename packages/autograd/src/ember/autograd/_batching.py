@@ -124,13 +124,24 @@ def linear(b: Batch):
 
 def matmul(b: Batch):
     sa, sb = b.shapes[0], b.shapes[1]
-    if b.stacked[0] and not b.stacked[1] and len(sb) == 2 and len(sa) >= 1:
-        x = b.args[0] if len(sa) == 1 else b.reshape(b.args[0], (-1, sa[-1]))
-        return b.reshape(b.run(x, b.args[1]), (b.n,) + tuple(b.out_shapes[0]))
-    if b.stacked[0] and b.stacked[1] and len(sa) == len(sb) >= 2:
-        return b.run(b.args[0], b.args[1])
-    if not b.stacked[0] and b.stacked[1] and len(sa) == 2 and len(sb) >= 2:
-        return b.run(b.args[0], b.args[1])
+    a, v = b.args[0], b.args[1]
+    if b.stacked[0] and not b.stacked[1]:
+        if len(sb) == 2 and len(sa) >= 1:
+            x = a if len(sa) == 1 else b.reshape(a, (-1, sa[-1]))
+            return b.reshape(b.run(x, v), (b.n,) + tuple(b.out_shapes[0]))
+        if len(sb) == 1 and len(sa) >= 1:  # rows times one shared vector: (n, ..., H) @ (H,)
+            return b.run(a, v)
+        return None
+    if not b.stacked[0] and b.stacked[1]:
+        # one shared matrix or vector times each example's matrices: (L,) @ (n, ..., L, H)
+        return b.run(a, v) if len(sa) in (1, 2) and len(sb) >= 2 else None
+    if len(sa) == len(sb) >= 2:
+        return b.run(a, v)
+    if max(len(sa), len(sb)) <= 2 and min(len(sa), len(sb)) == 1:
+        # an example's vector with its matrix (or vector): its row / column in a batched GEMM
+        a3 = a if len(sa) == 2 else b.reshape(a, (b.n, 1) + tuple(sa))
+        v3 = v if len(sb) == 2 else b.reshape(v, (b.n,) + tuple(sb) + (1,))
+        return b.reshape(b.run(a3, v3), (b.n,) + tuple(b.out_shapes[0]))
     return None
 
 
@@ -421,7 +432,7 @@ RULES.update({
     "cross_entropy_loss": cross_entropy,
 })
 _BATCH_ROWS = ("convolution", "im2col", "col2im", "max_pool2d_with_indices",
-               "max_pool3d_with_indices")
+               "max_pool3d_with_indices", "native_layer_norm")
 
 
 # ---------------------------------------------------------------------------- flat rules
@@ -468,11 +479,11 @@ def flat_linear(b: Batch):
     return b.reshape(out, _phys(b.n, b.out_shapes[0]))
 
 
-def flat_batch_rows(b: Batch):
+def batch_rows(b: Batch):
     """Ops that treat each row of their first argument on its own (a convolution or pooling
-    over a batch of images; im2col, col2im): the examples' rows are one bigger batch, every
-    other tensor argument shared. Only on flat buffers (see ``flat_elementwise``)."""
-    if b.stacked[0] is not True or not _rows_of(b.shapes[0]) or any(b.stacked[1:]):
+    over a batch of images; im2col, col2im; layer_norm, over its leading dims): the examples'
+    rows, flat or stacked, are one bigger batch, every other tensor argument shared."""
+    if b.stacked[0] is not True or any(b.stacked[1:]):
         return None
     return b.run(*b.args)
 
@@ -568,8 +579,8 @@ FLAT_RULES.update({
     "gru_cell_fused": flat_cell, "embedding": flat_embedding, "slice_view": flat_slice_view,
     "split_with_sizes": flat_split_with_sizes, "cat": flat_cat,
 })
-for _n in _BATCH_ROWS:  # (flat only: in RULES too, so that the ops' groups are tried batched)
-    RULES[_n] = FLAT_RULES[_n] = flat_batch_rows
+for _n in _BATCH_ROWS:
+    RULES[_n] = FLAT_RULES[_n] = batch_rows
 
 # ops whose result's shape depends on the values (or that write their argument): never
 # deferred; they run at once, after the pending graph has been run
