@@ -466,3 +466,28 @@ def test_dlpack_with_cupy_shares_memory(device):
     assert dv.data.ptr == base._data.data.ptr
     np.testing.assert_array_equal(cp.asnumpy(dv), np.arange(12, dtype=np.float32)
                                   .reshape(3, 4).T)
+
+
+@pytest.mark.parametrize("device", CUDA_ONLY)
+def test_default_device_applies_to_data_that_is_not_a_tensor(device):
+    # PyTorch: tensor() / as_tensor() of lists and arrays go to the default device; of a
+    # tensor, stay where it is
+    require_device(device)
+    on_cpu = et.ones(2)
+    et.set_default_device(device)
+    try:
+        assert et.tensor([1.0, 2.0]).is_cuda and et.tensor(np.ones(3)).is_cuda
+        assert et.as_tensor(np.ones(3)).is_cuda and et.zeros(2).is_cuda
+        assert not et.tensor(on_cpu).is_cuda and not et.as_tensor(on_cpu).is_cuda
+    finally:
+        et.set_default_device(None)
+    assert not et.tensor([1.0]).is_cuda
+
+
+@pytest.mark.parametrize("device", CUDA_ONLY)
+def test_embedding_refuses_indices_on_another_device(device):
+    require_device(device)
+    w = et.ones(4, 3, device=device)
+    with pytest.raises(RuntimeError, match=r"embedding\(\): Expected all tensors to be on the "
+                                           r"same device.*cuda:0 and cpu"):
+        et.embedding(w, et.tensor([0, 1]))

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import check_int, checked_scalar
-from ._device import CPU, device, to_device
+from ._device import CPU, DEFAULT_DEVICE, device, to_device
 from ._fpstate import quiet
 from ._registry import array_module, defop, with_out
 from ._tensor import Size, Tensor, _device_of
@@ -227,6 +227,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
     arr = _to_array(data, dt, "tensor")
     if device is not None:
         arr = _on(arr, to_device(device))
+    elif DEFAULT_DEVICE[0] is not CPU and not isinstance(data, Tensor):
+        arr = _on(arr, DEFAULT_DEVICE[0])  # (set_default_device: data that is not a tensor)
     # an array that may share the caller's memory is copied (C order, as copy() makes it);
     # what NumPy built from Python data is new and C-contiguous already
     if not (data.__class__ is list or data.__class__ is tuple) and (
@@ -245,7 +247,9 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         return data.to(device=device, dtype=dtype)
     dt = None if dtype is None else D.to_dtype(dtype, "as_tensor")
     arr = _to_array(data, dt, "as_tensor")
-    return _make(_on(arr, None if device is None else to_device(device)))
+    # device None: where the data is, or the default device set by set_default_device
+    return _make(_on(arr, None if device is None and DEFAULT_DEVICE[0] is CPU
+                     else to_device(device)))
 
 
 asarray = as_tensor
