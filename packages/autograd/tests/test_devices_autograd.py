@@ -173,3 +173,17 @@ def test_gradcheck_and_gradgradcheck_run_on_the_device(device):
 
     assert ag.gradcheck(fn, (x, w, b), eps=1e-6, atol=1e-5, rtol=1e-4)
     assert ag.gradgradcheck(fn, (x, w, b), eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradients_accumulate_over_two_backward_passes(device):
+    # the second pass adds into the existing .grad buffer in place (a CuPy array too)
+    require_device(device)
+    x = et.tensor([1.0, -2.0, 3.0], dtype=et.float64, device=device, requires_grad=True)
+    (x * x).sum().backward()
+    (x * 3).sum().backward()
+    buf = x.grad
+    (x ** 3).sum().backward()
+    assert x.grad is buf
+    np.testing.assert_allclose(host(x.grad), 2 * np.array([1.0, -2.0, 3.0]) + 3 +
+                               3 * np.array([1.0, 4.0, 9.0]))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from ember.tensor import Tensor
 from ember.tensor import extension as _ext
 from ember.tensor.sparse import SparseTensor as _Sparse
@@ -345,7 +347,9 @@ def _accumulate(t: Tensor, g: Tensor, create_graph: bool) -> None:
         t._grad = grad + g
     else:
         acc, d = _unwrap(grad), _unwrap(g)
-        if acc.shape == d.shape and acc.flags.writeable and type(acc) is type(d):
+        # (a CuPy array is always writeable: its flags have no such field)
+        if type(acc) is type(d) and acc.shape == d.shape and (
+                acc.__class__ is not np.ndarray or acc.flags.writeable):
             acc += d
             _ext.bump_version(grad)
         else:
