@@ -411,6 +411,11 @@ RULE_CASES = [
     ("to_dtype", lambda a: a.to(et.float32).to(et.float64), [(2,)]),
     ("relu_sig_tanh", lambda a: a.relu() + a.sigmoid() * a.tanh(), [(5,)]),
     ("var_norm", lambda a: a.var(1) + a.norm(), [(2, 4)]),
+    ("complex_parts", lambda a, b: (et.complex(a, b) * et.complex(b, a)).angle() +
+     et.complex(a, b).conj().imag + et.complex(a, b).sgn().real, [(2, 3), (2, 3)]),
+    ("special_pointwise", lambda a, b: a.sinc() + a.exp().digamma() + a.exp().lgamma() +
+     et.logaddexp(a, b) + et.xlogy(a.exp(), b.exp()) + a.sigmoid().logit(1e-6) +
+     a.copysign(b), [(2, 3), (2, 3)]),
     ("matmul_shared_vector", lambda a: et.cat([a @ _VEC3, _VEC2 @ a]), [(2, 3)]),
     ("matmul_matrix_vector", lambda a, b: a @ b, [(2, 3), (3,)]),
     ("matmul_vector_matrix", lambda a, b: a @ b, [(3,), (3, 4)]),

@@ -403,12 +403,13 @@ RULES: dict = {}
 _UNARY = """abs acos acosh asin asinh atan atanh ceil cos cosh erf erfc erfinv exp exp2 expm1
 floor frac isfinite isinf isnan log log10 log1p log2 logical_not bitwise_not neg reciprocal relu
 round rsqrt sigmoid sign sin sinh sqrt square tan tanh trunc clone _to_copy _ascontiguous
-_view_dtype silu gelu softplus elu hardsigmoid hardswish mish log_sigmoid""".split()
+_view_dtype silu gelu softplus elu hardsigmoid hardswish mish log_sigmoid angle conj
+conj_physical real imag sgn signbit sinc digamma lgamma i0 logit nan_to_num""".split()
 _BINARY = """add sub mul div pow maximum minimum fmax fmin fmod remainder atan2 hypot floor_divide
 eq ne lt le gt ge logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor isclose
 where lerp clamp masked_fill sigmoid_backward tanh_backward threshold_backward silu_backward
 gelu_backward softplus_backward hardsigmoid_backward hardswish_backward mish_backward
-log_sigmoid_backward""".split()
+log_sigmoid_backward xlogy copysign logaddexp nextafter heaviside complex""".split()
 for _n in _UNARY + _BINARY:
     RULES[_n] = elementwise
 for _n in ("sum", "mean", "nansum", "amax", "amin", "all", "any", "count_nonzero", "norm",
