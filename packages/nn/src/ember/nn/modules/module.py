@@ -545,14 +545,7 @@ class Module:
         # grad_input: one entry per tensor argument (None for one that does not require grad)
         state = {"gout": None, "n": len(tensors), "at": [tensors.index(i) for i in pos]}
         object.__setattr__(self, "_bw_state", state)
-        if not pos:
-            return args
-        outs = _BackwardHookInputs.apply(self, state, *(args[i] for i in pos))
-        outs = outs if isinstance(outs, tuple) else (outs,)
-        args = list(args)
-        for i, o in zip(pos, outs):
-            args[i] = o
-        return tuple(args)
+        return tuple(_BackwardHookInputs.around(self, state, args, pos)) if pos else args
 
     def _wrap_backward_outputs(self, result):
         state = self.__dict__.get("_bw_state")
@@ -560,11 +553,7 @@ class Module:
         pos = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
         if state is None or not pos:
             return result
-        new = _BackwardHookOutputs.apply(self, state, *(outs[i] for i in pos))
-        new = new if isinstance(new, tuple) else (new,)
-        outs = list(outs)
-        for i, o in zip(pos, new):
-            outs[i] = o
+        outs = _BackwardHookOutputs.around(self, state, outs, pos)
         return tuple(outs) if isinstance(result, tuple) else outs[0]
 
     # ------------------------------------------------------------------ state dict
@@ -759,19 +748,29 @@ def _call_backward_hooks(module: Module, gin: tuple, gout: tuple) -> tuple:
     return gin
 
 
-def _identity(xs: tuple):
-    outs = tuple(x.view_as(x) for x in xs)
-    return outs if len(outs) > 1 else outs[0]
-
-
-class _BackwardHookInputs(Function):
-    """A module's tensor arguments that require grad, unchanged: their gradients, together,
-    are the full backward hooks' grad_input."""
+class _BackwardHookNode(Function):
+    """Identity on a module's tensors (``forward(ctx, module, state, *tensors)``), a node in
+    the graph where the module's full backward hooks see their gradients."""
 
     @staticmethod
     def forward(ctx, module, state, *xs):
         ctx.module, ctx.state = module, state
-        return _identity(xs)
+        outs = tuple(x.view_as(x) for x in xs)
+        return outs if len(outs) > 1 else outs[0]
+
+    @classmethod
+    def around(cls, module, state, items, pos) -> list:
+        """``items`` with the tensors at positions ``pos`` passed through one such node."""
+        new = cls.apply(module, state, *(items[i] for i in pos))
+        out = list(items)
+        for i, o in zip(pos, new if isinstance(new, tuple) else (new,)):
+            out[i] = o
+        return out
+
+
+class _BackwardHookInputs(_BackwardHookNode):
+    """Around the tensor arguments that require grad: their gradients, together, are the
+    hooks' grad_input."""
 
     @staticmethod
     def backward(ctx, *grads):
@@ -783,14 +782,9 @@ class _BackwardHookInputs(Function):
         return (None, None) + tuple(gin[k] for k in st["at"])
 
 
-class _BackwardHookOutputs(Function):
-    """A module's outputs that require grad, unchanged: their gradients are the full backward
-    hooks' grad_output (the hooks run here when no argument requires grad)."""
-
-    @staticmethod
-    def forward(ctx, module, state, *outs):
-        ctx.module, ctx.state = module, state
-        return _identity(outs)
+class _BackwardHookOutputs(_BackwardHookNode):
+    """Around the outputs that require grad: their gradients are the hooks' grad_output (the
+    hooks run here when no argument requires grad)."""
 
     @staticmethod
     def backward(ctx, *grads):
