@@ -203,7 +203,7 @@ for _name in ("__getitem__", "__setitem__", "__iter__", "__bool__", "__float__",
     setattr(_Unready, _name, _fwd(_name))
 _Unready.__hash__ = object.__hash__
 
-_TYPES: dict = {}  # (shape, numpy dtype, device) -> its _Unready subclass
+_TYPES: dict = {}  # (shape, numpy dtype, device, layout) -> its _Unready subclass
 
 
 def _type(shape, dtype, dev, layout=None):
