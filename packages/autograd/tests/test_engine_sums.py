@@ -131,3 +131,21 @@ def test_lookups_and_a_list_argument_reach_the_same_table():
     expect[2] += 2.0
     expect[0] += 1.0
     np.testing.assert_allclose(w.grad.numpy(), expect, rtol=1e-12)
+
+
+def test_index_select_along_two_dims_of_one_tensor():
+    # the slice gradients of lookups along dim 0 and dim 1 of one leaf are summed densely
+    x = et.tensor(np.arange(20.0).reshape(5, 4) / 7, requires_grad=True)
+    i = et.tensor([3, 0, 3, 1])
+
+    def f(t):
+        return (t.index_select(dim=0, index=i) * 2).sum() + \
+            et.index_select(t, dim=1, index=i[:2]).pow(2).sum() + t.index_select(0, i[1:]).sum()
+
+    f(x).backward()
+    want = np.zeros((5, 4))
+    np.add.at(want, [3, 0, 3, 1], 2.0)
+    np.add.at(want, [0, 3, 1], 1.0)
+    want[:, [3, 0]] += 2 * x.detach().numpy()[:, [3, 0]]
+    np.testing.assert_allclose(x.grad.numpy(), want)
+    assert ag.gradcheck(f, (x,)) and ag.gradgradcheck(f, (x,))

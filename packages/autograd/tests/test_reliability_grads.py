@@ -103,3 +103,24 @@ def test_split_into_one_piece_passes_gradcheck(split):
     assert len(split(x)) == 1
     assert ag.gradcheck(lambda t: split(t)[0] * 3, (x,))
     assert ag.gradgradcheck(lambda t: split(t)[0] ** 2, (x,))
+
+
+@pytest.mark.parametrize("eq, shapes", [
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]), ("b...d,d->b...", [(2, 3, 4, 5), (5,)]),
+    ("...i,...i", [(3, 4), (3, 4)]), ("i...->...", [(3, 2, 4)]), ("...ii->...i", [(2, 3, 3)]),
+    ("ij...,jk->ik...", [(2, 3, 4), (3, 5)]), ("...", [(2, 3)]),
+    ("a...,a...->...", [(3, 2), (3, 2)])])
+def test_einsum_with_an_ellipsis_passes_gradcheck(eq, shapes):
+    rng = np.random.default_rng(len(eq))
+    xs = tuple(et.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes)
+    np.testing.assert_allclose(et.einsum(eq, *xs).detach().numpy(),
+                               np.einsum(eq, *[x.detach().numpy() for x in xs]), rtol=1e-12)
+    assert ag.gradcheck(lambda *t: et.einsum(eq, *t), xs)
+    assert ag.gradgradcheck(lambda *t: et.einsum(eq, *t), xs)
+
+
+def test_einsum_ellipsis_that_broadcasts_names_the_shapes_in_backward():
+    a = et.ones(1, 3, 4, requires_grad=True)
+    y = et.einsum("...ij,...jk->...ik", a, et.ones(2, 4, 5))
+    with pytest.raises(RuntimeError, match=r"'\.\.\.' stands for broadcast .*\[1, 3, 4\]"):
+        y.sum().backward()

@@ -999,13 +999,41 @@ def _tensordot(c, g):
     return ga, gb
 
 
+def _einsum_explicit(eq: str, shapes: list) -> str:
+    """``eq`` with each ``...`` written out as letters of its own (right-aligned across the
+    operands, as the ellipsis broadcasts), for the backward's equations."""
+    lhs, arrow, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    free = [ch for ch in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if ch not in eq]
+    counts = [len(shape) - len(sub.replace("...", "")) if "..." in sub else 0
+              for sub, shape in zip(subs, shapes)]
+    k = max(counts, default=0)
+    ell = "".join(free[:k])
+    sizes: dict = {}
+    for sub, shape, n in zip(subs, shapes, counts):
+        if n:
+            start = sub.index("...")
+            for ch, d in zip(ell[k - n:], shape[start:start + n]):
+                if sizes.setdefault(ch, d) != d:
+                    raise RuntimeError(
+                        f"einsum backward: the dims '...' stands for broadcast between the "
+                        f"operands ({eq!r} with shapes {[list(sh) for sh in shapes]}); "
+                        f"ember's autograd needs them of equal sizes")
+    subs = [sub.replace("...", ell[k - n:]) for sub, n in zip(subs, counts)]
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:  # implicit output: the ellipsis dims, then the letters used once, sorted
+        once = [ch for ch in set("".join(subs)) if "".join(subs).count(ch) == 1]
+        out = ell + "".join(sorted(ch for ch in once if ch not in ell))
+    return ",".join(subs) + "->" + out
+
+
 @vjp("einsum", save=(1,), complex="holomorphic")
 def _einsum(c, g):
     eq = c.args.equation.replace(" ", "")
     ops = c.args.operands
     if "..." in eq:
-        raise RuntimeError("einsum backward: equations with '...' are not supported by "
-                           "ember's autograd; write the broadcast dims out explicitly")
+        eq = _einsum_explicit(eq, [tuple(o.shape) for o in ops])
     if "->" in eq:
         lhs, out_subs = eq.split("->")
     else:

@@ -61,7 +61,9 @@ def _sum_slot(old, g, mine: bool):
     """``old + g`` where either may be a :class:`_Rows`; returns ``(sum, sum is a dense
     tensor only the engine holds)``. ``mine``: ``old`` is such a tensor."""
     if old.__class__ is _Rows and g.__class__ is _Rows:
-        return old.add(g), False
+        if old.dim == g.dim:
+            return old.add(g), False
+        return g.add_into(old.dense()), True  # slices along two dims: one dense sum
     if g.__class__ is _Rows:
         rows, dense = g, (old if mine else _wrap(_unwrap(old).copy()))
     elif old.__class__ is _Rows:
