@@ -1023,8 +1023,9 @@ def _einsum_explicit(eq: str, shapes: list) -> str:
     if arrow:
         out = rhs.replace("...", ell)
     else:  # implicit output: the ellipsis dims, then the letters used once, sorted
-        once = [ch for ch in set("".join(subs)) if "".join(subs).count(ch) == 1]
-        out = ell + "".join(sorted(ch for ch in once if ch not in ell))
+        letters = "".join(subs)
+        out = ell + "".join(sorted(ch for ch in set(letters)
+                                   if letters.count(ch) == 1 and ch not in ell))
     return ",".join(subs) + "->" + out
 
 
