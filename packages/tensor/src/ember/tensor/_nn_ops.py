@@ -705,8 +705,7 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     w, idx = weight._data, indices._data
     if w.ndim != 2:
         raise RuntimeError(f"embedding(): 'weight' must be 2-D, got {list(w.shape)}")
-    if w.__class__ is not idx.__class__:
-        check_same_device("embedding", w, idx)
+    check_same_device("embedding", w, idx)
     check_lookup_indices("embedding", indices, w.shape[0])
     xp = array_module(w)
     return _make(xp.take(w, idx.reshape(-1), axis=0).reshape(idx.shape + (w.shape[1],)))
