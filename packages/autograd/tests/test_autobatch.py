@@ -846,3 +846,28 @@ def test_contexts_of_two_threads_ending_in_either_order():
     assert not is_pending(b)
     b.sum().backward()
     assert x.grad.tolist() == [[5.0] * 3] * 2
+
+
+def test_square_matrix_ops_wait_like_any_op():
+    """inv, solve and cholesky refuse the ones that stand in for pending values (a singular
+    matrix): their results' types come from identity matrices instead, so they are deferred
+    and grouped like any op, not run at once after a flush of everything before them."""
+    rng = np.random.default_rng(31)
+    w = param(rng, 3, 3)
+    xs = [et.tensor(rng.standard_normal((4, 3))) for _ in range(5)]
+    eye = et.eye(3, dtype=et.float64)
+
+    def loss_fn():
+        out = []
+        for x in xs:
+            h = x @ w
+            a = h.t() @ h + eye
+            out.append(et.linalg.inv(a).sum() + et.linalg.solve(a, eye[:, :2]).sum() +
+                       et.linalg.cholesky(a).sum())
+        return et.stack(out).sum()
+
+    run_both([w], loss_fn, "float64")
+    with autobatch() as ctx:
+        loss_fn()
+    # one group per call site (five examples each), not a group per call
+    assert ctx.stats["groups"] * 4 < ctx.stats["calls"], ctx.stats

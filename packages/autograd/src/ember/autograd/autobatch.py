@@ -1063,7 +1063,6 @@ class _State:
             _META[key] = meta = (None, [(_type(tuple(x.shape), dt, _dev(x)),
                                          dt.kind in _GRAD_KINDS)])
             return meta
-        dummy = tuple(_placeholder(a) for a in bound)
         prev_rec = get_recorder()
         set_recorder(self.inner)
         try:
@@ -1071,7 +1070,14 @@ class _State:
             # mode: autocast keeps the casts of weights it makes, and one made with grad off
             # would cut the weights' gradients when the real call reuses it
             with quiet():  # placeholder values: an inf or nan here is nobody's result
-                out = self.inner(op, dummy)
+                try:
+                    out = self.inner(op, tuple(_placeholder(a) for a in bound))
+                except Exception:
+                    # a matrix of ones is singular (inv, solve, cholesky, lu_factor refuse
+                    # it): once more with identity matrices where a pending value is square
+                    if not any(_square(a) for a in bound):
+                        raise
+                    out = self.inner(op, tuple(_placeholder(a, True) for a in bound))
         except Exception:
             _EAGER_KEYS.add(key)
             return None
@@ -1789,29 +1795,50 @@ def _out_key(o):
     return (_type_of(d), d.dtype.kind in _GRAD_KINDS)
 
 
-def _placeholder(a):
+def _placeholder(a, eye=False):
+    """The stand-in of argument ``a`` in a trial call (see ``_State.infer``); ``eye``: square
+    matrices of floats (row-major) are identities."""
     c = a.__class__
     if c is _Pending:
         u = a._t
+        if eye and _square(a):
+            d = _fill(u.shape, u.dtype, u.dev, None, 0)
+            i = _arange(u.shape[-1])
+            d[..., i, i] = 1
+            return _wrap(d)
         return _wrap(_fill(u.shape, u.dtype, u.dev, u.layout))
     if (c is list or c is tuple) and any(b.__class__ is _Pending for b in a):
-        return c(_placeholder(b) for b in a)
+        return c(_placeholder(b, eye) for b in a)
     return a
 
 
-def _fill(shape, dtype, dev, layout=None):
-    """A placeholder array: ones (zeros for integers) of ``shape``, with the strides
-    ``layout`` when given (a view of a buffer that spans them)."""
+def _square(a):
+    """Is ``a`` (or a value in the list ``a``) a pending row-major square matrix (or stack of
+    them) of floats?"""
+    c = a.__class__
+    if c is list or c is tuple:
+        return any(_square(b) for b in a)
+    if c is not _Pending:
+        return False
+    u = a._t
+    sh = u.shape
+    return u.layout is None and len(sh) >= 2 and sh[-1] == sh[-2] > 1 and u.dtype.kind in "fc"
+
+
+def _fill(shape, dtype, dev, layout=None, value=None):
+    """A placeholder array: ``value``, by default ones (zeros for integers), of ``shape``, with
+    the strides ``layout`` when given (a view of a buffer that spans them)."""
     if dev is None:
-        return _filled(np, shape, dtype, layout)
+        return _filled(np, shape, dtype, layout, value)
     import cupy
 
     with cupy.cuda.Device(dev):
-        return _filled(cupy, shape, dtype, layout)
+        return _filled(cupy, shape, dtype, layout, value)
 
 
-def _filled(xp, shape, dtype, layout):
-    value = 1 if dtype.kind in "fc" else 0
+def _filled(xp, shape, dtype, layout, value=None):
+    if value is None:
+        value = 1 if dtype.kind in "fc" else 0
     if layout is None or min(layout, default=0) < 0:
         return xp.full(shape, value, dtype=dtype)
     span = 1 + sum((n - 1) * st for n, st in zip(shape, layout)) // dtype.itemsize
