@@ -184,19 +184,25 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
                         f"{type(tensor).__name__}")
     if tensor.dtype != et.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    # the range checks read the array itself: on a concrete tensor inside autobatch() they
+    # need no flush of the pending graph (a pending tensor's values are needed, as always)
+    d = _ext.unwrap(tensor)
+    lo, hi = (int(d.min()), int(d.max())) if d.size else (0, -1)
     if num_classes == -1:
-        if not tensor.numel():
+        if not d.size:
             raise RuntimeError("one_hot(): Can not infer total number of classes from empty "
                                "tensor.")
-        num_classes = int(tensor.max()) + 1
+        num_classes = hi + 1
     elif num_classes < -1:
         raise RuntimeError(f"one_hot(): num_classes should be positive, got {num_classes}")
-    if tensor.numel() and int(tensor.min()) < 0:
+    if lo < 0:
         raise RuntimeError("one_hot(): Class values must be non-negative.")
-    if tensor.numel() and int(tensor.max()) >= num_classes:
+    if hi >= num_classes:
         raise RuntimeError("one_hot(): Class values must be smaller than num_classes.")
+    # a comparison with the class numbers, not a scatter into zeros: no in-place op, so it
+    # waits (and batches) inside autobatch()
     try:
-        out = et.zeros(*tensor.shape, num_classes, dtype=et.int64, device=tensor.device)
+        classes = et.arange(num_classes, device=tensor.device)
+        return (tensor.unsqueeze(-1) == classes).to(et.int64)
     except MemoryError as e:  # ember's OutOfMemoryError is a RuntimeError as well
         raise et.OutOfMemoryError(f"one_hot(): {e}") from None
-    return out.scatter_(-1, tensor.unsqueeze(-1), 1)
