@@ -333,3 +333,30 @@ def test_transformer_encoder(norm_first):
                                out[:, 0].detach().numpy(), rtol=1e-5, atol=1e-6)
     keys = set(copy.deepcopy(enc).state_dict())
     assert "layers.1.self_attn.in_proj_weight" in keys and "norm.weight" in keys
+
+
+def test_mha_self_attention_on_unbatched_inputs_inside_autobatch():
+    """Per-example self-attention on (L, E) inputs: the query, key and value stay one tensor
+    when made 3-d, so the packed in-projection is one product, which autobatch runs as one
+    batched call (three chunks of the weight in one group could not share a weight); values
+    and gradients equal the run without the context and the batched (L, 1, E) call."""
+    rng = np.random.default_rng(8)
+    mha = nn.MultiheadAttention(6, 2, dtype=et.float64)
+    xs = [et.tensor(rng.standard_normal((4, 6))) for _ in range(5)]
+
+    def loss():
+        return et.stack([mha(x, x, x)[0].sum() for x in xs]).sum()
+
+    eager = loss()
+    eager.backward()
+    g, mha.in_proj_weight.grad = mha.in_proj_weight.grad.clone(), None
+    with ag.autobatch() as ctx:
+        batched = loss()
+    batched.backward()
+    np.testing.assert_allclose(batched.item(), eager.item(), rtol=1e-12)
+    np.testing.assert_allclose(mha.in_proj_weight.grad.numpy(), g.numpy(), rtol=1e-10)
+    assert ctx.stats["unbatched"] == {}, ctx.stats["unbatched"]
+    x = xs[0]
+    np.testing.assert_allclose(mha(x, x, x)[0].detach().numpy(),
+                               mha(x[:, None], x[:, None], x[:, None])[0][:, 0].detach().numpy(),
+                               rtol=1e-12)

@@ -129,8 +129,11 @@ def multi_head_attention_forward(
     if query.dim() not in (2, 3) or key.dim() != query.dim() or value.dim() != query.dim():
         raise RuntimeError(f"{op}(): query, key and value must all be 2-d (unbatched) or 3-d, "
                            f"got {list(query.shape)}, {list(key.shape)}, {list(value.shape)}")
-    if not batched:
-        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+    if not batched:  # self-attention stays recognisable (one in-projection, not three)
+        if query is key and key is value:
+            query = key = value = query.unsqueeze(1)
+        else:
+            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
