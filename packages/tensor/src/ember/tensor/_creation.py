@@ -480,6 +480,12 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
                 requires_grad=requires_grad)
 
 
+def _integral(v) -> bool:
+    """Is ``v`` a Python or NumPy integer (or a bool)? The class test comes first: the ABC
+    check costs more than the rest of a small factory call."""
+    return v.__class__ is int or isinstance(v, numbers.Integral)
+
+
 @with_out(factory=True)
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 for integer arguments.
@@ -489,15 +495,14 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     """
     if end is None:
         start, end = 0, start
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    start, end, step = vals
+    start, end, step = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     if step == 0:
         raise RuntimeError("arange(): step must be nonzero")
     if (end - start) / step < 0:
         raise RuntimeError(
             f"arange(): upper bound and larger bound inconsistent with step sign "
             f"(start={start}, end={end}, step={step})")
-    is_int = all(v.__class__ is int or isinstance(v, numbers.Integral) for v in vals)
+    is_int = _integral(start) and _integral(end) and _integral(step)
     if dtype is None:
         dtype = D.int64 if is_int else D.get_default_dtype()
     dt = D.to_dtype(dtype, "arange")
@@ -529,7 +534,7 @@ def range(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fal
 @with_out(factory=True)
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    if not isinstance(steps, numbers.Integral) or steps < 0:
+    if not _integral(steps) or steps < 0:
         raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
     dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, "linspace")
     xp = _xp(to_device(device))

@@ -6,6 +6,7 @@ PyTorch's strides; ``cat`` and ``stack`` copy.
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import operator
@@ -52,15 +53,16 @@ def _restride(t: Tensor, shape, strides, rel_offset: int = 0) -> Tensor:
 def _restride_bytes(t: Tensor, shape: tuple, sb: tuple, rel: int = 0) -> Tensor:
     """:func:`_restride` with the strides and the offset in bytes."""
     d = t._data
-    if not rel and d.flags.c_contiguous:
-        if 0 not in sb and math.prod(shape) == d.size:
+    if d.flags.c_contiguous:
+        if not rel and 0 not in sb and math.prod(shape) == d.size:
             arr = d.reshape(shape)  # reshaping a contiguous array: a view with these strides?
             if arr.strides == sb:
                 return t._view_of(arr)
         if d.__class__ is np.ndarray:
-            # d is one buffer that starts at the view's first element: no pointer arithmetic
+            # d is one buffer, in which the view starts ``rel`` bytes in: no pointer arithmetic
+            # (NumPy refuses a view that reaches outside it: that one is made from the root)
             try:
-                arr = np.ndarray(shape, d.dtype, buffer=d, offset=0, strides=sb)
+                arr = np.ndarray(shape, d.dtype, buffer=d, offset=rel, strides=sb)
             except (TypeError, ValueError):
                 pass
             else:
@@ -201,7 +203,11 @@ def reshape(input: Tensor, *shape) -> Tensor:
     >>> arange(6).view(2, 3).t().reshape(6).is_contiguous()
     True
     """
-    shape = _infer_size(shape, input._data.size, "reshape")
+    return _reshape(input, _infer_size(shape, input._data.size, "reshape"))
+
+
+def _reshape(input: Tensor, shape: tuple) -> Tensor:
+    """:func:`reshape` to ``shape``, a tuple of sizes already checked against ``input``."""
     d = input._data
     if d.flags.c_contiguous or _compute_stride(d.shape, input.stride(), shape) is not None:
         return _view(input, shape)
@@ -261,15 +267,18 @@ def permute(input: Tensor, *dims) -> Tensor:
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions (a view)."""
-    nd = input._data.ndim
-    if nd == 0:
-        _wrap_dim(dim0, 0, "transpose")
-        _wrap_dim(dim1, 0, "transpose")
-        return _permute(input, ())
+    return _permute(input, _transpose_perm(input._data.ndim, dim0, dim1))
+
+
+# the dim orders of transpose and movedim depend on the rank and the dims only: each is
+# worked out once (an error is raised, not cached)
+@functools.lru_cache(maxsize=512)
+def _transpose_perm(nd: int, dim0: int, dim1: int) -> tuple:
     d0, d1 = _wrap_dim(dim0, nd, "transpose"), _wrap_dim(dim1, nd, "transpose")
     perm = list(range(nd))
-    perm[d0], perm[d1] = perm[d1], perm[d0]
-    return _permute(input, tuple(perm))
+    if nd:  # (a 0-d tensor takes dims 0 and -1: its permutation is empty)
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    return tuple(perm)
 
 
 swapaxes = swapdims = transpose
@@ -285,26 +294,32 @@ def t(input: Tensor) -> Tensor:
 
 def movedim(input: Tensor, source, destination) -> Tensor:
     """Move dimension(s) ``source`` to position(s) ``destination``."""
-    nd = input._data.ndim
-    src = (source,) if isinstance(source, numbers.Integral) else tuple(source)
-    dst = (destination,) if isinstance(destination, numbers.Integral) else tuple(destination)
+    # (an int's class test first: the ABC check costs more than the rest of the call)
+    src = (source,) if source.__class__ is int or isinstance(source, numbers.Integral) \
+        else tuple(source)
+    dst = (destination,) if destination.__class__ is int or \
+        isinstance(destination, numbers.Integral) else tuple(destination)
+    return _permute(input, _movedim_perm(input._data.ndim, src, dst))
+
+
+@functools.lru_cache(maxsize=512)
+def _movedim_perm(nd: int, src: tuple, dst: tuple) -> tuple:
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source "
                            f"({list(src)} dims) should contain the same number of dims as "
                            f"destination ({list(dst)} dims)")
-    # each moved dim is placed at its destination and the others fill the free places in
-    # order: one pass over the dims, no list insertions
-    placed = {}  # destination -> source
-    for s, d in zip(src, dst):
-        s, d = _wrap_dim(s, nd, "movedim"), _wrap_dim(d, nd, "movedim")
-        if s in placed.values():
-            raise RuntimeError(f"movedim: repeated dim in `source` ({list(src)})")
-        if d in placed:
-            raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
-        placed[d] = s
-    rest = iter([n for n in range(nd) if n not in placed.values()])
-    return _permute(input, tuple([placed[i] if i in placed else next(rest)
-                                  for i in range(nd)]))
+    # every dim wrapped, then the repeats refused, as PyTorch does
+    s_w = [_wrap_dim(s, nd, "movedim") for s in src]
+    d_w = [_wrap_dim(d, nd, "movedim") for d in dst]
+    if len(set(s_w)) != len(s_w):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(src)})")
+    if len(set(d_w)) != len(d_w):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
+    # the other dims in order, each moved dim inserted at its destination in increasing order
+    perm = [n for n in range(nd) if n not in s_w]
+    for d, s in sorted(zip(d_w, s_w)):
+        perm.insert(d, s)
+    return tuple(perm)
 
 
 moveaxis = movedim
@@ -313,7 +328,14 @@ moveaxis = movedim
 @defop("expand")
 def _expand(input: Tensor, sizes: tuple) -> Tensor:
     d = input._data
-    shape, strides = d.shape, d.strides  # strides in bytes here
+    return _restride_bytes(input, *_expand_layout(d.shape, d.strides, tuple(sizes)))
+
+
+# the layouts of expand and diagonal depend on the input's shape and strides and the
+# arguments only: each is worked out once (an error is raised, not cached)
+@functools.lru_cache(maxsize=512)
+def _expand_layout(shape: tuple, strides: tuple, sizes: tuple) -> tuple:
+    """The shape and the strides (bytes, as ``strides``) of ``expand``'s view."""
     nd, ns = len(shape), len(sizes)
     lead = ns - nd
     if lead < 0:
@@ -339,7 +361,7 @@ def _expand(input: Tensor, sizes: tuple) -> Tensor:
                 f"expand(): The expanded size of the tensor ({target}) must match the existing "
                 f"size ({n}) at non-singleton dimension {lead + j}.  Target sizes: "
                 f"{list(sizes)}.  Tensor sizes: {list(shape)}")
-    return _restride_bytes(input, tuple(new_shape), tuple(new_strides))
+    return tuple(new_shape), tuple(new_strides)
 
 
 def expand(input: Tensor, *sizes) -> Tensor:
@@ -410,15 +432,21 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
 @defop("unsqueeze")
 def _unsqueeze(input: Tensor, dim: int) -> Tensor:
     d = input._data
-    shape, strides, item = d.shape, d.strides, d.itemsize  # strides in bytes here
-    new_shape = (*shape[:dim], 1, *shape[dim:])
-    new_strides = (*strides[:dim], shape[dim] * strides[dim] if dim < len(shape) else item,
-                   *strides[dim:])
+    new_shape, new_strides = _unsqueeze_layout(d.shape, d.strides, d.itemsize, dim)
     if d.flags.c_contiguous:  # NumPy's reshape, where its strides are PyTorch's
         arr = d.reshape(new_shape)
         if arr.strides == new_strides:
             return input._view_of(arr)
-    return _restride(input, new_shape, [s // item for s in new_strides])
+    return _restride_bytes(input, new_shape, new_strides)
+
+
+@functools.lru_cache(maxsize=512)
+def _unsqueeze_layout(shape: tuple, strides: tuple, item: int, dim: int) -> tuple:
+    """The shape and PyTorch's strides (bytes) of ``unsqueeze``'s view, worked out once per
+    layout."""
+    return ((*shape[:dim], 1, *shape[dim:]),
+            (*strides[:dim], shape[dim] * strides[dim] if dim < len(shape) else item,
+             *strides[dim:]))
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
@@ -484,14 +512,22 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
     """A view with explicit size, stride and storage offset (in elements) over the storage."""
     size, stride = tuple([int(s) for s in size]), tuple([int(s) for s in stride])
-    if len(size) != len(stride):
-        raise RuntimeError(f"as_strided(): mismatch in length of strides and shape "
-                           f"({len(stride)} vs {len(size)})")
     d = input._data
     root = _root(d)
     item = d.itemsize
     cur = 0 if root is d else (_ptr(d) - _ptr(root)) // item
     offset = cur if storage_offset is None else int(storage_offset)
+    return _restride_bytes(input, size, _strided_bytes(size, stride, offset, root.size, item),
+                           (offset - cur) * item)
+
+
+@functools.lru_cache(maxsize=512)
+def _strided_bytes(size: tuple, stride: tuple, offset: int, avail: int, item: int) -> tuple:
+    """``as_strided``'s strides in bytes, once the view is known to lie in a storage of
+    ``avail`` elements of ``item`` bytes (worked out once per layout; an error is not cached)."""
+    if len(size) != len(stride):
+        raise RuntimeError(f"as_strided(): mismatch in length of strides and shape "
+                           f"({len(stride)} vs {len(size)})")
     # the last element's index and the strides' signs in one pass over the dims
     need, neg, empty = offset + 1, False, False
     for n, s in zip(size, stride):
@@ -500,13 +536,12 @@ def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -
         empty = empty or not n
     if empty:
         need = 0
-    avail = root.size
     if need > avail or offset < 0 or neg:
         raise RuntimeError(
             f"as_strided(): setStorage: sizes {list(size)}, strides {list(stride)}, storage "
             f"offset {offset}, and itemsize {item} requiring a storage size of "
             f"{need * item} are out of bounds for storage of size {avail * item}")
-    return _restride_bytes(input, size, tuple([s * item for s in stride]), (offset - cur) * item)
+    return tuple([s * item for s in stride])
 
 
 @defop("unfold")
@@ -533,20 +568,25 @@ def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the (dim1, dim2) planes as a view, moved to the last dimension."""
     d = input._data
-    nd = d.ndim
+    return _restride_bytes(input, *_diagonal_layout(d.shape, d.strides, offset, dim1, dim2))
+
+
+@functools.lru_cache(maxsize=512)
+def _diagonal_layout(shp: tuple, st: tuple, offset: int, dim1: int, dim2: int) -> tuple:
+    """The shape, the strides and the offset (bytes, as ``st``) of ``diagonal``'s view."""
+    nd = len(shp)
     d1, d2 = _wrap_dim(dim1, nd, "diagonal"), _wrap_dim(dim2, nd, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    shp, st = d.shape, d.strides  # strides in bytes here
     if offset >= 0:
-        n = max(min(shp[d1], shp[d2] - offset), 0)
-        rel = offset * st[d2] if n else 0
+        n, rel = min(shp[d1], shp[d2] - offset), offset * st[d2]
     else:
-        n = max(min(shp[d1] + offset, shp[d2]), 0)
-        rel = -offset * st[d1] if n else 0
-    keep = [i for i in range(nd) if i != d1 and i != d2]
-    return _restride_bytes(input, (*[shp[i] for i in keep], n),
-                           (*[st[i] for i in keep], st[d1] + st[d2]), rel)
+        n, rel = min(shp[d1] + offset, shp[d2]), -offset * st[d1]
+    if n <= 0:  # an empty diagonal starts at the input's first element
+        n = rel = 0
+    lo, hi = (d1, d2) if d1 < d2 else (d2, d1)  # the other dims, then the diagonal's
+    return (shp[:lo] + shp[lo + 1:hi] + shp[hi + 1:] + (n,),
+            st[:lo] + st[lo + 1:hi] + st[hi + 1:] + (st[d1] + st[d2],), rel)
 
 
 def _check_not_0d(op: str, nd: int, kind: str = "split") -> None:
@@ -600,7 +640,8 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
                            "tensor, but got a tensor with 0 dims")
     dim = _wrap_dim(dim, nd, "tensor_split")
     size = input._data.shape[dim]
-    if isinstance(indices_or_sections, numbers.Integral):
+    if indices_or_sections.__class__ is int or isinstance(indices_or_sections,
+                                                          numbers.Integral):
         n = int(indices_or_sections)
         if n <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {n}")
@@ -693,15 +734,19 @@ def stack(tensors, dim: int = 0) -> Tensor:
     """
     arrs, dt = _arrays(tensors, "stack")
     ref = arrs[0].shape
-    for i, a in enumerate(arrs):
-        if a.shape != ref:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{list(ref)} at entry 0 and {list(a.shape)} at entry {i}")
     dim = _wrap_dim(dim, len(ref) + 1, "stack")
-    new = (*ref[:dim], 1, *ref[dim:])
+    new = (slice(None),) * dim + (None,)  # a new axis at dim: an index, cheaper than reshape
     xp = np if arrs[0].__class__ is np.ndarray else array_module(arrs[0])
-    return _make(xp.concatenate([a.reshape(new) for a in arrs], axis=dim, dtype=dt,
-                                casting="unsafe"))
+    try:
+        return _make(xp.concatenate([a[new] for a in arrs], axis=dim, dtype=dt,
+                                    casting="unsafe"))
+    except ValueError:  # NumPy refused: the shapes differ (every other axis must match)
+        for i, a in enumerate(arrs):
+            if a.shape != ref:
+                raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                                   f"{list(ref)} at entry 0 and {list(a.shape)} at entry {i}"
+                                   ) from None
+        raise
 
 
 def hstack(tensors) -> Tensor:
@@ -724,25 +769,34 @@ def atleast_2d(input: Tensor) -> Tensor:
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim..end_dim`` into one (a view when possible)."""
-    nd = input._data.ndim
+    shape = _flat_shape(input._data.shape, start_dim, end_dim)
+    return input if shape is None else _reshape(input, shape)
+
+
+@functools.lru_cache(maxsize=512)
+def _flat_shape(shape: tuple, start_dim: int, end_dim: int) -> tuple | None:
+    """:func:`flatten`'s shape (None: ``input`` itself), worked out once per shape and dims."""
+    nd = len(shape)
     if nd == 0:
-        return reshape(input, 1)
+        return (1,)
     s, e = _wrap_dim(start_dim, nd, "flatten"), _wrap_dim(end_dim, nd, "flatten")
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
-        return input
-    shape = input._data.shape
-    return reshape(input, (*shape[:s], math.prod(shape[s:e + 1]), *shape[e + 1:]))
+        return None
+    return shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:]
 
 
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     """Expand one dimension into several (inverse of flatten)."""
-    nd = input._data.ndim
-    dim = _wrap_dim(dim, nd, "unflatten")
-    shape = input._data.shape
-    inner = _infer_size(tuple(sizes), shape[dim], "unflatten")
-    return _view(input, shape[:dim] + inner + shape[dim + 1:])
+    return _view(input, _unflat_shape(input._data.shape, dim, tuple(sizes)))
+
+
+@functools.lru_cache(maxsize=512)
+def _unflat_shape(shape: tuple, dim: int, sizes: tuple) -> tuple:
+    """:func:`unflatten`'s shape, worked out once per shape and arguments."""
+    dim = _wrap_dim(dim, len(shape), "unflatten")
+    return shape[:dim] + _infer_size(sizes, shape[dim], "unflatten") + shape[dim + 1:]
 
 
 def meshgrid(*tensors, indexing: str = "ij") -> tuple:
@@ -1091,7 +1145,14 @@ def dstack(tensors) -> Tensor:
     ts = _tensor_list(tensors, "dstack")
     if not ts:
         raise RuntimeError("dstack(): dstack expects a non-empty TensorList")
-    return cat([atleast_3d(x) for x in ts], 2)
+    # atleast_3d's shapes, each one reshape (a view: only the values go on, into cat)
+    return cat([_reshape(x, _shape_3d(x._data.shape)) if x._data.ndim < 3 else x
+                for x in ts], 2)
+
+
+def _shape_3d(shape: tuple) -> tuple:
+    """:func:`atleast_3d`'s shape for a 0-d, 1-d or 2-d shape."""
+    return (*shape, 1) if len(shape) == 2 else ((1, *shape, 1) if shape else (1, 1, 1))
 
 
 def _dir_split(op: str, input: Tensor, indices_or_sections, min_dims: int, dim: int) -> tuple:
@@ -1102,14 +1163,17 @@ def _dir_split(op: str, input: Tensor, indices_or_sections, min_dims: int, dim: 
     if nd < min_dims:
         raise RuntimeError(f"torch.{op} requires a tensor with at least {min_dims} dimension, "
                            f"but got a tensor with {nd} dimensions!")
-    if isinstance(indices_or_sections, numbers.Integral) and \
-            not isinstance(indices_or_sections, bool):
+    if indices_or_sections.__class__ is int or (
+            isinstance(indices_or_sections, numbers.Integral) and
+            not isinstance(indices_or_sections, bool)):
         n = int(indices_or_sections)
         size = input._data.shape[dim]
         if n == 0 or size % n:
             raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the "
                                f"size of the dimension {size} is not divisible by the "
                                f"split_size {n}!")
+        if n > 0:  # n equal blocks: the one registry op tensor_split would call (a
+            return split_with_sizes(input, (size // n,) * n, dim)  # negative n: its error)
     elif not isinstance(indices_or_sections, (list, tuple)):
         raise TypeError(f"{op}(): argument 'indices_or_sections' must be int or tuple of ints, "
                         f"not {type(indices_or_sections).__name__}")
