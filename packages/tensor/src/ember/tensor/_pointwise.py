@@ -1143,7 +1143,8 @@ def _elementwise(op: str, input, other, compute, kinds: str, float_result: bool 
         r = compute(xp, da, db)
     except ValueError:
         raise _broadcast_error(op, da, db) from None
-    return r.astype(dt, copy=False), dt  # (a NumPy scalar from 0-d operands: _make wraps it)
+    # (a NumPy scalar from 0-d operands: _make wraps it)
+    return (r if r.dtype == dt else r.astype(dt)), dt
 
 
 def _elementwise_(op: str, input: Tensor, other, compute, kinds: str,

@@ -64,31 +64,39 @@ def _float_in(d, op: str, complex_ok: bool = False):
     """``(array to compute on, result dtype)``: ints/bools in the default float dtype,
     float16 computed in float32; complex tensors raise unless ``complex_ok`` (PyTorch has
     complex kernels for few of these)."""
-    if d.dtype.kind == "c":
+    dt = d.dtype
+    kind = dt.kind
+    if kind == "f":
+        return (d.astype(_F32), dt) if dt == _F16 else (d, dt)
+    if kind == "c":
         if complex_ok:
-            return d, d.dtype
-        raise not_implemented(op, d.dtype)
-    if d.dtype.kind != "f":
-        dt = D._default[0].np
-        return d.astype(dt), dt
-    if d.dtype == np.float16:
-        return d.astype(np.float32), d.dtype
-    return d, d.dtype
+            return d, dt
+        raise not_implemented(op, dt)
+    dt = D._default[0].np
+    return d.astype(dt), dt
+
+
+# dtypes, not scalar types: comparing a dtype with a scalar type converts the type each time
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
 def _run(d, compute, op: str, complex_ok: bool = False):
     a, dt = _float_in(d, op, complex_ok)
-    return _make(quiet_call(compute, array_module(d), a).astype(dt, copy=False))
+    r = quiet_call(compute, np if d.__class__ is np.ndarray else array_module(d), a)
+    return _make(r if r.dtype == dt else r.astype(dt))
 
 
 def _unary(name: str, compute, doc: str, differentiable: bool = True, half_ok: bool = True,
            complex_ok: bool = False):
-    def impl(input: Tensor) -> Tensor:
-        if not half_ok:
-            check_dtype(name, input._data.dtype, half_ok=False)
-        return _run(input._data, compute, name.replace("special_", ""), complex_ok)
+    op = name.replace("special_", "")
 
-    impl.__name__ = name.replace("special_", "")
+    def impl(input: Tensor) -> Tensor:
+        d = input._data
+        if not half_ok:
+            check_dtype(name, d.dtype, half_ok=False)
+        return _run(d, compute, op, complex_ok)
+
+    impl.__name__ = op
     impl.__qualname__ = impl.__name__
     impl.__doc__ = doc
     return defop(name, out=True, differentiable=differentiable)(impl)
@@ -226,6 +234,15 @@ def _spherical_j0(xp, a):
     return xp.where(a == 0, 1, r)
 
 
+def _entr(xp, a):
+    """``-x log x`` in place, its NaN at 0 and below replaced (SciPy's ``entr`` computes in
+    float64 with a scalar log: slower at 256x1024)."""
+    r = xp.log(a)
+    r *= a  # x log x, NaN at 0 and below: replaced, then negated in place (a fresh array)
+    r = xp.where(a < 0, xp.inf, xp.where(a == 0, -0.0, r))
+    return xp.negative(r, out=r)
+
+
 def _airy_ai(xp, a):
     sp = _sp(xp)
     if hasattr(sp, "airy"):
@@ -242,9 +259,7 @@ _SPECIAL_UNARY = {
     "ndtr": (_k("ndtr"), "Standard normal CDF."),
     "ndtri": (_k("ndtri"), "Inverse of the standard normal CDF."),
     "log_ndtr": (_k("log_ndtr"), "Log of the standard normal CDF."),
-    "entr": (lambda xp, a: xp.where(a > 0, -a * xp.log(xp.where(a > 0, a, 1)),
-                                    xp.where(a == 0, 0.0, -xp.inf) + a * 0),
-             "Elementwise entropy ``-x log x`` (0 at 0, -inf below)."),
+    "entr": (_entr, "Elementwise entropy ``-x log x`` (0 at 0, -inf below)."),
     "bessel_j0": (_k("j0"), "Bessel function of the first kind, order 0."),
     "bessel_j1": (_k("j1"), "Bessel function of the first kind, order 1."),
     "bessel_y0": (_k("y0"), "Bessel function of the second kind, order 0."),
@@ -322,13 +337,16 @@ def _binary(name: str, compute, doc: str, first="input", second="other"):
 
 
 def _xlogy(xp, x, y):
-    r = x * xp.log(xp.where(xp.isnan(y) | (x != 0), y, 1))
-    return xp.where(xp.isnan(y), xp.nan, xp.where(x == 0, 0, r))
+    """``x log(y)``, 0 where ``x`` is 0 unless ``y`` is NaN (SciPy's ``xlogy`` computes in
+    float64 with a scalar log: slower at 256x1024)."""
+    r = x * xp.log(y)
+    return xp.where((x == 0) & (y == y), 0, r)
 
 
 def _xlog1py(xp, x, y):
-    r = x * xp.log1p(xp.where(xp.isnan(y) | (x != 0), y, 0))
-    return xp.where(xp.isnan(y), xp.nan, xp.where(x == 0, 0, r))
+    """``x log1p(y)``, 0 where ``x`` is 0 unless ``y`` is NaN."""
+    r = x * xp.log1p(y)
+    return xp.where((x == 0) & (y == y), 0, r)
 
 
 xlogy = _binary("xlogy", _xlogy, "``input * log(other)``, 0 where ``input`` is 0 (unless "

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from . import _special_ops as _S
 from ._composite import declare_composites as _declare_composites
+from ._extra_ops import log_softmax as _log_softmax
+from ._extra_ops import softmax as _softmax
 from ._pointwise import erf, erfc, erfinv, exp2, expm1, log1p, sigmoid
 from ._pointwise import round as _round
 from ._reduction import logsumexp
@@ -89,8 +91,6 @@ def softmax(input: _Tensor, dim: int, *, dtype=None) -> _Tensor:
     >>> softmax(tensor([0., 0.]), 0)
     tensor([0.5000, 0.5000])
     """
-    from ._extra_ops import softmax as _softmax
-
     return _softmax(input, dim, dtype=dtype)
 
 
@@ -100,8 +100,6 @@ def log_softmax(input: _Tensor, dim: int, *, dtype=None) -> _Tensor:
     >>> log_softmax(tensor([0., 0.]), 0)
     tensor([-0.6931, -0.6931])
     """
-    from ._extra_ops import log_softmax as _log_softmax
-
     return _log_softmax(input, dim, dtype=dtype)
 
 
