@@ -806,11 +806,11 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
         if as_tuple:
             return (_make(xp.zeros(c, dtype=np.int64)),)
         return _make(xp.zeros((c, 0), dtype=np.int64))
-    coords = xp.nonzero(data)
+    coords = data.nonzero()  # (the methods: np.nonzero and np.stack are Python wrappers)
     if as_tuple:
         return tuple(_make(c.astype(np.int64, copy=False)) for c in coords)
     # PyTorch returns the (n, ndim) result in column-major layout: strides (1, n)
-    return _make(xp.stack(coords).astype(np.int64, copy=False).T)
+    return _make(xp.array(coords, dtype=np.int64).T)
 
 
 def argwhere(input: Tensor) -> Tensor:
@@ -876,10 +876,13 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     ds[dim] = ids[dim] = 1  # every dim but ``dim`` broadcasts
     bshape = list(broadcast_shapes(op, ds, ids))
     _check_range(a, data.shape[dim], dim, op)
+    # gather of the broadcast operands, as PyTorch computes it (an operand of the broadcast
+    # shape already is used as it is: an expand to its own shape is a registry call for nothing)
     bshape[dim] = data.shape[dim]
-    src = input.expand(tuple(bshape))
+    src = input if data.shape == tuple(bshape) else input.expand(tuple(bshape))
     bshape[dim] = a.shape[dim]
-    return src.gather(dim, indices.expand(tuple(bshape)))  # as PyTorch computes it
+    return src.gather(dim, indices if a.shape == tuple(bshape) else
+                      indices.expand(tuple(bshape)))
 
 
 # ---------------------------------------------------------------------------- put, unravel_index
@@ -908,8 +911,11 @@ def _put_flat(op: str, input: Tensor, index: Tensor, source: Tensor, accumulate:
     """``index_put`` into ``input`` seen as 1-D at the flat ``index`` (negatives count from the
     end), with ``source`` in ``index``'s shape, reshaped back."""
     _put_args(op, input, index, source)
+    # (a source already in index's shape is used as it is: a reshape to its own shape is a
+    # registry call for nothing)
+    values = source if source._data.shape == index._data.shape else source.reshape(index.shape)
     try:  # index_put checks the index; its error is reworded as PyTorch's put words it
-        flat = index_put(input.reshape(-1), (index,), source.reshape(index.shape), accumulate)
+        flat = index_put(input.reshape(-1), (index,), values, accumulate)
     except IndexError:
         raise _flat_range_error(op, index._data, input._data.size) from None
     return flat.reshape(input.shape)
