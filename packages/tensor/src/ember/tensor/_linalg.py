@@ -599,7 +599,7 @@ def trace(input: Tensor) -> Tensor:
     out = _int64 if d.dtype.kind in "iu" else d.dtype
     acc = _float32 if out == _float16 else out
     # the array's own method: np.trace is a Python wrapper around it
-    return _make(xp.asarray(d.trace(dtype=acc)).astype(out, copy=False))
+    return _make(xp.asarray(d.trace(dtype=acc), dtype=out))
 
 
 @defop("diag", out=True)

@@ -615,15 +615,15 @@ def linalg_vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *,
     if isinstance(ord, Tensor) or not isinstance(ord, numbers.Real):
         raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not "
                         f"{type(ord).__name__}")
-    xp = _xp(d)
     if dtype is not None:
         d = d.astype(_dtype_np(dtype))
-    dims = _dims(dim, d.ndim, "linalg.vector_norm") if dim is not None else \
-        tuple(range(d.ndim))
-    if ord == 1 or ord == 2:  # the reduction kernels' 1-norm and 2-norm
-        r = _on_kernel("linalg.vector_norm", d, dims, keepdim, "sum_reduce", 1 + int(ord))
+    if ord == 1 or ord == 2:  # the reduction kernels' 1-norm and 2-norm (``dim`` as given:
+        # their plans are memoized by it, checks included)
+        r = _on_kernel("linalg.vector_norm", d, dim, keepdim, "sum_reduce", 1 + int(ord))
         if r is not None:
             return _make(r)
+    xp = _xp(d)
+    dims = _dims(dim, d.ndim, "linalg.vector_norm")
     axes = tuple(dims) if d.ndim else None
     acc = np.float32 if d.dtype == np.float16 else d.dtype
     a = xp.abs(d).astype(acc, copy=False)

@@ -19,6 +19,7 @@ ops have derivatives of their own in the same table, so double backward runs thr
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -567,14 +568,28 @@ def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode):
                            f"size {list(xd.shape)}")
     if xd.dtype.kind != "f":
         raise RuntimeError(f"{op}(): expected a floating point input, got {input.dtype}")
-    k, s, p, d, size, o = pool_geometry(op, xd.shape, nd, kernel_size, stride, padding,
-                                        dilation, ceil_mode, _max_pool_pad)
-    lead = xd.shape[:-nd]
-    fn = _kernel("max_pool_forward", array_module(xd))
-    out, idx = fn(xd.reshape((math.prod(lead),) + _three(size, 1)), _three(k, 1),
-                  _three(s, 1), _three(p, 0), _three(d, 1), _three(o, 1))
-    shape = lead + o
+    view, geom, shape = _max_pool_plan(op, xd.shape, nd, _hashable(kernel_size),
+                                       _hashable(stride), _hashable(padding),
+                                       _hashable(dilation), ceil_mode)
+    out, idx = _kernel("max_pool_forward", array_module(xd))(xd.reshape(view), *geom)
     return _make(out.reshape(shape)), _make(idx.reshape(shape))
+
+
+def _hashable(v):
+    """A pooling argument as a key of :func:`_max_pool_plan` (a list as a tuple)."""
+    return tuple(v) if isinstance(v, (list, np.ndarray)) else v
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def _max_pool_plan(op, shape, nd, kernel_size, stride, padding, dilation, ceil_mode):
+    """``(input view shape, kernel geometry, output shape)`` of a max pooling, memoized by
+    shape and arguments: checking and working them out costs more than a small pooling
+    (a bad argument raises, and nothing is stored)."""
+    k, s, p, d, size, o = pool_geometry(op, shape, nd, kernel_size, stride, padding,
+                                        dilation, ceil_mode, _max_pool_pad)
+    lead = shape[:-nd]
+    return ((math.prod(lead),) + _three(size, 1),
+            (_three(k, 1), _three(s, 1), _three(p, 0), _three(d, 1), _three(o, 1)), lead + o)
 
 
 def _max_pool_pad(k: int, d: int) -> int:
