@@ -163,3 +163,18 @@ def test_digamma_at_signed_zeros_follows_scipy():
     np.testing.assert_array_equal(et.digamma(et.tensor(x)).numpy(), sp.psi(x))
     np.testing.assert_array_equal(et.polygamma(0, et.tensor(x)).numpy(), sp.psi(x))
     assert et.digamma(et.tensor([0.0, -0.0])).tolist() == [-np.inf, np.inf]  # PyTorch's
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_entr_xlogy_xlog1py_edges_against_scipy(dtype):
+    """The edges of the one-pass forms: zeros, negatives, infinities and NaN, as SciPy's
+    (and PyTorch's) entr, xlogy and xlog1py give them."""
+    import scipy.special as ss
+
+    v = np.array([-np.inf, -2.0, -0.0, 0.0, 0.5, 1.0, 3.0, np.inf, np.nan], dtype=dtype)
+    np.testing.assert_allclose(et.special.entr(et.tensor(v)).numpy(), ss.entr(v), rtol=1e-6)
+    x, y = np.meshgrid(v, v)
+    for ours, ref in ((et.special.xlogy, ss.xlogy), (et.special.xlog1py, ss.xlog1py)):
+        with np.errstate(all="ignore"):
+            want = ref(x, y).astype(dtype)
+        np.testing.assert_allclose(ours(et.tensor(x), et.tensor(y)).numpy(), want, rtol=1e-6)
