@@ -307,16 +307,19 @@ def test_value_dependent_control_flow():
 def test_op_without_rule_runs_per_example():
     from ember.autograd import _batching
 
-    assert "outer" not in _batching.RULES and "einsum" not in _batching.RULES
+    assert "tensordot" not in _batching.RULES
     rng = np.random.default_rng(5)
     w = param(rng, 3)
     xs = [et.tensor(rng.standard_normal(3)) for _ in range(5)]
 
     def loss_fn():
-        return et.stack([et.einsum("ij,j->i", et.outer(x, w), w).tanh().sum()
+        return et.stack([et.tensordot(x.unsqueeze(1) * w, w, 1).tanh().sum()
                          for x in xs]).sum()
 
     run_both([w], loss_fn, "float64")
+    with autobatch() as ctx:
+        loss_fn()
+    assert ctx.stats["unbatched"] == {"tensordot": 1}, ctx.stats
 
 
 def test_no_grad_inside_the_context():
@@ -422,7 +425,13 @@ RULE_CASES = [
     ("matmul_dot", lambda a, b: a @ b, [(3,), (3,)]),
     ("layer_norm", lambda a, b: et.native_layer_norm(a, [4], _LN_W, None, 1e-5)[0] +
      et.native_layer_norm(b, [4], None, None, 1e-5)[0], [(2, 4), (4,)]),
+    ("flip", lambda a: a.flip(0) * a.flip([0, 1]) + et.flip(a, (-1,)), [(2, 3)]),
+    ("repeat", lambda a: a.repeat(2, 1).sum(0) + a.repeat((1, 2, 1)).sum((0, 1)), [(2, 3)]),
+    ("outer_trace", lambda a, b: et.outer(a, b) + et.trace(et.outer(a, b) * 1), [(3,), (3,)]),
+    ("einsum", lambda a, b: et.einsum("ij,jk->ik", a, b) + et.einsum("ij,jk->ki", a, _M3).t()
+     + et.einsum("...j,jk->...k", a, _M3), [(2, 3), (3, 4)]),
 ]
+_M3 = et.tensor(np.arange(12.0).reshape(3, 4) / 7, dtype=et.float64, requires_grad=True)
 _VEC3 = et.tensor([0.5, -1.0, 2.0], dtype=et.float64, requires_grad=True)
 _VEC2 = et.tensor([1.5, -0.5], dtype=et.float64)
 _LN_W = et.tensor([1.0, 2.0, 0.5, -1.0], dtype=et.float64, requires_grad=True)
@@ -438,7 +447,9 @@ def test_rules_match_unbatched(name, fn, shapes):
             return et.linear(a, w.t()) + a @ w
 
     exs = _examples(rng, shapes)
-    ref = [fn(*ex) for ex in exs]
+    # the rule is applied to pending values: the leaves themselves would be shared operands
+    # (each example's leaf its own signature), one group a call
+    ref = [fn(*[t * 1 for t in ex]) for ex in exs]
     grads_ref = []
     for r, ex in zip(ref, exs):
         (r * r).reshape(-1).sum().backward()
@@ -446,7 +457,7 @@ def test_rules_match_unbatched(name, fn, shapes):
         for t in ex:
             t.grad = None
     with autobatch() as ctx:
-        outs = [fn(*ex) for ex in exs]
+        outs = [fn(*[t * 1 for t in ex]) for ex in exs]
         total = et.stack([(o * o).reshape(-1).sum() for o in outs]).sum()
     assert ctx.stats["groups"] < ctx.stats["calls"]
     assert ctx.stats["unbatched"] == {}, ctx.stats["unbatched"]

@@ -222,11 +222,18 @@ def dim_op(params=("dim",), extra=0, stack_all=True):
 
 
 def shared_index_dim_op(b: Batch):
-    """``index_select``: stacked input, shared index; or (dim 0) a shared table looked up at
-    stacked indices."""
+    """``index_select``: stacked input, shared index; stacked input and each example's own
+    index (of one length: a reflection padding's, made per call), a ``gather`` along the dim;
+    or (dim 0) a shared table looked up at stacked indices."""
     dim = b.args[1]
     if b.stacked[0] and not b.stacked[2]:
         return b.run(b.args[0], _shift_dims(dim, len(b.shapes[0])), b.args[2])
+    s = b.shapes[0]
+    if b.stacked[0] and b.stacked[2] and s and len(b.shapes[2]) == 1:
+        d, k = _wrap(dim, len(s)), b.shapes[2][0]
+        idx = b.reshape(b.args[2], (b.n,) + (1,) * d + (k,) + (1,) * (len(s) - d - 1))
+        idx = b.do("expand", idx, (b.n,) + tuple(s[:d]) + (k,) + tuple(s[d + 1:]))
+        return b.do("gather", b.args[0], d + 1, idx, False)
     if not b.stacked[0] and b.stacked[2] and _wrap(dim, len(b.shapes[0])) == 0:
         flat = b.reshape(b.args[2], (-1,))
         out = b.run(b.args[0], 0, flat)
@@ -358,6 +365,54 @@ def roll(b: Batch):
     return b.run(b.args[0], b.args[1], _shift_dims(b.args[2], len(b.shapes[0])))
 
 
+def _sizes(v):
+    """A var-positional tuple of ints, given spread out or as one list or tuple."""
+    return tuple(v[0]) if len(v) == 1 and isinstance(v[0], (list, tuple)) else tuple(v)
+
+
+def flip(b: Batch):
+    """``flip(input, *dims)``: the dims shifted past the batch dim."""
+    return b.run(b.args[0], _shift_dims(_sizes(b.args[1]), len(b.shapes[0])), b.args[2])
+
+
+def repeat(b: Batch):
+    """``repeat(input, *sizes)``: each example's value lifted to the rank of ``sizes``, which
+    gets a 1 for the batch dim."""
+    sizes = _sizes(b.args[1])
+    if not b.stacked[0] or len(sizes) < len(b.shapes[0]):
+        return None
+    return b.run(b.lift(0, len(sizes)), (1,) + sizes)
+
+
+def outer(b: Batch):
+    """``outer(u, v)`` of each example's vectors: ``u[:, None] * v[None, :]`` over the batch."""
+    u, v = b.stack_of(0), b.stack_of(1)
+    return b.do("mul", b.do("unsqueeze", u, 2), b.do("unsqueeze", v, 1))
+
+
+def trace(b: Batch):
+    """``trace`` of each example's matrix: the sum of its diagonal."""
+    if len(b.shapes[0]) != 2:
+        return None
+    return b.do("sum", b.do("diagonal", b.args[0], 0, 1, 2), (1,), False, None)
+
+
+def einsum(b: Batch):
+    """``einsum`` with an explicit output: a new letter for the batch dim, in front of the
+    subscripts of every stacked operand and of the output (shared operands keep theirs)."""
+    eq, ops = b.args[0].replace(" ", ""), b.args[1]
+    if "->" not in eq:
+        return None
+    lhs, rhs = eq.split("->")
+    terms = lhs.split(",")
+    free = [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in eq]
+    if len(terms) != len(ops) or not free:
+        return None
+    z = free[0]
+    terms = [z + t if st else t for t, st in zip(terms, b.stacked[1])]
+    return b.run(",".join(terms) + "->" + z + rhs, tuple(ops))
+
+
 def argreduce(b: Batch):
     """``argmax`` / ``argmin``: ``dim=None`` is an index into the flattened example."""
     x, dim, keepdim = b.args[0], b.args[1], b.args[2]
@@ -430,7 +485,8 @@ RULES.update({
     "index_select": shared_index_dim_op, "index_add": index_dim_op,
     "index_copy": index_dim_op, "index_fill": index_dim_op,
     "argmax": argreduce, "argmin": argreduce, "bernoulli": elementwise,
-    "cross_entropy_loss": cross_entropy,
+    "cross_entropy_loss": cross_entropy, "flip": flip, "repeat": repeat, "outer": outer,
+    "trace": trace, "einsum": einsum,
 })
 _BATCH_ROWS = ("convolution", "im2col", "col2im", "max_pool2d_with_indices",
                "max_pool3d_with_indices", "native_layer_norm")
