@@ -425,7 +425,8 @@ RULE_CASES = [
     ("matmul_dot", lambda a, b: a @ b, [(3,), (3,)]),
     ("layer_norm", lambda a, b: et.native_layer_norm(a, [4], _LN_W, None, 1e-5)[0] +
      et.native_layer_norm(b, [4], None, None, 1e-5)[0], [(2, 4), (4,)]),
-    ("flip", lambda a: a.flip(0) * a.flip([0, 1]) + et.flip(a, (-1,)), [(2, 3)]),
+    ("flip", lambda a: a.flip(0) * a.flip([0, 1]) + et.flip(a, (-1,)) + a.flip(dims=[1]) +
+     a.flip(dims=0), [(2, 3)]),
     ("repeat", lambda a: a.repeat(2, 1).sum(0) + a.repeat((1, 2, 1)).sum((0, 1)), [(2, 3)]),
     ("outer_trace", lambda a, b: et.outer(a, b) + et.trace(et.outer(a, b) * 1), [(3,), (3,)]),
     ("einsum", lambda a, b: et.einsum("ij,jk->ik", a, b) + et.einsum("ij,jk->ki", a, _M3).t()

@@ -371,8 +371,14 @@ def _sizes(v):
 
 
 def flip(b: Batch):
-    """``flip(input, *dims)``: the dims shifted past the batch dim."""
-    return b.run(b.args[0], _shift_dims(_sizes(b.args[1]), len(b.shapes[0])), b.args[2])
+    """``flip(input, *dims)`` (or ``dims=`` by keyword): the dims shifted past the batch
+    dim."""
+    kw = b.args[2]
+    dims = _sizes(b.args[1]) if "dims" not in kw else \
+        _sizes(kw["dims"] if isinstance(kw["dims"], (list, tuple)) else (kw["dims"],))
+    if len(kw) > ("dims" in kw):
+        return None
+    return b.run(b.args[0], _shift_dims(dims, len(b.shapes[0])), {})
 
 
 def repeat(b: Batch):
