@@ -374,10 +374,10 @@ def flip(b: Batch):
     """``flip(input, *dims)`` (or ``dims=`` by keyword): the dims shifted past the batch
     dim."""
     kw = b.args[2]
-    dims = _sizes(b.args[1]) if "dims" not in kw else \
-        _sizes(kw["dims"] if isinstance(kw["dims"], (list, tuple)) else (kw["dims"],))
-    if len(kw) > ("dims" in kw):
+    if set(kw) - {"dims"}:
         return None
+    dims = kw.get("dims", b.args[1])
+    dims = _sizes(dims if isinstance(dims, (list, tuple)) else (dims,))
     return b.run(b.args[0], _shift_dims(dims, len(b.shapes[0])), {})
 
 

@@ -1802,9 +1802,9 @@ def _placeholder(a, eye=False):
     if c is _Pending:
         u = a._t
         if eye and _square(a):
+            n = u.shape[-1]
             d = _fill(u.shape, u.dtype, u.dev, None, 0)
-            i = _arange(u.shape[-1])
-            d[..., i, i] = 1
+            d.reshape(-1, n * n)[:, ::n + 1] = 1  # every matrix's diagonal (a fresh array)
             return _wrap(d)
         return _wrap(_fill(u.shape, u.dtype, u.dev, u.layout))
     if (c is list or c is tuple) and any(b.__class__ is _Pending for b in a):
