@@ -491,3 +491,21 @@ def test_embedding_refuses_indices_on_another_device(device):
     with pytest.raises(RuntimeError, match=r"embedding\(\): Expected all tensors to be on the "
                                            r"same device.*cuda:0 and cpu"):
         et.embedding(w, et.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tensordot_without_contraction_takes_zero_dim_operands(device):
+    # The backward of a full contraction hands tensordot a 0-d gradient with empty dims lists
+    require_device(device)
+    rng = _rng("tensordot0d")
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal(4)
+    x, y, s = (et.tensor(v, device=device, dtype=et.float64) for v in (a, b, 1.5))
+    for p, q, dims, want in ((s, y, ([], []), 1.5 * b), (x, s, 0, a * 1.5),
+                             (s, s, ([], []), np.float64(2.25)),
+                             (x, y, ([], []), np.multiply.outer(a, b))):
+        got = et.tensordot(p, q, dims=dims)
+        assert _dev_type(got.device) == _dev_type(device)
+        np.testing.assert_allclose(host(got), want, rtol=1e-15)
+    w = et.tensor(a, device=device, requires_grad=True)
+    et.tensordot(w, w, dims=2).backward()
+    np.testing.assert_allclose(host(w.grad), 2 * a, rtol=1e-15)

@@ -474,7 +474,9 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
                                f"has size {x.shape[i]} in dim {o1} and second has size "
                                f"{y.shape[j]} in dim {o2}")
     xp = array_module(x)
-    r = xp.tensordot(_upcast(xp, x), _upcast(xp, y), axes=(w1, w2))
+    # No contracted dims is the outer product, asked as axes=0: CuPy's tensordot refuses a 0-d
+    # operand with any other axes argument, empty lists included
+    r = xp.tensordot(_upcast(xp, x), _upcast(xp, y), axes=(w1, w2) if w1 else 0)
     return _make(_own(xp.asarray(r).astype(x.dtype, copy=False), (x, y)))
 
 
