@@ -307,19 +307,36 @@ def test_value_dependent_control_flow():
 def test_op_without_rule_runs_per_example():
     from ember.autograd import _batching
 
-    assert "tensordot" not in _batching.RULES
+    assert "as_strided" not in _batching.RULES  # strides into each example's own storage
     rng = np.random.default_rng(5)
     w = param(rng, 3)
     xs = [et.tensor(rng.standard_normal(3)) for _ in range(5)]
 
     def loss_fn():
-        return et.stack([et.tensordot(x.unsqueeze(1) * w, w, 1).tanh().sum()
+        return et.stack([et.as_strided(x.unsqueeze(1) * w, (2, 2), (1, 1)).tanh().sum()
                          for x in xs]).sum()
 
     run_both([w], loss_fn, "float64")
     with autobatch() as ctx:
         loss_fn()
-    assert ctx.stats["unbatched"] == {"tensordot": 1}, ctx.stats
+    assert ctx.stats["unbatched"] == {"as_strided": 1}, ctx.stats
+
+
+def test_random_ops_on_shared_arguments_draw_per_example():
+    """Every example calling a random op on the same tensors gets its own draw (a group of one
+    call repeated must not run once for all), of the broadcast shape of its arguments."""
+    count, prob = et.full((50,), 100.0, dtype=et.float64), et.full((2, 50), 0.5,
+                                                                 dtype=et.float64)
+    rates = et.full((2, 50), 4.0, dtype=et.float64)
+    et.manual_seed(3)
+    with autobatch():
+        draws = [et.binomial(count, prob) for _ in range(6)]
+        counts = [et.poisson(rates) for _ in range(6)]
+    for ds, mean in ((draws, 50.0), (counts, 4.0)):
+        assert all(tuple(d.shape) == (2, 50) for d in ds)
+        assert len({tuple(d.reshape(-1).tolist()) for d in ds}) == 6
+        values = np.stack([d.numpy() for d in ds])
+        assert abs(values.mean() - mean) < 0.1 * mean
 
 
 def test_no_grad_inside_the_context():
@@ -431,7 +448,67 @@ RULE_CASES = [
     ("outer_trace", lambda a, b: et.outer(a, b) + et.trace(et.outer(a, b) * 1), [(3,), (3,)]),
     ("einsum", lambda a, b: et.einsum("ij,jk->ik", a, b) + et.einsum("ij,jk->ki", a, _M3).t()
      + et.einsum("...j,jk->...k", a, _M3), [(2, 3), (3, 4)]),
+    ("special_unary", lambda a: et.special.erfcx(a) + et.special.log_ndtr(a) +
+     et.special.ndtr(a) + et.special.ndtri(a.sigmoid()) + et.special.i0e(a) + et.special.i1(a) +
+     et.special.i1e(a) + et.special.bessel_j0(a) + et.special.bessel_y1(a.exp()) +
+     et.special.modified_bessel_i0(a) + et.special.modified_bessel_k1(a.exp()) +
+     et.special.scaled_modified_bessel_k0(a.exp()) + et.special.spherical_bessel_j0(a) +
+     et.special.airy_ai(a) + et.special.entr(a.exp()) + et.polygamma(1, a.exp()) +
+     et.isposinf(a / 0).to(et.float64) - et.isneginf(a / 0).to(et.float64), [(2, 3)]),
+    ("special_binary", lambda a, b: et.special.xlog1py(a, b.exp()) +
+     et.special.zeta(_POS + 1, b.exp()) + et.logaddexp2(a, b) + et.igamma(_POS, b.exp())
+     + et.igammac(_POS, b.exp()) + et.special.chebyshev_polynomial_t(a, 3) +
+     et.special.shifted_chebyshev_polynomial_u(a, b.abs().round()) +
+     et.special.hermite_polynomial_h(a, 2) + et.special.hermite_polynomial_he(a, 3) +
+     et.special.laguerre_polynomial_l(a, 2) + et.special.legendre_polynomial_p(a, 4) +
+     et.frexp(a)[0] * et.frexp(b)[1], [(2, 3), (2, 3)]),
+    ("integer_pointwise", lambda a, b: a * (
+        et.gcd((a * 9).round().long(), (b * 9).round().long()) +
+        et.lcm((a * 5).round().long(), _THREE) + et.bitwise_left_shift((a * 4).round().long(), 2) +
+        et.bitwise_right_shift((b * 40).round().long(), 1)).double() + b, [(2, 3), (2, 3)]),
+    ("linalg_square", lambda a: _spd(a).det() + et.linalg.slogdet(_spd(a))[1] +
+     et.linalg.inv(_spd(a)).sum(-1) + et.linalg.cholesky(_spd(a)).sum(0) +
+     et.linalg.eigh(_spd(a))[0] + et.linalg.matrix_exp(a * 0.1).sum(0) +
+     et.linalg.qr(a)[1].abs().sum(0) + et.linalg.svd(a)[1] + et.linalg.pinv(a).sum(1) +
+     et.linalg.lu_factor(_spd(a))[0].sum(0) + et.linalg.vector_norm(a, dim=1) +
+     et.linalg.vector_norm(a, 1.5, keepdim=True).reshape(1) +
+     et.linalg.matrix_rank(a).double() + et.geqrf(a)[0].abs().sum(0), [(3, 3)]),
+    ("linalg_solve", lambda a, b, c: et.linalg.solve(_spd(a), b) + et.linalg.solve(_M33, b) +
+     et.linalg.solve(_spd(a), c).sum(1) + et.linalg.solve(_spd(a), _VEC3) +
+     et.linalg.solve_triangular(_spd(a).tril(), c, upper=False).sum(1) +
+     et.linalg.solve(_spd(a), c.t(), left=False).sum(0), [(3, 3), (3,), (3, 2)]),
+    ("tensordot", lambda a, b: et.tensordot(a, b, dims=1).sum(0) +
+     et.tensordot(a, _M3, dims=([0], [0])).sum(0) + et.tensordot(_M3.t(), a, dims=1).sum(1) +
+     et.tensordot(a, a, dims=2), [(3, 3), (3, 4)]),
+    ("scatter_family", lambda a, b: et.select_scatter(a, b[0, :3], 0, 1) +
+     et.slice_scatter(a, b[:, :2], 1, 0, 2) + et.diagonal_scatter(a, b[0, :3] * 2, 0, 0, 1) +
+     a.scatter_reduce(1, et.tensor([[0, 1, 1], [2, 2, 0], [1, 0, 2]]), b[:, :3], "sum") +
+     a.scatter_reduce(1, et.tensor([[0, 1, 1], [2, 2, 0], [1, 0, 2]]), b[:, :3], "amax",
+                      include_self=False), [(3, 3), (3, 4)]),
+    ("unfold_fft_views", lambda a, b: a.unfold(1, 2, 1).sum(-1).sum(0) +
+     et.fft.fft(a).abs().sum(0)[:3] + et.fft.irfft(et.fft.rfft(a), n=4).sum(0)[:3] +
+     et.view_as_real(et.complex(a, a * 2) * et.complex(b, b)).sum((0, 2))[:3] +
+     et.view_as_complex(et.stack([a, b], -1)).abs().sum(0)[:3], [(3, 4), (3, 4)]),
+    ("median_diag_cummax", lambda a: a.median() + et.diag(a) + a.cummax(1).values.sum(1) +
+     a.cummin(0).values.sum(0) + et.diag(a, 1).sum(), [(3, 3)]),
+    ("search_bucket_isin", lambda a, b: a * et.bucketize(a, _BOUNDS).double() +
+     b * et.searchsorted(_BOUNDS, a, right=True).double() +
+     a * et.searchsorted(b.sort(-1).values, a).double() +
+     b * et.isin((a * 2).round(), _BOUNDS * 2).double(), [(2, 4), (2, 4)]),
 ]
+
+
+def _spd(a):
+    """A symmetric positive definite matrix made of ``a`` (differentiable in it)."""
+    return a @ a.mT + 3 * _EYE3
+
+
+_EYE3 = et.eye(3, dtype=et.float64)
+_M33 = et.tensor([[2.0, 0.5, 0.0], [0.5, 3.0, -1.0], [0.0, -1.0, 4.0]], dtype=et.float64,
+                 requires_grad=True)
+_BOUNDS = et.tensor([-1.0, -0.25, 0.0, 0.5, 1.0], dtype=et.float64)
+_THREE = et.tensor(3)
+_POS = et.tensor([[0.5, 1.0, 2.0], [3.0, 0.25, 1.5]], dtype=et.float64)
 _M3 = et.tensor(np.arange(12.0).reshape(3, 4) / 7, dtype=et.float64, requires_grad=True)
 _VEC3 = et.tensor([0.5, -1.0, 2.0], dtype=et.float64, requires_grad=True)
 _VEC2 = et.tensor([1.5, -0.5], dtype=et.float64)

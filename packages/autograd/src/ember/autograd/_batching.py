@@ -458,6 +458,117 @@ def cross_entropy(b: Batch):
     return b.do("div", total, count)
 
 
+def trailing(b: Batch):
+    """Ops on each example's trailing dims only (a complex value's pair, a matrix
+    factorization or inverse): the op as it is on the stacked first argument; shared tensor
+    arguments broadcast over the batch as they did over the example's own batch dims."""
+    if b.stacked[0] is not True or any(b.stacked[1:]):
+        return None
+    return b.run(*b.args)
+
+
+def first_only(b: Batch):
+    """Ops elementwise in their first argument only (``bucketize``'s boundaries, ``isin``'s
+    test elements): the others must be one shared value."""
+    if b.stacked[0] is not True or any(b.stacked[1:]):
+        return None
+    return b.run(*b.args)
+
+
+def _lifted(b: Batch, t, s, rank):
+    """Stacked ``t`` (per-example shape ``s``) with ones after the batch dim up to ``rank``."""
+    s = tuple(s)
+    return t if len(s) >= rank else b.reshape(t, (b.n,) + (1,) * (rank - len(s)) + s)
+
+
+def _matrix_pair(b: Batch, A, sa, B, sb):
+    """Both operands of a batched solve lifted to one per-example rank, so that their own
+    batch dims broadcast as they did per example."""
+    rank = max(len(sa), len(sb))
+    if b.stacked[0]:
+        A = _lifted(b, A, sa, rank)
+    if b.stacked[1]:
+        B = _lifted(b, B, sb, rank)
+    return A, B
+
+
+def solve(b: Batch):
+    """``linalg_solve(A, B, left)``. ``B`` is one vector per example where its rank is one,
+    or where it is ``A``'s batch shape and one more dim (PyTorch's rule): the batched call
+    solves for it as a column, whatever the stacked shapes would make of it."""
+    sa, sb = tuple(b.shapes[0]), tuple(b.shapes[1])
+    if len(sa) < 2 or not sb:
+        return None
+    vec = len(sb) == 1 or (len(sb) == len(sa) - 1 and sb == sa[:-1])
+    A, B, left = b.args[0], b.args[1], b.args[2]
+    if vec:
+        if not left:
+            return None
+        B, sb = b.do("unsqueeze", B, B.dim()), sb + (1,)  # (the registry's dims are >= 0)
+    A, B = _matrix_pair(b, A, sa, B, sb)
+    out = b.run(A, B, left)
+    return b.do("squeeze", out, (out.dim() - 1,)) if vec else out
+
+
+def solve_triangular(b: Batch):
+    """``linalg_solve_triangular(A, B, upper, left, unitriangular)``: matrices only."""
+    sa, sb = b.shapes[0], b.shapes[1]
+    if len(sa) < 2 or len(sb) < 2:
+        return None
+    A, B = _matrix_pair(b, b.args[0], sa, b.args[1], sb)
+    return b.run(A, B, *b.args[2:])
+
+
+def tensordot(b: Batch):
+    """``tensordot(a, b, dims)`` written as ``einsum``: a letter per dim, contracted pairs
+    sharing one, and a new letter for the batch dim on the stacked operands and the result."""
+    sa, sb, dims = b.shapes[0], b.shapes[1], b.args[2]
+    if isinstance(dims, int):
+        ca, cb = list(range(len(sa) - dims, len(sa))), list(range(dims))
+    elif isinstance(dims, (list, tuple)) and len(dims) == 2:
+        ca = [_wrap(d, len(sa)) for d in _sizes((dims[0],))]
+        cb = [_wrap(d, len(sb)) for d in _sizes((dims[1],))]
+    else:
+        return None
+    letters = iter("abcdefghijklmnopqrstuvwxyABCDEFGHIJKLMNOPQRSTUVWXY")
+    ta = [next(letters) for _ in sa]
+    tb = [next(letters) for _ in sb]
+    for i, j in zip(ca, cb):
+        tb[j] = ta[i]
+    out = [t for i, t in enumerate(ta) if i not in ca] + \
+        [t for j, t in enumerate(tb) if j not in cb]
+    z = "z"
+    eq = (z if b.stacked[0] else "") + "".join(ta) + "," + \
+        (z if b.stacked[1] else "") + "".join(tb) + "->" + z + "".join(out)
+    return b.do("einsum", eq, (b.args[0], b.args[1]))
+
+
+def searchsorted(b: Batch):
+    """``searchsorted``: one shared sorted row for every example's values, or each example's
+    own sorted rows with leading dims matching its values' (both then stacked)."""
+    if b.args[5] is not None or not b.stacked[1]:
+        return None
+    ss, sv = b.shapes[0], b.shapes[1]
+    if b.stacked[0] and not (len(ss) == len(sv) >= 1 and ss[:-1] == sv[:-1]):
+        return None
+    if not b.stacked[0] and len(ss) != 1:
+        return None
+    return b.run(*b.args)
+
+
+def median_all(b: Batch):
+    """``median`` of a whole example: its lower median, as ``median_dim`` over its values."""
+    x = b.reshape(b.args[0], (b.n, -1))
+    return b.do("median_dim", x, 1, False)[0]
+
+
+def diag(b: Batch):
+    """``diag`` of each example's matrix (a copy of its diagonal); of a vector: not batched."""
+    if len(b.shapes[0]) != 2:
+        return None
+    return b.do("clone", b.do("diagonal", b.args[0], b.args[1], 1, 2), None)
+
+
 # ---------------------------------------------------------------------------- the table
 RULES: dict = {}
 
@@ -465,20 +576,41 @@ _UNARY = """abs acos acosh asin asinh atan atanh ceil cos cosh erf erfc erfinv e
 floor frac isfinite isinf isnan log log10 log1p log2 logical_not bitwise_not neg reciprocal relu
 round rsqrt sigmoid sign sin sinh sqrt square tan tanh trunc clone _to_copy _ascontiguous
 _view_dtype silu gelu softplus elu hardsigmoid hardswish mish log_sigmoid angle conj
-conj_physical real imag sgn signbit sinc digamma lgamma i0 logit nan_to_num""".split()
+conj_physical real imag sgn signbit sinc digamma lgamma i0 logit nan_to_num isneginf isposinf
+frexp poisson special_entr special_erfcx special_log_ndtr special_ndtr special_ndtri special_i0e
+special_i1 special_i1e special_airy_ai special_bessel_j0 special_bessel_j1 special_bessel_y0
+special_bessel_y1 special_modified_bessel_i0 special_modified_bessel_i1 special_modified_bessel_k0
+special_modified_bessel_k1 special_scaled_modified_bessel_k0 special_scaled_modified_bessel_k1
+special_spherical_bessel_j0""".split()
 _BINARY = """add sub mul div pow maximum minimum fmax fmin fmod remainder atan2 hypot floor_divide
 eq ne lt le gt ge logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor isclose
 where lerp clamp masked_fill sigmoid_backward tanh_backward threshold_backward silu_backward
 gelu_backward softplus_backward hardsigmoid_backward hardswish_backward mish_backward
-log_sigmoid_backward xlogy copysign logaddexp nextafter heaviside complex""".split()
+log_sigmoid_backward xlogy copysign logaddexp nextafter heaviside complex logaddexp2 igamma
+igammac gcd lcm bitwise_left_shift bitwise_right_shift polygamma binomial special_xlog1py
+special_zeta special_chebyshev_polynomial_t special_chebyshev_polynomial_u
+special_chebyshev_polynomial_v special_chebyshev_polynomial_w special_shifted_chebyshev_polynomial_t
+special_shifted_chebyshev_polynomial_u special_shifted_chebyshev_polynomial_v
+special_shifted_chebyshev_polynomial_w special_hermite_polynomial_h special_hermite_polynomial_he
+special_laguerre_polynomial_l special_legendre_polynomial_p""".split()
 for _n in _UNARY + _BINARY:
     RULES[_n] = elementwise
 for _n in ("sum", "mean", "nansum", "amax", "amin", "all", "any", "count_nonzero", "norm",
            "var", "prod"):
     RULES[_n] = reduction("dim", "all")
 for _n in ("logsumexp", "cumsum", "cumprod", "max_dim", "min_dim", "median_dim", "mode",
-           "sort", "argsort", "topk", "kthvalue", "_softmax", "_log_softmax"):
+           "sort", "argsort", "topk", "kthvalue", "_softmax", "_log_softmax", "cummax_indices",
+           "cummin_indices"):
     RULES[_n] = reduction("dim", None)
+RULES["linalg_vector_norm"] = reduction("dim", "all")
+for _n in ("view_as_real", "view_as_complex", "geqrf", "linalg_det", "linalg_slogdet",
+           "linalg_inv", "linalg_cholesky", "linalg_eig", "linalg_eigh", "linalg_qr",
+           "linalg_svd", "linalg_pinv", "linalg_matrix_rank", "linalg_matrix_exp",
+           "linalg_lu_factor_ex", "linalg_ldl_factor_ex"):
+    RULES[_n] = trailing
+for _n in ("select_scatter", "slice_scatter", "scatter_reduce", "_fft_c2c", "_fft_c2r",
+           "_fft_r2c", "_softmax_backward_data", "_log_softmax_backward_data"):
+    RULES[_n] = dim_op(("dim",))
 RULES.update({
     "linear": linear, "matmul": matmul, "embedding": embedding,
     "lstm_cell_fused": fused_cell, "gru_cell_fused": fused_cell,
@@ -492,7 +624,11 @@ RULES.update({
     "index_copy": index_dim_op, "index_fill": index_dim_op,
     "argmax": argreduce, "argmin": argreduce, "bernoulli": elementwise,
     "cross_entropy_loss": cross_entropy, "flip": flip, "repeat": repeat, "outer": outer,
-    "trace": trace, "einsum": einsum,
+    "trace": trace, "einsum": einsum, "linalg_solve": solve,
+    "linalg_solve_triangular": solve_triangular, "tensordot": tensordot,
+    "searchsorted": searchsorted, "bucketize": first_only, "isin": first_only,
+    "median": median_all, "diag": diag, "unfold": dim_op(("dimension",)),
+    "diagonal_scatter": dim_op(("dim1", "dim2")),
 })
 _BATCH_ROWS = ("convolution", "im2col", "col2im", "max_pool2d_with_indices",
                "max_pool3d_with_indices", "native_layer_norm")
@@ -655,4 +791,4 @@ EAGER = {"nonzero", "unique", "multinomial", "masked_select", "_ctc_loss",
 ROWS = {"getitem", "select", "slice_view"}
 # out-of-place random ops: deferred, but their result's shape is found without running them
 # (running them to learn it would draw from the generator)
-RANDOM = {"bernoulli", "poisson"}
+RANDOM = {"bernoulli", "poisson", "binomial"}

@@ -1057,11 +1057,12 @@ class _State:
         tuple/list/namedtuple type of the outputs; found by running the op once on placeholder
         inputs of the right shapes (ones, zeros for integer tensors), cached per signature.
         None: the op cannot be deferred."""
-        if op.name in _RANDOM:
+        if op.name in _RANDOM:  # the first argument's dtype, the tensors' broadcast shape
             x = bound[0]
             dt = _np_dtype(x)
-            _META[key] = meta = (None, [(_type(tuple(x.shape), dt, _dev(x)),
-                                         dt.kind in _GRAD_KINDS)])
+            shape = np.broadcast_shapes(*[tuple(a.shape) for a in bound
+                                          if isinstance(a, _TensorType)])
+            _META[key] = meta = (None, [(_type(shape, dt, _dev(x)), dt.kind in _GRAD_KINDS)])
             return meta
         prev_rec = get_recorder()
         set_recorder(self.inner)
