@@ -1,7 +1,9 @@
 """``torch.special`` and the special functions of ``torch.*`` (``lgamma``, ``digamma``,
 ``polygamma``, ``mvlgamma``, ``i0``, ``sinc``, ``logit``, ``xlogy``, ``igamma``,
 ``igammac``): registry ops over SciPy's ``scipy.special`` (CPU) and CuPy's
-``cupyx.scipy.special`` (CUDA).
+``cupyx.scipy.special`` (CUDA); ``polygamma``, ``ndtr`` and the ``i0e`` / ``i1`` / ``i1e`` Bessel
+functions over ``ember.tensor.kernels.special`` (Numba loops on the CPU, where SciPy's scalar
+Cephes code is several times slower).
 
 SciPy is imported on the first call of such an op, never when ember.tensor is imported.
 Integer and bool inputs compute in the default float dtype, float16 in float32 (the result is
@@ -23,6 +25,7 @@ from ._reduction import sum as _sum
 from ._registry import array_module, defop, write_out
 from ._tensor import Tensor
 from .kernels import get as _kernel
+from .kernels import special as _special_kernels
 
 _make = Tensor._make
 
@@ -150,20 +153,11 @@ def polygamma(n: int, input: Tensor) -> Tensor:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     if n == 0:
         return digamma.op.impl(input)
-    return _run(input._data, lambda xp, a: _polygamma(xp, int(n), a), "polygamma")
+    return _run(input._data, lambda xp, a: _special_kernels.polygamma(xp, int(n), a),
+                "polygamma")
 
 
 _zeta = _k("zeta")
-
-
-def _polygamma(xp, n: int, a):
-    """SciPy's ``polygamma`` for ``n >= 1`` (``(-1)**(n+1) n! zeta(n+1, x)``, its own formula,
-    zeta in float64 as there), without its Python wrapper's array conversions and its psi
-    branch for ``n == 0``; ``n!`` in Python (inf from 171 on, as ``gamma`` gives), scaled in
-    place."""
-    r = _zeta(xp, np.float64(n + 1), a)
-    r *= (-1.0) ** (n + 1) * (math.gamma(n + 1.0) if n < 171 else math.inf)
-    return r
 
 
 @defop("polygamma_", inplace=True)
@@ -253,10 +247,10 @@ def _airy_ai(xp, a):
 
 _SPECIAL_UNARY = {
     "erfcx": (_k("erfcx"), "Scaled complementary error function ``exp(x^2) erfc(x)``."),
-    "i0e": (_k("i0e"), "Exponentially scaled ``i0``: ``exp(-|x|) i0(x)``."),
-    "i1": (_k("i1"), "Modified Bessel function of the first kind, order 1."),
-    "i1e": (_k("i1e"), "Exponentially scaled ``i1``: ``exp(-|x|) i1(x)``."),
-    "ndtr": (_k("ndtr"), "Standard normal CDF."),
+    "i0e": (_special_kernels.i0e, "Exponentially scaled ``i0``: ``exp(-|x|) i0(x)``."),
+    "i1": (_special_kernels.i1, "Modified Bessel function of the first kind, order 1."),
+    "i1e": (_special_kernels.i1e, "Exponentially scaled ``i1``: ``exp(-|x|) i1(x)``."),
+    "ndtr": (_special_kernels.ndtr, "Standard normal CDF."),
     "ndtri": (_k("ndtri"), "Inverse of the standard normal CDF."),
     "log_ndtr": (_k("log_ndtr"), "Log of the standard normal CDF."),
     "entr": (_entr, "Elementwise entropy ``-x log x`` (0 at 0, -inf below)."),
@@ -265,7 +259,8 @@ _SPECIAL_UNARY = {
     "bessel_y0": (_k("y0"), "Bessel function of the second kind, order 0."),
     "bessel_y1": (_k("y1"), "Bessel function of the second kind, order 1."),
     "modified_bessel_i0": (_k("i0"), "Modified Bessel function of the first kind, order 0."),
-    "modified_bessel_i1": (_k("i1"), "Modified Bessel function of the first kind, order 1."),
+    "modified_bessel_i1": (_special_kernels.i1,
+                           "Modified Bessel function of the first kind, order 1."),
     "modified_bessel_k0": (_k("k0"), "Modified Bessel function of the second kind, order 0."),
     "modified_bessel_k1": (_k("k1"), "Modified Bessel function of the second kind, order 1."),
     "scaled_modified_bessel_k0": (_k("k0e"), "Exponentially scaled ``k0``: ``exp(x) k0(x)``."),

@@ -1,21 +1,36 @@
-"""Special functions (erf, erfc, erfinv): NumPy has none, so the CPU versions are the
-branch-free Numba loops of ``cpu/erf.py`` (compiled on first use, cached) and the CUDA
-versions come from ``cupyx.scipy.special``."""
+"""Special functions: erf, erfc, erfinv, ndtr (NumPy has none), i0e, i1, i1e and polygamma
+(SciPy's are scalar Cephes code per element). The CPU versions are the Numba loops of
+``cpu/erf.py`` and ``cpu/cephes.py`` (compiled on first use, cached); the CUDA versions come
+from ``cupyx.scipy.special``."""
 from __future__ import annotations
+
+import importlib
+import math
 
 import numpy as np
 
-_cpu = None  # cpu/erf.py (Numba), imported by the first call on the CPU
+_cpu = {}  # "erf" / "cephes" -> its cpu module (Numba), imported by the first call on the CPU
+_MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0e": "cephes",
+           "i1": "cephes", "i1e": "cephes", "polygamma": "cephes"}
+
+
+def _work(d):
+    # other dtypes (float16, bfloat16) are computed in float32 and rounded once, on both devices
+    return d if d.dtype in (np.float32, np.float64) else d.astype(np.float32)
+
+
+def _cpu_kernel(name: str):
+    module = _cpu.get(_MODULE[name])
+    if module is None:
+        module = _cpu[_MODULE[name]] = importlib.import_module(f".cpu.{_MODULE[name]}",
+                                                               __package__)
+    return getattr(module, name)
 
 
 def _apply(name: str, xp, d):
-    global _cpu
-    # other dtypes (float16, bfloat16) are computed in float32 and rounded once, on both devices
-    work = d if d.dtype in (np.float32, np.float64) else d.astype(np.float32)
+    work = _work(d)
     if xp is np:
-        if _cpu is None:
-            from .cpu import erf as _cpu
-        out = getattr(_cpu, name)(work)
+        out = _cpu_kernel(name)(work)
     else:
         from .._cupy import special_functions
 
@@ -33,3 +48,33 @@ def erfc(xp, d):
 
 def erfinv(xp, d):
     return _apply("erfinv", xp, d)
+
+
+def ndtr(xp, d):
+    return _apply("ndtr", xp, d)
+
+
+def i0e(xp, d):
+    return _apply("i0e", xp, d)
+
+
+def i1(xp, d):
+    return _apply("i1", xp, d)
+
+
+def i1e(xp, d):
+    return _apply("i1e", xp, d)
+
+
+def polygamma(xp, n: int, d):
+    """``polygamma(n, d)`` for ``n >= 1``: ``(-1)**(n+1) n! zeta(n+1, d)`` (SciPy's formula; on
+    CUDA CuPy's ``zeta`` in float64, scaled in place)."""
+    work = _work(d)
+    if xp is np:
+        out = _cpu_kernel("polygamma")(n, work)
+    else:
+        from .._cupy import special_functions
+
+        out = special_functions("polygamma").zeta(np.float64(n + 1), work)
+        out *= (-1.0) ** (n + 1) * (math.gamma(n + 1.0) if n < 171 else math.inf)
+    return out.astype(d.dtype, copy=False)

@@ -1,4 +1,4 @@
-"""erf, erfc and erfinv as Numba loops over contiguous arrays, branch-free so that they
+"""erf, erfc, erfinv and ndtr as Numba loops over contiguous arrays, branch-free so that they
 vectorize (float32 and float64; the caller computes other float dtypes in float32).
 
 One form serves both tails. For ``a = |x|``::
@@ -52,7 +52,7 @@ import numpy as np
 
 from ._vmath import _FM, _bits_f64, _int_bits, vexp, vlog
 
-__all__ = ["erf", "erfc", "erfinv", "gelu", "gelu_backward"]
+__all__ = ["erf", "erfc", "erfinv", "ndtr", "gelu", "gelu_backward"]
 
 # G(s) (highest degree first); s = AB[0] t + AB[1]; K, A as in the docstring.
 _K64, _A64, _AB64 = 4.0, 27.5, (1.1454545454545455, 0.1454545454545455)
@@ -98,6 +98,7 @@ _GB64_AB = (0.5290199718010461, -2.182924618402161)
 _HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
 _HI26 = np.int64(-(1 << 27))  # keeps the sign, the exponent and the upper 26 significand bits
 _ONE_MINUS = 1.0 - 2.0 ** -53  # the largest float64 below 1
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
 
 # helpers inlined into the cached ufuncs (Numba IR inlining): never compiled on their own
 _jit_opts = dict(nogil=True, error_model="numpy", fastmath=set(_FM), inline="always")
@@ -191,21 +192,21 @@ _loop = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=set(_FM
 
 @_loop
 def _loop32(x, out, which):
-    # which: 0 erf, 1 erfc, 2 erfinv (a loop invariant: LLVM makes one loop of each)
+    # which: 0 erf, 1 erfc, 2 erfinv, 3 ndtr (a loop invariant: LLVM makes one loop of each)
     for i in range(x.shape[0]):
         v = np.float64(x[i])
         out[i] = np.float32(_erf32(v) if which == 0 else _erfc32(v) if which == 1 else
-                            _erfinv32(v))
+                            _erfinv32(v) if which == 2 else 0.5 * _erfc32(-(v * _SQRT1_2)))
 
 
 @_loop
 def _loop64(x, out, which):
     for i in range(x.shape[0]):
         v = x[i]
-        out[i] = _erf64(v) if which == 0 else _erfc64(v) if which == 1 else _erfinv64(v)
+        out[i] = (_erf64(v) if which == 0 else _erfc64(v) if which == 1 else
+                  _erfinv64(v) if which == 2 else 0.5 * _erfc64(-(v * _SQRT1_2)))
 
 
-_SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -270,7 +271,7 @@ def gelu_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
     return _gelu("gelu_backward", x, grad)
 
 
-_WHICH = {"erf": 0, "erfc": 1, "erfinv": 2}
+_WHICH = {"erf": 0, "erfc": 1, "erfinv": 2, "ndtr": 3}
 
 
 def _apply(name: str, x: np.ndarray) -> np.ndarray:
@@ -298,3 +299,9 @@ def erfc(x: np.ndarray) -> np.ndarray:
 def erfinv(x: np.ndarray) -> np.ndarray:
     """erfinv of a float32 / float64 array (a new array)."""
     return _apply("erfinv", x)
+
+
+def ndtr(x: np.ndarray) -> np.ndarray:
+    """The standard normal CDF ``erfc(-x / sqrt 2) / 2`` of a float32 / float64 array (a new
+    array; the tail below zero keeps erfc's relative precision)."""
+    return _apply("ndtr", x)

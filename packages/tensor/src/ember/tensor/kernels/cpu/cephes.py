@@ -1,0 +1,297 @@
+"""Cephes' special functions as Numba loops (float32 and float64; the caller computes other
+float dtypes in float32): ``polygamma`` (``n >= 1``), ``i0e``, ``i1`` and ``i1e``.
+
+SciPy's versions of these are Cephes' scalar C code, and its float32 loops call the float64
+function per element; these are the same algorithms and coefficients, in float64 arithmetic
+(float32 rounded once), written so that LLVM vectorizes the loop:
+
+- ``polygamma(n, x) = (-1)**(n+1) n! zeta(n+1, x)`` with Cephes' Hurwitz ``zeta``: the terms
+  ``(x+k)**-s`` for ``k < 10``, then 12 terms of the Euler-Maclaurin tail at ``w = x + 9``. For
+  ``0 < x < 1e8`` (the loop that vectorizes) every term is taken (Cephes stops once a term is
+  below 1.1e-16 of the sum: the remaining ones do not change it), and ``w**-s`` is eight
+  squarings of ``1/w`` selected by the bits of ``s`` (``pow`` is a libm call per term: SciPy's
+  float32 ``polygamma(1, x)`` takes 250 ns per element, this loop 7). Other ``x`` (poles,
+  negative ``x``, whose sum runs until ``x + k > 9`` and cancels, ``x >= 1e8``, infinities,
+  NaN) and ``s >= 256`` take Cephes' loop as it is (with ``pow``), element by element, after
+  the vectorized one.
+- ``i0e``, ``i1e`` (and ``i1 = exp(|x|) i1e``, signed): Chebyshev series on ``[0, 8]`` (30 and
+  29 terms) and in ``32 / x`` above 8 (25 terms); both are evaluated and one is selected.
+  float32 leaves out the leading terms below 1e-12 (as erf.py's float32 series, truncation far
+  below float32's rounding).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._vmath import _FM, vexp
+
+__all__ = ["polygamma", "i0e", "i1", "i1e"]
+
+_jit_opts = dict(nogil=True, error_model="numpy", fastmath=set(_FM), inline="always")
+_loop = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=set(_FM))
+
+# --------------------------------------------------------------------------- zeta, polygamma
+# Euler-Maclaurin: (2j)! / B_2j (Cephes' zeta.c)
+_EM = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+       -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+       1.8152105401943546773e17, -7.1661652561756670113e18)
+_MACHEP = 1.11022302462515654042e-16
+_BITS = 8  # the vectorized loop's exponents: s < 2**_BITS
+
+
+@numba.njit(**_jit_opts)
+def _ipow(r, s):
+    """``r**s`` for ``0 <= s < 2**_BITS``: a fixed number of squarings, each selected by a bit
+    of ``s`` (no data-dependent loop, so the loop around it vectorizes)."""
+    p = 1.0
+    for bit in range(_BITS):
+        p = p * r if (s >> bit) & 1 else p
+        r = r * r
+    return p
+
+
+@numba.njit(**_jit_opts)
+def _zeta_fast(s, q):
+    """Cephes' ``zeta(s, q)`` for integer ``2 <= s < 2**_BITS`` and ``0 < q < 1e8``, every term
+    taken (branch-free)."""
+    x = float(s)
+    total = 0.0
+    b = 0.0
+    for k in range(10):
+        b = _ipow(1.0 / (q + k), s)
+        total += b
+    w = q + 9.0
+    iw = 1.0 / w
+    total += b * w / (x - 1.0)
+    total -= 0.5 * b
+    a = 1.0
+    k = 0.0
+    for j in range(12):
+        a *= x + k
+        b *= iw
+        total += a * b / _EM[j]
+        k += 1.0
+        a *= x + k
+        b *= iw
+        k += 1.0
+    return total
+
+
+@numba.njit(nogil=True, error_model="numpy", fastmath=set(_FM))
+def _zeta(s, q):
+    """Cephes' ``zeta(s, q)`` for an integer ``s >= 2``, as written (SciPy's)."""
+    x = float(s)
+    if q <= 0.0 and q == math.floor(q):
+        return math.inf
+    if q > 1e8:
+        return (1.0 / (x - 1.0) + 1.0 / (2.0 * q)) * q ** (1.0 - x)
+    total = q ** -x
+    a = q
+    i = 0
+    b = 0.0
+    while i < 9 or a <= 9.0:
+        i += 1
+        a += 1.0
+        b = a ** -x
+        total += b
+        if abs(b / total) < _MACHEP:
+            return total
+    w = a
+    total += b * w / (x - 1.0)
+    total -= 0.5 * b
+    a = 1.0
+    k = 0.0
+    for j in range(12):
+        a *= x + k
+        b /= w
+        t = a * b / _EM[j]
+        total += t
+        if abs(t / total) < _MACHEP:
+            return total
+        k += 1.0
+        a *= x + k
+        b /= w
+        k += 1.0
+    return total
+
+
+@_loop
+def _polygamma32(x, out, s, factor):
+    fast = s < (1 << _BITS)
+    if fast:
+        for i in range(x.shape[0]):
+            out[i] = np.float32(factor * _zeta_fast(s, np.float64(x[i])))
+    for i in range(x.shape[0]):
+        q = np.float64(x[i])
+        if not (fast and 0.0 < q < 1e8):
+            out[i] = np.float32(factor * _zeta(s, q))
+
+
+@_loop
+def _polygamma64(x, out, s, factor):
+    fast = s < (1 << _BITS)
+    if fast:
+        for i in range(x.shape[0]):
+            out[i] = factor * _zeta_fast(s, x[i])
+    for i in range(x.shape[0]):
+        q = x[i]
+        if not (fast and 0.0 < q < 1e8):
+            out[i] = factor * _zeta(s, q)
+
+
+# --------------------------------------------------------------------------- Bessel I0, I1
+# Chebyshev coefficients (Cephes' i0.c, i1.c): exp(-x) I0(x) and exp(-x) I1(x) / x on [0, 8],
+# exp(-x) sqrt(x) I0(x) and exp(-x) sqrt(x) I1(x) in 32 / x - 2 above 8
+_I0A = (
+    -4.41534164647933937950E-18, 3.33079451882223809783E-17, -2.43127984654795469359E-16,
+    1.71539128555513303061E-15, -1.16853328779934516808E-14, 7.67618549860493561688E-14,
+    -4.85644678311192946090E-13, 2.95505266312963983461E-12, -1.72682629144155570723E-11,
+    9.67580903537323691224E-11, -5.18979560163526290666E-10, 2.65982372468238665035E-9,
+    -1.30002500998624804212E-8, 6.04699502254191894932E-8, -2.67079385394061173391E-7,
+    1.11738753912010371815E-6, -4.41673835845875056359E-6, 1.64484480707288970893E-5,
+    -5.75419501008210370398E-5, 1.88502885095841655729E-4, -5.76375574538582365885E-4,
+    1.63947561694133579842E-3, -4.32430999505057594430E-3, 1.05464603945949983183E-2,
+    -2.37374148058994688156E-2, 4.93052842396707084878E-2, -9.49010970480476444210E-2,
+    1.71620901522208775349E-1, -3.04682672343198398683E-1, 6.76795274409476084995E-1)
+_I0B = (
+    -7.23318048787475395456E-18, -4.83050448594418207126E-18, 4.46562142029675999901E-17,
+    3.46122286769746109310E-17, -2.82762398051658348494E-16, -3.42548561967721913462E-16,
+    1.77256013305652638360E-15, 3.81168066935262242075E-15, -9.55484669882830764870E-15,
+    -4.15056934728722208663E-14, 1.54008621752140982691E-14, 3.85277838274214270114E-13,
+    7.18012445138366623367E-13, -1.79417853150680611778E-12, -1.32158118404477131188E-11,
+    -3.14991652796324136454E-11, 1.18891471078464383424E-11, 4.94060238822496958910E-10,
+    3.39623202570838634515E-9, 2.26666899049817806459E-8, 2.04891858946906374183E-7,
+    2.89137052083475648297E-6, 6.88975834691682398426E-5, 3.36911647825569408990E-3,
+    8.04490411014108831608E-1)
+_I1A = (
+    2.77791411276104639959E-18, -2.11142121435816608115E-17, 1.55363195773620046921E-16,
+    -1.10559694773538630805E-15, 7.60068429473540693410E-15, -5.04218550472791168711E-14,
+    3.22379336594557470981E-13, -1.98397439776494371520E-12, 1.17361862988909016308E-11,
+    -6.66348972350202774223E-11, 3.62559028155211703701E-10, -1.88724975172282928790E-9,
+    9.38153738649577178388E-9, -4.44505912879632808065E-8, 2.00329475355213526229E-7,
+    -8.56872026469545474066E-7, 3.47025130813767847674E-6, -1.32731636560394358279E-5,
+    4.78156510755005422638E-5, -1.61760815825896745588E-4, 5.12285956168575772895E-4,
+    -1.51357245063125314899E-3, 4.15642294431288815669E-3, -1.05640848946261981558E-2,
+    2.47264490306265168283E-2, -5.29459812080949914269E-2, 1.02643658689847095384E-1,
+    -1.76416518357834055153E-1, 2.52587186443633654823E-1)
+_I1B = (
+    7.51729631084210481353E-18, 4.41434832307170791151E-18, -4.65030536848935832153E-17,
+    -3.20952592199342395980E-17, 2.96262899764595013876E-16, 3.30820231092092828324E-16,
+    -1.88035477551078244854E-15, -3.81440307243700780478E-15, 1.04202769841288027642E-14,
+    4.27244001671195135429E-14, -2.10154184277266431302E-14, -4.08355111109219731823E-13,
+    -7.19855177624590851209E-13, 2.03562854414708950722E-12, 1.41258074366137813316E-11,
+    3.25260358301548823856E-11, -1.89749581235054123450E-11, -5.58974346219658380687E-10,
+    -3.83538038596423702205E-9, -2.63146884688951950684E-8, -2.51223623787020892529E-7,
+    -3.88256480887769039346E-6, -1.10588938762623716291E-4, -9.76109749136146840777E-3,
+    7.78576235018280120474E-1)
+# float32 results are rounded from float64 sums whose truncation is below this: the series'
+# leading (highest-degree) terms under it are left out (22 + 12 terms of i1e's 29 + 25)
+_CUT32 = 1e-12
+
+
+def _chbevl(cs):
+    """Cephes' ``chbevl``: a function ``c(y)``, the Chebyshev series ``cs`` at ``y``
+    (Clenshaw's recurrence), unrolled like ``erf._horner``."""
+    body = f"    b0 = {cs[0]!r}\n    b1 = 0.0\n    b2 = 0.0\n"
+    for c in cs[1:]:
+        body += f"    b2 = b1\n    b1 = b0\n    b0 = y * b1 - b2 + {c!r}\n"
+    ns: dict = {}
+    exec("def c(y):\n" + body + "    return 0.5 * (b0 - b2)\n", ns)
+    return numba.njit(**_jit_opts)(ns["c"])
+
+
+def _make_bessel(single: bool):
+    """``bessel(x, order, scaled)``: ``i0e`` / ``i1e`` (``scaled``) or ``i1`` of one float64,
+    Cephes' operations in order (``single``: float32 accuracy, the series' leading terms below
+    ``_CUT32`` dropped). Both series are evaluated, each on its argument clamped into its
+    range, and one is selected (NaN goes through the first)."""
+    def series(cs):
+        return _chbevl(cs[next(i for i, c in enumerate(cs) if abs(c) >= _CUT32):]
+                       if single else cs)
+
+    c_i0a, c_i0b, c_i1a, c_i1b = (series(c) for c in (_I0A, _I0B, _I1A, _I1B))
+
+    def bessel(x, order, scaled):
+        z = abs(x)
+        inside = not z > 8.0
+        near = z if inside else 8.0
+        far = 8.0 if inside else z
+        y = 0.5 * near - 2.0
+        u = 32.0 / far - 2.0
+        if order == 0:
+            a, b = c_i0a(y), c_i0b(u)
+        else:
+            a, b = c_i1a(y) * near, c_i1b(u)
+        if not scaled:
+            e = vexp(z)
+            a, b = a * e, e * b
+        r = a if inside else b / math.sqrt(far)
+        return -r if (order == 1 and x < 0.0) else r
+
+    return numba.njit(**_jit_opts)(bessel)
+
+
+_bessel_f32, _bessel_f64 = _make_bessel(True), _make_bessel(False)
+
+
+@_loop
+def _bessel32(x, out, order, scaled):
+    for i in range(x.shape[0]):
+        out[i] = np.float32(_bessel_f32(np.float64(x[i]), order, scaled))
+
+
+@_loop
+def _bessel64(x, out, order, scaled):
+    for i in range(x.shape[0]):
+        out[i] = _bessel_f64(x[i], order, scaled)
+
+
+# --------------------------------------------------------------------------- wrappers
+def _flat(name: str, x: np.ndarray):
+    """``(x, out, single)``: ``x`` contiguous (C or Fortran order, kept), a new array of its
+    shape and layout, whether float32 (the loops' element type)."""
+    single = x.dtype == np.float32
+    if not (single or x.dtype == np.float64):
+        raise TypeError(f"{name}(): no kernel for dtype {x.dtype}")
+    if not (x.flags.c_contiguous or x.flags.f_contiguous):
+        x = np.ascontiguousarray(x)
+    return x, np.empty_like(x), single
+
+
+def polygamma(n: int, x: np.ndarray) -> np.ndarray:
+    """``polygamma(n, x)`` for ``n >= 1`` of a float32 / float64 array (a new array):
+    ``(-1)**(n+1) n! zeta(n+1, x)``, ``n!`` in Python (inf from 171 on, as SciPy's ``gamma``
+    gives)."""
+    if n < 1:
+        raise ValueError(f"polygamma(): the kernel takes n >= 1, got {n}")
+    x, out, single = _flat("polygamma", x)
+    factor = (-1.0) ** (n + 1) * (math.gamma(n + 1.0) if n < 171 else math.inf)
+    (_polygamma32 if single else _polygamma64)(x.reshape(-1, order="A"),
+                                               out.reshape(-1, order="A"), n + 1, factor)
+    return out
+
+
+def _bessel_apply(name: str, x: np.ndarray, order: int, scaled: bool) -> np.ndarray:
+    x, out, single = _flat(name, x)
+    (_bessel32 if single else _bessel64)(x.reshape(-1, order="A"), out.reshape(-1, order="A"),
+                                         order, scaled)
+    return out
+
+
+def i0e(x: np.ndarray) -> np.ndarray:
+    """``exp(-|x|) I0(x)`` of a float32 / float64 array (a new array)."""
+    return _bessel_apply("i0e", x, 0, True)
+
+
+def i1(x: np.ndarray) -> np.ndarray:
+    """``I1(x)`` of a float32 / float64 array (a new array)."""
+    return _bessel_apply("i1", x, 1, False)
+
+
+def i1e(x: np.ndarray) -> np.ndarray:
+    """``exp(-|x|) I1(x)`` of a float32 / float64 array (a new array)."""
+    return _bessel_apply("i1e", x, 1, True)

@@ -1,0 +1,122 @@
+"""The special-function kernels of ``ember.tensor.kernels.special`` (Numba loops of
+``kernels/cpu/cephes.py`` and ``kernels/cpu/erf.py``: polygamma, i0e, i1, i1e, ndtr) against
+SciPy: float32 as SciPy's float64 result rounded once, float64 within a few ulp; specials
+(inf, NaN, -0.0, poles, the series' boundary at 8), strided, Fortran-ordered and 0-d inputs;
+float16 through float32. On a GPU, the CUDA side (``cupyx.scipy.special``) against the CPU."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import ember.tensor._cupy as _cupy
+from ember.tensor.kernels import special as S
+
+sp = pytest.importorskip("scipy.special")
+
+_SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 8.0, -8.0, 7.999999, 8.000001, 1e-300, 5e-324,
+             0.5, 1e-20, 9.0, 700.0, 709.7, 710.0, 1e7, 1e8, 1e9, 1e300, -1e300, -1.0, -2.0,
+             -2.5, -1e-10, -100.25]
+
+
+def _inputs(dtype):
+    rng = np.random.default_rng(0)
+    x = np.concatenate([_SPECIALS, rng.normal(0, 3, 3000), rng.uniform(-30, 30, 3000),
+                        np.exp(rng.uniform(-40, 40, 2000))])
+    with np.errstate(over="ignore"):
+        return x.astype(dtype)
+
+
+def _check(got, want, dtype, rtol):
+    assert got.dtype == dtype and got.shape == want.shape
+    if dtype == np.float32:  # computed in float64 and rounded once, like SciPy's float32 loop
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=0)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def _scipy(name, x, *n):
+    with np.errstate(all="ignore"):
+        return getattr(sp, name)(*n, x.astype(np.float64)).astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["i0e", "i1", "i1e", "ndtr"])
+def test_unary_matches_scipy(name, dtype):
+    x = _inputs(dtype)
+    with np.errstate(all="raise"):  # the loops raise no floating-point warning
+        got = getattr(S, name)(np, x)
+    # ndtr's far tail: the rounding of x / sqrt(2) costs both about 2e-13 against mpmath
+    _check(got, _scipy(name, x), dtype, 1e-12 if name == "ndtr" else 1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 30, 170, 171, 255, 256, 300])
+def test_polygamma_matches_scipy(n, dtype):
+    x = _inputs(dtype)
+    with np.errstate(all="raise"):
+        got = S.polygamma(np, n, x)
+    want = _scipy("polygamma", x, n)
+    # float64: the vectorized loop's powers are squarings (a few ulp per term, n up to 255)
+    _check(got, want, dtype, 1e-15 * (n + 10))
+
+
+@pytest.mark.parametrize("name", ["i0e", "i1", "i1e", "ndtr", "polygamma"])
+def test_layouts_and_half(name):
+    def f(a):
+        return S.polygamma(np, 2, a) if name == "polygamma" else getattr(S, name)(np, a)
+
+    base = np.linspace(0.25, 12.0, 60).reshape(6, 10)
+    want = f(base)
+    strided = np.linspace(0.25, 12.0, 120).reshape(6, 20)[:, ::2]
+    np.testing.assert_array_equal(f(strided), f(np.ascontiguousarray(strided)))
+    fortran = np.asfortranarray(base)
+    got = f(fortran)
+    assert got.flags.f_contiguous
+    np.testing.assert_array_equal(got, want)
+    zero_d = f(np.float64(3.5) * np.ones(()))
+    assert zero_d.shape == () and zero_d == f(np.array([3.5]))[0]
+    half = f(base.astype(np.float16))
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half, f(base.astype(np.float16).astype(np.float32))
+                                  .astype(np.float16))
+    assert f(np.empty((0, 3))).shape == (0, 3)
+
+
+def test_kernels_reject_other_dtypes():
+    from ember.tensor.kernels.cpu import cephes, erf
+
+    with pytest.raises(TypeError, match="no kernel for dtype int64"):
+        cephes.i1e(np.arange(3))
+    with pytest.raises(TypeError, match="no kernel for dtype int64"):
+        erf.ndtr(np.arange(3))
+    with pytest.raises(ValueError, match="n >= 1"):
+        cephes.polygamma(0, np.ones(3))
+
+
+@pytest.fixture
+def cp():
+    """CuPy, or a skip with the reason (a failure when EMBER_REQUIRE_GPU=1)."""
+    if not _cupy.available:
+        reason = f"CUDA is not available ({_cupy.unavailable_reason()})"
+        if os.environ.get("EMBER_REQUIRE_GPU") == "1":
+            pytest.fail(f"EMBER_REQUIRE_GPU=1 but {reason}")
+        pytest.skip(reason)
+    return _cupy.cupy
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["i0e", "i1", "i1e", "ndtr", "polygamma"])
+def test_cuda_matches_the_cpu_kernels(cp, name, dtype):
+    x = np.concatenate([np.linspace(-12, 12, 241), [0.5, 8.0, np.inf, np.nan]]).astype(dtype)
+    if name == "polygamma":
+        x = np.abs(x) + 0.25
+        got, want = S.polygamma(cp, 3, cp.asarray(x)), S.polygamma(np, 3, x)
+    else:
+        got, want = getattr(S, name)(cp, cp.asarray(x)), getattr(S, name)(np, x)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-5 if dtype == np.float32 else 1e-12)
