@@ -491,6 +491,16 @@ RULE_CASES = [
      et.view_as_complex(et.stack([a, b], -1)).abs().sum(0)[:3], [(3, 4), (3, 4)]),
     ("median_diag_cummax", lambda a: a.median() + et.diag(a) + a.cummax(1).values.sum(1) +
      a.cummin(0).values.sum(0) + et.diag(a, 1).sum(), [(3, 3)]),
+    ("matmul_broadcast_batch", lambda a, b, c: (a @ b).sum(0) + (b.mT @ c) + (c[:, 0] @ a.mT).sum(0)
+     + (a @ c[:, 0]).sum(0) + (a.unsqueeze(0) @ b.mT.unsqueeze(0).mT).sum((0, 1)),
+     [(2, 3, 4), (4, 3), (4, 3)]),
+    ("nll_loss", lambda a, b: et.nll_loss_forward(a.log_softmax(1), _TGT, None, 1, -100)[0] +
+     et.nll_loss_forward(a.log_softmax(1), _TGT, None, 2, 2)[0] +
+     et.nll_loss_forward(a.log_softmax(1), _TGT, None, 0, 0)[0].sum() +
+     et.nll_loss_forward(a.log_softmax(1), _TGT, None, 1, 1)[1] * a.sum() +
+     et.nll_loss_forward(b.log_softmax(0), _TGT[0], None, 1, -100)[0] +
+     et.nll_loss_forward(b.log_softmax(0), _TGT[1], None, 0, 1)[1] * b.sum() +
+     et.nll_loss_forward(a.log_softmax(1), _TGT, None, 0, 1)[1], [(3, 4), (4,)]),
     ("search_bucket_isin", lambda a, b: a * et.bucketize(a, _BOUNDS).double() +
      b * et.searchsorted(_BOUNDS, a, right=True).double() +
      a * et.searchsorted(b.sort(-1).values, a).double() +
@@ -508,6 +518,7 @@ _M33 = et.tensor([[2.0, 0.5, 0.0], [0.5, 3.0, -1.0], [0.0, -1.0, 4.0]], dtype=et
                  requires_grad=True)
 _BOUNDS = et.tensor([-1.0, -0.25, 0.0, 0.5, 1.0], dtype=et.float64)
 _THREE = et.tensor(3)
+_TGT = et.tensor([2, 1, 0])
 _POS = et.tensor([[0.5, 1.0, 2.0], [3.0, 0.25, 1.5]], dtype=et.float64)
 _M3 = et.tensor(np.arange(12.0).reshape(3, 4) / 7, dtype=et.float64, requires_grad=True)
 _VEC3 = et.tensor([0.5, -1.0, 2.0], dtype=et.float64, requires_grad=True)

@@ -135,14 +135,16 @@ def matmul(b: Batch):
     if not b.stacked[0] and b.stacked[1]:
         # one shared matrix or vector times each example's matrices: (L,) @ (n, ..., L, H)
         return b.run(a, v) if len(sa) in (1, 2) and len(sb) >= 2 else None
-    if len(sa) == len(sb) >= 2:
-        return b.run(a, v)
-    if max(len(sa), len(sb)) <= 2 and min(len(sa), len(sb)) == 1:
-        # an example's vector with its matrix (or vector): its row / column in a batched GEMM
-        a3 = a if len(sa) == 2 else b.reshape(a, (b.n, 1) + tuple(sa))
-        v3 = v if len(sb) == 2 else b.reshape(v, (b.n,) + tuple(sb) + (1,))
-        return b.reshape(b.run(a3, v3), (b.n,) + tuple(b.out_shapes[0]))
-    return None
+    if not sa or not sb:
+        return None
+    # each example's own operands: a vector as a row (on the left) or a column (on the right),
+    # then both lifted to one rank, so that their own batch dims broadcast as per example
+    rank = max(len(sa), len(sb), 2)
+    a = _lifted(b, a, sa, rank) if len(sa) >= 2 else \
+        b.reshape(a, (b.n,) + (1,) * (rank - 1) + tuple(sa))
+    v = _lifted(b, v, sb, rank) if len(sb) >= 2 else \
+        b.reshape(v, (b.n,) + (1,) * (rank - 2) + tuple(sb) + (1,))
+    return b.reshape(b.run(a, v), (b.n,) + tuple(b.out_shapes[0]))
 
 
 def embedding(b: Batch):
@@ -569,6 +571,33 @@ def diag(b: Batch):
     return b.do("clone", b.do("diagonal", b.args[0], b.args[1], 1, 2), None)
 
 
+def nll_loss(b: Batch):
+    """``nll_loss_forward`` (``F.nll_loss``) without class weights: every example's rows in
+    one unreduced call, then each example's own reduction; its ``total_weight`` is its count
+    of targets not ignored (0 for an unreduced loss over rows, as PyTorch's)."""
+    # nll_loss_forward(input, target, weight, reduction, ignore_index) -> (output, total_weight)
+    red, ignore = b.args[3], b.args[4]
+    if not b.stacked[0] or b.args[2] is not None or red not in (0, 1, 2):
+        return None
+    sx, st = tuple(b.shapes[0]), tuple(b.shapes[1])
+    if not sx or len(st) != len(sx) - 1:
+        return None
+    x, t = b.args[0], b.stack_of(1)
+    if len(sx) > 1:  # (N, C, d...) per example: the examples' N rows one after another
+        x = b.reshape(x, (-1,) + sx[1:])
+        t = b.reshape(t, (-1,) + st[1:])
+    loss = b.reshape(b.run(x, t, None, 0, ignore)[0], (b.n,) + st)
+    dims = tuple(range(1, len(st) + 1))
+    counted = b.do("ne", b.stack_of(1), ignore)
+    if dims:
+        counted = b.do("sum", counted, dims, False, None)
+    total = b.do("_to_copy", counted, None, x.dtype)
+    if red == 0:
+        return loss, (b.do("mul", total, 0) if dims else total)
+    out = b.do("sum", loss, dims, False, None) if dims else loss
+    return (out if red == 2 else b.do("div", out, total)), total
+
+
 # ---------------------------------------------------------------------------- the table
 RULES: dict = {}
 
@@ -628,7 +657,7 @@ RULES.update({
     "linalg_solve_triangular": solve_triangular, "tensordot": tensordot,
     "searchsorted": searchsorted, "bucketize": first_only, "isin": first_only,
     "median": median_all, "diag": diag, "unfold": dim_op(("dimension",)),
-    "diagonal_scatter": dim_op(("dim1", "dim2")),
+    "diagonal_scatter": dim_op(("dim1", "dim2")), "nll_loss_forward": nll_loss,
 })
 _BATCH_ROWS = ("convolution", "im2col", "col2im", "max_pool2d_with_indices",
                "max_pool3d_with_indices", "native_layer_norm")
