@@ -339,6 +339,21 @@ def test_random_ops_on_shared_arguments_draw_per_example():
         assert abs(values.mean() - mean) < 0.1 * mean
 
 
+def test_own_index_out_of_range_raises_the_examples_error():
+    """``x[idx]`` with each example's own index batches as a gather; an index out of range in
+    one example makes the group run call by call, raising that example's IndexError."""
+    xs = [et.tensor(np.arange(6.0).reshape(3, 2) + k, requires_grad=True) for k in range(3)]
+    ids = [et.tensor([0, 2]), et.tensor([1, -3]), et.tensor([3, 0])]
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        with autobatch():
+            ys = [(x * 1)[i * 1] for x, i in zip(xs, ids)]
+            et.stack(ys).sum().item()
+    with autobatch() as ctx:
+        ys = [(x * 1)[i * 1] for x, i in zip(xs[:2], ids[:2])]
+    assert ctx.stats["unbatched"] == {}
+    np.testing.assert_array_equal(ys[1].detach().numpy(), [[3.0, 4.0], [1.0, 2.0]])
+
+
 def test_no_grad_inside_the_context():
     rng = np.random.default_rng(6)
     w = param(rng, 3, 3)
@@ -494,6 +509,9 @@ RULE_CASES = [
     ("matmul_broadcast_batch", lambda a, b, c: (a @ b).sum(0) + (b.mT @ c) + (c[:, 0] @ a.mT).sum(0)
      + (a @ c[:, 0]).sum(0) + (a.unsqueeze(0) @ b.mT.unsqueeze(0).mT).sum((0, 1)),
      [(2, 3, 4), (4, 3), (4, 3)]),
+    ("own_index_tensor", lambda a, b: a[((b.abs() * 10).long() % 3)] +
+     a[((b.abs() * 7).long() % 3) - 3] * 2 + a[(b[:2].abs() * 5).long() % 3].sum(0) +
+     a[(b[0].abs() * 3).long() % 3] + b.sum(), [(3, 2), (4, 2)]),
     ("nll_loss", lambda a, b: et.nll_loss_forward(a.log_softmax(1), _TGT, None, 1, -100)[0] +
      et.nll_loss_forward(a.log_softmax(1), _TGT, None, 2, 2)[0] +
      et.nll_loss_forward(a.log_softmax(1), _TGT, None, 0, 0)[0].sum() +

@@ -22,6 +22,7 @@ The kinds of rule:
 """
 from __future__ import annotations
 
+import ember.tensor as _et
 from ember.tensor import Tensor
 from ember.tensor.extension import OPS
 
@@ -308,6 +309,9 @@ def last_dims(b: Batch):
     return b.run(*b.args)
 
 
+_INDEX_DTYPES = (_et.int64, _et.int32, _et.int16, _et.int8, _et.uint8)
+
+
 def _plain_index(idx):
     return idx is None or idx is Ellipsis or isinstance(idx, slice) or \
         (isinstance(idx, int) and not isinstance(idx, bool))
@@ -331,9 +335,27 @@ def getitem(b: Batch):
             if any(it is None for it in items[adv[0]:adv[-1] + 1]):
                 return None
         return b.run(x, (slice(None),) + tuple(items))
-    if not b.stacked[0] and b.stacked[1] is True and isinstance(idx, Tensor):
-        return b.run(x, idx)  # a shared table at stacked indices
+    if b.stacked[1] is True and isinstance(idx, Tensor) and idx.dtype in _INDEX_DTYPES:
+        if not b.stacked[0]:
+            return b.run(x, idx)  # a shared table at stacked indices
+        return _own_rows(b, x, b.shapes[0], idx, b.shapes[1])
     return None
+
+
+def _own_rows(b: Batch, x, s, idx, k):
+    """``x[idx]`` with each example's own integer index tensor: a ``gather`` along the
+    example's first dim (negative indices counted from its end; one out of range makes the
+    gather raise, and the group then runs call by call, raising the example's own error)."""
+    if not s:
+        return None
+    idx = b.do("where", b.do("lt", idx, 0), b.do("add", idx, s[0]), idx)
+    size = 1
+    for d in k:
+        size *= d
+    rows = b.reshape(idx, (b.n, size) + (1,) * (len(s) - 1))
+    rows = b.do("expand", rows, (b.n, size) + tuple(s[1:]))
+    out = b.do("gather", x, 1, rows, False)
+    return b.reshape(out, (b.n,) + tuple(k) + tuple(s[1:]))
 
 
 def split_with_sizes(b: Batch):
