@@ -456,7 +456,9 @@ RULE_CASES = [
     ("matmul_vector_matrix", lambda a, b: a @ b, [(3,), (3, 4)]),
     ("matmul_dot", lambda a, b: a @ b, [(3,), (3,)]),
     ("layer_norm", lambda a, b: et.native_layer_norm(a, [4], _LN_W, None, 1e-5)[0] +
-     et.native_layer_norm(b, [4], None, None, 1e-5)[0], [(2, 4), (4,)]),
+     et.native_layer_norm(b, [4], None, None, 1e-5)[0] +
+     et.native_layer_norm(a, [2, 4], None, None, 1e-5)[0] +
+     et.native_layer_norm(a, [2, 4], _LN_W2, _LN_W2, 1e-5)[0], [(2, 4), (4,)]),
     ("flip", lambda a: a.flip(0) * a.flip([0, 1]) + et.flip(a, (-1,)) + a.flip(dims=[1]) +
      a.flip(dims=0), [(2, 3)]),
     ("repeat", lambda a: a.repeat(2, 1).sum(0) + a.repeat((1, 2, 1)).sum((0, 1)), [(2, 3)]),
@@ -542,6 +544,8 @@ _M3 = et.tensor(np.arange(12.0).reshape(3, 4) / 7, dtype=et.float64, requires_gr
 _VEC3 = et.tensor([0.5, -1.0, 2.0], dtype=et.float64, requires_grad=True)
 _VEC2 = et.tensor([1.5, -0.5], dtype=et.float64)
 _LN_W = et.tensor([1.0, 2.0, 0.5, -1.0], dtype=et.float64, requires_grad=True)
+_LN_W2 = et.tensor([[1.0, 2.0, 0.5, -1.0], [0.25, 1.5, -2.0, 3.0]], dtype=et.float64,
+                   requires_grad=True)
 
 
 @pytest.mark.parametrize("name,fn,shapes", RULE_CASES, ids=[c[0] for c in RULE_CASES])

@@ -738,6 +738,15 @@ def batch_rows(b: Batch):
     return b.run(*b.args)
 
 
+def flat_layer_norm(b: Batch):
+    """``native_layer_norm`` over fewer dims than the example has: its rows are one bigger
+    batch (``batch_rows``); over all of them, the rule in RULES normalizes each example, the
+    examples along dim 0."""
+    if len(b.args[1]) >= len(b.shapes[0]):
+        return None
+    return batch_rows(b)
+
+
 def flat_matmul(b: Batch):
     sa, sb = b.shapes[0], b.shapes[1]
     if not (b.stacked[0] and not b.stacked[1] and len(sb) == 2 and len(sa) >= 1):
@@ -831,6 +840,7 @@ FLAT_RULES.update({
 })
 for _n in _BATCH_ROWS:
     RULES[_n] = FLAT_RULES[_n] = batch_rows
+FLAT_RULES["native_layer_norm"] = flat_layer_norm
 
 # ops whose result's shape depends on the values (or that write their argument): never
 # deferred; they run at once, after the pending graph has been run
