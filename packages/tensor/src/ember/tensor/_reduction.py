@@ -185,14 +185,10 @@ def _flip(a, axis: int):
     return a[(slice(None),) * axis + (slice(None, None, -1),)]
 
 
-def _argsort_desc(xp, a, axis: int, stop: int | None = None):
-    """Stable descending argsort: equal elements keep their order, NaN comes first; only the
-    first ``stop`` positions along ``axis`` with ``stop`` (topk's, taken before the
-    arithmetic, which then writes the C-contiguous result at once)."""
+def _argsort_desc(xp, a, axis: int):
+    """Stable descending argsort: equal elements keep their order, NaN comes first."""
     axis %= a.ndim
-    n = a.shape[axis]
-    rev = _flip(_argsort(xp, _flip(a, axis), axis), axis)
-    return (n - 1) - (rev if stop is None else _narrow(rev, axis, 0, stop))
+    return (a.shape[axis] - 1) - _flip(_argsort(xp, _flip(a, axis), axis), axis)
 
 
 def _pmq(xp, a, axis: int):
@@ -243,7 +239,6 @@ def _take_along(a, idx, axis: int):
 _kr = None  # kernels/cpu/reduce.py, imported by the first reduction that runs on it (Numba)
 _KERNEL_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _SUM_KERNEL_MIN = 16  # smaller sums: NumPy's add.reduce under an errstate (see _on_kernel)
-_SUMS = ("sum", "nansum")  # the plain sums, which take NumPy's add.reduce below that size
 _plans: dict = {}  # (shape, dim, keepdim, op) of a C-contiguous input -> plan, or False
 _empty = np.empty
 _add_reduce = np.add.reduce
@@ -296,7 +291,7 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
             if len(_plans) >= 4096:
                 _plans.clear()
             dims = _dims(dim, len(shape), op)
-            if op in _SUMS and d.size < _SUM_KERNEL_MIN:
+            if op == "sum" and d.size < _SUM_KERNEL_MIN:
                 plan = (None, dims or None, keepdim, not keepdim and len(dims) == len(shape))
             else:
                 if _kr is None:
@@ -318,7 +313,7 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
     # the result in the input's dim order, C-contiguous as PyTorch's
     order = sorted(range(d.ndim), key=d.strides.__getitem__, reverse=True)
     x = d.transpose(order)
-    if not x.flags.c_contiguous or op in _SUMS and d.size < _SUM_KERNEL_MIN:
+    if not x.flags.c_contiguous or op == "sum" and d.size < _SUM_KERNEL_MIN:
         return None
     if _kr is None:
         from .kernels.cpu import reduce as _kr
@@ -370,10 +365,14 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
     d = input._data
     if d.dtype.kind == "c":
         raise RuntimeError("nansum(): nansum does not support complex inputs")
-    if d.dtype.kind == "f":  # the sum of a copy with NaN zeroed, then the sum kernels
-        d = d.copy()        # (NumPy's nansum: several passes, no kernel); a boolean-mask
-        d[d != d] = 0       # write costs less than copyto's where= (1.1 us against 1.6)
-    return _make(_sum("nansum", d, dim, keepdim, dtype))
+    # the sum kernel, NaN as 0 in the same pass (NumPy's nansum: several passes, no kernel)
+    r = _on_kernel("nansum", d, dim, keepdim, "sum_reduce", 4) if dtype is None else None
+    if r is None:
+        if d.dtype.kind == "f":  # the sum of a copy with NaN zeroed; a boolean-mask write
+            d = d.copy()         # costs less than copyto's where= (1.1 us against 1.6)
+            d[d != d] = 0
+        r = _sum("nansum", d, dim, keepdim, dtype)
+    return _make(r)
 
 
 def _mean_dtype(d, dtype, op: str) -> np.dtype:
@@ -893,21 +892,22 @@ cumprod = _scan("cumprod", "prod", """Cumulative product along ``dim``; integer 
 
 # ---------------------------------------------------------------------------- selection
 def _sorted_at(d, ax: int, pos):
-    """The int64 indices of positions ``pos`` (an int, or int64 positions shaped like ``d``
-    with ``ax`` of size 1) of the stable ascending sort along ``ax``, shaped like ``pos`` (a
-    0-d ``d`` as shape (1,)): only the argsort is computed, never the sorted values."""
+    """The values and int64 indices at positions ``pos`` (an int, or int64 positions shaped
+    like ``d`` with ``ax`` of size 1) of the stable ascending sort along ``ax``, shaped like
+    ``d`` with ``ax`` of size 1 (a 0-d ``d`` as shape (1,)): a selection (the ``select_dim``
+    kernel), never a whole sort."""
     a = d.reshape(1) if d.ndim == 0 else d
-    order = _argsort(array_module(d), a, ax)
-    if pos.__class__ is int:
-        return order[(slice(None),) * ax + (slice(pos, pos + 1),)].astype(_int64, copy=False)
-    return _take_along(order, pos, ax).astype(_int64, copy=False)
+    xp = array_module(d)
+    shape = a.shape[:ax] + (1,) + a.shape[ax + 1:]
+    pos = xp.array(pos, _int64, ndmin=3) if pos.__class__ is int else _pmq(xp, pos, ax)
+    vals, idx = _kernel("select_dim", xp)(_pmq(xp, a, ax), pos)
+    return vals.reshape(shape), idx.reshape(shape)
 
 
 def _select_sorted(d, ax: int, pos, keepdim: bool):
     """Values and indices at positions ``pos`` of the stable ascending sort along ``ax``
     (see :func:`_sorted_at`)."""
-    idx = _sorted_at(d, ax, pos)
-    vals = _take_along(d.reshape(1) if d.ndim == 0 else d, idx, ax)
+    vals, idx = _sorted_at(d, ax, pos)
     if d.ndim == 0:
         return _make(vals.reshape(())), _make(idx.reshape(()))
     if not keepdim:
@@ -1099,21 +1099,10 @@ def _topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bo
         if k == 0:
             return _make(xp.empty((0,), d.dtype)), _make(xp.empty((0,), _int64))
         return _make(d.copy()), _make(xp.zeros((), _int64))
-    if 0 < k < n and n > 64 and k * 4 < n:
-        # partition first: O(n) to find the k candidates, then sort only those
-        part = xp.argpartition(d, n - k if largest else k - 1, axis=ax)
-        cand = _narrow(part, ax, n - k, n) if largest else _narrow(part, ax, 0, k)
-        cvals = _take_along(d, cand, ax)
-        o = _argsort_desc(xp, cvals, ax) if largest else _argsort(xp, cvals, ax)
-        idx = _take_along(cand, o, ax)
-    else:
-        idx = _argsort_desc(xp, d, ax, k) if largest else _narrow(_argsort(xp, d, ax), ax, 0, k)
-    idx = xp.ascontiguousarray(idx.astype(_int64, copy=False))
-    return _make(_take_along(d, idx, ax)), _make(idx)
-
-
-def _narrow(a, axis: int, start: int, stop: int):
-    return a[(slice(None),) * axis + (slice(start, stop),)]
+    # the first k of the stable sort (ties in index order), selected without a whole sort
+    vals, idx = _kernel("topk_dim", xp)(_pmq(xp, d, ax), int(k), largest)
+    shape = d.shape[:ax] + (k,) + d.shape[ax + 1:]
+    return _make(vals.reshape(shape)), _make(idx.reshape(shape))
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
@@ -1353,9 +1342,9 @@ def _nanmedian_dim(input: Tensor, ax: int, keepdim: bool):
     d = input._data
     if d.dtype.kind == "f":
         count = (d == d).sum(axis=ax, keepdims=True)
-        idx = _sorted_at(d, ax, array_module(d).maximum(count - 1, 0) // 2)
+        idx = _sorted_at(d, ax, array_module(d).maximum(count - 1, 0) // 2)[1]
     else:
-        idx = _sorted_at(d, ax, (d.shape[ax] - 1) // 2)
+        idx = _sorted_at(d, ax, (d.shape[ax] - 1) // 2)[1]
     vals = gather(input, ax, _make(idx))
     if not keepdim:
         return vals.squeeze(ax), _make(idx.squeeze(ax))

@@ -37,6 +37,8 @@ _WHERE: dict[str, str] = {
     "layer_norm_forward": "norm",
     "layer_norm_backward": "norm",
     "scan_dim": "scan",
+    "select_dim": "select",
+    "topk_dim": "select",
     "lstm_cell_forward": "rnn",
     "lstm_cell_backward": "rnn",
     "gru_cell_forward": "rnn",

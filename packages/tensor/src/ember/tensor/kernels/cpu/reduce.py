@@ -87,6 +87,17 @@ def _bsumsq(b):
 
 
 @_jit(sums=True)
+def _bsumnan(b):
+    # NaN counts as 0 (a select, which vectorizes like the plain sum)
+    z = like(0.0, b)
+    s = z
+    for j in range(b.shape[0]):
+        v = b[j]
+        s += v if v == v else z
+    return s
+
+
+@_jit(sums=True)
 def _bdev(b, c):
     # sum(x - c) and sum((x - c)**2) in float64: x - c is exact for float32 data
     c = np.float64(c)
@@ -117,13 +128,15 @@ def _bexpsum(b, m):
 
 @_jit
 def _row_sum(r, p):
-    # p = 0: sum(r), 1: sum(|r|), 2: sum(r**2), in float64 (the powers of the p-norms)
+    # p = 0: sum(r), 1: sum(|r|), 2: sum(r**2) (the powers of the p-norms), 3: sum(r) with
+    # NaN as 0, in float64
     lo = 0.0
     hi = 0.0
     k = 0
     for s in range(0, r.shape[0], _B):
         b = r[s:s + _B]
-        lo += _bsum(b) if p == 0 else _bsumabs(b) if p == 1 else _bsumsq(b)
+        lo += _bsum(b) if p == 0 else _bsumabs(b) if p == 1 else _bsumsq(b) if p == 2 \
+            else _bsumnan(b)
         k += 1
         if k == _CASCADE:
             hi += lo
@@ -185,8 +198,9 @@ def _row_lse(r):
 
 @_jit
 def _cols_sum(x, o, j0, w, p, blk, acc):
-    # acc[:w] = the sums over axis 1 of x[o, :, j0:j0 + w] (p = 0), of |x| (1) or of x**2 (2),
-    # in float64: blocks of _RB rows are added elementwise in x's dtype (blk), then into acc
+    # acc[:w] = the sums over axis 1 of x[o, :, j0:j0 + w] (p = 0), of |x| (1), of x**2 (2) or
+    # of x with NaN as 0 (3), in float64: blocks of _RB rows are added elementwise in x's
+    # dtype (blk), then into acc
     n = x.shape[1]
     if n == 0:
         acc[:w] = 0.0
@@ -198,9 +212,13 @@ def _cols_sum(x, o, j0, w, p, blk, acc):
         elif p == 1:
             for j in range(w):
                 blk[j] = abs(row[j])
-        else:
+        elif p == 2:
             for j in range(w):
                 blk[j] = row[j] * row[j]
+        else:
+            for j in range(w):
+                v = row[j]
+                blk[j] = v if v == v else 0.0
         for r in range(r0 + 1, min(r0 + _RB, n)):
             row = x[o, r][j0:j0 + w]
             if p == 0:
@@ -209,9 +227,14 @@ def _cols_sum(x, o, j0, w, p, blk, acc):
             elif p == 1:
                 for j in range(w):
                     blk[j] += abs(row[j])
-            else:
+            elif p == 2:
                 for j in range(w):
                     blk[j] += row[j] * row[j]
+            else:
+                for j in range(w):
+                    v = row[j]
+                    if v == v:
+                        blk[j] += v
         if r0 == 0:
             for j in range(w):
                 acc[j] = blk[j]
@@ -231,8 +254,8 @@ def _cols_sum(x, o, j0, w, p, blk, acc):
 
 @_jit
 def sum_reduce(x, out, mode):
-    """``out = sum(x, 1)`` (``mode`` 0), the mean (1), the 1-norm ``sum(|x|, 1)`` (2) or the
-    2-norm ``sqrt(sum(x**2, 1))`` (3)."""
+    """``out = sum(x, 1)`` (``mode`` 0), the mean (1), the 1-norm ``sum(|x|, 1)`` (2), the
+    2-norm ``sqrt(sum(x**2, 1))`` (3) or the sum with NaN as 0 (4)."""
     outer, n, inner = x.shape
     p = mode - 1 if mode > 1 else 0
     div = np.float64(n) if mode == 1 else 1.0
@@ -250,9 +273,12 @@ def sum_reduce(x, out, mode):
         elif p == 1:
             for i in range(outer):
                 out[i] = _bsumabs(rows[i])
-        else:
+        elif p == 2:
             for i in range(outer):
                 out[i] = math.sqrt(_bsumsq(rows[i]))
+        else:
+            for i in range(outer):
+                out[i] = _bsumnan(rows[i])
         return
     blk = np.empty(min(_TILE, inner), x.dtype)
     acc = np.empty(min(_TILE, inner), np.float64)

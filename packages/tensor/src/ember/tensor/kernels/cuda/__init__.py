@@ -585,6 +585,59 @@ def scan_dim(x: Any, op: str, acc_dtype: Any = None) -> tuple[Any, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
+# selection (the CPU twins select without sorting; here CuPy's stable sort, NaN last, gives the
+# same order: by value, ties by index)
+
+
+def _check_selectable(op: str, x: Any) -> None:
+    _check_ndim(op, "x", x, 3, "(P, M, Q)")
+    if np.dtype(x.dtype).kind not in "iuf":
+        raise TypeError(f"{op}(): expected an integer or floating dtype, got {x.dtype}")
+
+
+def select_dim(x: Any, pos: Any) -> tuple[Any, Any]:
+    """The values and int64 indices (P, 1, Q) of the elements at positions ``pos`` (int64,
+    (P, 1, Q), a dim of 1 broadcast, in ``[0, M)``) of the stable ascending sort of ``x``
+    (P, M, Q) along dim 1, NaN last."""
+    op = "select_dim"
+    cp = _cupy.require(op)
+    dev = _device_of(op, cp, x=x)
+    _check_selectable(op, x)
+    P, M, Q = (int(s) for s in x.shape)
+    if pos.ndim != 3 or pos.shape[1] != 1 or pos.shape[0] not in (1, P) \
+            or pos.shape[2] not in (1, Q):
+        raise RuntimeError(f"{op}(): pos of shape {tuple(pos.shape)} does not match x of shape "
+                           f"{tuple(x.shape)}: expected {(P, 1, Q)}")
+    with cp.cuda.Device(dev):
+        pos = cp.asarray(pos)  # (a host array of positions moves to the device)
+        pos = _index_array(op, cp, "pos", cp.broadcast_to(pos, (P, 1, Q)))
+        _check_range(op, "pos", pos, M)
+        idx = cp.take_along_axis(cp.argsort(x, axis=1), pos, axis=1).astype(np.int64,
+                                                                            copy=False)
+        return cp.take_along_axis(x, idx, axis=1), idx
+
+
+def topk_dim(x: Any, k: int, largest: bool) -> tuple[Any, Any]:
+    """The values and int64 indices (P, k, Q) of the first ``k`` elements of the stable
+    descending (``largest``, NaN first) or ascending (NaN last) sort of ``x`` (P, M, Q) along
+    dim 1, in that order."""
+    op = "topk_dim"
+    cp = _cupy.require(op)
+    dev = _device_of(op, cp, x=x)
+    _check_selectable(op, x)
+    M = int(x.shape[1])
+    if not 0 <= k <= M:
+        raise IndexError(f"{op}(): k={k} out of range for dim 1 of size {M}")
+    with cp.cuda.Device(dev):
+        if not largest:
+            order = cp.argsort(x, axis=1)[:, :k]
+        else:  # the ascending stable sort of the reversed dim, reversed: ties keep index order
+            order = (M - 1) - cp.argsort(x[:, ::-1], axis=1)[:, ::-1][:, :k]
+        idx = cp.ascontiguousarray(order, dtype=np.int64)
+        return cp.take_along_axis(x, idx, axis=1), idx
+
+
+# ---------------------------------------------------------------------------------------------
 # activations (CuPy ElementwiseKernels; float16 and bfloat16 computed in float32)
 
 _ACTIVATIONS = {
