@@ -402,17 +402,6 @@ def test_host_side_optimizer_steps_launch_once_per_non_empty_tensor(fake):
 # (b) on a GPU, against NumPy references
 
 
-@pytest.fixture
-def cp():
-    """CuPy, or a skip with the reason (a failure when EMBER_REQUIRE_GPU=1)."""
-    if not _cupy.available:
-        reason = f"CUDA is not available ({_cupy.unavailable_reason()})"
-        if os.environ.get("EMBER_REQUIRE_GPU") == "1":
-            pytest.fail(f"EMBER_REQUIRE_GPU=1 but {reason}")
-        pytest.skip(reason)
-    return _cupy.cupy
-
-
 @pytest.mark.cuda
 @pytest.mark.parametrize("name, extra", [
     ("silu", ()), ("silu_backward", ()), ("gelu", ()), ("gelu_backward", ()),

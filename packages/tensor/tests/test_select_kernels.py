@@ -4,13 +4,10 @@ in index order, NaN last ascending / first descending), on CPU and, where a GPU 
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 import ember.tensor as et
-import ember.tensor._cupy as _cupy
 from ember.tensor.kernels import cpu
 
 DTYPES = (np.float32, np.float64, np.float16, np.int64, np.int32, np.uint8)
@@ -110,17 +107,6 @@ def test_nansum_kernel_matches_numpy():
     x = np.array([[1.0, np.nan], [np.inf, 2.0]], np.float32)
     assert et.nansum(et.tensor(x), 1).tolist() == [1.0, np.inf]
     assert et.nansum(et.tensor(x).t(), 0).tolist() == [1.0, np.inf]
-
-
-@pytest.fixture
-def cp():
-    """CuPy, or a skip with the reason (a failure when EMBER_REQUIRE_GPU=1)."""
-    if not _cupy.available:
-        reason = f"CUDA is not available ({_cupy.unavailable_reason()})"
-        if os.environ.get("EMBER_REQUIRE_GPU") == "1":
-            pytest.fail(f"EMBER_REQUIRE_GPU=1 but {reason}")
-        pytest.skip(reason)
-    return _cupy.cupy
 
 
 @pytest.mark.cuda

@@ -6,12 +6,9 @@ float16 through float32. On a GPU, the CUDA side (``cupyx.scipy.special``) again
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
-import ember.tensor._cupy as _cupy
 from ember.tensor.kernels import special as S
 
 sp = pytest.importorskip("scipy.special")
@@ -95,17 +92,6 @@ def test_kernels_reject_other_dtypes():
         erf.ndtr(np.arange(3))
     with pytest.raises(ValueError, match="n >= 1"):
         cephes.polygamma(0, np.ones(3))
-
-
-@pytest.fixture
-def cp():
-    """CuPy, or a skip with the reason (a failure when EMBER_REQUIRE_GPU=1)."""
-    if not _cupy.available:
-        reason = f"CUDA is not available ({_cupy.unavailable_reason()})"
-        if os.environ.get("EMBER_REQUIRE_GPU") == "1":
-            pytest.fail(f"EMBER_REQUIRE_GPU=1 but {reason}")
-        pytest.skip(reason)
-    return _cupy.cupy
 
 
 @pytest.mark.cuda
