@@ -644,7 +644,8 @@ def _spec_source(pats):
             for x in pend[1:]:
                 lines.append(f"    if {x}_d > d:")
                 lines.append(f"        d = {x}_d")
-        lines.append(f"    grp = groups.get((op, grad.enabled, {', '.join(keys)}, d + 1))")
+        lines.append(f"    rg = {' or '.join(rg) if rg else 'False'}")
+        lines.append(f"    grp = groups.get((op, grad.enabled, {', '.join(keys)}, rg, d + 1))")
         lines.append("    if grp is None:")
         lines.append("        return None")
         lines.append("    row = grp.n")
@@ -656,7 +657,6 @@ def _spec_source(pats):
             # (a method call: ``grp.codes += (...)`` stores the slot back, ~50 ns more a call)
             lines.append(f"    grp.codes.append({pend[0]}._c)" if len(pend) == 1 else
                          f"    grp.codes.extend(({', '.join(x + '._c' for x in pend)},))")
-        lines.append(f"    rg = {' or '.join(rg) if rg else 'False'}")
         lines += ["    one = grp.one",
                   "    if one is not None:",
                   "        p = new(Pending)",
@@ -788,8 +788,10 @@ class _State:
                         return p
             # the signature: op, grad mode, then per argument its type (a pending value's or
             # a concrete tensor's), an int or None as itself, other plain values after their
-            # class, a parameter as ("w", id, type); then the depth. The codes of the tensor
-            # arguments go to ``codes``; the call itself is not kept.
+            # class, a parameter as ("w", id, type); then whether a tensor argument requires
+            # grad (a call that needs no gradient never shares a group, and so a batched node,
+            # with one that does), then the depth. The codes of the tensor arguments go to
+            # ``codes``; the call itself is not kept.
             gm = grad.enabled
             key = [op, gm]
             codes = []
@@ -849,6 +851,7 @@ class _State:
                         key.append(("slice", a.start, a.stop, a.step))
                     else:
                         key.append(_vkey(a))
+                key.append(rg)
                 key.append(depth + 1)
                 key = tuple(key)
                 grp = groups.get(key)
