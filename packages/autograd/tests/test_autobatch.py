@@ -538,6 +538,10 @@ RULE_CASES = [
     ("own_index_tensor", lambda a, b: a[((b.abs() * 10).long() % 3)] +
      a[((b.abs() * 7).long() % 3) - 3] * 2 + a[(b[:2].abs() * 5).long() % 3].sum(0) +
      a[(b[0].abs() * 3).long() % 3] + b.sum(), [(3, 2), (4, 2)]),
+    ("own_weight_linear", lambda a, b, c: et.linear(a, b, c) + et.linear(a, _M3.t()[:2], c) +
+     et.linear(a, b) + et.linear(a, b.t().t(), _VEC2), [(3, 3), (2, 3), (2,)]),
+    ("matmul_shared_stack", lambda a: (a @ _STACK).sum(0) + (_STACK.mT @ a.t()).sum(0).t() +
+     (a.unsqueeze(0) @ _STACK).sum((0, 1)), [(2, 3)]),
     ("nll_loss", lambda a, b: et.nll_loss_forward(a.log_softmax(1), _TGT, None, 1, -100)[0] +
      et.nll_loss_forward(a.log_softmax(1), _TGT, None, 2, 2)[0] +
      et.nll_loss_forward(a.log_softmax(1), _TGT, None, 0, 0)[0].sum() +
@@ -562,6 +566,7 @@ _M33 = et.tensor([[2.0, 0.5, 0.0], [0.5, 3.0, -1.0], [0.0, -1.0, 4.0]], dtype=et
                  requires_grad=True)
 _BOUNDS = et.tensor([-1.0, -0.25, 0.0, 0.5, 1.0], dtype=et.float64)
 _THREE = et.tensor(3)
+_STACK = et.tensor(np.arange(24.0).reshape(2, 3, 4) / 9, dtype=et.float64, requires_grad=True)
 _TGT = et.tensor([2, 1, 0])
 _M3 = et.tensor(np.arange(12.0).reshape(3, 4) / 7, dtype=et.float64, requires_grad=True)
 _VEC3 = et.tensor([0.5, -1.0, 2.0], dtype=et.float64, requires_grad=True)

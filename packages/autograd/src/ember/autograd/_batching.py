@@ -113,13 +113,30 @@ def _rows(b: Batch, j):
 
 
 def linear(b: Batch):
-    if not b.stacked[0] or b.stacked[1] or b.stacked[2]:
-        return None
     s = b.shapes[0]
     if not s:
         return None
+    if b.stacked[1] or b.stacked[2]:
+        return _own_linear(b, s)
+    if not b.stacked[0]:
+        return None
     x = b.args[0] if len(s) == 1 else b.reshape(b.args[0], (-1, s[-1]))
     out = b.run(x, b.args[1], b.args[2])
+    return b.reshape(out, (b.n,) + tuple(b.out_shapes[0]))
+
+
+def _own_linear(b: Batch, s):
+    """``linear`` with each example's own weight or bias (a chunk of a packed projection made
+    per call, as attention's ``in_proj_weight``): one batched ``x @ w^T`` and a bias added
+    per example."""
+    w, bias = b.args[1], b.args[2]
+    if len(b.shapes[1]) != 2:
+        return None
+    x = b.reshape(b.stack_of(0), (b.n, -1, s[-1]))
+    wt = b.do("permute", w, (0, 2, 1)) if b.stacked[1] else b.do("permute", w, (1, 0))
+    out = b.do("matmul", x, wt)
+    if bias is not None:
+        out = b.do("add", out, b.reshape(bias, (b.n, 1, -1)) if b.stacked[2] else bias)
     return b.reshape(out, (b.n,) + tuple(b.out_shapes[0]))
 
 
@@ -132,10 +149,14 @@ def matmul(b: Batch):
             return b.reshape(b.run(x, v), (b.n,) + tuple(b.out_shapes[0]))
         if len(sb) == 1 and len(sa) >= 1:  # rows times one shared vector: (n, ..., H) @ (H,)
             return b.run(a, v)
+        if len(sb) >= 3 and len(sa) >= 2:  # a shared stack of matrices broadcasts as it did
+            return b.run(_lifted(b, a, sa, len(sb)), v)
         return None
     if not b.stacked[0] and b.stacked[1]:
         # one shared matrix or vector times each example's matrices: (L,) @ (n, ..., L, H)
-        return b.run(a, v) if len(sa) in (1, 2) and len(sb) >= 2 else None
+        if len(sa) in (1, 2) and len(sb) >= 2:
+            return b.run(a, v)
+        return b.run(a, _lifted(b, v, sb, len(sa))) if len(sa) >= 3 and len(sb) >= 2 else None
     if not sa or not sb:
         return None
     # each example's own operands: a vector as a row (on the left) or a column (on the right),
