@@ -1,7 +1,11 @@
 """Special functions: erf, erfc, erfinv, ndtr (NumPy has none), i0e, i1, i1e and polygamma
 (SciPy's are scalar Cephes code per element). The CPU versions are the Numba loops of
 ``cpu/erf.py`` and ``cpu/cephes.py`` (compiled on first use, cached); the CUDA versions come
-from ``cupyx.scipy.special``."""
+from ``cupyx.scipy.special``.
+
+Also ``nextafter``, a device kernel that is not in the kernel table (CPU: a branch-free loop
+over the bits in ``cpu/elementwise.py``, where NumPy's calls libm per element, 15x slower at
+256x1024 float32; CUDA: CuPy's ufunc)."""
 from __future__ import annotations
 
 import importlib
@@ -9,9 +13,11 @@ import math
 
 import numpy as np
 
-_cpu = {}  # "erf" / "cephes" -> its cpu module (Numba), imported by the first call on the CPU
+from .._fpstate import quiet_call
+
+_cpu = {}  # "erf", "cephes", "elementwise" -> its cpu module, imported by the first CPU call
 _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0e": "cephes",
-           "i1": "cephes", "i1e": "cephes", "polygamma": "cephes"}
+           "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise"}
 
 
 def _work(d):
@@ -78,3 +84,11 @@ def polygamma(xp, n: int, d):
         out = special_functions("polygamma").zeta(np.float64(n + 1), work)
         out *= (-1.0) ** (n + 1) * (math.gamma(n + 1.0) if n < 171 else math.inf)
     return out.astype(d.dtype, copy=False)
+
+
+def nextafter(xp, a, b):
+    """The next float after ``a`` towards ``b``, broadcasting (operands of one float dtype,
+    arrays or numbers)."""
+    if xp is np:
+        return _cpu_kernel("nextafter")(a, b)
+    return quiet_call(xp.nextafter, a, b)  # stepping to infinity or a subnormal sets a flag
