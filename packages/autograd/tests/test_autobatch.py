@@ -352,6 +352,17 @@ def test_own_index_out_of_range_raises_the_examples_error():
         ys = [(x * 1)[i * 1] for x, i in zip(xs[:2], ids[:2])]
     assert ctx.stats["unbatched"] == {}
     np.testing.assert_array_equal(ys[1].detach().numpy(), [[3.0, 4.0], [1.0, 2.0]])
+    # entries x[i, j]: a column index out of range must not land on another row's entry
+    cols = [et.tensor([1, 0]), et.tensor([2, 1]), et.tensor([0, 0])]
+    rows = [et.tensor([0, 2]), et.tensor([0, 1]), et.tensor([2, -1])]
+    with pytest.raises(IndexError, match="out of bounds"):
+        with autobatch():
+            ys = [(x * 1)[r * 1, c * 1] for x, r, c in zip(xs, rows, cols)]
+            et.stack(ys).sum().item()
+    with autobatch() as ctx:
+        ys = [(x * 1)[r * 1, c * 1] for x, r, c in zip(xs[::2], rows[::2], cols[::2])]
+    assert ctx.stats["unbatched"] == {}
+    assert ys[1].tolist() == [6.0, 6.0]
 
 
 def test_calls_with_and_without_grad_do_not_share_a_group():
@@ -542,6 +553,15 @@ RULE_CASES = [
      et.linear(a, b) + et.linear(a, b.t().t(), _VEC2), [(3, 3), (2, 3), (2,)]),
     ("matmul_shared_stack", lambda a: (a @ _STACK).sum(0) + (_STACK.mT @ a.t()).sum(0).t() +
      (a.unsqueeze(0) @ _STACK).sum((0, 1)), [(2, 3)]),
+    ("matmul_vector_stack", lambda a: (a @ _STACK).sum(0) + (_STACK.mT @ a).sum(0) +
+     _M3.t() @ a, [(3,)]),
+    ("reduce_everything", lambda a: a.prod() + (a.abs() + 0.5).prod() + a.mean() + a.amax() +
+     a.var() + a.norm() + a.count_nonzero() + a.logsumexp((0, 1)), [(2, 3)]),
+    ("index_select_shared_input", lambda a: _M3.index_select(1, (a.abs() * 10).long() % 4) * a +
+     _M3.index_select(0, (a.abs() * 7).long() % 3).sum(1) * a, [(3,)]),
+    ("entries_index", lambda a, b: a[(b.abs() * 9).long() % 3, (b.abs() * 7).long() % 2] +
+     a[(b.abs() * 5).long() % 3, _J] + a[_J + 1, (b.abs() * 3).long() % 2 - 2] + b,
+     [(3, 2), (4,)]),
     ("nll_loss", lambda a, b: et.nll_loss_forward(a.log_softmax(1), _TGT, None, 1, -100)[0] +
      et.nll_loss_forward(a.log_softmax(1), _TGT, None, 2, 2)[0] +
      et.nll_loss_forward(a.log_softmax(1), _TGT, None, 0, 0)[0].sum() +
@@ -566,6 +586,7 @@ _M33 = et.tensor([[2.0, 0.5, 0.0], [0.5, 3.0, -1.0], [0.0, -1.0, 4.0]], dtype=et
                  requires_grad=True)
 _BOUNDS = et.tensor([-1.0, -0.25, 0.0, 0.5, 1.0], dtype=et.float64)
 _THREE = et.tensor(3)
+_J = et.tensor([0, 1, 1, 0])
 _STACK = et.tensor(np.arange(24.0).reshape(2, 3, 4) / 9, dtype=et.float64, requires_grad=True)
 _TGT = et.tensor([2, 1, 0])
 _M3 = et.tensor(np.arange(12.0).reshape(3, 4) / 7, dtype=et.float64, requires_grad=True)

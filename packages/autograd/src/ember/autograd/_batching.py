@@ -151,11 +151,17 @@ def matmul(b: Batch):
             return b.run(a, v)
         if len(sb) >= 3 and len(sa) >= 2:  # a shared stack of matrices broadcasts as it did
             return b.run(_lifted(b, a, sa, len(sb)), v)
+        if len(sb) >= 3 and len(sa) == 1:  # each example's vector as a row of every matrix
+            a = b.reshape(a, (b.n,) + (1,) * (len(sb) - 1) + tuple(sa))
+            return b.reshape(b.run(a, v), (b.n,) + tuple(b.out_shapes[0]))
         return None
     if not b.stacked[0] and b.stacked[1]:
         # one shared matrix or vector times each example's matrices: (L,) @ (n, ..., L, H)
         if len(sa) in (1, 2) and len(sb) >= 2:
             return b.run(a, v)
+        if len(sa) >= 2 and len(sb) == 1:  # a shared matrix (or stack) times each example's
+            v = b.reshape(v, (b.n,) + (1,) * (len(sa) - 2) + tuple(sb) + (1,))  # column
+            return b.reshape(b.run(a, v), (b.n,) + tuple(b.out_shapes[0]))
         return b.run(a, _lifted(b, v, sb, len(sa))) if len(sa) >= 3 and len(sb) >= 2 else None
     if not sa or not sb:
         return None
@@ -208,12 +214,12 @@ def reduction(param="dim", none="all"):
         if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
             if none != "all":
                 return None
-            if not nd:  # a 0-d value: reduce a unit dim
-                args[0] = b.reshape(args[0], (b.n, 1))
-                nd = 1
-            args[i] = tuple(range(1, nd + 1))
-        else:
-            args[i] = _shift_dims(dim, nd)
+            # over all of each example: its values flattened, one dim (some ops, as ``prod``,
+            # take one dim only), the result shaped as the example's (``keepdim``'s ones)
+            args[0] = b.reshape(args[0], (b.n, -1))
+            args[i] = 1
+            return b.reshape(b.run(*args), (b.n,) + tuple(b.out_shapes[0]))
+        args[i] = _shift_dims(dim, nd)
         return b.run(*args)
 
     return rule
@@ -258,9 +264,14 @@ def shared_index_dim_op(b: Batch):
         idx = b.reshape(b.args[2], (b.n,) + (1,) * d + (k,) + (1,) * (len(s) - d - 1))
         idx = b.do("expand", idx, (b.n,) + tuple(s[:d]) + (k,) + tuple(s[d + 1:]))
         return b.do("gather", b.args[0], d + 1, idx, False)
-    if not b.stacked[0] and b.stacked[2] and _wrap(dim, len(b.shapes[0])) == 0:
-        flat = b.reshape(b.args[2], (-1,))
-        out = b.run(b.args[0], 0, flat)
+    if not b.stacked[0] and b.stacked[2] and s and len(b.shapes[2]) == 1:
+        # a shared input at every example's index: one index_select at all of them, the
+        # examples' blocks then moved in front
+        d, k = _wrap(dim, len(s)), b.shapes[2][0]
+        out = b.run(b.args[0], d, b.reshape(b.args[2], (-1,)))
+        if d:
+            out = b.reshape(out, tuple(s[:d]) + (b.n, k) + tuple(s[d + 1:]))
+            out = b.do("permute", out, (d,) + tuple(range(d)) + tuple(range(d + 1, len(s) + 1)))
         return b.reshape(out, (b.n,) + tuple(b.out_shapes[0]))
     return None
 
@@ -360,7 +371,35 @@ def getitem(b: Batch):
         if not b.stacked[0]:
             return b.run(x, idx)  # a shared table at stacked indices
         return _own_rows(b, x, b.shapes[0], idx, b.shapes[1])
+    if b.stacked[0] is True and isinstance(b.stacked[1], list) and any(b.stacked[1]) and \
+            all(isinstance(it, Tensor) and it.dtype in _INDEX_DTYPES for it in items):
+        return _own_entries(b, x, b.shapes[0], items)
     return None
+
+
+def _own_entries(b: Batch, x, s, items):
+    """``x[i, j, ...]`` with index tensors of one shape, some each example's own: the
+    example's first dims flattened, indexed at ``(i * s1 + j) * s2 + ...`` (an index out of its
+    dim's range makes the flat index out of range, so the gather raises)."""
+    ks = [tuple(q) for q, st in zip(b.shapes[1], b.stacked[1]) if st]
+    k = ks[0]
+    if len(s) < len(items) or any(q != k for q in ks) or \
+            any(tuple(it.shape) != k for it, st in zip(items, b.stacked[1]) if not st):
+        return None
+    size = 1
+    for d in s[:len(items)]:
+        size *= d
+    flat = bad = None
+    for d, (it, st) in enumerate(zip(items, b.stacked[1])):
+        if not st:
+            it = b.expand(it)
+        it = b.do("where", b.do("lt", it, 0), b.do("add", it, s[d]), it)
+        out = b.do("logical_or", b.do("lt", it, 0), b.do("ge", it, s[d]))
+        bad = out if bad is None else b.do("logical_or", bad, out)
+        flat = it if flat is None else b.do("add", b.do("mul", flat, s[d]), it)
+    flat = b.do("where", bad, size, flat)
+    rows = b.reshape(x, (b.n, size) + tuple(s[len(items):]))
+    return _own_rows(b, rows, (size,) + tuple(s[len(items):]), flat, k)
 
 
 def _own_rows(b: Batch, x, s, idx, k):
