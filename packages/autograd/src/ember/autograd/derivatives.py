@@ -631,8 +631,30 @@ def _index_backward(shape, view_fn, g: et.Tensor) -> et.Tensor:
 
 @vjp("unfold", complex="linear")
 def _unfold(c, g):
+    # offset j of window k is element k*step + j. Offsets j = r*step + t (t < step) form
+    # groups r whose windows never overlap: a group is a reshape of g placed at r*step, and
+    # the groups (one when step >= size) add up
     dim, size, step = c.args[1:4]
-    return (_index_backward(c.meta[0][0], lambda t: t.unfold(dim, size, step), g),)
+    shape = tuple(c.meta[0][0])
+    if not shape:  # a 0-d input: one window of 0 or 1 element
+        return (g.sum(),)
+    dim %= len(shape)
+    lead, rest = shape[:dim], shape[dim + 1:]
+    n, groups = g.shape[dim], -(-size // step)
+    h = g.movedim(-1, dim + 1)  # (..., n, size, ...)
+    if groups * step > size:  # the last group's missing offsets as zeros
+        h = et.cat([h, et.zeros(*lead, n, groups * step - size, *rest, dtype=g.dtype,
+                                device=g.device)], dim + 1)
+    h = h.reshape(*lead, n, groups, step, *rest)
+    span = n * step
+    out = et.zeros(*lead, max(shape[dim], span + (groups - 1) * step), *rest, dtype=g.dtype,
+                   device=g.device)
+    for r in range(groups):
+        part = h.select(dim + 1, r).reshape(*lead, span, *rest)
+        lo = r * step
+        out = et.slice_scatter(out, out.narrow(dim, lo, span) + part if r else part, dim, lo,
+                               lo + span)
+    return (out.narrow(dim, 0, shape[dim]),)
 
 
 @vjp("diagonal", complex="linear")
