@@ -498,7 +498,8 @@ RULE_CASES = [
     ("repeat", lambda a: a.repeat(2, 1).sum(0) + a.repeat((1, 2, 1)).sum((0, 1)), [(2, 3)]),
     ("outer_trace", lambda a, b: et.outer(a, b) + et.trace(et.outer(a, b) * 1), [(3,), (3,)]),
     ("einsum", lambda a, b: et.einsum("ij,jk->ik", a, b) + et.einsum("ij,jk->ki", a, _M3).t()
-     + et.einsum("...j,jk->...k", a, _M3), [(2, 3), (3, 4)]),
+     + et.einsum("...j,jk->...k", a, _M3) + et.einsum("ij,jk", a, b) +
+     et.einsum("ji,jK", a.t(), b).sum() + et.einsum("ij,Bj", a, b.t()).t()[:2], [(2, 3), (3, 4)]),
     ("special_unary", lambda a: et.special.erfcx(a) + et.special.log_ndtr(a) +
      et.special.ndtr(a) + et.special.ndtri(a.sigmoid()) + et.special.i0e(a) + et.special.i1(a) +
      et.special.i1e(a) + et.special.bessel_j0(a) + et.special.bessel_y1(a.exp()) +

@@ -488,11 +488,13 @@ def trace(b: Batch):
 
 
 def einsum(b: Batch):
-    """``einsum`` with an explicit output: a new letter for the batch dim, in front of the
-    subscripts of every stacked operand and of the output (shared operands keep theirs)."""
+    """``einsum``: a new letter for the batch dim, in front of the subscripts of every stacked
+    operand and of the output (shared operands keep theirs); an implicit output written out."""
     eq, ops = b.args[0].replace(" ", ""), b.args[1]
-    if "->" not in eq:
-        return None
+    if "->" not in eq:  # implicit: the labels met once, in alphabetical (ASCII) order
+        if "." in eq:
+            return None
+        eq += "->" + "".join(sorted(c for c in set(eq) if c != "," and eq.count(c) == 1))
     lhs, rhs = eq.split("->")
     terms = lhs.split(",")
     free = [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in eq]
