@@ -600,8 +600,9 @@ def trace(input: Tensor) -> Tensor:
     xp = array_module(d)
     out = _int64 if d.dtype.kind in "iu" else d.dtype
     acc = _float32 if out == _float16 else out
-    # the array's own method: np.trace is a Python wrapper around it
-    return _make(xp.asarray(d.trace(dtype=acc), dtype=out))
+    # the diagonal's sum straight into a 0-d result (the array's ``trace`` goes through the
+    # same reduction, then needs its scalar wrapped: 0.4 us more at 16x16)
+    return _make(d.diagonal().sum(dtype=acc, out=xp.empty((), out)))
 
 
 @defop("diag", out=True)

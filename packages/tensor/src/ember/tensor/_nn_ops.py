@@ -10,8 +10,9 @@ primitive is declared once with :func:`defop`; its derivative lives in ember-aut
 ``max_pool2d_with_indices_backward``, ``embedding_dense_backward``, ``lstm_cell_backward``,
 ``gru_cell_backward``, ``_ctc_loss_backward``, ``nll_loss_backward``,
 ``_pack_padded_sequence_backward``), whose CPU implementation is the fused kernel of
-``ember.tensor.kernels`` (one NumPy gather / scatter for nll loss and packing); those backward
-ops have derivatives of their own in the same table, so double backward runs through them.
+``ember.tensor.kernels`` (nll loss: a Numba loop of ``kernels/cpu/softmax.py`` on the CPU;
+packing: one NumPy gather / scatter); those backward ops have derivatives of their own in the
+same table, so double backward runs through them.
 
     >>> import ember.tensor as et
     >>> et.conv2d(et.ones(1, 1, 3, 3), et.ones(1, 1, 2, 2)).tolist()
@@ -1289,7 +1290,7 @@ def _ce_layout(op: str, input: Tensor, target: Tensor, weight: Tensor | None,
 
             def restore(dx):
                 return xp.ascontiguousarray(xp.moveaxis(dx.reshape(mshape), -1, 1))
-    flat = t.reshape(-1)
+    flat = t if t.ndim == 1 else t.reshape(-1)
     if flat.dtype != np.int64:
         flat = flat.astype(np.int64)
     w = None
@@ -1306,8 +1307,7 @@ def _ce_layout(op: str, input: Tensor, target: Tensor, weight: Tensor | None,
     return rows, flat, w, restore
 
 
-def _ce_check_targets(rows, flat, ignore_index: int) -> None:
-    C = rows.shape[1]
+def _ce_check_targets(C: int, flat, ignore_index: int) -> None:
     if flat.size:
         bad = (flat != ignore_index) & ((flat < 0) | (flat >= C))
         if bool(bad.any()):
@@ -1373,10 +1373,10 @@ def cross_entropy_loss(input: Tensor, target: Tensor, weight: Tensor | None = No
         try:  # the kernel checks the targets itself; PyTorch's message only when one is bad
             loss, _ = _kernel("cross_entropy_forward", xp)(rows, flat, w, ignore_index, eps)
         except IndexError:
-            _ce_check_targets(rows, flat, ignore_index)
+            _ce_check_targets(rows.shape[1], flat, ignore_index)
             raise
     else:
-        _ce_check_targets(rows, flat, ignore_index)
+        _ce_check_targets(rows.shape[1], flat, ignore_index)
         loss = _ce_rows_numpy(rows, flat, w, ignore_index, eps)
     if r == 0:
         return _make(loss.reshape(target.shape).astype(dt, copy=False))
@@ -1448,7 +1448,27 @@ def _cross_entropy_loss_backward(grad_output: Tensor, input: Tensor, target: Ten
 # (N,), (N, C, d1, ...) with (N, d1, ...); PyTorch splits the last into nll_loss2d_*): one
 # gather of the picked log-probabilities, weighted and masked, and PyTorch's second output
 # ``total_weight`` (the summed weights of the counted targets: the mean's divisor), which the
-# backward reads. Reductions: 0 none, 1 mean, 2 sum.
+# backward reads. Reductions: 0 none, 1 mean, 2 sum. On the CPU (float32, float64) both are one
+# Numba loop over the targets (``kernels/cpu/softmax.py``), reading the input as (N, C, L).
+_sm = None  # kernels/cpu/softmax.py, imported by the first call that runs on it (Numba)
+
+
+def _softmax_kernels():
+    global _sm
+    if _sm is None:
+        from .kernels.cpu import softmax as _sm
+    return _sm
+
+
+def _nll_view(x):
+    """A (C,), (N, C) or (N, C, d1, ...) array as (N, C, L): a view when it is contiguous."""
+    if x.ndim == 2:
+        return x[:, :, None]
+    if x.ndim == 1:
+        return x[None, :, None]
+    return x.reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))
+
+
 def _nll_targets(rows, flat, ignore_index: int, xp):
     """``(row mask of the counted targets or None when every row counts, safe class indices,
     number of counted targets)``; a counted target outside ``[0, C)`` raises PyTorch's
@@ -1461,7 +1481,7 @@ def _nll_targets(rows, flat, ignore_index: int, xp):
     else:
         safe = xp.where(valid, flat, 0)
     if int(xp.count_nonzero(safe.view(np.uint64) >= rows.shape[1])):
-        _ce_check_targets(rows, flat, ignore_index)
+        _ce_check_targets(rows.shape[1], flat, ignore_index)
     return valid, safe, counted
 
 
@@ -1481,10 +1501,28 @@ def nll_loss_forward(input: Tensor, target: Tensor, weight: Tensor | None, reduc
     """
     op = "nll_loss_forward"
     r = _reduction_enum(op, reduction)
-    rows, flat, w, _ = _ce_layout(op, input, target, weight)
+    x = input._data
+    on_kernel = x.__class__ is np.ndarray and x.dtype in _KERNEL_DTYPES
+    rows, flat, w, _ = _ce_layout(op, input, target, weight, rows_needed=not on_kernel)
+    ignore_index = int(ignore_index)
+    dt = x.dtype
+    if on_kernel:  # one pass over the targets: the gather, the weights and both sums
+        sm, x3 = _softmax_kernels(), _nll_view(x)
+        out = np.empty(flat.shape[0] if r == 0 else 0, dt)
+        bad, loss, total_weight = sm.nll_forward(
+            x3, flat, sm._unit_weights(x3.shape[1], dt) if w is None else w, ignore_index,
+            r == 1, out)
+        if bad >= 0:
+            _ce_check_targets(x3.shape[1], flat, ignore_index)
+        if r == 0:
+            out = out.reshape(target.shape)
+            if x.ndim > 1:
+                total_weight = 0.0
+        else:
+            out = loss
+        return _make(np.asarray(out, dtype=dt)), _make(np.asarray(total_weight, dtype=dt))
     xp = array_module(rows)
-    valid, safe, counted = _nll_targets(rows, flat, int(ignore_index), xp)
-    dt = rows.dtype
+    valid, safe, counted = _nll_targets(rows, flat, ignore_index, xp)
     picked = rows[xp.arange(rows.shape[0]), safe]
     if w is not None:
         ww = w[safe]
@@ -1542,6 +1580,12 @@ def nll_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor,
             # nothing to average (every target ignored or weighted 0): the loss is NaN, but
             # its gradient is zero, never NaN (PyTorch's is NaN at the zero-weight targets)
             go = go / tw if bool(tw != 0) else xp.zeros_like(go)
+    if x.__class__ is np.ndarray and dt in _KERNEL_DTYPES:  # one pass, into the input's layout
+        sm, dx = _softmax_kernels(), np.zeros(x.shape, dt)
+        if sm.nll_backward(flat, sm._unit_weights(C, dt) if w is None else w, ignore_index,
+                           go.reshape(-1), _nll_view(dx)) >= 0:
+            _ce_check_targets(C, flat, ignore_index)
+        return _make(dx)
     valid = flat != ignore_index
     if int(xp.count_nonzero(valid)) == M:
         at, cls = xp.arange(M), flat

@@ -615,15 +615,18 @@ def _amaxmin(name: str, largest: bool, doc: str):
     def impl(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
         d = input._data
         _ordered(name, d)
-        dims = _dims(dim, d.ndim, name)
-        if d.size == 0:
-            if dim is None or (isinstance(dim, (tuple, list)) and not dim):
+        if dim is None or (isinstance(dim, (tuple, list)) and not dim):  # every dim
+            if d.size == 0:
                 _check_numel(d, name)
-            _check_nonempty(d, dims, name)
+            axes = None
+        else:
+            dims = _dims(dim, d.ndim, name)
+            if d.size == 0:
+                _check_nonempty(d, dims, name)
+            axes = _axes(d, dims)
         # the array's method: NumPy's np.amax adds a Python wrapper of about 1 us; a
-        # reduction never aliases its input, only NumPy's scalar (all dims) needs wrapping
-        r = (d.max if largest else d.min)(axis=_axes(d, dims), keepdims=keepdim)
-        return _make(np.asarray(r) if isinstance(r, np.generic) else r)
+        # reduction never aliases its input (_make wraps NumPy's scalar of all dims)
+        return _make((d.max if largest else d.min)(axis=axes, keepdims=keepdim))
 
     impl.__name__, impl.__doc__ = name, doc
     return defop(name, out=True)(impl)

@@ -11,6 +11,7 @@ IEEE semantics, and log-sum-exps stay split as ``m + log(s)`` until the logits a
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import prange
 
@@ -435,3 +436,71 @@ def cross_entropy_backward(
         if bad >= 0:
             _check_targets(op, target, x.shape[1], ignore)  # raises IndexError
     return dx.astype(dtype, copy=False)
+
+
+# --------------------------------------------------------------------------- nll loss
+# ``ember.tensor._nn_ops``'s nll_loss_forward / nll_loss_backward call these directly on the
+# CPU (float32 / float64; CuPy and float16 take NumPy-style gathers there): each is one pass
+# over the targets, where the gather, mask, weighting and sums cost five NumPy calls or more.
+# IEEE arithmetic throughout (no fastmath): signed zeros and the compensated sums matter.
+
+
+_NLL_BLOCK = 256  # targets per partial sum of nll_forward (a two-level cascade)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def nll_forward(x, t, w, ignore, mean, out):
+    """``x`` (N, C, L) log-probabilities, ``t`` (N * L,) int64 targets (target ``i = n L + l``
+    picks ``x[n, t_i, l]``), ``w`` (C,) weights. With ``out`` of one element per target,
+    ``out[i] = -(x[n, t_i, l] w[t_i])`` (+0 where ``t_i == ignore``). Returns ``(first target
+    out of [0, C) that is not ignore, else -1; the loss: the sum of -x w[t_i] over the counted
+    targets, divided by the next with ``mean``; the sum of their w[t_i])``, summed in float64
+    by blocks of ``_NLL_BLOCK`` (a float32 input's products are exact in float64): as accurate
+    as PyTorch's cascade of float32 partial sums or more."""
+    C, L = x.shape[1], x.shape[2]
+    rows = out.shape[0] != 0
+    s = tw = bs = bw = 0.0
+    i = 0
+    for n in range(x.shape[0]):
+        for k in range(L):
+            if i % _NLL_BLOCK == 0:
+                s += bs
+                tw += bw
+                bs = bw = 0.0
+            ti = t[i]
+            if ti == ignore:
+                if rows:
+                    out[i] = 0.0
+            elif ti < 0 or ti >= C:
+                return i, 0.0, 0.0
+            else:
+                wi = w[ti]
+                v = x[n, ti, k]
+                if rows:
+                    out[i] = -(v * wi)
+                bs -= np.float64(v) * np.float64(wi)
+                bw += wi
+            i += 1
+    s += bs
+    tw += bw
+    return -1, s / tw if mean else s, tw
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def nll_backward(t, w, ignore, go, dx):
+    """Into ``dx`` (N, C, L), zeros: ``dx[n, t_i, l] = -go_i w[t_i]`` for each counted target
+    (``i = n L + l`` as in :func:`nll_forward`; ``go`` has one element per target, or one for
+    all).
+    Returns the first row with a target out of [0, C) that is not ignore, else -1."""
+    C, L = dx.shape[1], dx.shape[2]
+    one = go.shape[0] == 1
+    i = 0
+    for n in range(dx.shape[0]):
+        for k in range(L):
+            ti = t[i]
+            if ti != ignore:
+                if ti < 0 or ti >= C:
+                    return i
+                dx[n, ti, k] = -go[0 if one else i] * w[ti]
+            i += 1
+    return -1
