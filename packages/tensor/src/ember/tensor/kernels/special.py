@@ -33,6 +33,11 @@ def _cpu_kernel(name: str):
     return getattr(module, name)
 
 
+# values at (+inf, -inf) where CuPy's differ from SciPy's and PyTorch's (which the CPU loops
+# give): the scaled Bessel functions' limits, and i1's NaN (an infinity times zero in Cephes)
+_AT_INF = {"i0e": (0.0, 0.0), "i1e": (0.0, -0.0), "i1": (np.nan, np.nan)}
+
+
 def _apply(name: str, xp, d):
     work = _work(d)
     if xp is np:
@@ -41,6 +46,9 @@ def _apply(name: str, xp, d):
         from .._cupy import special_functions
 
         out = getattr(special_functions(name), name)(work)
+        if name in _AT_INF:
+            pos, neg = _AT_INF[name]
+            out = xp.where(xp.isinf(work), xp.where(work > 0, pos, neg).astype(out.dtype), out)
     return out.astype(d.dtype, copy=False)
 
 
