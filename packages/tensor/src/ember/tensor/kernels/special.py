@@ -52,32 +52,18 @@ def _apply(name: str, xp, d):
     return out.astype(d.dtype, copy=False)
 
 
-def erf(xp, d):
-    return _apply("erf", xp, d)
+def _unary(name: str):
+    """``f(xp, d)``: the special function ``name`` of array ``d`` on its device."""
+
+    def f(xp, d):
+        return _apply(name, xp, d)
+
+    f.__name__ = f.__qualname__ = name
+    return f
 
 
-def erfc(xp, d):
-    return _apply("erfc", xp, d)
-
-
-def erfinv(xp, d):
-    return _apply("erfinv", xp, d)
-
-
-def ndtr(xp, d):
-    return _apply("ndtr", xp, d)
-
-
-def i0e(xp, d):
-    return _apply("i0e", xp, d)
-
-
-def i1(xp, d):
-    return _apply("i1", xp, d)
-
-
-def i1e(xp, d):
-    return _apply("i1e", xp, d)
+erf, erfc, erfinv, ndtr, i0e, i1, i1e = map(_unary, ("erf", "erfc", "erfinv", "ndtr", "i0e",
+                                                     "i1", "i1e"))
 
 
 def polygamma(xp, n: int, d):
