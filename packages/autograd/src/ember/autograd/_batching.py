@@ -64,10 +64,7 @@ class Batch:
     def lift(self, j, rank):
         """Stacked argument ``j`` with ones inserted after the batch dimension, so that its
         per-example rank becomes ``rank`` (broadcasting then lines up per example)."""
-        a, s = self.args[j], self.shapes[j]
-        if len(s) >= rank:
-            return a
-        return self.reshape(a, (self.n,) + (1,) * (rank - len(s)) + tuple(s))
+        return _lifted(self, self.args[j], self.shapes[j], rank)
 
 
 def reshape(call, t, shape):
@@ -544,18 +541,13 @@ def cross_entropy(b: Batch):
     return b.do("div", total, count)
 
 
-def trailing(b: Batch):
-    """Ops on each example's trailing dims only (a complex value's pair, a matrix
-    factorization or inverse): the op as it is on the stacked first argument; shared tensor
-    arguments broadcast over the batch as they did over the example's own batch dims."""
-    if b.stacked[0] is not True or any(b.stacked[1:]):
-        return None
-    return b.run(*b.args)
-
-
-def first_only(b: Batch):
-    """Ops elementwise in their first argument only (``bucketize``'s boundaries, ``isin``'s
-    test elements): the others must be one shared value."""
+def batch_rows(b: Batch):
+    """Ops that treat each row of their first argument on its own (a convolution or pooling
+    over a batch of images; im2col, col2im; layer_norm, over its leading dims), or its trailing
+    dims only (a complex value's pair, a matrix factorization or inverse), or its elements
+    against shared values (``bucketize``'s boundaries, ``isin``'s test elements): the op as it
+    is on the examples' values, flat or stacked, every other tensor argument shared (broadcast
+    over the batch as over an example's own batch dims)."""
     if b.stacked[0] is not True or any(b.stacked[1:]):
         return None
     return b.run(*b.args)
@@ -720,7 +712,7 @@ for _n in ("view_as_real", "view_as_complex", "geqrf", "linalg_det", "linalg_slo
            "linalg_inv", "linalg_cholesky", "linalg_eig", "linalg_eigh", "linalg_qr",
            "linalg_svd", "linalg_pinv", "linalg_matrix_rank", "linalg_matrix_exp",
            "linalg_lu_factor_ex", "linalg_ldl_factor_ex"):
-    RULES[_n] = trailing
+    RULES[_n] = batch_rows
 for _n in ("select_scatter", "slice_scatter", "scatter_reduce", "_fft_c2c", "_fft_c2r",
            "_fft_r2c", "_softmax_backward_data", "_log_softmax_backward_data"):
     RULES[_n] = dim_op(("dim",))
@@ -739,7 +731,7 @@ RULES.update({
     "cross_entropy_loss": cross_entropy, "flip": flip, "repeat": repeat, "outer": outer,
     "trace": trace, "einsum": einsum, "linalg_solve": solve,
     "linalg_solve_triangular": solve_triangular, "tensordot": tensordot,
-    "searchsorted": searchsorted, "bucketize": first_only, "isin": first_only,
+    "searchsorted": searchsorted, "bucketize": batch_rows, "isin": batch_rows,
     "median": median_all, "diag": diag, "unfold": dim_op(("dimension",)),
     "diagonal_scatter": dim_op(("dim1", "dim2")), "nll_loss_forward": nll_loss,
 })
@@ -789,15 +781,6 @@ def flat_linear(b: Batch):
         return b.run(x, b.args[1], b.args[2])
     out = b.run(b.reshape(x, (-1, b.shapes[0][-1])), b.args[1], b.args[2])
     return b.reshape(out, _phys(b.n, b.out_shapes[0]))
-
-
-def batch_rows(b: Batch):
-    """Ops that treat each row of their first argument on its own (a convolution or pooling
-    over a batch of images; im2col, col2im; layer_norm, over its leading dims): the examples'
-    rows, flat or stacked, are one bigger batch, every other tensor argument shared."""
-    if b.stacked[0] is not True or any(b.stacked[1:]):
-        return None
-    return b.run(*b.args)
 
 
 def flat_layer_norm(b: Batch):
