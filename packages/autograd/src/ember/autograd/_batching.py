@@ -22,6 +22,8 @@ The kinds of rule:
 """
 from __future__ import annotations
 
+import math
+
 import ember.tensor as _et
 from ember.tensor import Tensor
 from ember.tensor.extension import OPS
@@ -383,9 +385,7 @@ def _own_entries(b: Batch, x, s, items):
     if len(s) < len(items) or any(q != k for q in ks) or \
             any(tuple(it.shape) != k for it, st in zip(items, b.stacked[1]) if not st):
         return None
-    size = 1
-    for d in s[:len(items)]:
-        size *= d
+    size = math.prod(s[:len(items)])
     flat = bad = None
     for d, (it, st) in enumerate(zip(items, b.stacked[1])):
         if not st:
@@ -406,9 +406,7 @@ def _own_rows(b: Batch, x, s, idx, k):
     if not s:
         return None
     idx = b.do("where", b.do("lt", idx, 0), b.do("add", idx, s[0]), idx)
-    size = 1
-    for d in k:
-        size *= d
+    size = math.prod(k)
     rows = b.reshape(idx, (b.n, size) + (1,) * (len(s) - 1))
     rows = b.do("expand", rows, (b.n, size) + tuple(s[1:]))
     out = b.do("gather", x, 1, rows, False)
