@@ -340,7 +340,7 @@ def last_dims(b: Batch):
     return b.run(*b.args)
 
 
-_INDEX_DTYPES = (_et.int64, _et.int32, _et.int16, _et.int8, _et.uint8)
+_INDEX_DTYPES = (_et.int64, _et.int32, _et.int16, _et.int8)  # (uint8 indexes as a mask)
 
 
 def _plain_index(idx):
