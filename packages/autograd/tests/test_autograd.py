@@ -789,3 +789,27 @@ def test_a_leaf_keeps_one_gradient_sink_and_no_reference_cycle():
         assert y.grad.tolist() == [4.0, 7.0]  # 3 x [1, 2] from the loop, then [1, 1]
     finally:
         gc.enable()
+
+
+def test_deepcopy_of_leaves_and_refusal_of_recorded_tensors():
+    """``copy.deepcopy``: a leaf is copied with its own storage, ``requires_grad`` and a copy
+    of its ``.grad`` (shared objects stay shared through the memo); a tensor an op recorded
+    raises PyTorch's RuntimeError, a view of a leaf that requires grad included."""
+    import copy
+
+    x = et.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (x * x).sum().backward()
+    c = copy.deepcopy({"a": x, "b": [x]})
+    y = c["a"]
+    assert y is c["b"][0] and y is not x and y.is_leaf and y.requires_grad
+    np.testing.assert_array_equal(y.grad.numpy(), [2.0, 4.0, 6.0])
+    assert y.grad is not x.grad
+    y.grad.zero_()
+    with et.no_grad():
+        y.add_(1.0)
+    assert x.tolist() == [1.0, 2.0, 3.0] and y.tolist() == [2.0, 3.0, 4.0]
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0, 6.0])
+    for made in (x * 2, x[1:], x.t()):
+        with pytest.raises(RuntimeError, match="graph leaves"):
+            copy.deepcopy(made)
+    assert copy.deepcopy(x.detach() * 2).tolist() == [2.0, 4.0, 6.0]

@@ -375,3 +375,17 @@ def test_serialization_module_is_pytorchs_path():
     for name in ("add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
                  "get_unsafe_globals_in_checkpoint"):
         assert callable(getattr(serialization, name)) and name in serialization.__all__
+
+
+def test_deepcopy_copies_storage_dtype_and_device():
+    import copy
+
+    base = et.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    for x in (base, base.t()):
+        y = copy.deepcopy(x)
+        assert y is not x and y.dtype == x.dtype and y.device == x.device
+        assert y.shape == x.shape
+        np.testing.assert_array_equal(y.numpy(), x.numpy())
+        y[0, 0] = 100.0
+        assert x[0, 0].item() == 0.0
+        assert y.grad is None and not y.requires_grad

@@ -475,6 +475,20 @@ class Tensor:
     def __hash__(self) -> int:
         return id(self)
 
+    def __deepcopy__(self, memo):
+        """A copy with storage of its own, requires_grad and a copy of ``.grad`` kept; a tensor
+        an op recorded (not a graph leaf) refuses, as PyTorch's does."""
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        new = memo.get(id(self))
+        if new is None:
+            fn, (data, dev, requires_grad) = self.__reduce_ex__(4)
+            new = memo[id(self)] = fn(data.copy(), dev, requires_grad)
+            if self.grad is not None:
+                new.grad = self.grad.__deepcopy__(memo)
+        return new
+
     def __reduce_ex__(self, protocol):
         data = self._data if isinstance(self._data, _ndarray) else self._data.get()
         data = data if data.flags.c_contiguous else data.copy(order="C")
