@@ -159,7 +159,10 @@ def test_which_inputs_run_on_the_kernels():
     assert R._on_kernel("sum", a.T, 1, False, "sum_reduce", 0) is not None  # a transpose
     assert R._on_kernel("mean", a[:, ::2], 1, False, "sum_reduce", 1) is None  # strided
     b = np.zeros((8, 9, 70), np.float32)
-    assert R._on_kernel("sum", b, (0, 2), False, "sum_reduce", 0) is None  # not adjacent
+    b[...] = np.arange(70, dtype=np.float32)
+    # dims not adjacent: run by run for the sums and means, not for the variance
+    assert R._on_kernel("sum", b, (0, 2), False, "sum_reduce", 0).tolist() == [8 * 2415] * 9
+    assert R._on_kernel("var", b, (0, 2), False, "var_reduce", 1.0) is None
     assert R._on_kernel("sum", b.astype(np.float16), 1, False, "sum_reduce", 0) is None
     assert R._on_kernel("sum", np.zeros(3, np.int64), 0, False, "sum_reduce", 0) is None
     # a small sum: NumPy's add.reduce (no Numba call), with the same result
@@ -319,3 +322,25 @@ def test_prod_kernel_nan_inf_zero():
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(cols, np.prod(x, 0))
     assert et.prod(et.tensor([[1e30, 1e30]]), 1).item() == float("inf")  # no warning, inf
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "nansum"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_reductions_over_dims_that_are_not_adjacent(op, dtype):
+    """Reductions over several runs of dims (the per-channel sums over (0, 2, 3) of NCHW) run
+    run by run on the kernels: equal to NumPy's in float64 within the dtype's rounding, on
+    C-contiguous and transposed inputs, with and without keepdim."""
+    rng = np.random.default_rng(4)
+    a = (rng.random((4, 3, 5, 6)) + 0.5).astype(dtype)
+    if op == "nansum":
+        a[rng.random(a.shape) < 0.1] = np.nan
+    ref = {"sum": np.sum, "mean": np.mean, "nansum": np.nansum}[op]
+    rtol = 2e-6 if dtype == np.float32 else 1e-13
+    for x in (a, a.transpose(0, 2, 1, 3), a.transpose(3, 1, 0, 2)):
+        for dims in ((0, 2, 3), (0, 2), (1, 3), (0, 3), (0, 1, 3)):
+            for keepdim in (False, True):
+                got = getattr(et, op)(et.tensor(x), dims, keepdim)
+                want = ref(x.astype(np.float64), axis=dims, keepdims=keepdim)
+                assert got.dtype == et.tensor(x).dtype and tuple(got.shape) == want.shape
+                assert got.numpy().flags.c_contiguous
+                np.testing.assert_allclose(got.numpy(), want, rtol=rtol)

@@ -244,18 +244,45 @@ _empty = np.empty
 _add_reduce = np.add.reduce
 
 
-def _plan(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool, kernel):
+# reductions whose result over several runs of dims is the same reduction of the partial
+# results of each run (a sum of sums, with NaN as 0; a mean of means of equal counts)
+_BY_RUNS = frozenset(("sum", "mean", "nansum"))
+
+
+def _plan(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool, kernel, by_runs: bool):
     """How a C-contiguous array of ``shape`` reduces over ``dims`` (sorted) on ``kernel``:
-    ``(kernel, (outer, n, inner) view, size of the flat result, result shape)``; None where
-    ``dims`` are empty (a 0-d input) or not adjacent."""
+    ``(kernel, steps, result shape)``, each step an ``(outer, n, inner)`` view of the array (then
+    of the step before's result) and the size of its flat result. One step where ``dims`` are
+    adjacent; else, with ``by_runs``, one a run of adjacent dims, the innermost first (the
+    per-channel sums over (0, 2, 3) of NCHW: its rows, then its columns). None where ``dims``
+    are empty (a 0-d input), or not adjacent without ``by_runs``."""
     if not dims:
         return None
-    lo, hi = dims[0], dims[-1] + 1
-    if hi - lo != len(dims):
+    runs = [[dims[0], dims[0] + 1]]
+    for k in dims[1:]:
+        if k == runs[-1][1]:
+            runs[-1][1] = k + 1
+        else:
+            runs.append([k, k + 1])
+    if len(runs) > 1 and not by_runs:
         return None
-    outer, inner = math.prod(shape[:lo]), math.prod(shape[hi:])
-    return (kernel, (outer, math.prod(shape[lo:hi]), inner), outer * inner,
-            shape[:lo] + (1,) * (hi - lo) + shape[hi:] if keepdim else shape[:lo] + shape[hi:])
+    steps, cur = [], list(shape)
+    for lo, hi in reversed(runs):  # (inner runs first: the outer runs' positions stay put)
+        outer, inner = math.prod(cur[:lo]), math.prod(cur[hi:])
+        steps.append(((outer, math.prod(cur[lo:hi]), inner), outer * inner))
+        del cur[lo:hi]
+    return (kernel, tuple(steps),
+            tuple(1 if k in dims else n for k, n in enumerate(shape)) if keepdim else tuple(cur))
+
+
+def _run_plan(plan, x, args):
+    """The flat result of ``plan`` (see ``_plan``) on the C-contiguous array ``x``."""
+    fn, steps, _ = plan
+    for view, size in steps:
+        out = _empty(size, x.dtype)
+        fn(x.reshape(view), out, *args)
+        x = out
+    return x
 
 
 def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
@@ -296,19 +323,17 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
             else:
                 if _kr is None:
                     from .kernels.cpu import reduce as _kr
-                plan = _plan(shape, dims, keepdim, getattr(_kr, kernel)) or False
+                plan = _plan(shape, dims, keepdim, getattr(_kr, kernel), op in _BY_RUNS) or False
             _plans[key] = plan
         if not plan:
             return None
-        fn, view, size, shape = plan
-        if fn is None:  # NumPy: axes, keepdim, and whether the result is 0-d (a NumPy scalar)
+        if plan[0] is None:  # NumPy: axes, keepdim, and whether the result is 0-d (a scalar)
+            _, axes, keep, scalar = plan
             with quiet():  # an overflow to inf is PyTorch's result, no warning
-                if shape:
-                    return _add_reduce(d, view, out=_empty((), d.dtype))
-                return _add_reduce(d, view, keepdims=size)
-        out = _empty(size, d.dtype)
-        fn(d.reshape(view), out, *args)
-        return out.reshape(shape)
+                if scalar:
+                    return _add_reduce(d, axes, out=_empty((), d.dtype))
+                return _add_reduce(d, axes, keepdims=keep)
+        return _run_plan(plan, d, args).reshape(plan[2])
     # a permutation of a contiguous array (a transpose): reduce it in memory order and give
     # the result in the input's dim order, C-contiguous as PyTorch's
     order = sorted(range(d.ndim), key=d.strides.__getitem__, reverse=True)
@@ -319,14 +344,12 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
         from .kernels.cpu import reduce as _kr
     dims = _dims(dim, d.ndim, op)
     pos = tuple(sorted(order.index(k) for k in dims))
-    plan = _plan(x.shape, pos, False, getattr(_kr, kernel))
+    plan = _plan(x.shape, pos, False, getattr(_kr, kernel), op in _BY_RUNS)
     if plan is None:
         return None
-    fn, view, size, shape = plan
-    out = _empty(size, d.dtype)
-    fn(x.reshape(view), out, *args)
-    kept = order[:pos[0]] + order[pos[-1] + 1:]  # the input dims of the result's dims
-    r = out.reshape(shape).transpose(sorted(range(len(kept)), key=kept.__getitem__))
+    kept = [k for i, k in enumerate(order) if i not in pos]  # the input dims of the result's
+    r = _run_plan(plan, x, args).reshape(plan[2])
+    r = r.transpose(sorted(range(len(kept)), key=kept.__getitem__))
     if not r.flags.c_contiguous:
         r = r.copy()
     if keepdim:
