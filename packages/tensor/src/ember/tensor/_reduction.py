@@ -275,16 +275,6 @@ def _plan(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool, kernel, 
             tuple(1 if k in dims else n for k, n in enumerate(shape)) if keepdim else tuple(cur))
 
 
-def _run_plan(plan, x, args):
-    """The flat result of ``plan`` (see ``_plan``) on the C-contiguous array ``x``."""
-    fn, steps, _ = plan
-    for view, size in steps:
-        out = _empty(size, x.dtype)
-        fn(x.reshape(view), out, *args)
-        x = out
-    return x
-
-
 def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
     """The reduction ``op`` over ``dim`` (the op's argument: None, an int or a sequence) of a
     float32 / float64 NumPy array by ``kernel`` of ``kernels/cpu/reduce.py`` (sum, mean, 1-
@@ -318,8 +308,9 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
             if len(_plans) >= 4096:
                 _plans.clear()
             dims = _dims(dim, len(shape), op)
-            if op == "sum" and d.size < _SUM_KERNEL_MIN:
-                plan = (None, dims or None, keepdim, not keepdim and len(dims) == len(shape))
+            if op == "sum" and d.size < _SUM_KERNEL_MIN:  # NumPy: axes, keepdim, 0-d result
+                plan = (None, (dims or None, keepdim, not keepdim and len(dims) == len(shape)),
+                        None)
             else:
                 if _kr is None:
                     from .kernels.cpu import reduce as _kr
@@ -327,13 +318,18 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
             _plans[key] = plan
         if not plan:
             return None
-        if plan[0] is None:  # NumPy: axes, keepdim, and whether the result is 0-d (a scalar)
-            _, axes, keep, scalar = plan
+        fn, steps, rshape = plan
+        if fn is None:
+            axes, keep, scalar = steps
             with quiet():  # an overflow to inf is PyTorch's result, no warning
                 if scalar:
                     return _add_reduce(d, axes, out=_empty((), d.dtype))
                 return _add_reduce(d, axes, keepdims=keep)
-        return _run_plan(plan, d, args).reshape(plan[2])
+        for view, size in steps:
+            out = _empty(size, d.dtype)
+            fn(d.reshape(view), out, *args)
+            d = out
+        return d.reshape(rshape)
     # a permutation of a contiguous array (a transpose): reduce it in memory order and give
     # the result in the input's dim order, C-contiguous as PyTorch's
     order = sorted(range(d.ndim), key=d.strides.__getitem__, reverse=True)
@@ -347,8 +343,13 @@ def _on_kernel(op: str, d, dim, keepdim: bool, kernel: str, *args):
     plan = _plan(x.shape, pos, False, getattr(_kr, kernel), op in _BY_RUNS)
     if plan is None:
         return None
+    fn, steps, rshape = plan
+    for view, size in steps:
+        out = _empty(size, x.dtype)
+        fn(x.reshape(view), out, *args)
+        x = out
     kept = [k for i, k in enumerate(order) if i not in pos]  # the input dims of the result's
-    r = _run_plan(plan, x, args).reshape(plan[2])
+    r = x.reshape(rshape)
     r = r.transpose(sorted(range(len(kept)), key=kept.__getitem__))
     if not r.flags.c_contiguous:
         r = r.copy()
