@@ -311,26 +311,31 @@ def _rows(g, codes, off=0):
     return rows if g.phys is None else g.phys[rows]
 
 
-def _sources(C, table):
-    """The groups (in ``table``) whose results the code columns ``C`` read. A column whose
-    least and greatest codes are of one buffer reads only that one (a buffer's codes are one
-    range of integers); a concrete tensor's code is negative, no buffer's number."""
+def _sources(C, lo, hi, table):
+    """The groups (in ``table``) whose results the code columns ``C`` read (``lo``, ``hi``:
+    each column's least and greatest code). A column whose least and greatest codes are of
+    one buffer reads only that one (a buffer's codes are one range of integers); a concrete
+    tensor's code is negative, no buffer's number."""
     bufs = set()
-    for j, (a, b) in enumerate(zip((_min(C, 1) >> _ROW_BITS).tolist(),
-                                   (_max(C, 1) >> _ROW_BITS).tolist())):
-        if a == b:
+    for j, (a, b) in enumerate(zip(lo, hi)):
+        a >>= _ROW_BITS
+        if a == b >> _ROW_BITS:
             bufs.add(a)
         else:
             bufs.update((C[j] >> _ROW_BITS).tolist())
     return [table[b] for b in bufs if b in table]
 
 
-def _columns(codes, n, m):
-    """A group's codes as an ``(m, n)`` int64 array: row ``j`` is the code column of argument
-    ``j`` (contiguous, so the per-column reductions and comparisons run at NumPy's speed; an
-    ``(n, m)`` array reduced along its first dim is several times slower)."""
+def _columns(g):
+    """``g.C``, ``g.lo``, ``g.hi``: the group's codes as an ``(m, n)`` int64 array (row ``j``
+    the code column of argument ``j``: contiguous, so the per-column reductions and
+    comparisons run at NumPy's speed; an ``(n, m)`` array reduced along its first dim is
+    several times slower), and each column's least and greatest code, as lists of ints."""
+    n, m, codes = g.n, g.m, g.codes
     C = np.fromiter(codes, dtype=np.int64, count=len(codes))  # (a fifth faster than array())
-    return C.reshape(1, n) if m == 1 else C.reshape(n, m).T.copy()
+    C = g.C = C.reshape(1, n) if m == 1 else C.reshape(n, m).T.copy()
+    g.lo, g.hi = C.min(1).tolist(), C.max(1).tolist()
+    return C
 
 
 class _StandIn:
@@ -470,7 +475,7 @@ class _Group:
     __slots__ = ("op", "gm", "st", "depth", "first", "n", "codes", "m", "plan", "shapes",
                  "kind", "outm", "one", "diff", "bid", "base", "outs", "same", "vals", "made",
                  "rows", "phys", "mkey", "alias", "merged", "latest", "fdepth",
-                 "C")
+                 "C", "lo", "hi")
 
 
 def _plan(bound):
@@ -1173,7 +1178,7 @@ class _State:
         by_key = {}
         table = self.table
         for g in order:
-            C = g.C = _columns(g.codes, g.n, g.m) if g.m else None
+            C = _columns(g) if g.m else None
             fd = g.depth
             cands = by_key.get(g.mkey)
             if cands:
@@ -1199,7 +1204,7 @@ class _State:
                 cands[0].append(g)
                 cands[1].append(-fd)
             if C is not None:
-                for s in _sources(C, table):
+                for s in _sources(C, g.lo, g.hi, table):
                     if s.depth and fd - 1 < s.latest:
                         s.latest = fd - 1
 
@@ -1234,7 +1239,7 @@ class _State:
         self.calls_run += n
         C = grp.C
         if C is None and grp.m:
-            C = _columns(grp.codes, n, grp.m)
+            C = _columns(grp)
         rule = _RULES.get(op.name) if grp.rows is None else _take_rows
         if rule is not None and n > 1:
             try:
@@ -1347,19 +1352,29 @@ class _State:
             # then which rows of it)
             # (the codes of one buffer are one range of integers: a column's least and
             # greatest code say whether it has one value, or one source buffer)
-            lo, hi = C.min(1).tolist(), C.max(1).tolist()
+            lo, hi = grp.lo, grp.hi
             one = [a == b for a, b in zip(lo, hi)]
             one_src = [a >> _ROW_BITS == b >> _ROW_BITS for a, b in zip(lo, hi)]
             locs = [None] * grp.m
             for j, single in enumerate(one_src):
                 if single and lo[j] >= 0 and lo[j] != hi[j]:
                     g, k, off = self.locate(lo[j] >> _ROW_BITS)
-                    if g.outs is not None:
-                        locs[j] = (g.outs[k], _rows(g, C[j], off))
+                    if g.outs is None:
+                        continue
+                    col = C[j]
+                    if g.phys is None and hi[j] - lo[j] == n - 1 and _all(col[1:] > col[:-1]):
+                        # rows one after another, in order (n distinct codes, ascending,
+                        # spanning n): no reordering, and the whole buffer where they start
+                        # at its first row
+                        r0 = (lo[j] & _MASK) + off
+                        locs[j] = (g.outs[k], _arange(n) if not r0 else
+                                   np.arange(r0, r0 + n, dtype=np.int64), True)
+                    else:
+                        locs[j] = (g.outs[k], _rows(g, col, off), False)
             perm = _order(C, one_src, locs)
             if perm is not None:
                 C = C[:, perm]
-                locs = [loc if loc is None else (loc[0], loc[1][perm]) for loc in locs]
+                locs = [loc if loc is None else (loc[0], loc[1][perm], False) for loc in locs]
         first = grp.first
         shapes = grp.shapes
         args, stacked = [], []
@@ -1501,7 +1516,7 @@ class _State:
         per-example tensors that are not rows of one (constants, results of calls run one at a
         time) are stacked. ``loc``: (buffer, rows) where every value is a row of one buffer."""
         if loc is not None:
-            return _take(loc[0], _expand(loc[1], _flat_rows(shape))), True
+            return _take(loc[0], _expand(loc[1], _flat_rows(shape)), loc[2]), True
         c0 = int(col[0])
         if one is None:
             one = bool(_all(col == c0))
@@ -1583,7 +1598,7 @@ def _order(C, one_src, locs):
             continue
         single = True
         rows = loc[1]
-        if len(rows) > 1 and not _all(rows[1:] > rows[:-1]):
+        if not loc[2] and len(rows) > 1 and not _all(rows[1:] > rows[:-1]):
             return rows.argsort(kind="stable")
     if single:
         return None
@@ -1636,11 +1651,12 @@ def _call(op, bound):
     return get_recorder()(op, bound)
 
 
-def _take(B, rows):
-    """Rows ``rows`` (an int64 array) of ``B``: B itself or a gather."""
+def _take(B, rows, ordered=False):
+    """Rows ``rows`` (an int64 array) of ``B``: B itself or a gather. ``ordered``: the rows
+    are known to be consecutive and ascending."""
     n = len(rows)
     if n == _unwrap(B).shape[0] and rows[0] == 0 and rows[-1] == n - 1 and (
-            n <= 2 or _all(rows == _arange(n))):
+            ordered or n <= 2 or _all(rows == _arange(n))):
         return B
     # (a part of B, contiguous or not, as a gather: its backward is rows that the engine
     # gathers with every other read of B, then adds in once; a slice's backward would be a
