@@ -71,10 +71,11 @@ _DATA = "_data"  # a new pending tensor's array stand-in is set by name (not emb
 
 # Where a per-example value lives, as one integer (its *code*): a pending value is row ``r`` of
 # output buffer ``b`` (output ``k`` of the group whose buffers start at ``b - k``), coded
-# ``b << 32 | r``; a concrete tensor (a per-example constant: word ids, a label) is coded
-# ``-id(tensor)``. A group keeps the codes of its calls' tensor arguments in one flat list of
-# ints, so gathering an argument for the whole group is NumPy over an int array (one source
-# buffer? which rows? in order?), never a Python object per example.
+# ``b << 32 | r`` (made as a sum: cheaper than an or of multi-digit ints); a concrete tensor (a
+# per-example constant: word ids, a label) is coded ``-id(tensor)``. A group keeps the codes of
+# its calls' tensor arguments in one flat list of ints, so gathering an argument for the whole
+# group is NumPy over an int array (one source buffer? which rows? in order?), never a Python
+# object per example.
 _ROW_BITS = 32
 _MASK = (1 << _ROW_BITS) - 1
 _BID_WRAP = 1 << 30
@@ -666,7 +667,7 @@ def _spec_source(pats):
                   "    if one is not None:",
                   "        p = new(Pending)",
                   "        p._g = grp",
-                  "        p._c = grp.base | row",
+                  "        p._c = grp.base + row",
                   "        p._t = one",
                   "        if rg and grp.diff:",
                   "            p._requires_grad = True",
@@ -717,7 +718,7 @@ def _results(grp, row, rg):
     for t, f, base in grp.outm:
         p = _new(_Pending)
         p._g = grp
-        p._c = base | row
+        p._c = base + row
         p._t = t
         if rg and f:
             p._requires_grad = True
@@ -876,7 +877,7 @@ class _State:
             if one is not None:
                 p = new(Pending)
                 p._g = grp
-                p._c = grp.base | row
+                p._c = grp.base + row
                 p._t = one
                 if rg and grp.diff:
                     p._requires_grad = True
@@ -984,7 +985,7 @@ class _State:
         grp.codes.extend((code, start))
         p = _new(_Pending)
         p._g = grp
-        p._c = grp.base | row
+        p._c = grp.base + row
         p._t = grp.outm[0][0]
         if x._requires_grad and grp.diff:
             p._requires_grad = True
@@ -1543,19 +1544,28 @@ class _State:
         pieces, rows, places = [], [], []
         where = {}  # (group, k) -> its entry in pieces (two groups merged into one: one buffer)
         if len(pend):
-            pc = col[pend]
-            src = pc >> _ROW_BITS
-            srt = src.argsort(kind="stable")
-            ss = src[srt]
+            whole = len(pend) == n
+            pc = col if whole else col[pend]
+            # the codes by source buffer (stable: each buffer's places stay ascending), the
+            # rows and places of every buffer's run at once, then a view of them per buffer
+            srt = (pc >> _ROW_BITS).argsort(kind="stable")
+            pc = pc[srt]
+            ss = pc >> _ROW_BITS
             cuts = ((ss[1:] != ss[:-1]).nonzero()[0] + 1).tolist()
-            for a, b in zip([0] + cuts, cuts + [len(srt)]):
-                seg = srt[a:b]
-                pos = pend[seg]
-                g, k, off = self.locate(int(ss[a]))
+            starts = [0] + cuts
+            lows = pc & _MASK
+            poss = srt if whole else pend[srt]
+            for a, b, buf in zip(starts, cuts + [len(srt)], ss[starts].tolist()):
+                pos = poss[a:b]
+                g, k, off = self.locate(buf)
                 if g.outs is None:
                     singles.extend(pos.tolist())
                     continue
-                r = _rows(g, pc[seg], off)
+                r = lows[a:b]
+                if off:
+                    r = r + off
+                if g.phys is not None:
+                    r = g.phys[r]
                 e = where.get((g, k))
                 if e is None:
                     where[g, k] = len(pieces)
