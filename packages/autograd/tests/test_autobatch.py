@@ -909,6 +909,36 @@ def test_detach_of_a_value_another_call_reads():
     run_both([w], loss_fn, "float64")
 
 
+def test_detach_waits_with_the_graph():
+    # detach is an op: inside the context it is deferred and batched like any other, so
+    # per-example code that cuts a gradient (targets, stop-gradients) does not run the
+    # pending graph at each call
+    rng = np.random.default_rng(25)
+    w = param(rng, 3, 3)
+    xs = [et.tensor(rng.standard_normal((1, 3))) for _ in range(4)]
+    with autobatch() as ctx:
+        hs = [et.tanh(x @ w) for x in xs]
+        ds = [h.detach() for h in hs]
+        assert all(is_pending(d) and not d.requires_grad for d in ds)
+        assert all(is_pending(h) for h in hs)  # nothing ran
+        loss = et.stack([(h * d).sum() for h, d in zip(hs, ds)]).sum()
+    assert ctx.stats["unbatched"] == {}
+    # one group per op: matmul, tanh, detach, mul, sum, then stack and sum once
+    assert (ctx.stats["groups"], ctx.stats["calls"]) == (7, 22)
+    loss.backward()
+    want = np.zeros((3, 3))
+    for x in xs:  # d is a constant: the gradient of (h * d).sum() is x^T (d * (1 - h^2))
+        h = np.tanh(x.numpy() @ w.detach().numpy())
+        want += x.numpy().T @ (h * (1 - h * h))
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-12)
+    for h, d in zip(hs, ds):
+        assert d.grad_fn is None and not d.requires_grad
+        np.testing.assert_array_equal(d.numpy(), h.detach().numpy())
+        v = h._version
+        d.add_(0.0)  # one memory and version counter, as eagerly
+        assert h._version == v + 1
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_composites_that_read_arrays_take_pending_values(device):
     # take / take_along_dim / masked_select / repeat_interleave / logcumsumexp check devices

@@ -677,7 +677,7 @@ RULES: dict = {}
 
 _UNARY = """abs acos acosh asin asinh atan atanh ceil cos cosh erf erfc erfinv exp exp2 expm1
 floor frac isfinite isinf isnan log log10 log1p log2 logical_not bitwise_not neg reciprocal relu
-round rsqrt sigmoid sign sin sinh sqrt square tan tanh trunc clone _to_copy _ascontiguous
+round rsqrt sigmoid sign sin sinh sqrt square tan tanh trunc clone detach _to_copy _ascontiguous
 _view_dtype silu gelu softplus elu hardsigmoid hardswish mish log_sigmoid angle conj
 conj_physical real imag sgn signbit sinc digamma lgamma i0 logit nan_to_num isneginf isposinf
 frexp poisson special_entr special_erfcx special_log_ndtr special_ndtr special_ndtri special_i0e

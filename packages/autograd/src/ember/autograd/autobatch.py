@@ -433,7 +433,7 @@ def _resolving_method(name):
 for _name in ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__",
               "__complex__", "__repr__", "__str__", "__format__", "__array__", "__dlpack__",
               "__dlpack_device__", "data_ptr", "untyped_storage", "storage", "storage_offset",
-              "register_hook", "retain_grad", "detach", "detach_", "_detached", "_bump",
+              "register_hook", "retain_grad", "detach_", "_detached", "_bump",
               "_view_of", "__reduce_ex__", "__getstate__", "__deepcopy__", "__copy__",
               "is_set_to", "requires_grad_", "_is_view"):
     if hasattr(Tensor, _name):

@@ -16,7 +16,7 @@ wrapped during the trace, runs such a module without recording the ops inside it
 converter writes its ONNX nodes (one ``LSTM`` / ``GRU`` / ``RNN`` node per layer, a packed
 input run padded with its lengths), so sequence length and batch stay free. Besides the
 recorder, the trace patches only ``Module.__call__``, ``Function.apply`` / ``__call__``, a few
-``Tensor`` methods (the Python conversions, ``detach``) and ``ember.tensor``'s ``zeros_like`` /
+``Tensor`` methods (the Python conversions) and ``ember.tensor``'s ``zeros_like`` /
 ``ones_like`` / ``full_like``, restored afterwards; no name is rebound in other modules.
 
 Values: example inputs become graph inputs; tensors found by identity among the model's
@@ -305,17 +305,6 @@ class _Tracer:
             return __call__
 
         patch(nn.Module, "__call__", make_call)
-
-        def make_detach(orig):
-            def detach(t):
-                out = orig(t)
-                name = tracer.names.get(id(t))
-                if name is not None:
-                    tracer.bind(out, name, id(t) in tracer.dynamic)
-                return out
-            return detach
-
-        patch(et.Tensor, "detach", make_detach)
 
         def make_like(fill):
             def make(orig):

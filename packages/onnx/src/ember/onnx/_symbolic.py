@@ -563,7 +563,7 @@ def _argsort(g, a, out):
 
 
 # ------------------------------------------------------------------ copies and casts
-@register("clone", "_ascontiguous", "contiguous")
+@register("clone", "detach", "_ascontiguous", "contiguous")
 def _identity(g, a, out):
     return g.node("Identity", [g.v(a.input)])
 

@@ -19,7 +19,7 @@ from .kernels import get as _kernel
 __all__ = [
     "tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "empty", "zeros", "ones",
     "full", "empty_like", "zeros_like", "ones_like", "full_like", "arange", "range", "linspace",
-    "logspace", "eye", "tril", "triu", "empty_strided", "scalar_tensor", "clone",
+    "logspace", "eye", "tril", "triu", "empty_strided", "scalar_tensor", "clone", "detach",
     "OutOfMemoryError", "compile", "empty_permuted", "frombuffer",
 ]
 
@@ -603,6 +603,13 @@ def _triangle(op: str, input: Tensor, diagonal: int, upper: bool) -> Tensor:
 def clone(input: Tensor, *, memory_format=None) -> Tensor:
     """A copy with its own memory (strides preserved for dense inputs, like PyTorch)."""
     return _make(input._data.copy(order="K"))
+
+
+@defop("detach", differentiable=False)
+def detach(input: Tensor) -> Tensor:
+    """A new tensor sharing memory and version counter, cut from the graph (an op, so that
+    recorders see it: autobatch defers it, an ONNX trace writes it as Identity)."""
+    return input._detached()
 
 
 @defop("_to_copy")

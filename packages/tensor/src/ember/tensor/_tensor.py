@@ -378,10 +378,6 @@ class Tensor:
         t._vc = vc
         return t
 
-    def detach(self) -> Tensor:
-        """A new tensor sharing memory and version counter, cut from the graph."""
-        return self._detached()
-
     def detach_(self) -> Tensor:
         self.grad_fn = None
         self._requires_grad = False

@@ -934,6 +934,8 @@ _add(
     E("contiguous", et.contiguous, lambda x: x, unary_samples(), dtypes=FLOAT + INT,
       ops=("_ascontiguous",)),
     E("clone", et.clone, lambda x: x.copy(), unary_samples(), dtypes=ALL),
+    E("detach", et.detach, lambda x: x.copy(), unary_samples(), dtypes=ALL,
+      differentiable=False),
     E("cat", et.cat, _np_cat,
       lambda d, rng: [_S([_rand((2, 3), d, rng), _rand((1, 3), d, rng)]),
                       _S([_rand((2, 3), d, rng), _rand((2, 2), d, rng)], 1),
