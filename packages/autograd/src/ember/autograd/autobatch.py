@@ -335,7 +335,7 @@ def _columns(g):
     n, m, codes = g.n, g.m, g.codes
     C = np.fromiter(codes, dtype=np.int64, count=len(codes))  # (a fifth faster than array())
     C = g.C = C.reshape(1, n) if m == 1 else C.reshape(n, m).T.copy()
-    g.lo, g.hi = C.min(1).tolist(), C.max(1).tolist()
+    g.lo, g.hi = _min(C, 1).tolist(), _max(C, 1).tolist()
     return C
 
 
