@@ -426,6 +426,63 @@ def test_inplace_op_runs_after_the_pending_graph():
     assert y.tolist() == [2.0, 2.0, 2.0] and z.tolist() == [4.0, 4.0, 4.0]
 
 
+def test_inplace_on_an_unread_pending_value_waits():
+    # `total += loss` and in-place activations on a fresh value are recorded as their
+    # out-of-place twins: the pending graph does not run at each one
+    rng = np.random.default_rng(31)
+    w = param(rng, 4, 4)
+    xs = [et.tensor(rng.standard_normal((1, 4))) for _ in range(6)]
+    mask = et.tensor([[True, False, True, False]])
+
+    def loss_fn():
+        total = 0
+        for x in xs:
+            h = x @ w
+            h.tanh_()                       # fresh value, read by nobody: waits
+            h.mul_(2).add_(x, alpha=0.5)    # chained, still unread
+            h[0, 1] = 0.25                  # setitem_ -> setitem
+            h.masked_fill_(mask, -1.0)
+            total += (h * h).sum()          # the running total, each step unread
+        return total
+
+    with autobatch() as ctx:
+        loss_fn()
+    # matmul tanh mul (x * alpha) add setitem masked_fill mul sum: one group each; the
+    # six adds of the running total depend on each other (the first is 0 + tensor)
+    assert ctx.stats == {"groups": 9 + 6, "calls": 60, "unbatched": {}}, ctx.stats
+    run_both([w], loss_fn, "float64")
+
+
+def test_inplace_after_a_read_or_on_a_view_runs_at_once():
+    # a value read since it was made, a view and a detached value share memory or are saved
+    # for backward: the op runs at once on the real tensors, as eagerly
+    rng = np.random.default_rng(32)
+    w = param(rng, 3, 3)
+    x = et.tensor(rng.standard_normal((2, 3)))
+    for case in ("read", "view", "detached", "cast"):
+        with autobatch():
+            h = x @ w
+            if case == "read":
+                y = h * 3
+                h.add_(1)                 # y was made from the value before
+            elif case == "view":
+                y = h[0]
+                h.add_(1)                 # the view sees the write
+            elif case == "detached":
+                y = h.detach()
+                y.add_(1)                 # so does the value it was detached from
+            else:
+                y = (h > 0).long()
+                with pytest.raises(RuntimeError):
+                    y.add_(0.5)           # the op's own error: a float result into int64
+                continue
+            assert not is_pending(h)
+        hv = (x @ w).detach().numpy()
+        want = {"read": 3 * hv, "view": hv[0] + 1, "detached": hv + 1}[case]
+        np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-12)
+        np.testing.assert_allclose(h.detach().numpy(), hv + 1, rtol=1e-12)
+
+
 def test_shape_error_names_per_example_op_and_shapes():
     a, b = et.ones(1, 3), et.ones(1, 4)
     with autobatch():
@@ -471,6 +528,9 @@ RULE_CASES = [
     ("view", lambda a: a.view(6, 2).t().reshape(-1), [(3, 4)]),
     ("permute", lambda a: a.permute(2, 0, 1) * 1, [(2, 3, 4)]),
     ("unsqueeze_squeeze", lambda a: a.unsqueeze(-1).squeeze(0), [(1, 3)]),
+    ("setitem_shared_value", lambda a: et.setitem(a * 1, (Ellipsis, 1), _VEC2 * 2) * a,
+     [(2, 3)]),
+    ("setitem_row", lambda a: _set_row(a * 2, 0, -0.5) + a, [(3, 2)]),
     ("expand", lambda a: a.expand(4, 3) * 1, [(1, 3)]),
     ("select_index", lambda a: a[1] + a[:, 2] + a[..., 0] + a[None, 0, 1:].sum(), [(3, 3)]),
     ("narrow", lambda a: a.narrow(1, 1, 2), [(2, 4)]),
@@ -580,6 +640,11 @@ RULE_CASES = [
 def _spd(a):
     """A symmetric positive definite matrix made of ``a`` (differentiable in it)."""
     return a @ a.mT + 3 * _EYE3
+
+
+def _set_row(x, i, v):
+    x[i] = v  # in place on a fresh pending value: recorded as the out-of-place setitem
+    return x
 
 
 _EYE3 = et.eye(3, dtype=et.float64)

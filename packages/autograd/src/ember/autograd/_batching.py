@@ -376,6 +376,18 @@ def getitem(b: Batch):
     return None
 
 
+def setitem(b: Batch):
+    """``x[index] = value`` (the out-of-place ``setitem``) of each example's ``x`` at one plain
+    index (ints, slices, None, Ellipsis) with one shared value: the batched buffer at the
+    index with a full slice in front (the value broadcasts over the examples)."""
+    x, idx, value = b.args
+    items = idx if isinstance(idx, tuple) else (idx,)
+    if b.stacked[0] is not True or b.stacked[1] or b.stacked[2] or \
+            not all(_plain_index(it) for it in items):
+        return None
+    return b.run(x, (slice(None),) + tuple(items), value)
+
+
 def _own_entries(b: Batch, x, s, items):
     """``x[i, j, ...]`` with index tensors of one shape, some each example's own: the
     example's first dims flattened, indexed at ``(i * s1 + j) * s2 + ...`` (an index out of its
@@ -718,7 +730,7 @@ RULES.update({
     "linear": linear, "matmul": matmul, "embedding": embedding,
     "lstm_cell_fused": fused_cell, "gru_cell_fused": fused_cell,
     "cat": cat, "stack": stack, "view": view, "permute": permute, "expand": expand,
-    "unsqueeze": unsqueeze, "squeeze": squeeze, "getitem": getitem,
+    "unsqueeze": unsqueeze, "squeeze": squeeze, "getitem": getitem, "setitem": setitem,
     "split_with_sizes": split_with_sizes, "slice_view": slice_view, "select": select,
     "diagonal": diagonal, "tril": last_dims, "triu": last_dims,
     "roll": roll, "cross": cross_dim, "gather": dim_op(("dim",)),

@@ -34,7 +34,7 @@ import numpy as np
 
 from ember.tensor import Tensor
 from ember.tensor import device as _device
-from ember.tensor.extension import OPS, get_recorder, quiet, set_recorder
+from ember.tensor.extension import OPS, array_module, get_recorder, quiet, set_recorder
 from ember.tensor.extension import unwrap as _unwrap
 from ember.tensor.extension import wrap as _wrap
 
@@ -48,6 +48,8 @@ _CPU = _device("cpu")
 _TensorType = Tensor
 _META: dict = {}          # signature -> (kind, [(type, is_float), ...]); shared by all contexts
 _EAGER_KEYS: set = set()  # signatures that could not be deferred (run at once)
+_VIEWLIKE: set = set()    # signatures whose result shares memory with an argument
+_TWINS: dict = {}         # in-place op -> its out-of-place twin, None (see _twin)
 _local = threading.local()
 _RULES = _batching.RULES
 _FLAT_RULES = _batching.FLAT_RULES
@@ -363,6 +365,7 @@ class _Pending(Tensor):
     metadata accessors (shape, dtype, dim, size, ...) answer without running anything."""
 
     __slots__ = ()
+    _rd = False  # read by a call recorded since it was made (see _State.inplace)
 
     @property
     def device(self):
@@ -627,7 +630,7 @@ def _spec_source(pats):
         rg = []
         for x in pend:
             lines += [f"    g = {x}._g", f"    {x}_d = g.depth", f"    if not {x}_d:",
-                      "        keep(g)"]
+                      "        keep(g)", f"    {x}._rd = True"]
             rg.append(f"{x}._requires_grad")
         if tens:
             lines.append("    cs = []")
@@ -710,6 +713,37 @@ def _spec_factory(pats):
     return f
 
 
+def _twin(op):
+    """The out-of-place op that computes what in-place ``op`` writes (``add`` for ``add_``),
+    with the same parameters; None where there is none (``bernoulli_`` draws with a
+    probability argument, ``bernoulli`` with its input's)."""
+    name = op.name
+    t = OPS.get(name[:-1]) if name.endswith("_") and name != "bernoulli_" else None
+    if t is None or t.inplace or \
+            list(t.signature.parameters) != list(op.signature.parameters):
+        return None
+    return t
+
+
+def _shares_input(out, args):
+    """Does a result of a call share memory with one of its tensor arguments (a view, a
+    detach, an argument handed back)?"""
+    ins = []
+    for a in args:
+        if isinstance(a, _TensorType):
+            ins.append(_unwrap(a))
+        elif a.__class__ is list or a.__class__ is tuple:
+            ins.extend(_unwrap(b) for b in a if isinstance(b, _TensorType))
+    for o in (out if isinstance(out, (tuple, list)) else (out,)):
+        if isinstance(o, _TensorType):
+            d = _unwrap(o)
+            xp = array_module(d)
+            if any(d is i or (array_module(i) is xp and xp.may_share_memory(d, i))
+                   for i in ins):
+                return True
+    return False
+
+
 def _results(grp, row, rg):
     """The pending results of row ``row`` of ``grp`` (a container of several, or one whose
     ``requires_grad`` depends on its output)."""
@@ -786,6 +820,10 @@ class _State:
                     kind = opkind[op] = (1 if op.inplace or op.name in _EAGER_OPS else
                                          2 if op.name in _ROWS_OPS else 0)
                 if kind == 1:
+                    if op.inplace and bound[0].__class__ is Pending:
+                        p = st.inplace(op, bound)
+                        if p is not None:
+                            return p
                     return st.eager(op, bound)
                 if kind == 2 and (op.name == "getitem" or (bound[1].__class__ is int and
                                                            bound[1] <= 0)):
@@ -809,6 +847,7 @@ class _State:
                     if c is Pending:
                         key.append(a._t)
                         codes.append(a._c)
+                        a._rd = True
                         d = a._g.depth
                         if d > depth:
                             depth = d
@@ -834,6 +873,7 @@ class _State:
                             if bc is Pending:
                                 sub.append(b._t)
                                 codes.append(b._c)
+                                b._rd = True
                                 d = b._g.depth
                                 if d > depth:
                                     depth = d
@@ -961,6 +1001,7 @@ class _State:
         key = (_ROWS_KEY, gm, t.dtype, t.dev, t.shape[1:], drop, L, step)
         if c is _Pending:
             code = x._c
+            x._rd = True
             depth = x._g.depth
             if not depth:
                 self.keep(x._g)
@@ -1053,6 +1094,47 @@ class _State:
             level.append(g)
         return g
 
+    # -- in-place ops ---------------------------------------------------------------------
+    def inplace(self, op, bound):
+        """``x.add_(y)`` on a pending ``x`` that no recorded call has read and that is no
+        view (nor shares memory with another value): recorded as its out-of-place twin
+        (``add``), whose result ``x`` then becomes (the same object, now that value), so the
+        pending graph does not run at every ``total += loss``. The calls recorded before read
+        the value ``x`` had, as they would have; a read or a view since it was made could see
+        the write (a view shares its memory, a saved argument makes backward refuse it), so
+        those run the pending graph and the op at once, as before. None: not such a call, or
+        the twin's result is not of ``x``'s shape and dtype (the op itself raises, or casts)."""
+        x = bound[0]
+        g = x._g
+        if x._rd or not g.depth or g.rows is not None or g.mkey in _VIEWLIKE:
+            return None
+        twin = _TWINS.get(op, False)
+        if twin is False:
+            twin = _TWINS[op] = _twin(op)
+        if twin is None:
+            return None
+        if any((a.__class__ is list or a.__class__ is tuple) and any(b is x for b in a)
+               for a in bound):
+            return None
+        # the twin reads x's value through a pending tensor of its own: the group of the
+        # call keeps its first call's arguments, and x is about to become another value
+        old = _new(_Pending)
+        old._g, old._c, old._t = g, x._c, x._t
+        if x._requires_grad:
+            old._requires_grad = True
+        r = self.record(twin, tuple(old if a is x else a for a in bound))
+        if r.__class__ is not _Pending or r._t is not x._t:
+            return None  # (the twin's row is computed and dropped; the op runs at once)
+        d = x.__dict__
+        d.pop(_DATA, None)  # the stand-in of the value it had
+        d.pop("_rd", None)
+        x._g, x._c, x._t = r._g, r._c, r._t
+        if r._requires_grad:
+            x._requires_grad = True
+        else:
+            d.pop("_requires_grad", None)
+        return x
+
     # -- an op that cannot wait -------------------------------------------------------
     def eager(self, op, bound):
         """Run the pending graph, then ``op`` at once on real tensors."""
@@ -1081,18 +1163,22 @@ class _State:
             # would cut the weights' gradients when the real call reuses it
             with quiet():  # placeholder values: an inf or nan here is nobody's result
                 try:
-                    out = self.inner(op, tuple(_placeholder(a) for a in bound))
+                    placeholders = tuple(_placeholder(a) for a in bound)
+                    out = self.inner(op, placeholders)
                 except Exception:
                     # a matrix of ones is singular (inv, solve, cholesky, lu_factor refuse
                     # it): once more with identity matrices where a pending value is square
                     if not any(_square(a) for a in bound):
                         raise
-                    out = self.inner(op, tuple(_placeholder(a, True) for a in bound))
+                    placeholders = tuple(_placeholder(a, True) for a in bound)
+                    out = self.inner(op, placeholders)
         except Exception:
             _EAGER_KEYS.add(key)
             return None
         finally:
             set_recorder(prev_rec)
+        if _shares_input(out, placeholders):
+            _VIEWLIKE.add(key)
         if isinstance(out, _TensorType):
             meta = (None, [_out_key(out)])
         elif isinstance(out, (tuple, list)) and out and all(isinstance(o, _TensorType)
