@@ -255,6 +255,24 @@ def test_zoo_round_trip(tmp_path, name):
     finetune_step_matches(model, imported, data(3))
 
 
+class Detaching(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x):
+        h = self.lin(x)
+        return h * h.detach().sigmoid() + self.lin.weight.detach().sum()
+
+
+def test_detach_inside_forward_is_an_identity_of_its_input(tmp_path):
+    # detach is an op the trace records: the graph reads the traced value (not a constant of
+    # the traced batch), so another batch size gives the model's own result
+    proto, _ = roundtrip(tmp_path, Detaching(), [et.randn(2, 4)], [et.randn(5, 4)],
+                         dynamic_axes={"input_0": {0: "batch"}})
+    assert [n.op_type for n in proto.graph.node].count("Identity") >= 2
+
+
 def test_state_dict_round_trips_between_original_and_imported(tmp_path):
     model = MLP()
     _, imported = roundtrip(tmp_path, model, [et.randn(2, 6)])
