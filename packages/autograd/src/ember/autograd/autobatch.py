@@ -395,7 +395,7 @@ class _Pending(Tensor):
                 return self
         v = _made(g, self._c)
         d = self.__dict__
-        for k in ("_g", "_c", "_t", "_data"):
+        for k in ("_g", "_c", "_t", "_data", "_rd"):
             d.pop(k, None)
         d.update(v.__dict__)
         self.__class__ = Tensor
