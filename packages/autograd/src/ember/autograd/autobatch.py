@@ -308,10 +308,15 @@ def _made(g, c):
 def _rows(g, codes, off=0):
     """The rows of ``g``'s batched results that hold the values coded ``codes`` (calls from
     ``off`` on)."""
-    rows = codes & _MASK
+    return _phys_rows(g, codes & _MASK, off)
+
+
+def _phys_rows(g, calls, off=0):
+    """The rows of ``g``'s batched results that hold the results of its calls ``calls``
+    (numbered from ``off``)."""
     if off:
-        rows = rows + off
-    return rows if g.phys is None else g.phys[rows]
+        calls = calls + off
+    return calls if g.phys is None else g.phys[calls]
 
 
 def _sources(C, lo, hi, table):
@@ -1601,7 +1606,8 @@ class _State:
         False), or the examples' values as a batched buffer (see ``_flat_rows``): rows of
         batched results: a whole buffer, or one gather node over the source buffers;
         per-example tensors that are not rows of one (constants, results of calls run one at a
-        time) are stacked. ``loc``: (buffer, rows) where every value is a row of one buffer."""
+        time) are stacked. ``loc``: (buffer, rows, whether the rows are consecutive and ascending)
+        where every value is a row of one buffer."""
         if loc is not None:
             return _take(loc[0], _expand(loc[1], _flat_rows(shape)), loc[2]), True
         c0 = int(col[0])
@@ -1647,11 +1653,7 @@ class _State:
                 if g.outs is None:
                     singles.extend(pos.tolist())
                     continue
-                r = lows[a:b]
-                if off:
-                    r = r + off
-                if g.phys is not None:
-                    r = g.phys[r]
+                r = _phys_rows(g, lows[a:b], off)
                 e = where.get((g, k))
                 if e is None:
                     where[g, k] = len(pieces)
@@ -1681,9 +1683,10 @@ _GRAD_KINDS = graph._FLOAT_KINDS  # the kinds of values that carry gradients (bf
 
 def _order(C, one_src, locs):
     """The order to run a group's calls in (None: as recorded). An argument read from one
-    buffer (``locs[j]``: the buffer and the rows, in call order) but not in the buffer's row
-    order: by its rows, so it is taken as a slice (and the results keep the layout of that
-    buffer: the groups after read neighbouring rows in turn). Else, when no argument is read
+    buffer (``locs[j]``: the buffer, the rows in call order, and whether they are known to be
+    consecutive and ascending) but not in the buffer's row order: by its rows, so it is taken
+    as a slice (and the results keep the layout of that buffer: the groups after read
+    neighbouring rows in turn). Else, when no argument is read
     from one buffer: by source buffer of the argument read from the most sources, then by
     row, so that argument is gathered as its sources one after another (slices or whole
     buffers, no reordering). An argument already read in order is never reordered for
