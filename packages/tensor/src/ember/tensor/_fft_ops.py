@@ -53,6 +53,16 @@ def _lib(xp):
     return xp.fft
 
 
+def _dft(lib, name: str, d, dim: Sequence[int], norm: str, last: int | None = None):
+    """``lib``'s transform ``name`` (``fft``, ``ifft``, ``rfft``, ``irfft``) of ``d`` over
+    ``dim``: the 1-d function for one dim (the n-d one's argument handling costs ~3 us more a
+    call), else its n-d twin; ``last``: the output's size along the last of ``dim``."""
+    if len(dim) == 1:
+        return getattr(lib, name)(d, n=last, axis=dim[0], norm=norm)
+    s = None if last is None else [d.shape[a] for a in dim[:-1]] + [last]
+    return getattr(lib, name + "n")(d, s=s, axes=tuple(dim), norm=norm)
+
+
 def _np_norm(normalization: int, forward: bool) -> str:
     """NumPy's ``norm`` for a transform in direction ``forward`` scaled by ``normalization``
     (NumPy names the scaling by the direction that carries it)."""
@@ -67,13 +77,8 @@ def _fft_c2c(input: Tensor, dim: Sequence[int], normalization: int, forward: boo
     d = input._data
     if not dim:
         return _make(d.copy())
-    lib = _lib(array_module(d))
-    norm = _np_norm(normalization, forward)
-    # one dim: the 1-d transform (the n-d one's argument handling costs ~3 us more a call)
-    if len(dim) == 1:
-        r = (lib.fft if forward else lib.ifft)(d, axis=dim[0], norm=norm)
-    else:
-        r = (lib.fftn if forward else lib.ifftn)(d, axes=tuple(dim), norm=norm)
+    r = _dft(_lib(array_module(d)), "fft" if forward else "ifft", d, dim,
+             _np_norm(normalization, forward))
     return _make(r.astype(d.dtype, copy=False))
 
 
@@ -82,17 +87,13 @@ def _fft_r2c(input: Tensor, dim: Sequence[int], normalization: int, onesided: bo
     """The forward DFT of a real tensor over ``dim``; ``onesided``: only the first
     ``n // 2 + 1`` frequencies of the last of ``dim`` (the rest are their conjugates)."""
     d = input._data
-    lib = _lib(array_module(d))
     cdt = np.complex64 if d.dtype == np.float32 else np.complex128
-    norm = _np_norm(normalization, True)
     if not onesided:  # as a complex signal: SciPy's real-input fftn gives -0.0 imaginary
         # parts (at the zero frequency) where PyTorch's one-sided transform and conjugate
         # fill give +0.0
         d = d.astype(cdt)
-    if len(dim) == 1:
-        r = (lib.rfft if onesided else lib.fft)(d, axis=dim[0], norm=norm)
-    else:
-        r = (lib.rfftn if onesided else lib.fftn)(d, axes=tuple(dim), norm=norm)
+    r = _dft(_lib(array_module(d)), "rfft" if onesided else "fft", d, dim,
+             _np_norm(normalization, True))
     return _make(r.astype(cdt, copy=False))
 
 
@@ -102,14 +103,9 @@ def _fft_c2r(input: Tensor, dim: Sequence[int], normalization: int,
     """The inverse-direction DFT over ``dim`` of a one-sided Hermitian signal, real, with
     ``last_dim_size`` points along the last of ``dim``."""
     d = input._data
-    lib = _lib(array_module(d))
     rdt = np.float32 if d.dtype == np.complex64 else np.float64
-    norm = _np_norm(normalization, False)
-    if len(dim) == 1:
-        r = lib.irfft(d, n=last_dim_size, axis=dim[0], norm=norm)
-    else:
-        s = [d.shape[a] for a in dim[:-1]] + [last_dim_size]
-        r = lib.irfftn(d, s=s, axes=tuple(dim), norm=norm)
+    r = _dft(_lib(array_module(d)), "irfft", d, dim, _np_norm(normalization, False),
+             last_dim_size)
     return _make(r.astype(rdt, copy=False))
 
 
