@@ -483,6 +483,24 @@ def test_inplace_after_a_read_or_on_a_view_runs_at_once():
         np.testing.assert_allclose(h.detach().numpy(), hv + 1, rtol=1e-12)
 
 
+def test_out_argument_is_written_inside_the_context():
+    # out= of a tensor made outside: written with the op's value, resized when its shape
+    # differs, cast to its dtype, as eagerly
+    rng = np.random.default_rng(33)
+    x = et.tensor(rng.standard_normal((2, 3)))
+    xv = x.numpy()
+    same, other, wider = et.empty(2, 3, dtype=et.float64), et.empty(5), et.empty(3)
+    with autobatch():
+        et.mul(x, 2.0, out=same)
+        et.cat([x, x], 0, out=other)
+        et.sum(x, 0, out=wider)
+    np.testing.assert_allclose(same.numpy(), 2 * xv, rtol=1e-15)
+    np.testing.assert_allclose(other.numpy(), np.concatenate([xv, xv]), rtol=1e-6)
+    assert other.dtype == et.float32 and other.shape == (4, 3)
+    np.testing.assert_allclose(wider.numpy(), xv.sum(0), rtol=1e-6)
+    assert wider.dtype == et.float32
+
+
 def test_shape_error_names_per_example_op_and_shapes():
     a, b = et.ones(1, 3), et.ones(1, 4)
     with autobatch():

@@ -234,7 +234,9 @@ def write_out(op, result, out):
         raise RuntimeError(f"{name}(): a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
     src, dst = result._data, out._data
-    if type(src) is not type(dst):
+    # (by array module, not array class: a value a recorder has not computed yet stands for
+    # its array, and NumPy / CuPy read it through the array protocols when it is written)
+    if array_module(src) is not array_module(dst):
         raise RuntimeError(f"{name}(): Expected out tensor to be on device {result.device}, "
                            f"but got it on device {out.device}")
     if src.dtype != dst.dtype:
