@@ -483,6 +483,39 @@ def test_inplace_after_a_read_or_on_a_view_runs_at_once():
         np.testing.assert_allclose(h.detach().numpy(), hv + 1, rtol=1e-12)
 
 
+def test_views_alias_their_base_across_examples():
+    # row slices and views of several examples are gathered into one batched buffer (a
+    # copy), yet a write through a view reaches its base and a write to a base reaches its
+    # views, before and after the write as eagerly; gradients flow through both
+    rng = np.random.default_rng(34)
+    w = param(rng, 4, 4)
+    xs = [et.tensor(rng.standard_normal((3, 4))) for _ in range(3)]
+
+    def program():
+        outs = []
+        for x in xs:
+            other = (x @ w)[2:]           # a row slice of another value, never written
+            v = (x @ w) * 1.0
+            v[:1].mul_(2.0)               # through a view of v
+            h = (x @ w) + 0.5
+            y, t = h[0], h.t()
+            before = y + 2                # recorded before the write: the old value
+            h.add_(1.0)
+            outs += [other, v, before, y - 1, t.sum(0)]
+        return outs
+
+    eager = program()
+    loss_e = sum(o.sum() for o in eager)
+    loss_e.backward()
+    g_e, w.grad = w.grad.numpy().copy(), None
+    with autobatch():
+        batched = program()
+    for a, b in zip(eager, batched):
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-12)
+    sum(o.sum() for o in batched).backward()
+    np.testing.assert_allclose(w.grad.numpy(), g_e, rtol=1e-10)
+
+
 def test_out_argument_is_written_inside_the_context():
     # out= of a tensor made outside: written with the op's value, resized when its shape
     # differs, cast to its dtype, as eagerly

@@ -371,6 +371,10 @@ class _Pending(Tensor):
 
     __slots__ = ()
     _rd = False  # read by a call recorded since it was made (see _State.inplace)
+    # a view's call ``(op, bound, output index or None)``: its batched rows are a copy where the
+    # examples' rows were gathered, so the real tensor is made by the call itself on its
+    # argument's real tensor, and shares its memory as the unbatched run's view does
+    _vw = None
 
     @property
     def device(self):
@@ -398,9 +402,21 @@ class _Pending(Tensor):
             g.st.flush()
             if self.__class__ is not _Pending:  # a call run one at a time in the flush read it
                 return self
-        v = _made(g, self._c)
+        vw = self._vw
+        if vw is None:
+            v = _made(g, self._c)
+        else:
+            op, bound, k = vw
+            prev = _grad.enabled
+            _grad.enabled = g.gm
+            try:
+                v = g.st.inner(op, _realize(bound))
+            finally:
+                _grad.enabled = prev
+            if k is not None:
+                v = v[k]
         d = self.__dict__
-        for k in ("_g", "_c", "_t", "_data", "_rd"):
+        for k in ("_g", "_c", "_t", "_data", "_rd", "_vw"):
             d.pop(k, None)
         d.update(v.__dict__)
         self.__class__ = Tensor
@@ -483,7 +499,7 @@ class _Group:
 
     __slots__ = ("op", "gm", "st", "depth", "first", "n", "codes", "m", "plan", "shapes",
                  "kind", "outm", "one", "diff", "bid", "base", "outs", "same", "vals", "made",
-                 "rows", "phys", "mkey", "alias", "merged", "latest", "fdepth",
+                 "rows", "phys", "mkey", "view", "alias", "merged", "latest", "fdepth",
                  "C", "lo", "hi")
 
 
@@ -635,6 +651,8 @@ def _spec_source(pats):
         rg = []
         for x in pend:
             lines += [f"    g = {x}._g", f"    {x}_d = g.depth", f"    if not {x}_d:",
+                      f"        if {x}._vw is not None and st.wrote:",
+                      "            return None",  # (the generic recorder makes it anew)
                       "        keep(g)", f"    {x}._rd = True"]
             rg.append(f"{x}._requires_grad")
         if tens:
@@ -679,7 +697,11 @@ def _spec_source(pats):
                   "        p._t = one",
                   "        if rg and grp.diff:",
                   "            p._requires_grad = True",
+                  "        if grp.view:",
+                  "            p._vw = (op, bound, None)",
                   "        return p",
+                  "    if grp.view:",
+                  "        return views(results(grp, row, rg), op, bound)",
                   "    return results(grp, row, rg)"]
         body += ["        " + line for line in lines]
     head = ["def factory(st):",
@@ -711,7 +733,7 @@ def _spec_factory(pats):
     if f is None:
         src, classes = _spec_source(pats)
         env = {"Pending": _Pending, "new": _new, "grad": _grad, "results": _results,
-               "id": id}
+               "views": _views, "id": id}
         env.update(classes)
         exec(compile(src, f"<autobatch recorder {len(_FACTORIES)}>", "exec"), env)
         f = _FACTORIES[pats] = env["factory"]
@@ -780,6 +802,9 @@ class _State:
         self.groups_run = 0
         self.calls_run = 0
         self.unbatched = {}  # op name -> groups of several calls run one call at a time
+        # an in-place op has written real tensors: the batched rows of a view made before may
+        # be stale, so a view read again is made anew from its base (see _Pending._vw)
+        self.wrote = False
         self.wkeys = {}      # id(parameter) -> (its array, its signature entry)
         # until the next flush: output buffer number -> its group (the groups of the pending
         # calls, and the groups run before whose values they read); the concrete per-example
@@ -857,6 +882,9 @@ class _State:
                         if d > depth:
                             depth = d
                         elif not d:
+                            if a._vw is not None and st.wrote:
+                                a._materialize()
+                                return record(op, bound)
                             st.keep(a._g)
                         if a._requires_grad:
                             rg = True
@@ -883,6 +911,9 @@ class _State:
                                 if d > depth:
                                     depth = d
                                 elif not d:
+                                    if b._vw is not None and st.wrote:
+                                        b._materialize()
+                                        return record(op, bound)
                                     st.keep(b._g)
                                 if b._requires_grad:
                                     rg = True
@@ -926,7 +957,11 @@ class _State:
                 p._t = one
                 if rg and grp.diff:
                     p._requires_grad = True
+                if grp.view:
+                    p._vw = (op, bound, None)
                 return p
+            if grp.view:
+                return _views(_results(grp, row, rg), op, bound)
             return _results(grp, row, rg)
 
         record.autobatch_state = st  # (see _live)
@@ -1009,6 +1044,8 @@ class _State:
             x._rd = True
             depth = x._g.depth
             if not depth:
+                if x._vw is not None and self.wrote:
+                    return None  # (the generic recorder makes it anew)
                 self.keep(x._g)
         else:
             i = self.cids.get(id(x))
@@ -1035,6 +1072,7 @@ class _State:
         p._t = grp.outm[0][0]
         if x._requires_grad and grp.diff:
             p._requires_grad = True
+        p._vw = (op, bound, None)
         return p
 
     def keep(self, g):
@@ -1082,6 +1120,7 @@ class _State:
         g.plan, g.shapes, g.m = _plan(bound)
         g.outs = g.same = g.vals = g.made = g.rows = g.phys = g.alias = g.merged = None
         g.mkey = mkey
+        g.view = mkey in _VIEWLIKE
         g.C = None
         bid = g.bid = _next_bid[0]
         g.base = bid << _ROW_BITS
@@ -1111,7 +1150,7 @@ class _State:
         the twin's result is not of ``x``'s shape and dtype (the op itself raises, or casts)."""
         x = bound[0]
         g = x._g
-        if x._rd or not g.depth or g.rows is not None or g.mkey in _VIEWLIKE:
+        if x._rd or not g.depth or g.rows is not None or g.view:
             return None
         twin = _TWINS.get(op, False)
         if twin is False:
@@ -1145,6 +1184,8 @@ class _State:
         """Run the pending graph, then ``op`` at once on real tensors."""
         if self.levels:
             self.flush()
+        if op.inplace:
+            self.wrote = True
         return self.inner(op, _realize(bound))
 
     # -- the output structure of a signature ------------------------------------------
@@ -1877,6 +1918,14 @@ def _span(q):
     if int(q[-1]) - a == n - 1 and (n == 1 or _all(q[1:] > q[:-1])):
         return slice(a, a + n)
     return q
+
+
+def _views(res, op, bound):
+    """Note the call ``op(*bound)`` of a view op on its pending results ``res`` (see
+    ``_Pending._vw``); returns ``res``."""
+    for k, p in enumerate(res):
+        p._vw = (op, bound, k)
+    return res
 
 
 def _realize(bound):
