@@ -516,6 +516,51 @@ def test_views_alias_their_base_across_examples():
     np.testing.assert_allclose(w.grad.numpy(), g_e, rtol=1e-10)
 
 
+def test_identical_calls_give_distinct_tensors():
+    # two calls alike on one value run once, batched, yet each gives its own tensor: its
+    # memory (an in-place write to one leaves the other), its node (retain_grad), as eagerly
+    rng = np.random.default_rng(35)
+    w = param(rng, 4, 4)
+    x = et.tensor(rng.standard_normal((3, 4)))
+
+    def program():
+        a = (x @ w).tanh()
+        b, c = a * 1.0, a * 1.0
+        b.retain_grad()
+        c.retain_grad()
+        d = c.detach()
+        d[:1].mul_(2.0)               # writes c, not b
+        (2 * b + 3 * c).sum().backward()
+        return b, c
+
+    b_e, c_e = program()
+    g_e, w.grad = w.grad.numpy().copy(), None
+    with autobatch():
+        b, c = program()
+    for e, t in ((b_e, b), (c_e, c)):
+        np.testing.assert_allclose(t.detach().numpy(), e.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(t.grad.numpy(), e.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), g_e, rtol=1e-10)
+
+
+def test_decorator_with_and_without_parentheses():
+    rng = np.random.default_rng(36)
+    w = param(rng, 3, 2)
+    xs = [et.tensor(rng.standard_normal((1, 3))) for _ in range(4)]
+    want = sum(float((x @ w).tanh().sum().item()) for x in xs)
+
+    def losses():
+        ys = [(x @ w).tanh().sum() for x in xs]
+        assert all(is_pending(y) for y in ys)
+        return et.stack(ys).sum()
+
+    for deco in (autobatch, autobatch()):
+        got = deco(losses)()
+        np.testing.assert_allclose(got.item(), want, rtol=1e-12)
+    with pytest.raises(TypeError, match="autobatch"):
+        autobatch(3)
+
+
 def test_out_argument_is_written_inside_the_context():
     # out= of a tensor made outside: written with the op's value, resized when its shape
     # differs, cast to its dtype, as eagerly

@@ -62,6 +62,7 @@ _SELECT = OPS["select"]
 _INDEX_SELECT = OPS["index_select"]
 _INDEX_ADD = OPS["index_add"]
 _SLICE = OPS["slice_view"]
+_CLONE = OPS["clone"]
 _SPLIT = OPS["split_with_sizes"]
 _CAT = OPS["cat"]
 _STACK = OPS["stack"]
@@ -295,7 +296,15 @@ def _made(g, c):
         finally:
             _grad.enabled = prev
     elif g.same is not None:
-        v = g.same[k]
+        # each call's own copy of the one result, made in the call's grad mode: the calls'
+        # tensors are distinct, as unbatched (an in-place write to one, its gradient, its
+        # hooks are its own), and the one result the group's readers read is never written
+        prev = _grad.enabled
+        _grad.enabled = g.gm
+        try:
+            v = g.st.inner(_CLONE, (g.same[k], None))
+        finally:
+            _grad.enabled = prev
     elif g.vals is not None:
         v = g.vals[r][k]
     else:
@@ -2092,13 +2101,26 @@ class autobatch:
     >>> total.backward(); w.grad.tolist()
     [[6.0, 6.0], [6.0, 6.0], [6.0, 6.0]]
 
+    A decorator too, with or without the parentheses (``@autobatch``, ``@autobatch()``): each
+    call of the function runs in a context of its own.
+
     Re-entrant (an inner ``autobatch()`` joins the outer one) and thread-local: only the thread
     that entered it defers ops. ``stats`` after the exit: ``groups`` run, ``calls`` deferred,
     and ``unbatched``: per op, the groups of several calls that ran one call at a time (the
     op has no batching rule, or its rule does not cover those arguments).
     """
 
-    def __init__(self):
+    def __new__(cls, fn=None):
+        self = super().__new__(cls)
+        if fn is None:
+            return self
+        if not callable(fn):
+            raise TypeError(f"autobatch() takes no arguments but a function to decorate "
+                            f"(got {type(fn).__name__})")
+        self.__init__()
+        return self(fn)  # ``@autobatch``, as ``@autobatch()``
+
+    def __init__(self, fn=None):
         self.state = None
         self.stats = None
 
