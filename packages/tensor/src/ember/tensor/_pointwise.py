@@ -790,8 +790,9 @@ def relu(input: Tensor) -> Tensor:
         raise RuntimeError("relu(): Boolean inputs not supported for relu")
     if kind == "c":
         _no_complex("relu", d)
-    if kind == "f":  # the array's clip vectorizes; maximum against a scalar does not
-        return _make(d.clip(0.0, _INF))  # (and clip keeps -0.0 as PyTorch's relu does)
+    if kind == "f":  # clip vectorizes; maximum against a scalar does not (and clip keeps
+        # -0.0 as PyTorch's relu does); NumPy's ufunc itself, not the array method's wrapper
+        return _make(_clip(d, 0.0, _INF) if d.__class__ is _ndarray else d.clip(0.0, _INF))
     return _make(array_module(d).maximum(d, d.dtype.type(0)))
 
 
@@ -855,40 +856,50 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     >>> clamp(tensor([-2., 0., 2.]), min=-1, max=1)
     tensor([-1.,  0.,  1.])
     """
-    if min is None and max is None:
-        raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
     d = input._data
     dt = d.dtype
-    if not (dt.kind == "f" and min.__class__ in _PLAIN_BOUND and max.__class__ in _PLAIN_BOUND):
+    lo, hi = min, max
+    if lo.__class__ not in _PLAIN_BOUND or hi.__class__ not in _PLAIN_BOUND or dt.kind != "f":
+        if min is None and max is None:
+            raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
         # PyTorch's promotion (a float tensor keeps its dtype with Python-number bounds)
-        dt = D.result_type(*(v for v in (input, min, max) if v is not None)).np
-    if dt.kind == "c":
-        _no_complex("clamp", np.empty(0, dt))
-    out = d.astype(dt, copy=False)
-    lo = min._data if isinstance(min, Tensor) else min
-    hi = max._data if isinstance(max, Tensor) else max
+        dt = D.result_type(input, min, max).np  # (None is skipped)
+        if dt.kind == "c":
+            _no_complex("clamp", np.empty(0, dt))
+        d = d.astype(dt, copy=False)
+        lo = min._data if isinstance(min, Tensor) else min
+        hi = max._data if isinstance(max, Tensor) else max
     if dt.kind in "fiu" and lo.__class__ in _PLAIN_BOUND and hi.__class__ in _PLAIN_BOUND:
-        # number bounds: one pass of the array's clip, whose vectorized loop needs both bounds
-        # (a missing one is the dtype's extreme; NumPy's maximum/minimum against a scalar do
-        # not vectorize: about 3x slower at 256x1024); min > max gives max everywhere, as in
+        # number bounds: one pass of clip, whose vectorized loop needs both bounds (a missing
+        # one is the dtype's extreme; NumPy's maximum/minimum against a scalar do not
+        # vectorize: about 3x slower at 256x1024); min > max gives max everywhere, as in
         # PyTorch
         if lo is None:
+            if hi is None:
+                raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
             lo = -_INF if dt.kind == "f" else int_bounds(dt)[0]
         elif hi is None:
             hi = _INF if dt.kind == "f" else int_bounds(dt)[1]
-        return _make(out.clip(lo, hi).astype(dt, copy=False))
+        if dt.kind == "f" and d.__class__ is _ndarray:  # the ufunc itself: the array's clip
+            return _make(_clip(d, lo, hi))  # method adds a Python wrapper (integer bounds)
+        return _make(d.clip(lo, hi).astype(dt, copy=False))
     # tensor bounds: maximum then minimum (clip with broadcast array bounds takes NumPy's
-    # generic loop: 2.5x slower at 256x1024); NaN in x or a bound propagates
+    # generic loop: 2.5x slower at 256x1024), the second pass into the first's result; NaN in
+    # x or a bound propagates
     xp = array_module(d)
-    if lo is not None:
-        out = xp.maximum(out, lo)
+    out = d if lo is None else xp.maximum(d, lo)
     if hi is not None:
-        out = xp.minimum(out, hi)
+        try:
+            out = xp.minimum(out, hi) if out is d or isinstance(out, np.generic) else \
+                xp.minimum(out, hi, out=out)  # (into the first pass's result)
+        except ValueError:  # the upper bound broadcasts the result further
+            out = xp.minimum(out, hi)
     return _make(xp.asarray(out).astype(dt, copy=False))
 
 
 _INF = float("inf")
 _PLAIN_BOUND = (float, int, type(None))
+_clip = np._core.umath.clip
 @defop("clamp_", inplace=True)
 def clamp_(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     """In-place :func:`clamp`."""

@@ -501,42 +501,42 @@ def _result_dtype(a, b) -> np.dtype:
     return np.result_type(a, b)
 
 
-def _two_d(shape, *arrays):
-    """``(R, C)`` and one ``(R or 1, C or 1)`` C-contiguous view per array of ``shape``'s
-    broadcast, or None where some array fits no such form."""
-    if len(arrays) == 2 and arrays[1].ndim == 0 and arrays[0].flags.c_contiguous:
-        n = arrays[0].size  # an array and a number
-        return (1, n), [arrays[0].reshape(1, n), arrays[1].reshape(1, 1)]
-    for x in arrays:  # (loops, not all() of generators: this runs once per small op)
-        if x.shape != shape:
-            break
-    else:  # the common case: one shape
-        for x in arrays:
-            if not x.flags.c_contiguous:
-                return None
-        n = math.prod(shape)
-        return (1, n), [x.reshape(1, n) for x in arrays]
-    nd = len(shape)
-    keep = [i for i in range(nd) if shape[i] != 1]  # size-1 dims of the result: dropped
-    pats = []  # per array, per kept dim: does the array span it (else it broadcasts)?
-    for x in arrays:
-        if x.size > 1 and not x.flags.c_contiguous:
+def _two_d(shape, a, b):
+    """``(R, C)`` and the ``(R or 1, C or 1)`` C-contiguous views of ``a`` and ``b`` of
+    ``shape``'s broadcast, or None where one fits no such form. The result's dims other than
+    1, outer to inner, make one block where each array spans or broadcasts throughout, then at
+    most one more (``R`` is the outer block's size, ``C`` the inner one's)."""
+    sa, sb = a.shape, b.shape
+    if sa == sb == shape:  # the common case: one shape, one row
+        if not (a.flags.c_contiguous and b.flags.c_contiguous):
             return None
-        full = (1,) * (nd - x.ndim) + x.shape
-        pats.append([full[i] != 1 for i in keep])
-    k = 0  # the split: kept dims before k make R, the rest C
-    for p in pats:
-        if all(p) or not any(p):
+        n = a.size
+        return (1, n), (a.reshape(1, n), b.reshape(1, n))
+    nd = len(shape)
+    oa, ob = nd - len(sa), nd - len(sb)
+    outer = inner = None  # (does a span, does b span) over the outer / inner block
+    R = C = 1
+    for i in range(nd):
+        n = shape[i]
+        if n == 1:
             continue
-        t = p.index(not p[0])
-        if any(v == p[0] for v in p[t:]) or (k and k != t):
-            return None  # spans and broadcasts interleave, or two arrays split differently
-        k = t
-    dims = [shape[i] for i in keep]
-    R, C = math.prod(dims[:k]), math.prod(dims[k:])
-    views = [x.reshape(R if k and p[0] else 1, C if k < len(p) and p[-1] else 1)
-             for x, p in zip(arrays, pats)]
-    return (R, C), views
+        p = (i >= oa and sa[i - oa] != 1, i >= ob and sb[i - ob] != 1)
+        if inner is None:
+            if outer is None or p == outer:
+                outer = p
+                R *= n
+                continue
+            inner = p
+        elif p != inner:
+            return None  # spans and broadcasts interleave
+        C *= n
+    if inner is None:  # one block: it is the row
+        R, C, inner = 1, R, outer or (False, False)
+        outer = (False, False)
+    if (a.size > 1 and not a.flags.c_contiguous) or (b.size > 1 and not b.flags.c_contiguous):
+        return None
+    return (R, C), (a.reshape(R if outer[0] else 1, C if inner[0] else 1),
+                    b.reshape(R if outer[1] else 1, C if inner[1] else 1))
 
 
 def _binary(a, b, mode: int, out):
