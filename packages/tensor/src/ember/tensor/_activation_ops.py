@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ._checks import check_same_device, not_implemented
-from ._fpstate import quiet, quiet_call
+from ._fpstate import quiet
 from ._registry import array_module, defop
 from ._tensor import Tensor
 from .kernels import get as _kernel
@@ -33,6 +33,7 @@ __all__ = ["silu", "silu_backward", "gelu", "gelu_backward", "softplus", "softpl
            "hardswish_backward", "mish", "mish_backward", "log_sigmoid", "log_sigmoid_backward"]
 
 _make = Tensor._make
+_nd = np.ndarray
 _F32 = np.dtype(np.float32)
 _KBETA = math.sqrt(2 / math.pi)  # the tanh approximation's constants
 _KKAPPA = 0.044715
@@ -45,7 +46,7 @@ def _arrays(op: str, *tensors: Tensor):
     dt = d.dtype
     if dt.kind != "f":
         raise not_implemented(op, dt)
-    xp = np if d.__class__ is np.ndarray else array_module(d)
+    xp = np if d.__class__ is _nd else array_module(d)
     if len(tensors) == 1 and dt.itemsize >= 4:  # (no conversion to make)
         return xp, (d,), dt
     arrays = [t._data for t in tensors]
@@ -60,9 +61,16 @@ def _done(r, dtype) -> Tensor:
 
 
 def _act_kernel(op: str, tensors: tuple, *params) -> Tensor:
-    """The kernel ``op`` of the tensors' device on their arrays, then ``params``."""
+    """The kernel ``op`` of the tensors' device on their arrays, then ``params`` (the kernels
+    raise no NumPy floating-point warning: the CPU ones quiet NumPy themselves where their
+    loops can set a flag)."""
+    d = tensors[0]._data
+    dt = d.dtype
+    if len(tensors) == 1 and dt.itemsize >= 4 and dt.kind == "f":  # (no conversion to make)
+        r = _kernel(op, np if d.__class__ is _nd else array_module(d))(d, *params)
+        return _make(r if r.dtype == dt else r.astype(dt))
     xp, arrays, dt = _arrays(op, *tensors)
-    return _done(quiet_call(_kernel(op, xp), *arrays, *params), dt)
+    return _done(_kernel(op, xp)(*arrays, *params), dt)
 
 
 # ------------------------------------------------------------------------------ silu
@@ -141,9 +149,8 @@ def elu_backward(grad_output: Tensor, alpha: float, scale: float, input_scale: f
     exp(input_scale x)`` (from the input), or ``grad input_scale (y + alpha scale)`` (from
     the output ``y``, ``is_result``)."""
     xp, (g, v), dt = _arrays("elu_backward", grad_output, self_or_result)
-    with quiet():
-        return _done(_kernel("elu_backward", xp)(g, alpha, scale, input_scale, bool(is_result),
-                                                 v), dt)
+    return _done(_kernel("elu_backward", xp)(g, alpha, scale, input_scale, bool(is_result), v),
+                 dt)
 
 
 # ------------------------------------------------------------------------------ hard*

@@ -6,7 +6,8 @@ over the flattened arrays on ``_vmath``'s vectorizable ``vexp`` and ``vlog1p`` (
 the NumPy expressions at 256x1024; a loop built by ``numba.vectorize`` around ``vlog1p`` does
 not vectorize); mish's backward as a NumPy expression; threshold_backward as an njit loop.
 The piecewise ones compare a NaN (to take PyTorch's side of each piece), which raises NumPy's
-invalid flag: their callers run them under ``errstate``.
+invalid flag: those ufuncs run under ``errstate`` here (the njit loops need none: NumPy checks
+no flag after them).
 
 A call costs what a NumPy ufunc's does (the compiled loops are called through the plain NumPy
 ufunc, not Numba's Python-level DUFunc wrapper), where the NumPy expressions these replace took
@@ -29,6 +30,7 @@ import numba
 import numpy as np
 from numba.extending import overload
 
+from ..._fpstate import quiet, quiet_call
 from ._vmath import _FM, _ONE_F, like, vexp, vjit, vlog1p, vsigmoid
 
 __all__ = ["sigmoid", "sigmoid_backward", "tanh_backward", "threshold_backward", "silu",
@@ -123,6 +125,12 @@ def _build() -> None:
     _ufuncs.update({k: f.ufunc for k, f in made.items()})
 
 
+# the activations' ufuncs: a NaN compare or an overflow in their loops sets a floating-point
+# flag, which NumPy would warn about (PyTorch never does)
+_QUIET_UFUNCS = frozenset(("silu", "silu_backward", "hardsigmoid", "hardsigmoid_backward",
+                           "hardswish", "hardswish_backward", "mish", "log_sigmoid_backward"))
+
+
 def _run(name: str, *arrays: np.ndarray) -> np.ndarray:
     f = _ufuncs.get(name)
     if f is None:
@@ -138,9 +146,10 @@ def _run(name: str, *arrays: np.ndarray) -> np.ndarray:
             break
     # (the dtype's character: a search of a tuple of dtypes compares each, 0.1 us)
     if dtype.char in "fd" and (len(arrays) == 1 or arrays[1].dtype == dtype):
-        out = f(*arrays)
+        out = quiet_call(f, *arrays) if name in _QUIET_UFUNCS else f(*arrays)
     elif dtype.kind in "fV":  # float16, bfloat16 ("V" in ml_dtypes)
-        out = np.asarray(f(*[a.astype(_F32) for a in arrays])).astype(dtype)
+        with quiet():
+            out = np.asarray(f(*[a.astype(_F32) for a in arrays])).astype(dtype)
     else:
         raise TypeError(f"{name}(): no kernel for dtype {dtype}")
     return out if out.__class__ is _nd else np.asarray(out)  # 0-d: NumPy gives a scalar
@@ -219,6 +228,15 @@ def _flat(kernel, arrays, *params) -> np.ndarray:
     return out
 
 
+def _flat1(kernel, x, *params) -> np.ndarray:
+    """:func:`_flat` of one array ``x`` (its C-contiguous copy where it is strided)."""
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)  # (a 0-d array is contiguous: it never gets here)
+    out = np.empty(x.shape, x.dtype)
+    kernel(x.ravel(), out.ravel(), *params)
+    return out
+
+
 @vjit
 def _softplus_flat(x, out, beta, threshold):
     beta, threshold = like(beta, x), like(threshold, x)
@@ -247,7 +265,7 @@ def _log_sigmoid_flat(x, out):
 def softplus(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
     """``log1p(exp(beta x)) / beta``; ``x`` where ``beta x > threshold`` (float32 / float64,
     computed in ``x``'s dtype)."""
-    return _flat(_softplus_flat, (x,), float(beta), float(threshold))
+    return _flat1(_softplus_flat, x, float(beta), float(threshold))
 
 
 def softplus_backward(grad: np.ndarray, x: np.ndarray, beta: float,
@@ -311,7 +329,7 @@ def _elu_backward_flat(g, v, out, negcoef, poscoef, input_scale, is_result):
 
 def elu(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> np.ndarray:
     """``alpha scale expm1(input_scale x)`` where ``x <= 0``, else ``scale x``."""
-    return _flat(_elu_flat, (x,), float(alpha * scale), float(scale), float(input_scale))
+    return _flat1(_elu_flat, x, float(alpha * scale), float(scale), float(input_scale))
 
 
 def elu_backward(grad: np.ndarray, alpha: float, scale: float, input_scale: float,
@@ -325,13 +343,14 @@ def elu_backward(grad: np.ndarray, alpha: float, scale: float, input_scale: floa
 
 def log_sigmoid(x: np.ndarray) -> np.ndarray:
     """``min(x, 0) - log1p(exp(-|x|))``: ``log(sigmoid(x))`` without overflow."""
-    return _flat(_log_sigmoid_flat, (x,))
+    return _flat1(_log_sigmoid_flat, x)
 
 
 def mish_backward(grad: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``grad * (t + x * sigmoid(x) * (1 - t^2))``, ``t = tanh(log1p(exp(x)))``."""
-    t = np.tanh(np.log1p(np.exp(x)))
-    return grad * (t + x * sigmoid(x) * (1 - t * t))
+    with quiet():  # (exp overflows to inf: tanh gives 1)
+        t = np.tanh(np.log1p(np.exp(x)))
+        return grad * (t + x * sigmoid(x) * (1 - t * t))
 
 
 def hardsigmoid(x: np.ndarray) -> np.ndarray:
