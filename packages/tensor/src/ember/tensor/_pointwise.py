@@ -15,7 +15,6 @@ import numpy as np
 from . import _dtype as D
 from ._checks import (
     broadcast_error,
-    check_dtype,
     check_inplace,
     check_same_device,
     checked_scalar,
@@ -597,7 +596,8 @@ def _rsqrt(xp, d):
 
 
 def _frac(xp, d):
-    check_dtype("frac", d.dtype, bool_ok=False, int_ok=False)  # PyTorch: floats only
+    if d.dtype.kind in "biu":  # PyTorch: floats only
+        raise not_implemented("frac", d.dtype)
     return d - xp.trunc(d)
 
 
@@ -1006,7 +1006,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
     tensor([13.])
     """
     prod = mul(tensor1, tensor2)
-    return add(input, prod if value == 1 else mul(prod, value))
+    return _add_plain(input, prod if value == 1 else mul(prod, value))
 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
@@ -1017,7 +1017,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
     """
     _check_addcdiv(tensor1, tensor2)
     q = true_divide(tensor1, tensor2)
-    return add(input, q if value == 1 else mul(q, value))
+    return _add_plain(input, q if value == 1 else mul(q, value))
 
 
 def _check_addcdiv(tensor1, tensor2) -> None:
