@@ -602,14 +602,26 @@ def _sigmoid(xp, d):
     return _kernel("sigmoid", xp)(d)  # from exp(-|x|): no overflow, accurate in both tails
 
 
+def _reciprocal(xp, d):
+    # 1 / x of real floats: NumPy's divide loop vectorizes, its reciprocal loop does not
+    # (float32 256x1024: 29 us against 56); the same correctly rounded quotient
+    return xp.divide(1, d) if d.dtype.kind == "f" else xp.reciprocal(d)
+
+
 def _rsqrt(xp, d):
-    return xp.reciprocal(xp.sqrt(d))
+    r = xp.sqrt(d)
+    if r.__class__ is not xp.ndarray:  # (0-d: a NumPy scalar)
+        return _reciprocal(xp, r)
+    return xp.divide(1, r, out=r) if r.dtype.kind == "f" else xp.reciprocal(r, out=r)
 
 
 def _frac(xp, d):
     if d.dtype.kind in "biu":  # PyTorch: floats only
         raise not_implemented("frac", d.dtype)
-    return d - xp.trunc(d)
+    t = xp.trunc(d)
+    if t.__class__ is not xp.ndarray:  # (0-d: a NumPy scalar)
+        return d - t
+    return xp.subtract(d, t, out=t)  # (into trunc's result: one allocation)
 
 
 def _sign(xp, d):
@@ -665,7 +677,7 @@ _FLOAT_UNARY = {
     "log10": ("log10", "base-10 logarithm"),
     "sqrt": ("sqrt", "square root"),
     "rsqrt": (_rsqrt, "reciprocal of the square root"),
-    "reciprocal": ("reciprocal", "1 / x"),
+    "reciprocal": (_reciprocal, "1 / x"),
     "sin": ("sin", "sine"), "cos": ("cos", "cosine"), "tan": ("tan", "tangent"),
     "asin": ("arcsin", "arcsine"), "acos": ("arccos", "arccosine"),
     "atan": ("arctan", "arctangent"),
