@@ -244,13 +244,11 @@ def _rows_form(a, b, work):
     row form and the operands' ``(R or 1, C or 1)`` views of it (copied to the full shape
     first when they fit no such view); ValueError when they don't broadcast."""
     xa, xb = _operand(a, work), _operand(b, work)
-    shape = xa.shape if xb.ndim == 0 or xb.shape == xa.shape else xb.shape if xa.ndim == 0 \
-        else np.broadcast(xa, xb).shape
-    form = _two_d(shape, xa, xb)
+    shape, form = _two_d(xa, xb)
     if form is None:
         xa = np.ascontiguousarray(np.broadcast_to(xa, shape))
         xb = np.ascontiguousarray(np.broadcast_to(xb, shape))
-        form = _two_d(shape, xa, xb)
+        form = _two_d(xa, xb)[1]
     return shape, form[0], form[1]
 
 
@@ -501,42 +499,57 @@ def _result_dtype(a, b) -> np.dtype:
     return np.result_type(a, b)
 
 
-def _two_d(shape, a, b):
-    """``(R, C)`` and the ``(R or 1, C or 1)`` C-contiguous views of ``a`` and ``b`` of
-    ``shape``'s broadcast, or None where one fits no such form. The result's dims other than
-    1, outer to inner, make one block where each array spans or broadcasts throughout, then at
-    most one more (``R`` is the outer block's size, ``C`` the inner one's)."""
+def _two_d(a, b):
+    """The broadcast shape of arrays ``a`` and ``b`` (ValueError where they don't broadcast)
+    and its form: ``(R, C)`` and the ``(R or 1, C or 1)`` C-contiguous views of ``a`` and
+    ``b``, or None where one fits no such form. The result's dims other than 1, outer to
+    inner, make one block where each array spans or broadcasts throughout, then at most one
+    more (``R`` is the outer block's size, ``C`` the inner one's)."""
     sa, sb = a.shape, b.shape
-    if sa == sb == shape:  # the common case: one shape, one row
+    if sa == sb:  # the common case: one shape, one row
         if not (a.flags.c_contiguous and b.flags.c_contiguous):
-            return None
+            return sa, None
         n = a.size
-        return (1, n), (a.reshape(1, n), b.reshape(1, n))
-    nd = len(shape)
-    oa, ob = nd - len(sa), nd - len(sb)
+        return sa, ((1, n), (a.reshape(1, n), b.reshape(1, n)))
+    la, lb = len(sa), len(sb)
+    nd = la if la > lb else lb
+    oa, ob = nd - la, nd - lb
+    shape = []
     outer = inner = None  # (does a span, does b span) over the outer / inner block
+    fits = True
     R = C = 1
     for i in range(nd):
-        n = shape[i]
-        if n == 1:
+        x = sa[i - oa] if i >= oa else 1
+        y = sb[i - ob] if i >= ob else 1
+        if x == y:
+            p = (True, True)
+        elif y == 1:
+            p = (True, False)
+        elif x == 1:
+            p, x = (False, True), y
+        else:
+            raise ValueError(f"operands could not be broadcast together with shapes {sa} {sb}")
+        shape.append(x)
+        if x == 1 or not fits:
             continue
-        p = (i >= oa and sa[i - oa] != 1, i >= ob and sb[i - ob] != 1)
         if inner is None:
             if outer is None or p == outer:
                 outer = p
-                R *= n
+                R *= x
                 continue
             inner = p
         elif p != inner:
-            return None  # spans and broadcasts interleave
-        C *= n
+            fits = False  # spans and broadcasts interleave
+        C *= x
+    shape = tuple(shape)
+    if not fits or (a.size > 1 and not a.flags.c_contiguous) or \
+            (b.size > 1 and not b.flags.c_contiguous):
+        return shape, None
     if inner is None:  # one block: it is the row
         R, C, inner = 1, R, outer or (False, False)
         outer = (False, False)
-    if (a.size > 1 and not a.flags.c_contiguous) or (b.size > 1 and not b.flags.c_contiguous):
-        return None
-    return (R, C), (a.reshape(R if outer[0] else 1, C if inner[0] else 1),
-                    b.reshape(R if outer[1] else 1, C if inner[1] else 1))
+    return shape, ((R, C), (a.reshape(R if outer[0] else 1, C if inner[0] else 1),
+                            b.reshape(R if outer[1] else 1, C if inner[1] else 1)))
 
 
 def _binary(a, b, mode: int, out):
