@@ -426,12 +426,14 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode == "floor":
         return _floor_divide(input, other)
     if rounding_mode == "trunc":
-        rd = D.result_type(input, other)
-        if not rd.is_floating_point:
+        # (a float tensor divided: the result is floating, or complex, which trunc refuses)
+        rd = None if isinstance(input, Tensor) and input._data.dtype.kind == "f" else \
+            D.result_type(input, other)
+        if rd is not None and not rd.is_floating_point:
             _check_int_divisor("div", other._data if isinstance(other, Tensor) else other,
                                rd.np)
         q = trunc(true_divide(input, other))  # noqa: F821  (defined by the unary table below)
-        return q if rd.is_floating_point else q.to(rd)
+        return q if rd is None or rd.is_floating_point else q.to(rd)
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
 
@@ -469,11 +471,14 @@ def float_power(input: Tensor | float, exponent: Tensor | float):
     >>> float_power(tensor([2]), 2)
     tensor([4.], dtype=ember.float64)
     """
-    wide = D.complex128 if any(isinstance(t, Tensor) and t.is_complex() or
-                               isinstance(t, complex) for t in (input, exponent)) else D.float64
-    if isinstance(input, Tensor):
+    wide = D.float64
+    for t in (input, exponent):
+        if isinstance(t, complex) or (isinstance(t, Tensor) and t._data.dtype.kind == "c"):
+            wide = D.complex128
+    w = wide.np  # (a tensor already of the dtype is used as it is: ``to`` would return it)
+    if isinstance(input, Tensor) and input._data.dtype != w:
         input = input.to(dtype=wide)
-    if isinstance(exponent, Tensor):
+    if isinstance(exponent, Tensor) and exponent._data.dtype != w:
         exponent = exponent.to(dtype=wide)
     return _pow(input, exponent)
 
