@@ -966,7 +966,9 @@ def _where(condition: Tensor, input, other) -> Tensor:
         input, it = tensor(input, device=condition.device), True
     da, db, dt = _operands(input, other, "where")
     if it and ot:
-        _check_same_device("where", c, input._data, other._data)
+        if not (c.__class__ is _ndarray and da.__class__ is _ndarray and
+                db.__class__ is _ndarray):  # (three CPU arrays: one device)
+            _check_same_device("where", c, input._data, other._data)
     elif it:  # a number must fit the result's dtype, as in PyTorch
         _check_same_device("where", c, input._data)
         db = checked_scalar("where", other, dt)
