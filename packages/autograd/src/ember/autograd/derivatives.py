@@ -123,6 +123,9 @@ def _t(x) -> bool:
 
 
 # --------------------------------------------------------------------------- arithmetic
+# (a negated product is written -(g * x), which rounds exactly as (-g) * x: the negation then
+# runs over the product's own array, not over g, which is often a broadcast one -- sum()'s
+# backward -- where NumPy's unary loop is 3-4x slower)
 @vjp("add", complex="linear")
 def _add(c, g):
     return g, g
@@ -143,7 +146,7 @@ def _mul(c, g):
 def _div(c, g):
     a, b = c.args
     ga = g / b if c.needs[0] else None
-    gb = -g * a / (b * b) if c.needs[1] else None
+    gb = -(g * a / (b * b)) if c.needs[1] else None
     return ga, gb
 
 
@@ -171,13 +174,13 @@ def _pow(c, g):
 @vjp("remainder", save=(0, 1))
 def _remainder(c, g):
     a, b = c.args
-    return g, (-g * et.floor_divide(a, b) if c.needs[1] else None)
+    return g, (-(g * et.floor_divide(a, b)) if c.needs[1] else None)
 
 
 @vjp("fmod", save=(0, 1))
 def _fmod(c, g):
     a, b = c.args
-    return g, (-g * et.trunc(a / b) if c.needs[1] else None)
+    return g, (-(g * et.trunc(a / b)) if c.needs[1] else None)
 
 
 @vjp("atan2", save=(0, 1))
@@ -187,7 +190,7 @@ def _atan2(c, g):
     # at the origin atan2 has no derivative: PyTorch's gradient there is 0 (never 0 / 0 = NaN)
     zero = denom == 0
     recip = et.where(zero, 0.0, 1 / et.where(zero, 1.0, denom))
-    return (g * b * recip if c.needs[0] else None), (-g * a * recip if c.needs[1] else None)
+    return (g * b * recip if c.needs[0] else None), (-(g * a * recip) if c.needs[1] else None)
 
 
 @vjp("copysign", save=(0,), out=True)
@@ -300,7 +303,7 @@ def _rsqrt(c, g):
 
 @vjp("reciprocal", out=True, complex="holomorphic")
 def _reciprocal(c, g):
-    return (-g * c.out * c.out,)
+    return (-(g * c.out * c.out),)
 
 
 @vjp("sin", save=(0,), complex="holomorphic")
@@ -310,7 +313,7 @@ def _sin(c, g):
 
 @vjp("cos", save=(0,), complex="holomorphic")
 def _cos(c, g):
-    return (-g * et.sin(c.args[0]),)
+    return (-(g * et.sin(c.args[0])),)
 
 
 @vjp("tan", out=True, complex="holomorphic")
@@ -327,7 +330,7 @@ def _asin(c, g):
 @vjp("acos", save=(0,), complex="holomorphic")
 def _acos(c, g):
     a = c.args[0]
-    return (-g / et.sqrt(1 - a * a),)
+    return (-(g / et.sqrt(1 - a * a)),)
 
 
 @vjp("atan", save=(0,), complex="holomorphic")
