@@ -900,13 +900,15 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     if lo.__class__ not in _PLAIN_BOUND or hi.__class__ not in _PLAIN_BOUND or dt.kind != "f":
         if min is None and max is None:
             raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
-        # PyTorch's promotion (a float tensor keeps its dtype with Python-number bounds)
-        dt = D.result_type(input, min, max).np  # (None is skipped)
-        if dt.kind == "c":
-            _no_complex("clamp", np.empty(0, dt))
-        d = d.astype(dt, copy=False)
         lo = min._data if isinstance(min, Tensor) else min
         hi = max._data if isinstance(max, Tensor) else max
+        if not ((lo is None or getattr(lo, "dtype", None) == dt) and
+                (hi is None or getattr(hi, "dtype", None) == dt)):  # (bounds of x's dtype)
+            # PyTorch's promotion (a float tensor keeps its dtype with Python-number bounds)
+            dt = D.result_type(input, min, max).np  # (None is skipped)
+            d = d.astype(dt, copy=False)
+        if dt.kind == "c":
+            _no_complex("clamp", np.empty(0, dt))
     if dt.kind in "fiu" and lo.__class__ in _PLAIN_BOUND and hi.__class__ in _PLAIN_BOUND:
         # number bounds: one pass of clip, whose vectorized loop needs both bounds (a missing
         # one is the dtype's extreme; NumPy's maximum/minimum against a scalar do not
