@@ -53,7 +53,7 @@ def _arrays(op: str, *tensors: Tensor):
     if len(arrays) > 1:
         check_same_device(op, *arrays)
     work = _F32 if dt.itemsize < 4 else dt
-    return xp, [a.astype(work, copy=False) for a in arrays], dt
+    return xp, [a if a.dtype == work else a.astype(work) for a in arrays], dt
 
 
 def _done(r, dtype) -> Tensor:

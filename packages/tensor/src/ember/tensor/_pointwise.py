@@ -1348,8 +1348,10 @@ def heaviside_(input: Tensor, values: Tensor) -> Tensor:
 
 
 def _logaddexp(xp, a, b):
-    if getattr(a, "dtype", getattr(b, "dtype", None)).kind != "c":
-        return _quiet_call(_kernel("logaddexp", xp), a, b)  # (float16's cast may overflow)
+    dt = a.dtype if hasattr(a, "dtype") else b.dtype
+    if dt.kind != "c":  # (the kernels warn about nothing but float16's cast, which may
+        k = _kernel("logaddexp", xp)  # overflow)
+        return _quiet_call(k, a, b) if dt.itemsize == 2 else k(a, b)
     a, b = xp.broadcast_arrays(xp.asarray(a), xp.asarray(b))
     hi = xp.where(a.real >= b.real, a, b)  # shift by the larger real part
     lo = xp.where(a.real >= b.real, b, a)
@@ -1358,7 +1360,9 @@ def _logaddexp(xp, a, b):
 
 
 def _logaddexp2(xp, a, b):
-    return _quiet_call(_kernel("logaddexp2", xp), a, b)
+    k = _kernel("logaddexp2", xp)
+    return _quiet_call(k, a, b) if (a.dtype if hasattr(a, "dtype") else b.dtype).itemsize == 2 \
+        else k(a, b)
 
 
 @defop("logaddexp", out=True)
