@@ -449,6 +449,10 @@ def _ce_valid_weights(a, x):
 
 
 def _ce_mean_denominator(a, x):
+    """The mean's divisor: the summed weights of the counted targets (without a weight, their
+    count: one comparison and one count)."""
+    if a.weight is None:
+        return et.count_nonzero(a.target != a.ignore_index)
     wt, _, _ = _ce_valid_weights(a, x)
     return wt.sum()
 

@@ -1241,56 +1241,61 @@ def _reduction_enum(op: str, reduction) -> int:
     return r
 
 
+def _same(dx):
+    return dx
+
+
 def _ce_layout(op: str, input: Tensor, target: Tensor, weight: Tensor | None,
                rows_needed: bool = True):
     """``(rows (M, C), flat int64 targets (M,), weight array or None, restore)`` of a class-dim
     layout: (C,) with a 0-d target, (N, C) with (N,), or (N, C, d1, ...) with (N, d1, ...);
     ``restore(dx_rows)`` puts a rows-shaped gradient back in the input's layout. Without
     ``rows_needed`` a (N, C, d1, ...) input's rows are not copied out (``rows`` is None)."""
-    _need_tensor(input, op, "self")
-    _need_tensor(target, op, "target")
-    x, t = input._data, target._data
-    xp = array_module(x)
+    try:
+        x, t = input._data, target._data
+    except AttributeError:
+        _need_tensor(input, op, "self")
+        _need_tensor(target, op, "target")
+        raise
     if x.dtype.kind != "f":
         raise RuntimeError(f"{op}(): expected a floating point input, got "
                            f"{_dtype_str(x.dtype)}")
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"{op}(): expected a target of an integer dtype (class indices), "
                            f"got {_dtype_str(t.dtype)}")
-    if type(t) is not type(x):
+    if t.__class__ is not x.__class__:
         raise RuntimeError(f"{op}(): target on {target.device} but input on {input.device}")
-    if x.ndim == 0:
-        raise ValueError(f"{op}(): input must have at least 1 dim, got a 0-d tensor")
-    if x.ndim == 1:
-        if t.ndim != 0:
-            raise ValueError(f"{op}(): for 1-D input of shape {list(x.shape)} the target must "
-                             f"be 0-D, got {list(t.shape)}")
-        C = x.shape[0]
+    xs, ts = x.shape, t.shape
+    nd = len(xs)
+    if nd == 2 and ts == xs[:1]:
+        C, rows, restore = xs[1], x, _same
+    elif nd < 2:
+        if nd == 0:
+            raise ValueError(f"{op}(): input must have at least 1 dim, got a 0-d tensor")
+        if ts:
+            raise ValueError(f"{op}(): for 1-D input of shape {list(xs)} the target must "
+                             f"be 0-D, got {list(ts)}")
+        C = xs[0]
         rows = x.reshape(1, C)
 
         def restore(dx):
             return dx.reshape(C)
     else:
-        n, C = x.shape[0], x.shape[1]
-        if t.ndim != x.ndim - 1 or t.shape[0] != n or t.shape[1:] != x.shape[2:]:
-            if t.ndim and t.shape[0] != n:
+        n, C = xs[0], xs[1]
+        if ts != xs[:1] + xs[2:]:
+            if ts and ts[0] != n:
                 raise ValueError(f"Expected input batch_size ({n}) to match target batch_size "
-                                 f"({t.shape[0]}).")
-            raise RuntimeError(f"{op}(): expected target of shape {[n] + list(x.shape[2:])} "
-                               f"for input of shape {list(x.shape)}, got {list(t.shape)}")
-        if x.ndim == 2:
-            rows = x
+                                 f"({ts[0]}).")
+            raise RuntimeError(f"{op}(): expected target of shape {[n] + list(xs[2:])} "
+                               f"for input of shape {list(xs)}, got {list(ts)}")
+        xp = array_module(x)
+        moved = xp.moveaxis(x, 1, -1)
+        mshape = moved.shape
+        rows = xp.ascontiguousarray(moved).reshape(-1, C) if rows_needed else None
 
-            def restore(dx):
-                return dx
-        else:
-            moved = xp.moveaxis(x, 1, -1)
-            mshape = moved.shape
-            rows = xp.ascontiguousarray(moved).reshape(-1, C) if rows_needed else None
-
-            def restore(dx):
-                return xp.ascontiguousarray(xp.moveaxis(dx.reshape(mshape), -1, 1))
-    flat = t if t.ndim == 1 else t.reshape(-1)
+        def restore(dx):
+            return xp.ascontiguousarray(xp.moveaxis(dx.reshape(mshape), -1, 1))
+    flat = t if len(ts) == 1 else t.reshape(-1)
     if flat.dtype != np.int64:
         flat = flat.astype(np.int64)
     w = None
@@ -1300,7 +1305,7 @@ def _ce_layout(op: str, input: Tensor, target: Tensor, weight: Tensor | None,
         if w.ndim != 1 or w.shape[0] != C:
             raise RuntimeError(f"weight tensor should be defined either for all {C} classes or "
                                f"no classes but got weight tensor of shape: {list(w.shape)}")
-        if type(w) is not type(x):
+        if w.__class__ is not x.__class__:
             raise RuntimeError(f"{op}(): weight on {weight.device} but input on "
                                f"{input.device}")
         w = w.astype(x.dtype, copy=False)
@@ -1325,7 +1330,7 @@ def _ce_denominator(flat, w, ignore_index: int, dtype):
 
 
 def _ce_kernel_ok(rows) -> bool:
-    return rows.dtype in _KERNEL_DTYPES + (np.dtype(np.float16),) and rows.shape[1] > 0
+    return rows.dtype in _ROW_DTYPES and rows.shape[1] > 0
 
 
 def _ce_rows_numpy(rows, flat, w, ignore_index, eps):
