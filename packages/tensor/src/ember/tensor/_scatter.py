@@ -80,18 +80,23 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     data = input._data
     _same_device(op, data, a)
     dim = _wrap_dim(dim, data.ndim, op)  # PyTorch wraps dim first
-    dshape, ishape = _nonempty(data.shape), _nonempty(a.shape)
-    if len(dshape) != len(ishape):
-        raise RuntimeError(
-            f"{op}(): Index tensor must have the same number of dimensions as input tensor")
-    for d in range(len(dshape)):
-        if d != dim and ishape[d] > dshape[d]:
+    dshape, ishape = data.shape or (1,), a.shape or (1,)
+    x = data
+    if dshape[:dim] != ishape[:dim] or dshape[dim + 1:] != ishape[dim + 1:]:
+        if len(dshape) != len(ishape):
             raise RuntimeError(
-                f"{op}(): Size does not match at dimension {d} expected index {list(a.shape)} "
-                f"to be no larger than self {list(data.shape)} apart from dimension {dim}")
+                f"{op}(): Index tensor must have the same number of dimensions as input tensor")
+        for d in range(len(dshape)):
+            if d != dim and ishape[d] > dshape[d]:
+                raise RuntimeError(
+                    f"{op}(): Size does not match at dimension {d} expected index "
+                    f"{list(a.shape)} to be no larger than self {list(data.shape)} apart from "
+                    f"dimension {dim}")
+        # the input restricted to the index's extents outside ``dim`` (a view)
+        x = data[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(ishape))]
     P, Q = prod(ishape[:dim]), prod(ishape[dim + 1:])
     i3 = a.reshape(P, ishape[dim], Q)
-    out, bad = _kernel("gather_dim", array_module(data))(_three(data, ishape, dim, P, Q), i3)
+    out, bad = _kernel("gather_dim", array_module(data))(x.reshape(P, dshape[dim], Q), i3)
     if bad >= 0:
         _raise_bad(op, i3, bad, dshape[dim], dim)
     return _make(out.reshape(a.shape))
