@@ -875,14 +875,17 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     ds, ids = list(data.shape), list(a.shape)
     ds[dim] = ids[dim] = 1  # every dim but ``dim`` broadcasts
     bshape = list(broadcast_shapes(op, ds, ids))
-    _check_range(a, data.shape[dim], dim, op)
     # gather of the broadcast operands, as PyTorch computes it (an operand of the broadcast
     # shape already is used as it is: an expand to its own shape is a registry call for nothing)
     bshape[dim] = data.shape[dim]
     src = input if data.shape == tuple(bshape) else input.expand(tuple(bshape))
     bshape[dim] = a.shape[dim]
-    return src.gather(dim, indices if a.shape == tuple(bshape) else
-                      indices.expand(tuple(bshape)))
+    try:  # gather checks the indices; its error is reworded as PyTorch's take_along_dim words it
+        return src.gather(dim, indices if a.shape == tuple(bshape) else
+                          indices.expand(tuple(bshape)))
+    except IndexOutOfBoundsError:
+        _check_range(a, data.shape[dim], dim, op)
+        raise
 
 
 # ---------------------------------------------------------------------------- put, unravel_index
