@@ -687,17 +687,26 @@ def max_pool3d(input: Tensor, kernel_size, stride=(), padding=0, dilation=1,
 
 
 # ----------------------------------------------------------------------------- embedding
+# the index dtypes of a lookup and their unsigned twins: seen as unsigned, a negative index is
+# larger than any table, so one maximum checks both ends of the range
+_LOOKUP_UNSIGNED = {np.dtype(np.int64): np.dtype(np.uint64),
+                    np.dtype(np.int32): np.dtype(np.uint32)}
+
+
 def check_lookup_indices(op: str, indices: Tensor, n: int) -> None:
     """PyTorch's checks of lookup indices into a table of ``n`` rows (embedding and its bag):
     int64 or int32 (RuntimeError), every index in ``[0, n)`` (IndexError)."""
     idx = indices._data
-    if idx.dtype not in (np.int64, np.int32):  # PyTorch: Long or Int only
+    unsigned = _LOOKUP_UNSIGNED.get(idx.dtype)
+    if unsigned is None:  # PyTorch: Long or Int only
         raise RuntimeError(f"{op}(): Expected tensor for argument 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {indices.dtype} instead")
     if idx.size:
         if idx.size <= 16:  # a handful of ids (one word, one sentence): Python is quicker
             vals = idx.ravel().tolist()
             lo, hi = min(vals), max(vals)
+        elif int(idx.view(unsigned).max()) < n:
+            return
         else:
             lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= n:
@@ -716,15 +725,17 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     >>> et.embedding(et.arange(6.).view(3, 2), et.tensor([2, 0])).tolist()
     [[4.0, 5.0], [0.0, 1.0]]
     """
-    _need_tensor(weight, "embedding", "weight")
-    _need_tensor(indices, "embedding", "indices")
-    w, idx = weight._data, indices._data
+    try:
+        w, idx = weight._data, indices._data
+    except AttributeError:  # PyTorch's TypeError for an argument that is not a tensor
+        _need_tensor(weight, "embedding", "weight")
+        _need_tensor(indices, "embedding", "indices")
+        raise
     if w.ndim != 2:
         raise RuntimeError(f"embedding(): 'weight' must be 2-D, got {list(w.shape)}")
     check_same_device("embedding", w, idx)
     check_lookup_indices("embedding", indices, w.shape[0])
-    xp = array_module(w)
-    return _make(xp.take(w, idx.reshape(-1), axis=0).reshape(idx.shape + (w.shape[1],)))
+    return _make(w.take(idx.reshape(-1), axis=0).reshape(idx.shape + (w.shape[1],)))
 
 
 @defop("embedding_dense_backward")
