@@ -33,6 +33,7 @@ from ._checks import (
 from ._fpstate import quiet
 from ._registry import array_module, defop
 from ._tensor import Tensor, _legacy_name, _ptr, _root, _wrap_dim
+from .kernels import get as _kernel
 
 __all__ = [
     "getitem", "getitem_backward", "setitem", "setitem_copy", "index_put", "index_put_",
@@ -146,8 +147,6 @@ def _kernel_index_add(out3, index, src3, alpha) -> None:
     and ``src3`` C-contiguous). The index_add kernel takes real numbers (on CUDA floats only);
     complex numbers add as their real and imaginary parts, and the dtypes the kernel does not
     take (bool, bfloat16, integers on CUDA) go through scatter_dim's "add"."""
-    from .kernels import get
-
     xp = array_module(out3)
     kind = out3.dtype.kind
     if kind == "c":
@@ -157,7 +156,7 @@ def _kernel_index_add(out3, index, src3, alpha) -> None:
         real = out3.real.dtype
         out3, src3, kind = out3.view(real), src3.view(real), "f"
     if kind == "f" or (kind in "iu" and xp is np):
-        get("index_add", xp)(out3, index, src3, alpha)
+        _kernel("index_add", xp)(out3, index, src3, alpha)
         return
     if kind == "b":
         if not alpha:  # adding is a logical or; a zero alpha adds nothing
@@ -165,7 +164,8 @@ def _kernel_index_add(out3, index, src3, alpha) -> None:
     elif alpha != 1:
         src3 = (src3 * alpha).astype(out3.dtype)
     P, N, Q = src3.shape
-    get("scatter_dim", xp)(out3, xp.broadcast_to(index.reshape(1, N, 1), (P, N, Q)), src3, "add")
+    _kernel("scatter_dim", xp)(out3, xp.broadcast_to(index.reshape(1, N, 1), (P, N, Q)), src3,
+                               "add")
 
 
 def _index_add_into(w, P: int, M: int, Q: int, index, src3, alpha) -> None:

@@ -251,8 +251,8 @@ def _along_dim_check(op: str, input: Tensor, dim: int, index, source: Tensor):
     _same_device(op, data, s)
     dshape, sshape = _nonempty(data.shape), _nonempty(s.shape)
     dim = _wrap_dim(dim, data.ndim, op)
-    if len(dshape) != len(sshape) or any(
-            dshape[d] != sshape[d] for d in range(len(dshape)) if d != dim):
+    if len(dshape) != len(sshape) or \
+            dshape[:dim] + dshape[dim + 1:] != sshape[:dim] + sshape[dim + 1:]:
         raise RuntimeError(
             f"{op}(): source tensor shape must match self tensor shape, excluding the specified "
             f"dimension. Got self.shape = {list(data.shape)} source.shape = {list(s.shape)}")

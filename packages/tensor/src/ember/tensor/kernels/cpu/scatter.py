@@ -68,6 +68,21 @@ def _scatter(out, index, src, alpha, scale, skip) -> None:
         _scatter_serial(out, index, src, alpha, scale, skip)
 
 
+_umax = np.maximum.reduce
+
+
+def _checked_indices(op: str, index: np.ndarray, size: int, what: str = "dimension 1"):
+    """:func:`check_indices`' contiguous int64 indices in ``[0, size)``, checked with one
+    maximum of them seen as unsigned (a negative index is larger than any size); its error
+    where one is out of range."""
+    if index.dtype.kind not in "iu":
+        return check_indices(op, index, size, what)  # its TypeError
+    index = np.ascontiguousarray(index, dtype=np.int64)
+    if index.size and int(_umax(index.view(np.uint64), axis=None)) >= size:
+        return check_indices(op, index, size, what)  # its IndexError
+    return index
+
+
 def index_add(out: np.ndarray, index: np.ndarray, src: np.ndarray, alpha=1) -> None:
     """In place: ``out[p, index[n], q] += alpha * src[p, n, q]``; duplicates accumulate.
 
@@ -96,7 +111,7 @@ def index_add(out: np.ndarray, index: np.ndarray, src: np.ndarray, alpha=1) -> N
         raise RuntimeError(f"{op}(): src dtype {src.dtype} does not match out dtype {out.dtype}")
     if not out.flags.writeable:
         raise RuntimeError(f"{op}(): out is read-only")
-    index = check_indices(op, index, M)
+    index = _checked_indices(op, index, M)
     if src.size == 0:
         return
     if out.dtype.kind == "f":
@@ -148,7 +163,7 @@ def embedding_backward(
             f"{op}(): padding_idx {padding_idx} is out of bounds for num_weights {num_weights} "
             f"(valid range [0, {num_weights}) or -1 for none)"
         )
-    indices = check_indices(op, indices, num_weights, what="the embedding (num_weights)")
+    indices = _checked_indices(op, indices, num_weights, what="the embedding (num_weights)")
     (g,), dtype = float_inputs(op, grad)
     D = g.shape[1]
     gw = np.zeros((num_weights, D), dtype=g.dtype)
