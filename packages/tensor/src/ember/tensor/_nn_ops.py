@@ -1128,21 +1128,24 @@ def _log_softmax_backward_data(grad_output: Tensor, output: Tensor, dim: int,
 
 
 # ----------------------------------------------------------------------------- layer norm
-def _layer_norm_dtypes(op: str, x, weight, bias) -> None:
-    """PyTorch's CPU rule: the affine parameters share the input's dtype, or are float32
-    for a half-precision input."""
-    params = [t._data.dtype for t in (weight, bias) if t is not None]
-    if all(d == x.dtype for d in params):
+def _layer_norm_dtypes(op: str, x, w, b) -> None:
+    """PyTorch's CPU rule: the affine parameters (arrays or None) share the input's dtype, or
+    are float32 for a half-precision input."""
+    xd = x.dtype
+    wd = xd if w is None else w.dtype
+    bd = xd if b is None else b.dtype
+    if wd == xd and bd == xd:
         return
-    if x.dtype in (np.float16, D.BF16_NP) and all(d == np.float32 for d in params):
+    if xd in (np.float16, D.BF16_NP) and (w is None or wd == np.float32) and \
+            (b is None or bd == np.float32):
         return
-    if x.dtype != np.float32:
+    if xd != np.float32:
         raise RuntimeError(f"{op}(): mixed dtype (CPU): all inputs must share same datatype.")
-    if weight is None or weight._data.dtype != x.dtype:
+    if w is None or wd != xd:
         raise RuntimeError(f"{op}(): mixed dtype (CPU): expect parameter to have scalar type "
                            "of Float")
     raise RuntimeError(f"{op}(): expected scalar type Float but found "
-                       f"{scalar_type_name(bias._data.dtype)}")
+                       f"{scalar_type_name(bd)}")
 
 
 @defop("native_layer_norm")
@@ -1162,30 +1165,39 @@ def native_layer_norm(input: Tensor, normalized_shape: list, weight: Tensor | No
     x = input._data
     ns = _normalized_shape(normalized_shape)
     nd = len(ns)
-    if nd == 0 or x.ndim < nd or tuple(x.shape[x.ndim - nd:]) != ns:
+    shape = x.shape
+    lead = shape[:len(shape) - nd]
+    if nd == 0 or len(shape) < nd or shape[len(shape) - nd:] != ns:
         raise RuntimeError(f"{op}(): Given normalized_shape={list(ns)}, expected input with "
                            f"shape [*, {', '.join(map(str, ns))}], but got input of size"
-                           f"{list(x.shape)}")
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t._data.shape) != ns:
-            raise RuntimeError(f"{op}(): Expected {name} to be of same shape as "
-                               f"normalized_shape, but got {name} of shape {list(t.shape)} "
-                               f"and normalized_shape = {list(ns)}")
-    _layer_norm_dtypes(op, x, weight, bias)
-    _float_input(op, x)
-    xp = array_module(x)
-    lead = x.shape[:x.ndim - nd]
-    out, mean, rstd = _kernel("layer_norm_forward", xp)(
-        x.reshape(math.prod(lead), math.prod(ns)),
-        None if weight is None else weight._data.reshape(-1),
-        None if bias is None else bias._data.reshape(-1), eps)
+                           f"{list(shape)}")
+    w = b = None
+    if weight is not None:
+        w = weight._data
+        if w.shape != ns:
+            _layer_norm_param_error(op, "weight", w, ns)
+    if bias is not None:
+        b = bias._data
+        if b.shape != ns:
+            _layer_norm_param_error(op, "bias", b, ns)
+    _layer_norm_dtypes(op, x, w, b)
+    if x.dtype.kind != "f":  # PyTorch has no kernel for bool or integer tensors
+        raise not_implemented(op, x.dtype)
+    out, mean, rstd = _kernel("layer_norm_forward", array_module(x))(
+        x.reshape(math.prod(lead), math.prod(ns)), None if w is None else w.reshape(-1),
+        None if b is None else b.reshape(-1), eps)
     stat = lead + (1,) * nd
-    return _make(out.reshape(x.shape)), _make(mean.reshape(stat)), _make(rstd.reshape(stat))
+    return _make(out.reshape(shape)), _make(mean.reshape(stat)), _make(rstd.reshape(stat))
+
+
+def _layer_norm_param_error(op: str, name: str, a, ns: tuple):
+    raise RuntimeError(f"{op}(): Expected {name} to be of same shape as normalized_shape, but "
+                       f"got {name} of shape {list(a.shape)} and normalized_shape = {list(ns)}")
 
 
 def _normalized_shape(normalized_shape) -> tuple:
     return (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) else \
-        tuple(int(v) for v in normalized_shape)
+        tuple(map(int, normalized_shape))
 
 
 @defop("native_layer_norm_backward")

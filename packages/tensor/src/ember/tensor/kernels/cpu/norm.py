@@ -60,6 +60,26 @@ def _layer_norm_rows(x, w, b, eps, out, mean, rstd):
                 out[i, j] = (x[i, j] - mf) * rf
 
 
+_NONE = {}  # dtype -> the empty array that stands for "no weight" / "no bias" (no element
+# to write: shared by every call)
+
+
+def _param(op: str, name: str, p, n: int, dtype) -> np.ndarray:
+    """The affine parameter ``p`` (n,) as a contiguous array of ``dtype``; None as an empty
+    one."""
+    if p is None:
+        e = _NONE.get(dtype)
+        if e is None:
+            e = _NONE[dtype] = np.empty(0, dtype=dtype)
+        return e
+    if p.__class__ is not np.ndarray:
+        p = np.asarray(p)
+    if p.shape != (n,):
+        raise RuntimeError(f"{op}(): {name} of shape {tuple(p.shape)} does not match rows of "
+                           f"length {n}")
+    return np.ascontiguousarray(p, dtype=dtype)
+
+
 def layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None,
                        eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Layer norm of each row of ``x`` (rows, n) with an optional affine ``weight`` and
@@ -76,23 +96,15 @@ def layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarra
     check_ndim(op, "x", x, 2, "(rows, n)")
     (xc,), dtype = float_inputs(op, x)
     R, n = xc.shape
-    params = []
-    for name, p in (("weight", weight), ("bias", bias)):
-        if p is None:
-            params.append(np.empty(0, dtype=xc.dtype))
-            continue
-        p = np.asarray(p)
-        if p.shape != (n,):
-            raise RuntimeError(f"{op}(): {name} of shape {tuple(p.shape)} does not match rows of "
-                               f"length {n}")
-        params.append(np.ascontiguousarray(p, dtype=xc.dtype))
+    w = _param(op, "weight", weight, n, xc.dtype)
+    b = _param(op, "bias", bias, n, xc.dtype)
     out = np.empty_like(xc)
     mean = np.empty(R, dtype=xc.dtype)
     rstd = np.empty(R, dtype=xc.dtype)
     if n == 0:  # PyTorch: mean 0 and rstd NaN over an empty normalized shape
         mean[...], rstd[...] = 0, np.nan
     elif R:
-        _layer_norm_rows(xc, params[0], params[1], float(eps), out, mean, rstd)
+        _layer_norm_rows(xc, w, b, float(eps), out, mean, rstd)
     if out.dtype == dtype:  # (three astype calls that copy nothing still cost 0.5 us)
         return out, mean, rstd
     return out.astype(dtype), mean.astype(dtype), rstd.astype(dtype)
