@@ -543,6 +543,32 @@ def test_identical_calls_give_distinct_tensors():
     np.testing.assert_allclose(w.grad.numpy(), g_e, rtol=1e-10)
 
 
+def test_inplace_on_one_examples_value_leaves_the_others_saved_values():
+    # the examples' values are rows of one batched result; a value the user holds is its own
+    # tensor: an in-place write to it (after a read: it runs at once) is no modification of
+    # what another example's node saved
+    rng = np.random.default_rng(37)
+    w = param(rng, 4, 4)
+    xs = [et.tensor(rng.standard_normal((1, 4))) for _ in range(2)]
+
+    def program():
+        h1 = xs[0] @ w
+        y1 = h1 * h1                  # saves h1
+        h2 = xs[1] @ w
+        z = h2 * 3
+        h2.add_(1.0)
+        return y1.sum() + z.sum() + h2.sum()
+
+    loss_e = program()
+    loss_e.backward()
+    g_e, w.grad = w.grad.numpy().copy(), None
+    with autobatch():
+        loss = program()
+    loss.backward()
+    np.testing.assert_allclose(loss.item(), loss_e.item(), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), g_e, rtol=1e-10)
+
+
 def test_decorator_with_and_without_parentheses():
     rng = np.random.default_rng(36)
     w = param(rng, 3, 2)

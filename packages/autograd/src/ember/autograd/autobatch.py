@@ -296,15 +296,7 @@ def _made(g, c):
         finally:
             _grad.enabled = prev
     elif g.same is not None:
-        # each call's own copy of the one result, made in the call's grad mode: the calls'
-        # tensors are distinct, as unbatched (an in-place write to one, its gradient, its
-        # hooks are its own), and the one result the group's readers read is never written
-        prev = _grad.enabled
-        _grad.enabled = g.gm
-        try:
-            v = g.st.inner(_CLONE, (g.same[k], None))
-        finally:
-            _grad.enabled = prev
+        v = g.same[k]
     elif g.vals is not None:
         v = g.vals[r][k]
     else:
@@ -412,18 +404,25 @@ class _Pending(Tensor):
             if self.__class__ is not _Pending:  # a call run one at a time in the flush read it
                 return self
         vw = self._vw
-        if vw is None:
-            v = _made(g, self._c)
-        else:
-            op, bound, k = vw
-            prev = _grad.enabled
-            _grad.enabled = g.gm
-            try:
+        prev = _grad.enabled
+        _grad.enabled = g.gm
+        try:
+            if vw is None:
+                v = _made(g, self._c)
+                r = g if g.alias is None else g.alias[0]
+                if r.outs is not None or r.same is not None:
+                    # a row of a batched result, or the one result of calls alike: the
+                    # tensor's own copy, its own memory and version counter, as unbatched (an
+                    # in-place write to it reaches no other example's value, and no saved
+                    # value of another example reads as modified)
+                    v = g.st.inner(_CLONE, (v, None))
+            else:
+                op, bound, k = vw
                 v = g.st.inner(op, _realize(bound))
-            finally:
-                _grad.enabled = prev
-            if k is not None:
-                v = v[k]
+                if k is not None:
+                    v = v[k]
+        finally:
+            _grad.enabled = prev
         d = self.__dict__
         for k in ("_g", "_c", "_t", "_data", "_rd", "_vw"):
             d.pop(k, None)
