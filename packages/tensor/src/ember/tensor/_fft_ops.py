@@ -24,7 +24,7 @@ import numpy as np
 from . import _dtype as D
 from ._checks import scalar_type_name
 from ._complex import conj
-from ._creation import tensor, zeros
+from ._creation import _to_copy, tensor, zeros
 from ._registry import array_module, defop, write_out
 from ._shape import cat
 from ._tensor import Tensor
@@ -152,16 +152,21 @@ def _promote(x: Tensor, require_complex: bool) -> Tensor:
     """PyTorch's ``promote_tensor_fft``: integers and bool go to the default float dtype;
     float32 and float64 (and, with ``require_complex``, their complex dtypes) are what the
     transforms take; float16 and bfloat16 are refused, as on PyTorch's CPU."""
-    dt = x.dtype
-    if dt.is_complex:
+    nd = x._data.dtype
+    if nd.kind == "c":
         return x
-    if not dt.is_floating_point:
-        dt = D.get_default_dtype()
-    if dt not in (D.float32, D.float64):
-        raise RuntimeError(f"Unsupported dtype {scalar_type_name(dt)}")
-    if require_complex:
-        dt = dt.to_complex()
-    return x if dt == x.dtype else x.to(dt)
+    pair = _FFT_DTYPES.get(nd)
+    if pair is None:
+        dt = D.get_default_dtype() if nd.kind in "biu" else x.dtype
+        pair = _FFT_DTYPES.get(dt.np)
+        if pair is None:
+            raise RuntimeError(f"Unsupported dtype {scalar_type_name(dt)}")
+    dt = pair[require_complex]
+    return x if dt.np == nd else _to_copy(x, None, dt)
+
+
+# the dtypes the transforms take: NumPy dtype -> (the real one, the complex one)
+_FFT_DTYPES = {D.float32.np: (D.float32, D.complex64), D.float64.np: (D.float64, D.complex128)}
 
 
 def _wrap(dim: int, ndim: int) -> int:
@@ -182,7 +187,7 @@ def _check_points(n: int) -> None:
 def _resize(x: Tensor, dims, sizes) -> Tensor:
     """``x`` narrowed or padded with zeros at the end to ``sizes`` along ``dims``."""
     for dim, n in zip(dims, sizes):
-        have = x.shape[dim]
+        have = x._data.shape[dim]
         if have > n:
             x = x.narrow(dim, 0, n)
         elif have < n:
@@ -196,7 +201,8 @@ def _shape_and_dims(x: Tensor, s, dim) -> tuple[list, list]:
     """PyTorch's ``canonicalize_fft_shape_and_dim_args``: the signal sizes and the dims of an
     n-d transform (``s`` alone: its last ``len(s)`` dims; neither: every dim; ``-1`` in ``s``:
     that dim's own size)."""
-    ndim = x.dim()
+    xshape = x._data.shape
+    ndim = len(xshape)
     dims = None
     if dim is not None:
         dims = [_wrap(d, ndim) for d in ([dim] if isinstance(dim, int) else dim)]
@@ -211,12 +217,13 @@ def _shape_and_dims(x: Tensor, s, dim) -> tuple[list, list]:
                                f"{ndim} dimensions.")
         if dims is None:
             dims = list(range(ndim - len(s), ndim))
-        shape = [x.shape[d] if n == -1 else n for d, n in zip(dims, s)]
+        shape = [xshape[d] if n == -1 else n for d, n in zip(dims, s)]
     else:
         dims = list(range(ndim)) if dims is None else dims
-        shape = [x.shape[d] for d in dims]
+        shape = [xshape[d] for d in dims]
     for n in shape:
-        _check_points(n)
+        if n < 1:
+            _check_points(n)
     return shape, dims
 
 
@@ -227,7 +234,7 @@ def _c2r_shape_and_dims(fname: str, x: Tensor, s, dim) -> tuple[list, list, int]
     if not dims:
         raise RuntimeError(f"{fname} must transform at least one axis")
     if s is None or (not isinstance(s, int) and list(s)[-1] == -1):
-        last = 2 * (x.shape[dims[-1]] - 1)
+        last = 2 * (x._data.shape[dims[-1]] - 1)
     else:
         last = shape[-1]
     _check_points(last)
@@ -253,35 +260,38 @@ def _out(result: Tensor, out, fname: str, complex_out: bool, exact: bool = False
 
 # ------------------------------------------------------------------------ 1-d transforms
 def _c2c(input: Tensor, n, dim: int, norm, forward: bool) -> Tensor:
-    d = _wrap(dim, input.dim())
+    shape = input._data.shape
+    d = _wrap(dim, len(shape))
     if n is not None:
         _check_points(n)
         input = _resize(input, [d], [n])
-    else:
-        _check_points(input.shape[d])
+    elif shape[d] < 1:
+        _check_points(shape[d])
     return _fft_c2c(input, [d], _norm_mode(norm, forward), forward)
 
 
 def _r2c(fname: str, input: Tensor, n, dim: int, norm, forward: bool,
          onesided: bool) -> Tensor:
-    if input.is_complex():
+    if input._data.dtype.kind == "c":
         raise RuntimeError(f"{fname} expects a real input tensor, but got "
                            f"{scalar_type_name(input.dtype)}")
     x = _promote(input, False)
-    d = _wrap(dim, x.dim())
+    shape = x._data.shape
+    d = _wrap(dim, len(shape))
     if n is not None:
         _check_points(n)
         x = _resize(x, [d], [n])
-    else:
-        _check_points(x.shape[d])
+    elif shape[d] < 1:
+        _check_points(shape[d])
     r = _fft_r2c(x, [d], _norm_mode(norm, forward), onesided)
     return r if forward else conj(r)
 
 
 def _c2r(input: Tensor, n, dim: int, norm, forward: bool) -> Tensor:
     x = _promote(input, True)
-    d = _wrap(dim, x.dim())
-    last = 2 * (x.shape[d] - 1) if n is None else n
+    shape = x._data.shape
+    d = _wrap(dim, len(shape))
+    last = 2 * (shape[d] - 1) if n is None else n
     _check_points(last)
     if n is not None:
         x = _resize(x, [d], [n // 2 + 1])
@@ -297,7 +307,7 @@ def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = N
     >>> fft(tensor([1., 2., 3., 4.]))
     tensor([10.+0.j, -2.+2.j, -2.+0.j, -2.-2.j])
     """
-    if input.is_complex():
+    if input._data.dtype.kind == "c":
         r = _c2c(input, n, dim, norm, True)
     else:
         r = _r2c("fft", input, n, dim, norm, True, False)
@@ -311,7 +321,7 @@ def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
     >>> ifft(fft(tensor([1., 2., 3., 4.]))).real
     tensor([1., 2., 3., 4.])
     """
-    if input.is_complex():
+    if input._data.dtype.kind == "c":
         r = _c2c(input, n, dim, norm, False)
     else:
         r = _r2c("ifft", input, n, dim, norm, False, False)
@@ -370,7 +380,7 @@ def _c2c_n(input: Tensor, s, dim, norm, forward: bool) -> Tensor:
 
 
 def _rfftn(input: Tensor, s, dim, norm) -> Tensor:
-    if input.is_complex():
+    if input._data.dtype.kind == "c":
         raise RuntimeError("rfftn expects a real-valued input tensor, but got "
                            f"{scalar_type_name(input.dtype)}")
     shape, dims = _shape_and_dims(input, s, dim)
@@ -390,7 +400,7 @@ def _ihfftn(input: Tensor, s, dim, norm) -> Tensor:
     shape, dims = _shape_and_dims(input, s, dim)
     if not dims:
         raise RuntimeError("ihfftn must transform at least one axis")
-    if input.is_complex():
+    if input._data.dtype.kind == "c":
         raise RuntimeError("Only supports floating-point dtypes, but found: "
                            f"{scalar_type_name(input.dtype)}")
     x = _resize(_promote(input, False), dims, shape)
@@ -583,7 +593,8 @@ def fftshift(input: Tensor, dim=None) -> Tensor:
     dims = _dims(input, dim)
     if not dims:
         return input.clone()
-    return input.roll([input.shape[d] // 2 for d in dims], dims)
+    shape = input._data.shape
+    return input.roll([shape[d] // 2 for d in dims], dims)
 
 
 def ifftshift(input: Tensor, dim=None) -> Tensor:
@@ -595,4 +606,5 @@ def ifftshift(input: Tensor, dim=None) -> Tensor:
     dims = _dims(input, dim)
     if not dims:
         return input.clone()
-    return input.roll([-(input.shape[d] // 2) for d in dims], dims)
+    shape = input._data.shape
+    return input.roll([-(shape[d] // 2) for d in dims], dims)
