@@ -1,9 +1,9 @@
 """``torch.special`` and the special functions of ``torch.*`` (``lgamma``, ``digamma``,
 ``polygamma``, ``mvlgamma``, ``i0``, ``sinc``, ``logit``, ``xlogy``, ``igamma``,
 ``igammac``): registry ops over SciPy's ``scipy.special`` (CPU) and CuPy's
-``cupyx.scipy.special`` (CUDA); ``polygamma``, ``ndtr`` and the ``i0e`` / ``i1`` / ``i1e`` Bessel
-functions over ``ember.tensor.kernels.special`` (Numba loops on the CPU, where SciPy's scalar
-Cephes code is several times slower).
+``cupyx.scipy.special`` (CUDA); ``polygamma``, ``ndtr`` and the ``i0`` / ``i0e`` / ``i1`` /
+``i1e`` Bessel functions over ``ember.tensor.kernels.special`` (Numba loops on the CPU, where
+SciPy's scalar Cephes code is several times slower).
 
 SciPy is imported on the first call of such an op, never when ember.tensor is imported.
 Integer and bool inputs compute in the default float dtype, float16 in float32 (the result is
@@ -19,7 +19,8 @@ import numpy as np
 from . import _dtype as D
 from ._checks import check_dtype, not_implemented
 from ._creation import arange
-from ._fpstate import quiet_call
+from ._fpstate import _QUIET, quiet_call
+from ._fpstate import _state as _fpstate_var
 from ._pointwise import _check_cast, _check_inplace
 from ._reduction import sum as _sum
 from ._registry import array_module, defop, write_out
@@ -28,6 +29,11 @@ from .kernels import get as _kernel
 from .kernels import special as _special_kernels
 
 _make = Tensor._make
+# the functions of kernels.special that compute these ops (Numba loops: no floating-point
+# warning to silence)
+_KERNELS = {_special_kernels.i0, _special_kernels.i0e, _special_kernels.i1, _special_kernels.i1e,
+            _special_kernels.ndtr}
+_fpstate, _fpreset = _fpstate_var.set, _fpstate_var.reset  # quiet_call's steps, inlined
 
 __all__ = ["lgamma", "lgamma_", "digamma", "digamma_", "polygamma", "polygamma_", "mvlgamma",
            "mvlgamma_", "i0", "i0_", "sinc", "sinc_", "logit", "logit_", "xlogy", "xlogy_",
@@ -83,21 +89,39 @@ def _float_in(d, op: str, complex_ok: bool = False):
 _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
-def _run(d, compute, op: str, complex_ok: bool = False):
-    a, dt = _float_in(d, op, complex_ok)
-    r = quiet_call(compute, np if d.__class__ is np.ndarray else array_module(d), a)
+def _run(d, compute, op: str, complex_ok: bool = False, no_half: str | None = None,
+         quiet: bool = True):
+    """``compute(xp, array)`` of ``d`` in its computing dtype as a tensor of the result dtype;
+    ``no_half``: the op's name where float16 / bfloat16 raise; ``quiet``: with NumPy's
+    floating-point warnings off (not needed around the Numba loops of ``kernels.special``,
+    which raise none)."""
+    dt = d.dtype
+    if dt.kind == "f" and dt.itemsize > 2:  # float32, float64: computed as they are
+        a = d
+    else:
+        if no_half is not None:
+            check_dtype(no_half, dt, half_ok=False)
+        a, dt = _float_in(d, op, complex_ok)
+    xp = np if d.__class__ is np.ndarray else array_module(d)
+    if quiet:
+        token = _fpstate(_QUIET)
+        try:
+            r = compute(xp, a)
+        finally:
+            _fpreset(token)
+    else:
+        r = compute(xp, a)
     return _make(r if r.dtype == dt else r.astype(dt))
 
 
 def _unary(name: str, compute, doc: str, differentiable: bool = True, half_ok: bool = True,
            complex_ok: bool = False):
     op = name.replace("special_", "")
+    no_half = None if half_ok else name
+    quiet = compute not in _KERNELS
 
     def impl(input: Tensor) -> Tensor:
-        d = input._data
-        if not half_ok:
-            check_dtype(name, d.dtype, half_ok=False)
-        return _run(d, compute, op, complex_ok)
+        return _run(input._data, compute, op, complex_ok, no_half, quiet)
 
     impl.__name__ = op
     impl.__qualname__ = impl.__name__
@@ -154,7 +178,7 @@ def polygamma(n: int, input: Tensor) -> Tensor:
     if n == 0:
         return digamma.op.impl(input)
     return _run(input._data, lambda xp, a: _special_kernels.polygamma(xp, int(n), a),
-                "polygamma")
+                "polygamma", quiet=False)
 
 
 _zeta = _k("zeta")
@@ -198,7 +222,7 @@ def mvlgamma_(input: Tensor, p: int) -> Tensor:
 
 
 # --------------------------------------------------------------------------- Bessel & co
-i0 = _unary("i0", _k("i0"),
+i0 = _unary("i0", _special_kernels.i0,
             "Modified Bessel function of the first kind, order 0.\n\n"
             "    >>> i0(tensor([0.]))\n    tensor([1.])\n")
 
@@ -258,7 +282,8 @@ _SPECIAL_UNARY = {
     "bessel_j1": (_k("j1"), "Bessel function of the first kind, order 1."),
     "bessel_y0": (_k("y0"), "Bessel function of the second kind, order 0."),
     "bessel_y1": (_k("y1"), "Bessel function of the second kind, order 1."),
-    "modified_bessel_i0": (_k("i0"), "Modified Bessel function of the first kind, order 0."),
+    "modified_bessel_i0": (_special_kernels.i0,
+                           "Modified Bessel function of the first kind, order 0."),
     "modified_bessel_i1": (_special_kernels.i1,
                            "Modified Bessel function of the first kind, order 1."),
     "modified_bessel_k0": (_k("k0"), "Modified Bessel function of the second kind, order 0."),

@@ -1,4 +1,4 @@
-"""Special functions: erf, erfc, erfinv, ndtr (NumPy has none), i0e, i1, i1e and polygamma
+"""Special functions: erf, erfc, erfinv, ndtr (NumPy has none), i0, i0e, i1, i1e and polygamma
 (SciPy's are scalar Cephes code per element). The CPU versions are the Numba loops of
 ``cpu/erf.py`` and ``cpu/cephes.py`` (compiled on first use, cached); the CUDA versions come
 from ``cupyx.scipy.special``.
@@ -16,21 +16,28 @@ import numpy as np
 from .._fpstate import quiet_call
 
 _cpu = {}  # "erf", "cephes", "elementwise" -> its cpu module, imported by the first CPU call
-_MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0e": "cephes",
+_MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "cephes",
+           "i0e": "cephes",
            "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise"}
 
 
 def _work(d):
     # other dtypes (float16, bfloat16) are computed in float32 and rounded once, on both devices
-    return d if d.dtype in (np.float32, np.float64) else d.astype(np.float32)
+    return d if d.dtype.char in "fd" else d.astype(np.float32)
+
+
+_cpu_fns = {}  # name -> its CPU function, looked up by the first CPU call
 
 
 def _cpu_kernel(name: str):
-    module = _cpu.get(_MODULE[name])
-    if module is None:
-        module = _cpu[_MODULE[name]] = importlib.import_module(f".cpu.{_MODULE[name]}",
-                                                               __package__)
-    return getattr(module, name)
+    fn = _cpu_fns.get(name)
+    if fn is None:
+        module = _cpu.get(_MODULE[name])
+        if module is None:
+            module = _cpu[_MODULE[name]] = importlib.import_module(f".cpu.{_MODULE[name]}",
+                                                                   __package__)
+        fn = _cpu_fns[name] = getattr(module, name)
+    return fn
 
 
 # values at (+inf, -inf) where CuPy's differ from SciPy's and PyTorch's (which the CPU loops
@@ -38,32 +45,29 @@ def _cpu_kernel(name: str):
 _AT_INF = {"i0e": (0.0, 0.0), "i1e": (0.0, -0.0), "i1": (np.nan, np.nan)}
 
 
-def _apply(name: str, xp, d):
-    work = _work(d)
-    if xp is np:
-        out = _cpu_kernel(name)(work)
-    else:
-        from .._cupy import special_functions
-
-        out = getattr(special_functions(name), name)(work)
-        if name in _AT_INF:
-            pos, neg = _AT_INF[name]
-            out = xp.where(xp.isinf(work), xp.where(work > 0, pos, neg).astype(out.dtype), out)
-    return out.astype(d.dtype, copy=False)
-
-
 def _unary(name: str):
     """``f(xp, d)``: the special function ``name`` of array ``d`` on its device."""
 
     def f(xp, d):
-        return _apply(name, xp, d)
+        work = d if d.dtype.char in "fd" else _work(d)
+        if xp is np:
+            out = _cpu_kernel(name)(work)
+        else:
+            from .._cupy import special_functions
+
+            out = getattr(special_functions(name), name)(work)
+            if name in _AT_INF:
+                pos, neg = _AT_INF[name]
+                out = xp.where(xp.isinf(work), xp.where(work > 0, pos, neg).astype(out.dtype),
+                               out)
+        return out if out.dtype == d.dtype else out.astype(d.dtype)
 
     f.__name__ = f.__qualname__ = name
     return f
 
 
-erf, erfc, erfinv, ndtr, i0e, i1, i1e = map(_unary, ("erf", "erfc", "erfinv", "ndtr", "i0e",
-                                                     "i1", "i1e"))
+erf, erfc, erfinv, ndtr, i0, i0e, i1, i1e = map(_unary, ("erf", "erfc", "erfinv", "ndtr",
+                                                         "i0", "i0e", "i1", "i1e"))
 
 
 def polygamma(xp, n: int, d):
@@ -77,7 +81,7 @@ def polygamma(xp, n: int, d):
 
         out = special_functions("polygamma").zeta(np.float64(n + 1), work)
         out *= (-1.0) ** (n + 1) * (math.gamma(n + 1.0) if n < 171 else math.inf)
-    return out.astype(d.dtype, copy=False)
+    return out if out.dtype == d.dtype else out.astype(d.dtype)
 
 
 def nextafter(xp, a, b):

@@ -1,5 +1,5 @@
 """Cephes' special functions as Numba loops (float32 and float64; the caller computes other
-float dtypes in float32): ``polygamma`` (``n >= 1``), ``i0e``, ``i1`` and ``i1e``.
+float dtypes in float32): ``polygamma`` (``n >= 1``), ``i0``, ``i0e``, ``i1`` and ``i1e``.
 
 SciPy's versions of these are Cephes' scalar C code, and its float32 loops call the float64
 function per element; these are the same algorithms and coefficients, in float64 arithmetic
@@ -14,8 +14,9 @@ function per element; these are the same algorithms and coefficients, in float64
   negative ``x``, whose sum runs until ``x + k > 9`` and cancels, ``x >= 1e8``, infinities,
   NaN) and ``s >= 256`` take Cephes' loop as it is (with ``pow``), element by element, after
   the vectorized one.
-- ``i0e``, ``i1e`` (and ``i1 = exp(|x|) i1e``, signed): Chebyshev series on ``[0, 8]`` (30 and
-  29 terms) and in ``32 / x`` above 8 (25 terms); both are evaluated and one is selected.
+- ``i0e``, ``i1e`` (and ``i0 = exp(|x|) i0e``, ``i1 = exp(|x|) i1e``, signed): Chebyshev
+  series on ``[0, 8]`` (30 and 29 terms) and in ``32 / x`` above 8 (25 terms); both are
+  evaluated and one is selected.
   float32 leaves out the leading terms below 1e-12 (as erf.py's float32 series, truncation far
   below float32's rounding).
 """
@@ -29,7 +30,7 @@ import numpy as np
 
 from ._vmath import _FM, vexp
 
-__all__ = ["polygamma", "i0e", "i1", "i1e"]
+__all__ = ["polygamma", "i0", "i0e", "i1", "i1e"]
 
 _jit_opts = dict(nogil=True, error_model="numpy", fastmath=set(_FM), inline="always")
 _loop = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=set(_FM))
@@ -251,15 +252,24 @@ def _bessel64(x, out, order, scaled):
 
 
 # --------------------------------------------------------------------------- wrappers
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
 def _flat(name: str, x: np.ndarray):
-    """``(x, out, single)``: ``x`` contiguous (C or Fortran order, kept), a new array of its
-    shape and layout, whether float32 (the loops' element type)."""
-    single = x.dtype == np.float32
-    if not (single or x.dtype == np.float64):
-        raise TypeError(f"{name}(): no kernel for dtype {x.dtype}")
-    if not (x.flags.c_contiguous or x.flags.f_contiguous):
+    """``(x, out, single)``: ``x`` and a new array of its shape and layout, both flat in memory
+    order (``x`` made contiguous first unless it is in C or Fortran order, which is kept), and
+    whether float32 (the loops' element type)."""
+    dt = x.dtype
+    single = dt == _F32
+    if not (single or dt == _F64):
+        raise TypeError(f"{name}(): no kernel for dtype {dt}")
+    flags = x.flags
+    if not (flags.c_contiguous or flags.f_contiguous):
         x = np.ascontiguousarray(x)
-    return x, np.empty_like(x), single
+    out = np.empty_like(x)
+    # ravel("K") of a C- or Fortran-contiguous array: a view in memory order, at a quarter
+    # of reshape(-1, order="A")'s cost
+    return x.ravel("K"), out, single
 
 
 def polygamma(n: int, x: np.ndarray) -> np.ndarray:
@@ -268,30 +278,24 @@ def polygamma(n: int, x: np.ndarray) -> np.ndarray:
     gives)."""
     if n < 1:
         raise ValueError(f"polygamma(): the kernel takes n >= 1, got {n}")
-    x, out, single = _flat("polygamma", x)
+    flat, out, single = _flat("polygamma", x)
     factor = (-1.0) ** (n + 1) * (math.gamma(n + 1.0) if n < 171 else math.inf)
-    (_polygamma32 if single else _polygamma64)(x.reshape(-1, order="A"),
-                                               out.reshape(-1, order="A"), n + 1, factor)
+    (_polygamma32 if single else _polygamma64)(flat, out.ravel("K"), n + 1, factor)
     return out
 
 
-def _bessel_apply(name: str, x: np.ndarray, order: int, scaled: bool) -> np.ndarray:
-    x, out, single = _flat(name, x)
-    (_bessel32 if single else _bessel64)(x.reshape(-1, order="A"), out.reshape(-1, order="A"),
-                                         order, scaled)
-    return out
+def _bessel(name: str, order: int, scaled: bool, doc: str):
+    def f(x: np.ndarray) -> np.ndarray:
+        flat, out, single = _flat(name, x)
+        (_bessel32 if single else _bessel64)(flat, out.ravel("K"), order, scaled)
+        return out
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{doc} of a float32 / float64 array (a new array)."
+    return f
 
 
-def i0e(x: np.ndarray) -> np.ndarray:
-    """``exp(-|x|) I0(x)`` of a float32 / float64 array (a new array)."""
-    return _bessel_apply("i0e", x, 0, True)
-
-
-def i1(x: np.ndarray) -> np.ndarray:
-    """``I1(x)`` of a float32 / float64 array (a new array)."""
-    return _bessel_apply("i1", x, 1, False)
-
-
-def i1e(x: np.ndarray) -> np.ndarray:
-    """``exp(-|x|) I1(x)`` of a float32 / float64 array (a new array)."""
-    return _bessel_apply("i1e", x, 1, True)
+i0 = _bessel("i0", 0, False, "``I0(x)``")
+i0e = _bessel("i0e", 0, True, "``exp(-|x|) I0(x)``")
+i1 = _bessel("i1", 1, False, "``I1(x)``")
+i1e = _bessel("i1e", 1, True, "``exp(-|x|) I1(x)``")
