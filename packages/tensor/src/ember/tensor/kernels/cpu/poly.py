@@ -1,8 +1,9 @@
 """The orthogonal polynomials of ``torch.special`` at integer degree: Chebyshev T, U, V, W (and
 their shifted forms, at ``2x - 1``), the physicists' and probabilists' Hermite H and He, Laguerre
 L and Legendre P. One Numba loop per element runs the three-term recurrence up to that
-element's degree, in float64; where the NumPy form ran the recurrence over the whole array once
-per degree up to the largest, plus a select per degree (9.5x PyTorch on 256 elements).
+element's degree, in float64, reading and writing the input's float dtype (float32 rounded
+once); where the NumPy form ran the recurrence over the whole array once per degree up to the
+largest, plus a select per degree (9.5x PyTorch on 256 elements).
 
 Degree below 0 gives 0, degree 0 gives 1 (NaN stays NaN from degree 1 on), as the recurrence
 does in PyTorch for the degrees its closed forms do not cover.
@@ -37,7 +38,7 @@ def _poly(kind, shifted, x, n, out):  # pragma: no cover  (compiled)
     xstep = int(x.size != 1)
     nstep = int(n.size != 1)
     for i in range(out.size):
-        t = x[i * xstep]
+        t = np.float64(x[i * xstep])
         if shifted:
             t = 2.0 * t - 1.0
         m = n[i * nstep]
@@ -76,7 +77,8 @@ def _poly(kind, shifted, x, n, out):  # pragma: no cover  (compiled)
 
 def orthogonal_poly(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Polynomial ``kind`` (a key of ``KINDS``, or ``"shifted_"`` + a Chebyshev one) of degree
-    ``n`` (integers; floats are truncated) at ``x``, broadcast: a float64 array."""
+    ``n`` (integers; floats are truncated) at ``x``, broadcast: computed in float64, an array
+    of ``x``'s dtype where it is float32 or float64 (rounded once), else float64."""
     code, shifted = _CODES[kind]
     shape = x.shape if x.shape == n.shape or not n.ndim else \
         n.shape if not x.ndim else np.broadcast_shapes(x.shape, n.shape)
@@ -84,8 +86,8 @@ def orthogonal_poly(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
         x = np.broadcast_to(x, shape)
     if n.shape != shape and n.size != 1:
         n = np.broadcast_to(n, shape)
-    out = np.empty(shape)
-    # ravel: a view of the contiguous arrays, cheaper than reshape(-1)
-    _poly(code, shifted, np.ascontiguousarray(x, dtype=np.float64).ravel(),
-          np.ascontiguousarray(n, dtype=np.int64).ravel(), out.ravel())
+    x = np.ascontiguousarray(x, dtype=x.dtype if x.dtype.char in "fd" else np.float64)
+    out = np.empty(shape, x.dtype)
+    # ravel: a view of a contiguous array (else a contiguous copy), cheaper than reshape(-1)
+    _poly(code, shifted, x.ravel(), n.ravel().astype(np.int64, copy=False), out.ravel())
     return out
