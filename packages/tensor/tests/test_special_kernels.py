@@ -106,3 +106,47 @@ def test_cuda_matches_the_cpu_kernels(cp, name, dtype):
         got, want = getattr(S, name)(cp, cp.asarray(x)), getattr(S, name)(np, x)
     assert got.dtype == dtype
     np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def _ulps(got, want):
+    finite = np.isfinite(want)
+    return np.max(np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite])),
+                  initial=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_log_loops_match_numpy(dtype):
+    """entr, xlogy, xlog1py and logit (``kernels/cpu/logs.py``): within 2 ulp of NumPy's
+    formulas, the special values (0, -0, inf, NaN, negative) and signs exactly PyTorch's."""
+    v = np.concatenate([_inputs(dtype)[:len(_SPECIALS)],
+                        np.array([0.3, 0.7, 1.0, -1.0, 1e-45, 3e-8], dtype),
+                        np.random.default_rng(0).uniform(-1, 3, 200).astype(dtype)])
+    x, y = np.meshgrid(v, v[:60])
+    with np.errstate(all="ignore"):
+        clipped = np.clip(v, 1e-3, 1 - 1e-3)
+        want = {"entr": np.where(v < 0, -np.inf, np.where(v == 0, 0.0, -(v * np.log(v)))),
+                "xlogy": np.where((x == 0) & (y == y), 0.0, x * np.log(y)),
+                "xlog1py": np.where((x == 0) & (y == y), 0.0, x * np.log1p(y)),
+                "logit": np.log(v / (1 - v)), "logit_eps": np.log(clipped / (1 - clipped))}
+    with np.errstate(all="raise"):  # the loops raise no floating-point warning
+        got = {"entr": S.entr(np, v), "xlogy": S.xlogy(np, x, y), "xlog1py": S.xlog1py(np, x, y),
+               "logit": S.logit(np, v), "logit_eps": S.logit(np, v, 1e-3)}
+    for name, w in want.items():
+        g = got[name]
+        assert g.dtype == dtype and g.shape == w.shape, name
+        nan = np.isnan(w)
+        np.testing.assert_array_equal(np.isnan(g), nan, err_msg=name)
+        np.testing.assert_array_equal(g[np.isinf(w)], w[np.isinf(w)], err_msg=name)
+        np.testing.assert_array_equal(np.signbit(g[~nan]), np.signbit(w[~nan]), err_msg=name)
+        assert _ulps(g, w.astype(dtype)) <= 2, name
+    # broadcast (a column against a row, a single value), Fortran order, strided
+    col, row = x[:, :1].copy(), y[:1, :7].copy()
+    full = np.broadcast_to(col, (60, 7)).copy(), np.broadcast_to(row, (60, 7)).copy()
+    np.testing.assert_array_equal(S.xlogy(np, col, row), S.xlogy(np, *full))
+    np.testing.assert_array_equal(S.xlogy(np, x, np.asarray(2.5, dtype)),
+                                  S.xlogy(np, x, np.full_like(x, 2.5)))
+    f = S.xlog1py(np, np.asfortranarray(x), np.asfortranarray(y))
+    assert f.flags.f_contiguous
+    np.testing.assert_array_equal(f, S.xlog1py(np, x, y))
+    strided = v[:232].reshape(-1, 2)[::2]
+    np.testing.assert_array_equal(S.entr(np, strided), S.entr(np, strided.copy()))

@@ -13,6 +13,7 @@ orthogonal polynomials are not differentiable (as in PyTorch).
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -32,7 +33,8 @@ _make = Tensor._make
 # the functions of kernels.special that compute these ops (Numba loops: no floating-point
 # warning to silence)
 _KERNELS = {_special_kernels.i0, _special_kernels.i0e, _special_kernels.i1, _special_kernels.i1e,
-            _special_kernels.ndtr}
+            _special_kernels.ndtr, _special_kernels.entr, _special_kernels.xlogy,
+            _special_kernels.xlog1py}
 _fpstate, _fpreset = _fpstate_var.set, _fpstate_var.reset  # quiet_call's steps, inlined
 
 __all__ = ["lgamma", "lgamma_", "digamma", "digamma_", "polygamma", "polygamma_", "mvlgamma",
@@ -252,15 +254,6 @@ def _spherical_j0(xp, a):
     return xp.where(a == 0, 1, r)
 
 
-def _entr(xp, a):
-    """``-x log x`` in place, its NaN at 0 and below replaced (SciPy's ``entr`` computes in
-    float64 with a scalar log: slower at 256x1024)."""
-    r = xp.log(a)
-    r *= a  # x log x, NaN at 0 and below: replaced, then negated in place (a fresh array)
-    r = xp.where(a < 0, xp.inf, xp.where(a == 0, -0.0, r))
-    return xp.negative(r, out=r)
-
-
 def _airy_ai(xp, a):
     sp = _sp(xp)
     if hasattr(sp, "airy"):
@@ -277,7 +270,7 @@ _SPECIAL_UNARY = {
     "ndtr": (_special_kernels.ndtr, "Standard normal CDF."),
     "ndtri": (_k("ndtri"), "Inverse of the standard normal CDF."),
     "log_ndtr": (_k("log_ndtr"), "Log of the standard normal CDF."),
-    "entr": (_entr, "Elementwise entropy ``-x log x`` (0 at 0, -inf below)."),
+    "entr": (_special_kernels.entr, "Elementwise entropy ``-x log x`` (0 at 0, -inf below)."),
     "bessel_j0": (_k("j0"), "Bessel function of the first kind, order 0."),
     "bessel_j1": (_k("j1"), "Bessel function of the first kind, order 1."),
     "bessel_y0": (_k("y0"), "Bessel function of the second kind, order 0."),
@@ -342,10 +335,11 @@ def _binary_arrays(op: str, a, b):
 
 def _binary(name: str, compute, doc: str, first="input", second="other"):
     ns = {}
+    call = compute if compute in _KERNELS else partial(quiet_call, compute)
 
     def impl(a, b):
         xp, x, y, dt = _binary_arrays(name.replace("special_", ""), a, b)
-        return _make(quiet_call(compute, xp, x, y).astype(dt, copy=False))
+        return _make(call(xp, x, y).astype(dt, copy=False))
 
     src = (f"def {name.replace('special_', '')}({first}, {second}):\n"
            f"    return impl({first}, {second})\n")
@@ -356,23 +350,10 @@ def _binary(name: str, compute, doc: str, first="input", second="other"):
     return defop(name, out=True)(fn)
 
 
-def _xlogy(xp, x, y):
-    """``x log(y)``, 0 where ``x`` is 0 unless ``y`` is NaN (SciPy's ``xlogy`` computes in
-    float64 with a scalar log: slower at 256x1024)."""
-    r = x * xp.log(y)
-    return xp.where((x == 0) & (y == y), 0, r)
-
-
-def _xlog1py(xp, x, y):
-    """``x log1p(y)``, 0 where ``x`` is 0 unless ``y`` is NaN."""
-    r = x * xp.log1p(y)
-    return xp.where((x == 0) & (y == y), 0, r)
-
-
-xlogy = _binary("xlogy", _xlogy, "``input * log(other)``, 0 where ``input`` is 0 (unless "
-                "``other`` is NaN).\n\n    >>> xlogy(tensor([0., 2.]), tensor([0., 1.]))\n"
-                "    tensor([0., 0.])\n")
-special_xlog1py = _binary("special_xlog1py", _xlog1py,
+xlogy = _binary("xlogy", _special_kernels.xlogy,
+                "``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN).\n\n"
+                "    >>> xlogy(tensor([0., 2.]), tensor([0., 1.]))\n    tensor([0., 0.])\n")
+special_xlog1py = _binary("special_xlog1py", _special_kernels.xlog1py,
                           "``input * log1p(other)``, 0 where ``input`` is 0.\n\n"
                           "    >>> et.special.xlog1py(tensor([0., 2.]), tensor([-1., 0.]))\n"
                           "    tensor([0., 0.])\n")
@@ -409,12 +390,8 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     >>> logit(tensor([0.5, 0.75]))
     tensor([0.0000, 1.0986])
     """
-    def compute(xp, a):
-        if eps is not None:
-            a = xp.clip(a, eps, 1 - eps)
-        return xp.log(a / (1 - a))
-
-    return _run(input._data, compute, "logit")
+    return _run(input._data, lambda xp, a: _special_kernels.logit(xp, a, eps), "logit",
+                quiet=False)
 
 
 @defop("logit_", inplace=True)

@@ -18,7 +18,8 @@ from .._fpstate import quiet_call
 _cpu = {}  # "erf", "cephes", "elementwise" -> its cpu module, imported by the first CPU call
 _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "cephes",
            "i0e": "cephes",
-           "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise"}
+           "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise",
+           "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs"}
 
 
 def _work(d):
@@ -82,6 +83,54 @@ def polygamma(xp, n: int, d):
         out = special_functions("polygamma").zeta(np.float64(n + 1), work)
         out *= (-1.0) ** (n + 1) * (math.gamma(n + 1.0) if n < 171 else math.inf)
     return out if out.dtype == d.dtype else out.astype(d.dtype)
+
+
+def entr(xp, d):
+    """``-d log d`` (+0 at 0, -inf below)."""
+    work = d if d.dtype.char in "fd" else _work(d)
+    if xp is np:
+        out = _cpu_kernel("entr")(work)
+    else:
+        r = xp.log(work)
+        r *= work  # x log x, NaN at 0 and below: replaced, then negated in place
+        r = xp.where(work < 0, xp.inf, xp.where(work == 0, -0.0, r))
+        out = xp.negative(r, out=r)
+    return out if out.dtype == d.dtype else out.astype(d.dtype)
+
+
+def logit(xp, d, eps=None):
+    """``log(p / (1 - p))`` of ``d``, ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is
+    given."""
+    work = d if d.dtype.char in "fd" else _work(d)
+    if xp is np:
+        out = _cpu_kernel("logit")(work, eps)
+    else:
+        if eps is not None:
+            work = xp.clip(work, eps, 1 - eps)
+        out = xp.log(work / (1 - work))
+    return out if out.dtype == d.dtype else out.astype(d.dtype)
+
+
+def _xlog(name: str, log):
+    """``f(xp, x, y)``: ``x log(y)`` (``log`` of ``xp``, named), +0 where ``x`` is 0 unless
+    ``y`` is NaN; broadcast, operands of one dtype."""
+
+    def f(xp, x, y):
+        dt = x.dtype
+        if dt.char not in "fd":
+            x, y = _work(x), _work(y)
+        if xp is np:
+            out = _cpu_kernel(name)(x, y)
+        else:
+            r = x * getattr(xp, log)(y)
+            out = xp.where((x == 0) & (y == y), 0, r)
+        return out if out.dtype == dt else out.astype(dt)
+
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
+xlogy, xlog1py = _xlog("xlogy", "log"), _xlog("xlog1py", "log1p")
 
 
 def nextafter(xp, a, b):
