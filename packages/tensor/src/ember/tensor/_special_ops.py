@@ -336,9 +336,10 @@ def _binary_arrays(op: str, a, b):
 def _binary(name: str, compute, doc: str, first="input", second="other"):
     ns = {}
     call = compute if compute in _KERNELS else partial(quiet_call, compute)
+    op = name.replace("special_", "")
 
     def impl(a, b):
-        xp, x, y, dt = _binary_arrays(name.replace("special_", ""), a, b)
+        xp, x, y, dt = _binary_arrays(op, a, b)
         return _make(call(xp, x, y).astype(dt, copy=False))
 
     src = (f"def {name.replace('special_', '')}({first}, {second}):\n"

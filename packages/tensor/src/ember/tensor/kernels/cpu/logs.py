@@ -31,14 +31,20 @@ def _entr(x, out):  # pragma: no cover  (compiled)
 
 
 @_loop
-def _xlogy(x, y, out, log1p):  # pragma: no cover  (compiled)
-    # x[i * xstep], y[i * ystep]: a step of 0 repeats a single value (a broadcast scalar)
-    xstep = int(x.shape[0] != 1)
-    ystep = int(y.shape[0] != 1)
+def _xlogy(x, y, out):  # pragma: no cover  (compiled)
     for i in range(out.shape[0]):
-        a = x[i * xstep]
-        b = y[i * ystep]
-        r = a * (vlog1p(b) if log1p else vlog(b))
+        a = x[i]
+        b = y[i]
+        r = a * vlog(b)
+        out[i] = 0.0 if (a == 0 and b == b) else r
+
+
+@_loop
+def _xlog1py(x, y, out):  # pragma: no cover  (compiled)
+    for i in range(out.shape[0]):
+        a = x[i]
+        b = y[i]
+        r = a * vlog1p(b)
         out[i] = 0.0 if (a == 0 and b == b) else r
 
 
@@ -88,32 +94,30 @@ def logit(x: np.ndarray, eps: float | None = None) -> np.ndarray:
     return out
 
 
-def _binary(name: str, x: np.ndarray, y: np.ndarray, log1p: bool) -> np.ndarray:
+def _binary(name: str, loop, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``loop`` over ``x`` and ``y`` broadcast, in one layout (the loops take equal-length
+    contiguous runs: they vectorize)."""
     dt = x.dtype
     if not ((dt == _F32 or dt == _F64) and y.dtype == dt):
         raise TypeError(f"{name}(): no kernel for dtypes {x.dtype}, {y.dtype}")
-    if x.shape == y.shape:  # one layout for both where they share one (C or Fortran)
-        xf, yf = x.flags, y.flags
-        if not ((xf.c_contiguous and yf.c_contiguous) or (xf.f_contiguous and yf.f_contiguous)):
-            x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
-        out = np.empty_like(x)
-        _xlogy(x.ravel("K"), y.ravel("K"), out.ravel("K"), log1p)
-        return out
-    shape = np.broadcast_shapes(x.shape, y.shape)  # C order; a single value is not repeated
-    x = x.ravel() if x.size == 1 else np.ascontiguousarray(np.broadcast_to(x, shape)).ravel()
-    y = y.ravel() if y.size == 1 else np.ascontiguousarray(np.broadcast_to(y, shape)).ravel()
-    out = np.empty(shape, dt)
-    _xlogy(x, y, out.ravel(), log1p)
+    if x.shape != y.shape:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+        x, y = np.broadcast_to(x, shape), np.broadcast_to(y, shape)
+    xf, yf = x.flags, y.flags  # one layout for both where they share one (C or Fortran)
+    if not ((xf.c_contiguous and yf.c_contiguous) or (xf.f_contiguous and yf.f_contiguous)):
+        x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    out = np.empty_like(x)
+    loop(x.ravel("K"), y.ravel("K"), out.ravel("K"))
     return out
 
 
 def xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``x log y`` of two float32 / float64 arrays of one dtype, broadcast (a new array): +0
     where ``x`` is 0 unless ``y`` is NaN."""
-    return _binary("xlogy", x, y, False)
+    return _binary("xlogy", _xlogy, x, y)
 
 
 def xlog1py(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``x log1p y`` of two float32 / float64 arrays of one dtype, broadcast (a new array): +0
     where ``x`` is 0 unless ``y`` is NaN."""
-    return _binary("xlog1py", x, y, True)
+    return _binary("xlog1py", _xlog1py, x, y)
