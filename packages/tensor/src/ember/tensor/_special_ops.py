@@ -34,7 +34,7 @@ _make = Tensor._make
 # warning to silence)
 _KERNELS = {_special_kernels.i0, _special_kernels.i0e, _special_kernels.i1, _special_kernels.i1e,
             _special_kernels.ndtr, _special_kernels.entr, _special_kernels.xlogy,
-            _special_kernels.xlog1py}
+            _special_kernels.xlog1py, _special_kernels.sinc, _special_kernels.spherical_j0}
 _fpstate, _fpreset = _fpstate_var.set, _fpstate_var.reset  # quiet_call's steps, inlined
 
 __all__ = ["lgamma", "lgamma_", "digamma", "digamma_", "polygamma", "polygamma_", "mvlgamma",
@@ -235,7 +235,7 @@ def i0_(input: Tensor) -> Tensor:
     return _write_inplace(input, i0.op.impl(input), "i0_")
 
 
-sinc = _unary("sinc", lambda xp, a: xp.sinc(a),
+sinc = _unary("sinc", _special_kernels.sinc,
               "Normalized sinc ``sin(pi x) / (pi x)`` (1 at 0).\n\n"
               "    >>> sinc(tensor([0., 0.5]))\n    tensor([1.0000, 0.6366])\n",
               complex_ok=True)
@@ -245,13 +245,6 @@ sinc = _unary("sinc", lambda xp, a: xp.sinc(a),
 def sinc_(input: Tensor) -> Tensor:
     """In-place :func:`sinc`."""
     return _write_inplace(input, sinc.op.impl(input), "sinc_")
-
-
-def _spherical_j0(xp, a):
-    """``sin(x) / x``, its 0 / 0 at the origin replaced by the limit 1."""
-    r = xp.sin(a)
-    r /= a
-    return xp.where(a == 0, 1, r)
 
 
 def _airy_ai(xp, a):
@@ -283,8 +276,8 @@ _SPECIAL_UNARY = {
     "modified_bessel_k1": (_k("k1"), "Modified Bessel function of the second kind, order 1."),
     "scaled_modified_bessel_k0": (_k("k0e"), "Exponentially scaled ``k0``: ``exp(x) k0(x)``."),
     "scaled_modified_bessel_k1": (_k("k1e"), "Exponentially scaled ``k1``: ``exp(x) k1(x)``."),
-    "spherical_bessel_j0": (_spherical_j0, "Spherical Bessel function of the first kind, "
-                                           "order 0: ``sin(x) / x``."),
+    "spherical_bessel_j0": (_special_kernels.spherical_j0, "Spherical Bessel function of the "
+                            "first kind, order 0: ``sin(x) / x``."),
     "airy_ai": (_airy_ai, "Airy function Ai."),
 }
 # airy_ai's derivative (Ai') is no ember op: not differentiable, as in PyTorch

@@ -19,7 +19,8 @@ _cpu = {}  # "erf", "cephes", "elementwise" -> its cpu module, imported by the f
 _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "cephes",
            "i0e": "cephes",
            "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise",
-           "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs"}
+           "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs",
+           "sinc": "sinc", "spherical_j0": "sinc"}
 
 
 def _work(d):
@@ -96,6 +97,22 @@ def entr(xp, d):
         r = xp.where(work < 0, xp.inf, xp.where(work == 0, -0.0, r))
         out = xp.negative(r, out=r)
     return out if out.dtype == d.dtype else out.astype(d.dtype)
+
+
+def sinc(xp, d):
+    """``sin(pi d) / (pi d)``, 1 at 0 (real or complex ``d``)."""
+    if xp is np:
+        return _cpu_kernel("sinc")(d)
+    return xp.sinc(d)
+
+
+def spherical_j0(xp, d):
+    """``sin(d) / d``, 1 at 0 (real or complex ``d``)."""
+    if xp is np:
+        return _cpu_kernel("spherical_j0")(d)
+    r = xp.sin(d)
+    r /= d
+    return xp.where(d == 0, 1, r)
 
 
 def logit(xp, d, eps=None):
