@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import check_dtype, not_implemented
-from ._creation import arange
+from ._creation import tensor
 from ._fpstate import _QUIET, quiet_call
 from ._fpstate import _state as _fpstate_var
 from ._pointwise import _check_cast, _check_inplace
@@ -202,7 +202,7 @@ def _mvlgamma(input: Tensor, p: int) -> Tensor:
     x = input if d.dtype.kind == "f" else input.to(dtype=D._default[0])
     if bool(((x._data <= (p - 1) / 2)).any()):
         raise RuntimeError(f"All elements must be greater than (p-1)/2, got p={p}")
-    offs = arange(p, dtype=x.dtype, device=x.device) * -0.5
+    offs = tensor([-0.5 * j for j in range(p)], dtype=x.dtype, device=x.device)  # one op
     return _sum(lgamma(x.unsqueeze(-1) + offs), -1) + p * (p - 1) / 4 * math.log(math.pi)
 
 
