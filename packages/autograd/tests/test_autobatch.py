@@ -658,6 +658,12 @@ RULE_CASES = [
     ("narrow", lambda a: a.narrow(1, 1, 2), [(2, 4)]),
     ("gather", lambda a: a.gather(1, et.tensor([[0, 2], [1, 1]])), [(2, 3)]),
     ("index_select", lambda a: a.index_select(1, et.tensor([2, 0])), [(2, 3)]),
+    # each example's own index (from its values; index_fill's counted from the end)
+    ("index_fill_own", lambda a: a.index_fill(1, a.argsort(1)[0, :2] - 4, -0.5) * a,
+     [(2, 4)]),
+    ("index_copy_own", lambda a, b: a.index_copy(1, a.argsort(1)[1, 1:], b), [(2, 4), (2, 3)]),
+    ("index_add_own", lambda a, b: a.index_add(1, a.argsort(1)[0, :2], b, alpha=0.5),
+     [(2, 4), (2, 2)]),
     ("transpose_matmul", lambda a, b: a.t() @ b, [(3, 2), (3, 4)]),
     ("to_dtype", lambda a: a.to(et.float32).to(et.float64), [(2,)]),
     ("relu_sig_tanh", lambda a: a.relu() + a.sigmoid() * a.tanh(), [(5,)]),

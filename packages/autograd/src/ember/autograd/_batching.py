@@ -276,7 +276,13 @@ def shared_index_dim_op(b: Batch):
 
 
 def index_dim_op(b: Batch):
-    """``index_add`` / ``index_copy`` / ``index_fill`` (out of place): shared index."""
+    """``index_add`` / ``index_copy`` / ``index_fill`` (out of place): shared index; or each
+    example's own 1-d int64 index (of one length), a ``scatter_add`` / ``scatter`` along the
+    dim at the index expanded over the other dims (index_fill's negative indices counted
+    from the end first; an index out of range makes scatter raise, and the examples then run
+    one at a time, raising the op's own error)."""
+    if b.stacked[0] and b.stacked[2]:
+        return _own_index_dim_op(b)
     if not b.stacked[0] or b.stacked[2]:
         return None
     args = list(b.args)
@@ -287,6 +293,29 @@ def index_dim_op(b: Batch):
     elif not b.stacked[3]:
         args[3] = b.expand(args[3])
     return b.run(*args)
+
+
+def _own_index_dim_op(b: Batch):
+    s, name = b.shapes[0], b.op.name
+    idx = b.args[2]
+    if not s or len(b.shapes[2]) != 1 or idx.dtype != _et.int64:
+        return None
+    d, k = _wrap(b.args[1], len(s)), b.shapes[2][0]
+    if name == "index_fill":
+        if b.stacked[3] or isinstance(b.args[3], Tensor):
+            return None
+        idx = b.do("where", b.do("lt", idx, 0), b.do("add", idx, s[d]), idx)
+    idx = b.reshape(idx, (b.n,) + (1,) * d + (k,) + (1,) * (len(s) - d - 1))
+    idx = b.do("expand", idx, (b.n,) + tuple(s[:d]) + (k,) + tuple(s[d + 1:]))
+    if name == "index_fill":
+        return b.do("scatter", b.args[0], d + 1, idx, None, b.args[3], None)
+    src = b.stack_of(3)
+    if name == "index_copy":
+        return b.do("scatter", b.args[0], d + 1, idx, src, None, None)
+    alpha = b.args[4]
+    if alpha != 1:
+        src = b.do("mul", src, alpha)
+    return b.do("scatter_add", b.args[0], d + 1, idx, src)
 
 
 def cat(b: Batch):
