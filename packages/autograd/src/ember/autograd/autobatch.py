@@ -372,10 +372,6 @@ class _Pending(Tensor):
 
     __slots__ = ()
     _rd = False  # read by a call recorded since it was made (see _State.inplace)
-    # a view's call ``(op, bound, output index or None)``: its batched rows are a copy where the
-    # examples' rows were gathered, so the real tensor is made by the call itself on its
-    # argument's real tensor, and shares its memory as the unbatched run's view does
-    _vw = None
 
     @property
     def device(self):
@@ -403,12 +399,12 @@ class _Pending(Tensor):
             g.st.flush()
             if self.__class__ is not _Pending:  # a call run one at a time in the flush read it
                 return self
-        vw = self._vw
         prev = _grad.enabled
         _grad.enabled = g.gm
         try:
-            if vw is None:
-                v = _made(g, self._c)
+            c = self._c
+            if g.views is None:
+                v = _made(g, c)
                 r = g if g.alias is None else g.alias[0]
                 if r.outs is not None or r.same is not None:
                     # a row of a batched result, or the one result of calls alike: the
@@ -417,14 +413,17 @@ class _Pending(Tensor):
                     # value of another example reads as modified)
                     v = g.st.inner(_CLONE, (v, None))
             else:
-                op, bound, k = vw
+                # a view: its batched rows are a copy where the examples' rows were gathered;
+                # its own call on its argument's real tensor makes the view, sharing its
+                # memory as the unbatched run's view does
+                op, bound = g.views[c & _MASK]
                 v = g.st.inner(op, _realize(bound))
-                if k is not None:
-                    v = v[k]
+                if g.kind is not None:
+                    v = v[((c >> _ROW_BITS) - g.bid) % _BID_WRAP]
         finally:
             _grad.enabled = prev
         d = self.__dict__
-        for k in ("_g", "_c", "_t", "_data", "_rd", "_vw"):
+        for k in ("_g", "_c", "_t", "_data", "_rd"):
             d.pop(k, None)
         d.update(v.__dict__)
         self.__class__ = Tensor
@@ -503,11 +502,13 @@ class _Group:
     number of calls (``n``) and the codes of their tensor arguments (``codes``: ``m`` per call,
     in the order of ``plan``; the calls themselves are not kept); once run, the batched results
     (``outs``), the one result of a call every example made alike (``same``), or per call
-    results (``vals``)."""
+    results (``vals``). ``views``: for a view op's group (its result shares memory with an
+    argument: a slice, a reshape, a detach), each call's ``(op, bound)``, from which the
+    tensor a user holds is made (see ``_Pending._materialize``); None for other ops."""
 
     __slots__ = ("op", "gm", "st", "depth", "first", "n", "codes", "m", "plan", "shapes",
                  "kind", "outm", "one", "diff", "bid", "base", "outs", "same", "vals", "made",
-                 "rows", "phys", "mkey", "view", "alias", "merged", "latest", "fdepth",
+                 "rows", "phys", "mkey", "views", "alias", "merged", "latest", "fdepth",
                  "C", "lo", "hi")
 
 
@@ -659,7 +660,7 @@ def _spec_source(pats):
         rg = []
         for x in pend:
             lines += [f"    g = {x}._g", f"    {x}_d = g.depth", f"    if not {x}_d:",
-                      f"        if {x}._vw is not None and st.wrote:",
+                      "        if g.views is not None and st.wrote:",
                       "            return None",  # (the generic recorder makes it anew)
                       "        keep(g)", f"    {x}._rd = True"]
             rg.append(f"{x}._requires_grad")
@@ -705,11 +706,11 @@ def _spec_source(pats):
                   "        p._t = one",
                   "        if rg and grp.diff:",
                   "            p._requires_grad = True",
-                  "        if grp.view:",
-                  "            p._vw = (op, bound, None)",
+                  "        if grp.views is not None:",
+                  "            grp.views.append((op, bound))",
                   "        return p",
-                  "    if grp.view:",
-                  "        return views(results(grp, row, rg), op, bound)",
+                  "    if grp.views is not None:",
+                  "        grp.views.append((op, bound))",
                   "    return results(grp, row, rg)"]
         body += ["        " + line for line in lines]
     head = ["def factory(st):",
@@ -741,7 +742,7 @@ def _spec_factory(pats):
     if f is None:
         src, classes = _spec_source(pats)
         env = {"Pending": _Pending, "new": _new, "grad": _grad, "results": _results,
-               "views": _views, "id": id}
+               "id": id}
         env.update(classes)
         exec(compile(src, f"<autobatch recorder {len(_FACTORIES)}>", "exec"), env)
         f = _FACTORIES[pats] = env["factory"]
@@ -811,7 +812,7 @@ class _State:
         self.calls_run = 0
         self.unbatched = {}  # op name -> groups of several calls run one call at a time
         # an in-place op has written real tensors: the batched rows of a view made before may
-        # be stale, so a view read again is made anew from its base (see _Pending._vw)
+        # be stale, so a view read again is made anew from its base (see _Group.views)
         self.wrote = False
         self.wkeys = {}      # id(parameter) -> (its array, its signature entry)
         # until the next flush: output buffer number -> its group (the groups of the pending
@@ -890,7 +891,7 @@ class _State:
                         if d > depth:
                             depth = d
                         elif not d:
-                            if a._vw is not None and st.wrote:
+                            if a._g.views is not None and st.wrote:
                                 a._materialize()
                                 return record(op, bound)
                             st.keep(a._g)
@@ -919,7 +920,7 @@ class _State:
                                 if d > depth:
                                     depth = d
                                 elif not d:
-                                    if b._vw is not None and st.wrote:
+                                    if b._g.views is not None and st.wrote:
                                         b._materialize()
                                         return record(op, bound)
                                     st.keep(b._g)
@@ -965,11 +966,11 @@ class _State:
                 p._t = one
                 if rg and grp.diff:
                     p._requires_grad = True
-                if grp.view:
-                    p._vw = (op, bound, None)
+                if grp.views is not None:
+                    grp.views.append((op, bound))
                 return p
-            if grp.view:
-                return _views(_results(grp, row, rg), op, bound)
+            if grp.views is not None:
+                grp.views.append((op, bound))
             return _results(grp, row, rg)
 
         record.autobatch_state = st  # (see _live)
@@ -1052,7 +1053,7 @@ class _State:
             x._rd = True
             depth = x._g.depth
             if not depth:
-                if x._vw is not None and self.wrote:
+                if x._g.views is not None and self.wrote:
                     return None  # (the generic recorder makes it anew)
                 self.keep(x._g)
         else:
@@ -1070,6 +1071,7 @@ class _State:
                                  (None, [(_type(out, t.dtype, t.dev),
                                           t.dtype.kind in _GRAD_KINDS)]))
             grp.rows = (drop, L, step)
+            grp.views = []
             grp.plan, grp.m = [0, None, 1] + [None] * (len(canon) - 3), 2
         row = grp.n
         grp.n = row + 1
@@ -1080,7 +1082,7 @@ class _State:
         p._t = grp.outm[0][0]
         if x._requires_grad and grp.diff:
             p._requires_grad = True
-        p._vw = (op, bound, None)
+        grp.views.append((op, bound))
         return p
 
     def keep(self, g):
@@ -1128,7 +1130,7 @@ class _State:
         g.plan, g.shapes, g.m = _plan(bound)
         g.outs = g.same = g.vals = g.made = g.rows = g.phys = g.alias = g.merged = None
         g.mkey = mkey
-        g.view = mkey in _VIEWLIKE
+        g.views = [] if mkey in _VIEWLIKE else None
         g.C = None
         bid = g.bid = _next_bid[0]
         g.base = bid << _ROW_BITS
@@ -1158,7 +1160,7 @@ class _State:
         the twin's result is not of ``x``'s shape and dtype (the op itself raises, or casts)."""
         x = bound[0]
         g = x._g
-        if x._rd or not g.depth or g.rows is not None or g.view:
+        if x._rd or not g.depth or g.views is not None:
             return None
         twin = _TWINS.get(op, False)
         if twin is False:
@@ -1926,14 +1928,6 @@ def _span(q):
     if int(q[-1]) - a == n - 1 and (n == 1 or _all(q[1:] > q[:-1])):
         return slice(a, a + n)
     return q
-
-
-def _views(res, op, bound):
-    """Note the call ``op(*bound)`` of a view op on its pending results ``res`` (see
-    ``_Pending._vw``); returns ``res``."""
-    for k, p in enumerate(res):
-        p._vw = (op, bound, k)
-    return res
 
 
 def _realize(bound):
