@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 _make = Tensor._make
+_ndarray = np.ndarray
 _same_device = check_same_device
 
 
@@ -53,31 +54,32 @@ def _restride(t: Tensor, shape, strides, rel_offset: int = 0) -> Tensor:
 def _restride_bytes(t: Tensor, shape: tuple, sb: tuple, rel: int = 0) -> Tensor:
     """:func:`_restride` with the strides and the offset in bytes."""
     d = t._data
-    if d.flags.c_contiguous:
-        if not rel and 0 not in sb and math.prod(shape) == d.size:
-            arr = d.reshape(shape)  # reshaping a contiguous array: a view with these strides?
-            if arr.strides == sb:
-                return t._view_of(arr)
-        if d.__class__ is np.ndarray:
+    flags = d.flags
+    if flags.c_contiguous:
+        if d.__class__ is _ndarray:
             # d is one buffer, in which the view starts ``rel`` bytes in: no pointer arithmetic
-            # (NumPy refuses a view that reaches outside it: that one is made from the root)
+            # (NumPy refuses a view that reaches outside it: that one is made from the root).
+            # The arguments by position: NumPy's parsing of them by keyword cost ~0.3 us
             try:
-                arr = np.ndarray(shape, d.dtype, buffer=d, offset=rel, strides=sb)
+                arr = _ndarray(shape, d.dtype, d, rel, sb)
             except (TypeError, ValueError):
                 pass
             else:
-                if not d.flags.writeable:
+                if not flags.writeable:
                     arr.flags.writeable = False
                 return t._view_of(arr)
-    if isinstance(d, np.ndarray):
+        elif not rel and 0 not in sb and math.prod(shape) == d.size:
+            arr = d.reshape(shape)  # reshaping a contiguous array: a view with these strides?
+            if arr.strides == sb:
+                return t._view_of(arr)
+    if isinstance(d, _ndarray):
         root = _root(d)
         try:
-            arr = np.ndarray(shape, d.dtype, buffer=root,
-                             offset=_ptr(d) - _ptr(root) + rel, strides=sb)
+            arr = _ndarray(shape, d.dtype, root, _ptr(d) - _ptr(root) + rel, sb)
         except (TypeError, ValueError):  # root without a plain buffer: use as_strided
             pass
         else:
-            if not d.flags.writeable:
+            if not flags.writeable:
                 arr.flags.writeable = False
             return t._view_of(arr)
     xp = np if isinstance(d, np.ndarray) else array_module(d)
@@ -134,15 +136,15 @@ def _compute_stride(oldshape, oldstride, newshape):
 def _infer_size(shape, numel: int, op: str) -> tuple[int, ...]:
     """The sizes ``shape`` (ints, or one sequence of them; one may be -1) for ``numel``
     elements: one pass over the sizes, converting and checking only what is not a plain int."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+    if len(shape) == 1 and shape[0].__class__ is not int and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    infer, known = -1, 1
-    for i, s in enumerate(shape):
+    infer, known, i = -1, 1, 0
+    for s in shape:
         if s.__class__ is not int:
             if not isinstance(s, numbers.Integral) or isinstance(s, bool):
                 raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found "
                                 f"element of type {type(s).__name__}")
-            return _infer_size(tuple(int(x) for x in shape), numel, op)
+            return _infer_size(tuple([int(x) for x in shape]), numel, op)
         if s >= 0:
             known *= s
         elif s != -1:
@@ -151,11 +153,14 @@ def _infer_size(shape, numel: int, op: str) -> tuple[int, ...]:
             raise RuntimeError(f"{op}(): only one dimension can be inferred")
         else:
             infer = i
+        i += 1
     if infer >= 0:
         if known == 0 or numel % known:
             raise RuntimeError(
                 f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")
-        return (*shape[:infer], numel // known, *shape[infer + 1:])
+        shape = list(shape)
+        shape[infer] = numel // known
+        return tuple(shape)
     if known != numel:
         raise RuntimeError(f"{op}(): shape '{list(shape)}' is invalid for input of size {numel}")
     return shape
@@ -180,7 +185,7 @@ def view(input: Tensor, *shape) -> Tensor:
     >>> arange(6).view(2, 3).stride()
     (3, 1)
     """
-    if len(shape) == 1 and isinstance(shape[0], D.dtype):
+    if len(shape) == 1 and shape[0].__class__ is not int and isinstance(shape[0], D.dtype):
         return _view_dtype(input, shape[0])
     return _view(input, _infer_size(shape, input._data.size, "view"))
 
@@ -508,10 +513,22 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     return _select(input, dim, index + size if index < 0 else index)
 
 
+def _ints(seq) -> tuple:
+    """``seq`` as a tuple of ints (converted only where an element is not exactly an int)."""
+    out = tuple(seq)
+    for s in out:
+        if s.__class__ is not int:
+            return tuple([int(s) for s in out])
+    return out
+
+
+# (size and stride are declared ``tuple``: they hold no tensor, so the public function's
+# requires-grad test skips them, ~0.3 us a call)
 @defop("as_strided")
-def as_strided(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+def as_strided(input: Tensor, size: tuple, stride: tuple,
+               storage_offset: int | None = None) -> Tensor:
     """A view with explicit size, stride and storage offset (in elements) over the storage."""
-    size, stride = tuple([int(s) for s in size]), tuple([int(s) for s in stride])
+    size, stride = _ints(size), _ints(stride)
     d = input._data
     root = _root(d)
     item = d.itemsize
