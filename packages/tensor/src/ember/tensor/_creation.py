@@ -62,8 +62,14 @@ def _on(arr, dev: device | None):
 
 
 def _size(size, op: str) -> tuple[int, ...]:
-    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
-        size = tuple(size[0])
+    if len(size) == 1 and size[0].__class__ is not int and isinstance(size[0],
+                                                                      (tuple, list, Size)):
+        size = size[0]
+    for s in size:  # the common case, plain sizes, taken as they are
+        if s.__class__ is not int or s < 0:
+            break
+    else:
+        return size if size.__class__ is tuple else tuple(size)
     out = []
     for s in size:
         if s.__class__ is int and s >= 0:  # the common case: a plain size
@@ -588,13 +594,15 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:
 
 def _triangle(op: str, input: Tensor, diagonal: int, upper: bool) -> Tensor:
     """A copy of ``input`` with the other side of ``diagonal`` zeroed (the device's kernel)."""
-    check_int(op, "diagonal", 2, diagonal)
+    if diagonal.__class__ is not int:
+        check_int(op, "diagonal", 2, diagonal)
     d = input._data
-    if d.ndim < 2:
+    shape = d.shape
+    if len(shape) < 2:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got {d.ndim}")
     out = d.copy()  # (C order: what the kernel writes)
     if out.size:  # (an empty matrix or batch has nothing to zero)
-        _kernel("triangle_zero", array_module(d))(out.reshape((-1,) + out.shape[-2:]),
+        _kernel("triangle_zero", array_module(d))(out.reshape(-1, shape[-2], shape[-1]),
                                                   diagonal, upper)
     return _make(out)
 

@@ -10,6 +10,7 @@ import functools
 import math
 import numbers
 import operator
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -690,20 +691,25 @@ def _arrays(tensors, op: str):
                         f"{type(tensors).__name__}")
     if not tensors:
         raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
-    arrs = []
-    for i, x in enumerate(tensors):
-        if x.__class__ is not Tensor and not isinstance(x, Tensor):
-            raise TypeError(f"{op}(): expected Tensor as element {i} in argument 0, but got "
-                            f"{type(x).__name__}")
-        arrs.append(x._data)
-    first = arrs[0]
+    first = tensors[0]
+    if first.__class__ is not Tensor and not isinstance(first, Tensor):
+        raise TypeError(f"{op}(): expected Tensor as element 0 in argument 0, but got "
+                        f"{type(first).__name__}")
+    first = first._data
     dt, kind = first.dtype, first.__class__
-    mixed = False
-    for a in arrs:
+    arrs, mixed, other = [], False, None
+    for x in tensors:
+        if x.__class__ is not Tensor and not isinstance(x, Tensor):
+            raise TypeError(f"{op}(): expected Tensor as element {len(arrs)} in argument 0, "
+                            f"but got {type(x).__name__}")
+        a = x._data
         if a.__class__ is not kind:
-            raise device_error(op, first, a)
-        if a.dtype != dt:
+            other = other if other is not None else a  # raised once every element is checked
+        elif a.dtype != dt:
             mixed = True
+        arrs.append(a)
+    if other is not None:
+        raise device_error(op, first, other)
     return arrs, (D.result_type(*tensors).np if mixed else dt)
 
 
@@ -1215,29 +1221,36 @@ def dsplit(input: Tensor, indices_or_sections) -> tuple:
 
 
 @defop("split_with_sizes")
-def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple:
     """Views of consecutive blocks of ``split_sizes`` along ``dim``; one node in a graph
     (its backward is one ``cat``), so the per-step slices of a recurrent layer's input
     projection do not each write a full-size gradient."""
     d = input._data
-    if d.ndim == 0:
+    nd = d.ndim
+    if nd == 0:
         raise RuntimeError("split_with_sizes(): split expects at least a 1-dimensional tensor")
-    dim = _wrap_dim(dim, d.ndim, "split_with_sizes")
-    sizes = [int(s) for s in split_sizes]
-    if sum(sizes) != d.shape[dim] or min(sizes, default=0) < 0:
-        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
-                           f"{d.shape[dim]} (input tensor's size at dimension {dim}), but got "
-                           f"split_sizes={sizes}")
-    pieces, start = [], 0
+    dim = _wrap_dim(dim, nd, "split_with_sizes")
+    # the pieces sliced in the pass that converts the sizes; the sizes checked after it
+    pieces, start, neg = [], 0, False
     if dim:
         pre = (slice(None),) * dim
-        for n in sizes:
+        for n in split_sizes:
+            if n.__class__ is not int:
+                n = int(n)
+            neg = neg or n < 0
             pieces.append(d[pre + (slice(start, start + n),)])
             start += n
     else:
-        for n in sizes:
+        for n in split_sizes:
+            if n.__class__ is not int:
+                n = int(n)
+            neg = neg or n < 0
             pieces.append(d[start:start + n])
             start += n
+    if neg or start != d.shape[dim]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{d.shape[dim]} (input tensor's size at dimension {dim}), but got "
+                           f"split_sizes={[int(s) for s in split_sizes]}")
     return tuple(input._views_of(pieces))
 
 

@@ -40,14 +40,20 @@ def triangle_zero(out: np.ndarray, diagonal: int, upper: bool) -> None:
     >>> a = np.ones((1, 2, 3)); triangle_zero(a, 0, False); a[0].tolist()
     [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]]
     """
-    check_ndim("triangle_zero", "out", out, 3, "(batch, rows, cols)")
+    if out.ndim != 3:
+        check_ndim("triangle_zero", "out", out, 3, "(batch, rows, cols)")
     if not out.flags.c_contiguous:
         raise ValueError("triangle_zero(): out must be C-contiguous")
-    if out.dtype.itemsize == 2 and out.dtype.kind in "fV":  # float16, bfloat16: zero bits
+    dt = out.dtype
+    kind = dt.kind
+    if kind in "fV" and dt.itemsize == 2:  # float16, bfloat16: zero bits
         out = out.view(np.uint16)
-    elif out.dtype.kind not in "biufc":
-        raise TypeError(f"triangle_zero(): no kernel for dtype {out.dtype}")
-    n, m = out.shape[1:]
-    k = max(-n - 1, min(int(diagonal), m + 1))  # beyond either corner: the same as the corner
+    elif kind not in "biufc":
+        raise TypeError(f"triangle_zero(): no kernel for dtype {dt}")
+    _, n, m = out.shape
+    if diagonal.__class__ is not int:
+        diagonal = int(diagonal)
+    # beyond either corner: the same as the corner
+    k = -n - 1 if diagonal < -n - 1 else (m + 1 if diagonal > m + 1 else diagonal)
     if out.size:
-        _zero(out, k, bool(upper))
+        _zero(out, k, upper is True or bool(upper))
