@@ -968,14 +968,38 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
         if len(shifts) != 1:
             raise RuntimeError(f"{op}(): shifts and dimensions must align. shifts: "
                                f"{len(shifts)}, dims:0")
-        return _make(xp.roll(data.reshape(-1), shifts[0]).reshape(data.shape))
+        return _make(_rolled(xp, data.reshape(-1), {0: shifts[0]}).reshape(data.shape))
     if len(shifts) != len(dims):
         raise RuntimeError(f"{op}(): shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims:{len(dims)}")
-    if data.ndim == 0:
+    nd = data.ndim
+    if nd == 0:
         raise IndexError(f"{op}(): Dimension specified as {dims[0]} but tensor has no dimensions")
-    axes = tuple(_wrap_dim(d, data.ndim, op) for d in dims)
-    return _make(xp.ascontiguousarray(xp.roll(data, shifts, axis=axes)))
+    by_axis = {}  # a dim named twice moves by the sum of its shifts
+    for d, k in zip(dims, shifts):
+        d = _wrap_dim(d, nd, op)
+        by_axis[d] = by_axis.get(d, 0) + k
+    return _make(_rolled(xp, data, by_axis))
+
+
+def _rolled(xp, data, by_axis: dict):
+    """A C-contiguous copy of ``data`` rolled by ``by_axis[d]`` along each dim ``d``: one
+    block copy per combination of the two pieces of each rolled dim (NumPy's ``roll`` does
+    the same behind ~5 us of Python and a copy more)."""
+    nd = data.ndim
+    blocks = [((slice(None),) * nd, (slice(None),) * nd)]  # (source, destination) indices
+    for d, k in by_axis.items():
+        n = data.shape[d]
+        k = k % n if n else 0
+        if not k:
+            continue
+        pieces = ((slice(None, n - k), slice(k, None)), (slice(n - k, None), slice(None, k)))
+        blocks = [(src[:d] + (a,) + src[d + 1:], dst[:d] + (b,) + dst[d + 1:])
+                  for src, dst in blocks for a, b in pieces]
+    out = xp.empty(data.shape, data.dtype)
+    for src, dst in blocks:
+        out[dst] = data[src]
+    return out
 
 
 # ------------------------------------------------------------------------------ repeats
