@@ -94,13 +94,16 @@ def view_as_complex(input: Tensor) -> Tensor:
     if d.ndim == 0 or d.shape[-1] != 2:
         raise RuntimeError("view_as_complex(): Tensor must have a last dimension of size 2 "
                            f"(got shape {list(d.shape)})")
-    item = d.itemsize
-    if d.strides[-1] != item:
+    item, strides = d.itemsize, d.strides
+    if strides[-1] != item:
         raise RuntimeError("view_as_complex(): Tensor must have a last dimension with stride 1 "
-                           f"(got strides {[s // item for s in d.strides]})")
-    if any(s % (2 * item) for s in d.strides[:-1]):
-        raise RuntimeError("view_as_complex(): Tensor must have a stride divisible by 2 for all "
-                           f"but last dimension (got strides {[s // item for s in d.strides]})")
+                           f"(got strides {[s // item for s in strides]})")
+    two = 2 * item
+    for s in strides[:-1]:
+        if s % two:
+            raise RuntimeError("view_as_complex(): Tensor must have a stride divisible by 2 for "
+                               f"all but last dimension (got strides "
+                               f"{[s // item for s in strides]})")
     if d.base is not None and input.storage_offset() % 2:  # (an owner's offset is 0)
         raise RuntimeError("view_as_complex(): Tensor must have a storage_offset divisible by 2 "
                            f"(got {input.storage_offset()})")
