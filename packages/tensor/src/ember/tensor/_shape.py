@@ -1396,7 +1396,7 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride,
         check_int("as_strided_scatter", "storage_offset", 5, storage_offset)
     out = clone(input)
     view = as_strided(out, size, stride, storage_offset)
-    if tuple(view.shape) != tuple(src.shape):
+    if view._data.shape != src._data.shape:
         raise RuntimeError(f"as_strided_scatter(): expected src to have a size equal to the "
                            f"slice of self. src size = {list(src.shape)}, slice size = "
                            f"{list(view.shape)}")
