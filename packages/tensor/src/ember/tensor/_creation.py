@@ -381,9 +381,15 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, "empty_strided")
     n = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
     buf = _xp(to_device(device)).empty(n, dtype=dt.np)
-    xp = array_module(buf)
-    arr = xp.lib.stride_tricks.as_strided(buf, size, tuple(s * dt.itemsize for s in stride))
-    return _finish(arr, requires_grad)
+    sb = tuple([s * dt.itemsize for s in stride])
+    if buf.__class__ is np.ndarray:
+        # the view by NumPy's constructor, its arguments by position (stride_tricks'
+        # as_strided costs ~10 us of Python); a layout it refuses goes on to as_strided
+        try:
+            return _finish(np.ndarray(size, buf.dtype, buf, 0, sb), requires_grad)
+        except (TypeError, ValueError):
+            pass
+    return _finish(array_module(buf).lib.stride_tricks.as_strided(buf, size, sb), requires_grad)
 
 
 def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None,
