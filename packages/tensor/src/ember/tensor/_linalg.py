@@ -17,7 +17,8 @@ import numpy as np
 from . import _dtype as D
 from ._autocast import autocast_input_dtype
 from ._checks import check_same_device, not_implemented, scalar_type_name
-from ._fpstate import quiet_call as _quiet_call
+from ._fpstate import _QUIET
+from ._fpstate import _state as _fp_state
 from ._pointwise import add, mul
 from ._reduction import sum as _sum
 from ._registry import array_module, defop
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 _make = Tensor._make
+_fp_set, _fp_reset = _fp_state.set, _fp_state.reset
 _ndarray = np.ndarray
 _int64 = np.dtype(np.int64)
 _float16 = np.dtype(np.float16)
@@ -53,6 +55,17 @@ def _check_same_dtype(op: str, a, b) -> None:
     if a.dtype != b.dtype:
         raise RuntimeError(f"{op}(): expected m1 and m2 to have the same dtype, but got: "
                            f"{_CPP_NAMES[a.dtype]} != {_CPP_NAMES[b.dtype]}")
+
+
+def _check_operands(op: str, a, b) -> None:
+    """PyTorch's refusals of a product's operands ``a`` and ``b``, in its order: a 0-d
+    operand, two devices, two dtypes, bool."""
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"{op}(): both arguments to {op} need to be at least 1D, but "
+                           f"they are {a.ndim}D and {b.ndim}D")
+    _check_device(op, a, b)
+    _check_same_dtype(op, a, b)
+    _check_not_bool(op, a)
 
 
 def _check_not_bool(op: str, a) -> None:
@@ -162,20 +175,6 @@ def _transpose_wins(m: int, k: int, n: int) -> bool:
     return m <= 64 and k >= 512 and n >= 128
 
 
-def _gemm_nt(xp, x, w):
-    """``x @ w.T`` for matrices ``x`` (m, k) and ``w`` (n, k), in the orientation
-    :func:`_transpose_wins` measures faster on the CPU; row-major result either way."""
-    if xp is np and x.dtype.kind == "f" and _transpose_wins(x.shape[0], x.shape[1], w.shape[0]) \
-            and x.flags.c_contiguous and w.flags.c_contiguous:
-        return _swapped(x, w)
-    return _quiet_call(xp.matmul, x, w.T)
-
-
-def _swapped(x, w):
-    """``x @ w.T`` as ``(w @ x.T).T`` copied back to row-major (NumPy arrays)."""
-    return np.ascontiguousarray(_quiet_call(np.matmul, w, x.T).T)
-
-
 def _upcast(xp, a):
     """float16 multiplies in float32 on the CPU (BLAS has no half gemm; it also accumulates
     in float32 like PyTorch)."""
@@ -203,40 +202,51 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     tensor([3., 7.])
     """
     a, b = input._data, other._data
-    if a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.ndim == 2 and \
-            b.ndim == 2 and a.shape[1] == b.shape[0] and a.dtype == b.dtype and \
-            a.dtype.kind == "f" and a.dtype != _float16:
-        # the common case: two CPU float matrices, plain or transposed, straight to BLAS; an
-        # outer product (inner size 1, a weight gradient from one row) through the outer
-        # kernel, 2-25x faster than a GEMM with inner size 1 (each element is one product
-        # either way, the same values)
-        if a.shape[1] == 1:
-            return _make(_cpu_kernels.outer(a.reshape(-1), b.reshape(-1)))
-        if _transpose_wins(a.shape[0], a.shape[1], b.shape[1]) and b.flags.f_contiguous and \
-                a.flags.c_contiguous:  # a @ w.T, a weight's transpose, in the other orientation
-            return _make(_swapped(a, b.T))
-        return _make(_quiet_call(np.matmul, _blas_ready(np, a), _blas_ready(np, b)))
-    if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError(f"matmul(): both arguments to matmul need to be at least 1D, but "
-                           f"they are {a.ndim}D and {b.ndim}D")
-    _check_device("matmul", a, b)
-    _check_same_dtype("matmul", a, b)
-    _check_not_bool("matmul", a)
-    xp = array_module(a)
-    out = a.dtype
+    dt = a.dtype
+    if a.__class__ is _ndarray and b.__class__ is _ndarray and dt == b.dtype and \
+            dt.kind != "b" and a.ndim and b.ndim:
+        xp = np
+    else:  # PyTorch's errors, in its order; a pair on one CuPy device goes on
+        _check_operands("matmul", a, b)
+        xp = array_module(a)
+    if dt == _float16 and xp is np:  # (BLAS has no half gemm; float32 also accumulates
+        a, b = a.astype(_float32), b.astype(_float32)  # like PyTorch)
+    if not a.flags.c_contiguous:
+        a = _blas_ready(xp, a)
+    if not b.flags.c_contiguous:
+        b = _blas_ready(xp, b)
+    na, nb = a.ndim, b.ndim
+    token = _fp_set(_QUIET)
     try:  # NumPy's shape rules are PyTorch's: a mismatch raises, and only then is diagnosed
-        if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
-            # a batch of rows times one matrix: one GEMM over the folded rows, about twice as
-            # fast as NumPy's loop of one GEMM per batch entry
-            rows = _upcast(xp, a).reshape(_prod(a.shape[:-1]), a.shape[-1])
-            r = _quiet_call(xp.matmul, rows, _blas_ready(xp, _upcast(xp, b)))
-            return _make(r.reshape(a.shape[:-1] + r.shape[-1:]).astype(out, copy=False))
-        r = _quiet_call(xp.matmul, _blas_ready(xp, _upcast(xp, a)),
-                        _blas_ready(xp, _upcast(xp, b)))
+        if na > 2 or nb > 2:
+            if nb == 2 and a.flags.c_contiguous:
+                # a batch of rows times one matrix: one GEMM over the folded rows, about
+                # twice as fast as NumPy's loop of one GEMM per batch entry
+                r = xp.matmul(a.reshape(_prod(a.shape[:-1]), a.shape[-1]), b)
+                r = r.reshape(a.shape[:-1] + r.shape[-1:])
+            else:
+                r = xp.matmul(a, b)
+        elif na == 2 == nb and xp is np and dt.kind == "f" and a.shape[1] == b.shape[0] and \
+                (a.shape[1] == 1 or _transpose_wins(a.shape[0], a.shape[1], b.shape[1]) and
+                 b.flags.f_contiguous and a.flags.c_contiguous):
+            # an outer product (inner size 1, a weight gradient from one row) through the
+            # outer kernel, 2-25x faster than a GEMM with inner size 1 (each element is one
+            # product either way, the same values); ``a @ w.T`` (a weight's transpose) in the
+            # orientation OpenBLAS runs faster
+            r = _cpu_kernels.outer(a.reshape(-1), b.reshape(-1)) if a.shape[1] == 1 else \
+                np.ascontiguousarray(np.matmul(b.T, a.T).T)
+        else:
+            # matrices and vectors: ``dot`` is ``matmul`` for operands of at most 2 dims (the
+            # same BLAS call) without the ufunc machinery, 0.3-0.4 us less a call
+            r = xp.dot(a, b)
     except ValueError:
         _check_matmul_shapes("matmul", a.shape, b.shape)
         raise
-    return _make(xp.asarray(r).astype(out, copy=False))
+    finally:
+        _fp_reset(token)
+    if dt == _float16:
+        r = xp.asarray(r).astype(dt)
+    return _make(r)
 
 
 @defop("linear")
@@ -267,14 +277,25 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     x, wt = a.reshape(n, k), w
     if a.dtype == _float16:
         x, wt = _upcast(xp, x), _upcast(xp, wt)
-    if not (x.flags.c_contiguous and wt.flags.c_contiguous):
-        x, wt = _blas_ready(xp, x), _blas_ready(xp, wt)
-    r = _gemm_nt(xp, x, wt)
-    if bias is not None:
-        b = bias._data
-        if b.__class__ is not np.ndarray or xp is not np:
-            _check_device("linear", a, b)
-        r += b
+    if not x.flags.c_contiguous:
+        x = _blas_ready(xp, x)
+    if not wt.flags.c_contiguous:
+        wt = _blas_ready(xp, wt)
+    token = _fp_set(_QUIET)
+    try:
+        if xp is np and x.dtype.kind == "f" and _transpose_wins(n, k, wt.shape[0]) and \
+                x.flags.c_contiguous and wt.flags.c_contiguous:
+            # the orientation OpenBLAS runs faster: ``(w @ x.T).T``, copied back to row-major
+            r = np.ascontiguousarray(np.matmul(wt, x.T).T)
+        else:
+            r = xp.dot(x, wt.T)
+        if bias is not None:
+            b = bias._data
+            if b.__class__ is not np.ndarray or xp is not np:
+                _check_device("linear", a, b)
+            r += b
+    finally:
+        _fp_reset(token)
     if r.dtype != a.dtype:  # float16, multiplied in float32
         r = r.astype(a.dtype)
     return _make(r.reshape(a.shape[:-1] + r.shape[-1:]))
@@ -292,12 +313,12 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     if mat2.is_sparse:
         return mat2._rmm(input)
     a, b = input._data, mat2._data
-    if a.ndim != 2:
-        raise RuntimeError(f"mm(): self must be a matrix, got a {a.ndim}-D tensor")
-    if b.ndim != 2:
-        raise RuntimeError(f"mm(): mat2 must be a matrix, got a {b.ndim}-D tensor")
-    _check_same_dtype("mm", a, b)
-    if a.shape[1] != b.shape[0]:
+    if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.shape[1] != b.shape[0]:
+        if a.ndim != 2:
+            raise RuntimeError(f"mm(): self must be a matrix, got a {a.ndim}-D tensor")
+        if b.ndim != 2:
+            raise RuntimeError(f"mm(): mat2 must be a matrix, got a {b.ndim}-D tensor")
+        _check_same_dtype("mm", a, b)
         raise _mm_error("mm", a.shape, b.shape)
     return matmul(input, mat2)
 
@@ -309,16 +330,17 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     ember.Size([2, 1, 4])
     """
     a, b = input._data, mat2._data
-    if a.ndim != 3:
-        raise RuntimeError(f"bmm(): batch1 must be a 3D tensor, got a {a.ndim}-D tensor")
-    if b.ndim != 3:
-        raise RuntimeError(f"bmm(): batch2 must be a 3D tensor, got a {b.ndim}-D tensor")
-    if a.dtype.kind == "b":  # PyTorch's bmm has no bool kernel
-        raise not_implemented("bmm", a.dtype)
-    if a.dtype != b.dtype:
-        raise RuntimeError(f"bmm(): expected scalar type {scalar_type_name(a.dtype)} but found "
-                           f"{scalar_type_name(b.dtype)}")
-    if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
+    if a.ndim != 3 or b.ndim != 3 or a.dtype != b.dtype or a.dtype.kind == "b" or \
+            b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
+        if a.ndim != 3:
+            raise RuntimeError(f"bmm(): batch1 must be a 3D tensor, got a {a.ndim}-D tensor")
+        if b.ndim != 3:
+            raise RuntimeError(f"bmm(): batch2 must be a 3D tensor, got a {b.ndim}-D tensor")
+        if a.dtype.kind == "b":  # PyTorch's bmm has no bool kernel
+            raise not_implemented("bmm", a.dtype)
+        if a.dtype != b.dtype:
+            raise RuntimeError(f"bmm(): expected scalar type {scalar_type_name(a.dtype)} but "
+                               f"found {scalar_type_name(b.dtype)}")
         raise RuntimeError(f"bmm(): Expected size for first two dimensions of batch2 tensor "
                            f"to be: [{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, "
                            f"{b.shape[1]}].")
@@ -332,14 +354,15 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     tensor([1., 3.])
     """
     a, b = input._data, vec._data
-    if a.ndim == 0:
-        raise IndexError("mv(): Dimension specified as 0 but tensor has no dimensions")
-    if a.ndim != 2 or b.ndim != 1:
-        raise RuntimeError(f"mv(): vector + matrix @ vector expected, got 1, {a.ndim}, {b.ndim}")
-    if a.dtype != b.dtype:
-        raise RuntimeError(f"mv(): expected m1 and m2 to have the same dtype, but got: "
-                           f"{_CPP_NAMES[a.dtype]} != {_CPP_NAMES[b.dtype]}")
-    if a.shape[1] != b.shape[0]:
+    if a.ndim != 2 or b.ndim != 1 or a.dtype != b.dtype or a.shape[1] != b.shape[0]:
+        if a.ndim == 0:
+            raise IndexError("mv(): Dimension specified as 0 but tensor has no dimensions")
+        if a.ndim != 2 or b.ndim != 1:
+            raise RuntimeError(f"mv(): vector + matrix @ vector expected, got 1, {a.ndim}, "
+                               f"{b.ndim}")
+        if a.dtype != b.dtype:
+            raise RuntimeError(f"mv(): expected m1 and m2 to have the same dtype, but got: "
+                               f"{_CPP_NAMES[a.dtype]} != {_CPP_NAMES[b.dtype]}")
         raise _mv_error("mv", a.shape[0], a.shape, b.shape[0])
     return matmul(input, vec)
 
@@ -351,13 +374,13 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
     tensor(32)
     """
     a, b = input._data, tensor._data
-    if a.ndim != 1 or b.ndim != 1:
-        raise RuntimeError(f"dot(): 1D tensors expected, but got {a.ndim}D and {b.ndim}D "
-                           "tensors")
-    if a.dtype != b.dtype:
-        raise RuntimeError(f"dot(): expected both vectors to have same dtype, but found "
-                           f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
-    if a.shape[0] != b.shape[0]:
+    if a.ndim != 1 or b.ndim != 1 or a.dtype != b.dtype or a.shape[0] != b.shape[0]:
+        if a.ndim != 1 or b.ndim != 1:
+            raise RuntimeError(f"dot(): 1D tensors expected, but got {a.ndim}D and {b.ndim}D "
+                               "tensors")
+        if a.dtype != b.dtype:
+            raise RuntimeError(f"dot(): expected both vectors to have same dtype, but found "
+                               f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
         raise _dot_error("dot", a.shape[0], b.shape[0])
     return matmul(input, tensor)
 
@@ -481,13 +504,6 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- add* forms
-def _scalars(dt, beta, alpha):
-    # PyTorch casts beta and alpha to an integer tensor's dtype (truncating)
-    if dt.kind in "iub":
-        return int(beta), int(alpha)
-    return beta, alpha
-
-
 def _check_expand(op: str, s, target) -> None:
     """PyTorch's error when ``input`` of shape ``s`` cannot expand to ``target``."""
     if len(s) > len(target):
@@ -503,15 +519,19 @@ def _check_expand(op: str, s, target) -> None:
 
 
 def _add_scaled(op: str, input: Tensor, product: Tensor, beta, alpha) -> Tensor:
-    if input.dtype != product.dtype and isinstance(input, Tensor):
+    x, p = input._data, product._data
+    if x.dtype != p.dtype:
         if autocast_input_dtype(input) is product.dtype:  # autocast casts addmm's input too
             input = input.to(product.dtype)
-    if input.dtype != product.dtype:
-        raise RuntimeError(f"{op}(): self and mat2 must have the same dtype, but got "
-                           f"{scalar_type_name(input._data.dtype)} and "
-                           f"{scalar_type_name(product._data.dtype)}")
-    _check_expand(op, input._data.shape, product._data.shape)
-    beta, alpha = _scalars(product._data.dtype, beta, alpha)
+            x = input._data
+        else:
+            raise RuntimeError(f"{op}(): self and mat2 must have the same dtype, but got "
+                               f"{scalar_type_name(x.dtype)} and {scalar_type_name(p.dtype)}")
+    s, target = x.shape, p.shape
+    if s != target[len(target) - len(s):]:  # (equal trailing sizes: it expands)
+        _check_expand(op, s, target)
+    if p.dtype.kind in "iub":  # PyTorch casts beta and alpha to an integer dtype (truncating)
+        beta, alpha = int(beta), int(alpha)
     if alpha != 1:
         product = mul(product, alpha)
     if beta == 0:  # like PyTorch, input is ignored (NaN in it does not propagate)
@@ -556,7 +576,8 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     ember.Size([2, 1, 1])
     """
     b1, b2 = batch1._data, batch2._data
-    _read_sizes("baddbmm", (b1, 0), (b1, 1), (b2, 2))
+    if b1.ndim < 2 or b2.ndim < 3:
+        _read_sizes("baddbmm", (b1, 0), (b1, 1), (b2, 2))
     d = input._data.dtype
     if d != b1.dtype and autocast_input_dtype(input) is None:
         raise RuntimeError(f"baddbmm(): Input dtypes must be the same, got: input "
@@ -572,7 +593,8 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) ->
     tensor([[6.]])
     """
     b1, b2 = batch1._data, batch2._data
-    _read_sizes("addbmm", (b1, 1), (b2, 2))
+    if b1.ndim < 2 or b2.ndim < 3:
+        _read_sizes("addbmm", (b1, 1), (b2, 2))
     if b1.dtype != b2.dtype:
         raise RuntimeError(f"addbmm(): mat1 and mat2 must have the same dtype, but got "
                            f"{scalar_type_name(b1.dtype)} and {scalar_type_name(b2.dtype)}")
