@@ -244,7 +244,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         raise
     finally:
         _fp_reset(token)
-    if dt == _float16:
+    if r.dtype != dt:  # float16 multiplied in float32; bfloat16's dot gives float32
         r = xp.asarray(r).astype(dt)
     return _make(r)
 
