@@ -83,13 +83,28 @@ def _extreme(x, out, idx, largest):
 
 
 _FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))  # (made once, not per call)
+_F32 = np.dtype(np.float32)
 
 
 def _native(dt: np.dtype) -> bool:
     return dt.kind in "biuc" or dt in _FLOATS
 
 
-_starts: dict = {}  # (accumulator dtype, op) -> its start value, a 1-element array (read only)
+# (x's dtype, op, acc_dtype) -> (the dtype x runs in, or None for its own; the running value's
+# start, a 1-element array, or None for max / min; whether it is a product): worked out once
+_plans: dict = {}
+
+
+def _plan(dt: np.dtype, op: str, acc_dtype) -> tuple:
+    if op not in ("sum", "prod", "max", "min"):
+        raise ValueError(f"scan_dim(): op must be 'sum', 'prod', 'max' or 'min', got {op!r}")
+    work = None if _native(dt) else _F32
+    if op in ("max", "min"):
+        return work, None, False
+    acc = np.dtype(acc_dtype if acc_dtype is not None else work if work is not None else dt)
+    if not _native(acc):
+        acc = _F32
+    return work, (np.ones if op == "prod" else np.zeros)(1, dtype=acc), op == "prod"
 
 
 def scan_dim(x: np.ndarray, op: str, acc_dtype=None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -101,29 +116,27 @@ def scan_dim(x: np.ndarray, op: str, acc_dtype=None) -> tuple[np.ndarray, np.nda
     >>> scan_dim(np.array([[[1.0], [3.0], [2.0]]]), "max")[1].ravel().tolist()
     [0, 1, 1]
     """
-    name = "scan_dim"
     if x.__class__ is not np.ndarray:
         x = np.asarray(x)
-    check_ndim(name, "x", x, 3, "(P, M, Q)")
-    if op not in ("sum", "prod", "max", "min"):
-        raise ValueError(f"{name}(): op must be 'sum', 'prod', 'max' or 'min', got {op!r}")
+    if x.ndim != 3:
+        check_ndim("scan_dim", "x", x, 3, "(P, M, Q)")
     dt = x.dtype
-    work = x if _native(dt) else x.astype(np.float32)
-    if not work.flags.c_contiguous:
-        work = np.ascontiguousarray(work)
-    out = np.empty(work.shape, work.dtype)  # (np.empty_like costs twice as much)
-    idx = None
-    if op in ("sum", "prod"):
-        acc = np.dtype(acc_dtype if acc_dtype is not None else work.dtype)
-        if not _native(acc):
-            acc = np.dtype(np.float32)
-        start = _starts.get((acc, op))
-        if start is None:  # the running value's start, made once per dtype and op
-            start = _starts[acc, op] = (np.ones if op == "prod" else np.zeros)(1, dtype=acc)
-        if work.size:
-            _sum_prod(work, out, start, op == "prod")
+    key = (dt, op, acc_dtype)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _plan(dt, op, acc_dtype)
+    work, start, prod = plan
+    if work is not None:
+        x = x.astype(work, order="C")
+    elif not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    out = np.empty(x.shape, x.dtype)  # (np.empty_like costs twice as much)
+    if start is not None:
+        if out.size:
+            _sum_prod(x, out, start, prod)
+        idx = None
     else:
-        idx = np.empty(work.shape, dtype=np.int64)
-        if work.size:
-            _extreme(work, out, idx, op == "max")
-    return (out if out.dtype == dt else out.astype(dt)), idx
+        idx = np.empty(x.shape, np.int64)
+        if out.size:
+            _extreme(x, out, idx, op == "max")
+    return (out if work is None else out.astype(dt)), idx

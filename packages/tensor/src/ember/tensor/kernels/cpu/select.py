@@ -158,13 +158,18 @@ def _topk(x, k, desc, vals, out):
                 out[p, m, q] = ix[m]
 
 
+_F16 = np.dtype(np.float16)
+
+
 def _work(name: str, x: np.ndarray) -> np.ndarray:
     if x.__class__ is not np.ndarray:
         x = np.asarray(x)
-    check_ndim(name, "x", x, 3, "(P, M, Q)")
-    if x.dtype.kind not in "iuf":
-        raise TypeError(f"{name}(): expected an integer or floating dtype, got {x.dtype}")
-    if x.dtype == np.float16:  # Numba has no float16 arithmetic; float32 keeps the order
+    if x.ndim != 3:
+        check_ndim(name, "x", x, 3, "(P, M, Q)")
+    dt = x.dtype
+    if dt.kind not in "iuf":
+        raise TypeError(f"{name}(): expected an integer or floating dtype, got {dt}")
+    if dt == _F16:  # Numba has no float16 arithmetic; float32 keeps the order
         return x.astype(np.float32, order="C")
     return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
@@ -208,8 +213,9 @@ def topk_dim(x: np.ndarray, k: int, largest: bool) -> tuple[np.ndarray, np.ndarr
     P, M, Q = x.shape
     if not 0 <= k <= M:
         raise IndexError(f"{name}(): k={k} out of range for dim 1 of size {M}")
-    vals = np.empty((P, k, Q), x.dtype)
-    out = np.empty((P, k, Q), np.int64)
+    shape = (P, k, Q)
+    vals = np.empty(shape, x.dtype)
+    out = np.empty(shape, np.int64)
     if out.size:
         _topk(x, k, bool(largest), vals, out)
     return (vals if vals.dtype == dt else vals.astype(dt)), out

@@ -235,6 +235,10 @@ def _ce_bwd_parallel(x, t, w, wsum, ignore, eps, go, dx):
     return bad
 
 
+_nd, _empty = np.ndarray, np.empty
+_FLOAT_KINDS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
 def _go(x: np.ndarray):
     # Vectorized, a row pass costs under a nanosecond per element: inputs below about 128K
     # elements do not pay for a parallel launch (~60 us on two cores).
@@ -242,35 +246,42 @@ def _go(x: np.ndarray):
 
 
 def _forward(op: str, x: np.ndarray, log: bool) -> np.ndarray:
-    if x.__class__ is not np.ndarray:
+    if x.__class__ is not _nd:
         x = np.asarray(x)
-    check_ndim(op, "x", x, 2, "(rows, cols)")
-    (xc,), dtype = float_inputs(op, x)
-    y = np.empty_like(xc)
+    if x.ndim != 2:
+        check_ndim(op, "x", x, 2, "(rows, cols)")
+    dtype = x.dtype
+    if dtype not in _FLOAT_KINDS or not x.flags.c_contiguous:
+        (x,), dtype = float_inputs(op, x)  # a float16 copy in float32, a contiguous copy
+    y = _empty(x.shape, x.dtype)  # (np.empty_like costs more)
     if y.size:
-        if _go(xc):
-            parallel_call(_softmax_parallel, xc, y, log)
+        if _go(x):
+            parallel_call(_softmax_parallel, x, y, log)
         else:
-            _softmax_serial(xc, y, log)
+            _softmax_serial(x, y, log)
     return y if y.dtype == dtype else y.astype(dtype)
 
 
 def _backward(op: str, y: np.ndarray, g: np.ndarray, log: bool) -> np.ndarray:
-    y, g = np.asarray(y), np.asarray(g)
-    check_ndim(op, "y", y, 2, "(rows, cols)")
+    if y.__class__ is not _nd:
+        y = np.asarray(y)
+    if g.__class__ is not _nd:
+        g = np.asarray(g)
+    if y.ndim != 2:
+        check_ndim(op, "y", y, 2, "(rows, cols)")
     if g.shape != y.shape:
         raise RuntimeError(
             f"{op}(): grad of shape {tuple(g.shape)} does not match output of shape "
             f"{tuple(y.shape)}"
         )
     (yc, gc), dtype = float_inputs(op, y, g)
-    dx = np.empty_like(yc)
+    dx = _empty(yc.shape, yc.dtype)
     if dx.size:
         if _go(yc):
             parallel_call(_softmax_bwd_parallel, yc, gc, dx, log)
         else:
             _softmax_bwd_serial(yc, gc, dx, log)
-    return dx.astype(dtype, copy=False)
+    return dx if dx.dtype == dtype else dx.astype(dtype)
 
 
 def softmax_forward(x: np.ndarray) -> np.ndarray:
