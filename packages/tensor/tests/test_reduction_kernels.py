@@ -344,3 +344,29 @@ def test_reductions_over_dims_that_are_not_adjacent(op, dtype):
                 assert got.dtype == et.tensor(x).dtype and tuple(got.shape) == want.shape
                 assert got.numpy().flags.c_contiguous
                 np.testing.assert_allclose(got.numpy(), want, rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("shape,dim", [((5, 7), 1), ((5, 7), 0), ((3, 6, 4), 1), ((1, 9, 1), 1)])
+def test_max_min_dim_kernel_against_numpy_argmax(dtype, shape, dim):
+    # extreme_dim: the first maximum / minimum and its index; ties (few distinct values) and
+    # NaN (the first NaN wins) as NumPy's argmax / argmin
+    rng = np.random.default_rng(7)
+    a = rng.integers(-2, 3, size=shape)
+    a = (a > 0) if dtype == "bool" else a.astype(dtype)
+    if a.dtype.kind == "f":
+        a[rng.random(shape) < 0.15] = np.nan
+    for largest, fn, arg in ((True, et.max, np.argmax), (False, et.min, np.argmin)):
+        for t, x in ((et.tensor(a), a), (et.tensor(a.T.copy()).T, a)):
+            r = fn(t, dim)
+            ref_i = arg(x.astype(np.float32) if dtype == "float16" else x, axis=dim)
+            ref_v = np.take_along_axis(x, np.expand_dims(ref_i, dim), dim).squeeze(dim)
+            assert _np(r.indices).dtype == np.int64
+            np.testing.assert_array_equal(_np(r.indices), ref_i)
+            assert _np(r.values).dtype == a.dtype
+            np.testing.assert_array_equal(_np(r.values), ref_v)
+        if a.ndim == 3:  # the kernel itself: (P, M, Q) in, (P, Q) out
+            v, i = K.extreme_dim(a, largest)
+            ref_i = arg(a.astype(np.float32) if dtype == "float16" else a, axis=1)
+            np.testing.assert_array_equal(i, ref_i)
+            np.testing.assert_array_equal(v, np.take_along_axis(a, ref_i[:, None], 1)[:, 0])

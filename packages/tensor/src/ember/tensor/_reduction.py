@@ -701,7 +701,15 @@ def _max_min_dim(name: str, largest: bool):
         if d.ndim == 0:
             return _make(d.copy()), _make(xp.zeros((), _int64))
         _check_nonempty(d, (ax,), op)
-        if d.shape[ax] == 0 or d.size == 0:
+        if d.size and xp is np:  # one pass: the extreme and its index (the kernel's rule for
+            global _kr           # ties and NaN is NumPy's argmax's)
+            if _kr is None:
+                from .kernels.cpu import reduce as _kr
+            vals, idx = _kr.extreme_dim(_pmq(xp, d, ax), largest)
+            shape = d.shape[:ax] + (1,) + d.shape[ax + 1:] if keepdim else \
+                d.shape[:ax] + d.shape[ax + 1:]
+            return _make(vals.reshape(shape)), _make(idx.reshape(shape))
+        if d.size == 0:
             shape = list(d.shape)
             shape[ax] = 1
             idx = xp.zeros(shape, _int64)

@@ -1,4 +1,5 @@
-"""Sums, means, 1- and 2-norms, variances and log-sum-exps of float32 / float64 arrays.
+"""Sums, means, 1- and 2-norms, variances and log-sum-exps of float32 / float64 arrays; the
+maximum or minimum with its index (``extreme_dim``) of any real dtype.
 
 Every kernel reduces axis 1 of a C-contiguous ``(outer, n, inner)`` array into a flat
 ``(outer * inner,)`` output: ``ember.tensor._reduction`` views a reduction over adjacent dims of
@@ -36,7 +37,7 @@ import numpy as np
 
 from ._vmath import like, vexp, vmax
 
-__all__ = ["sum_reduce", "var_reduce", "logsumexp_reduce", "prod_reduce"]
+__all__ = ["sum_reduce", "var_reduce", "logsumexp_reduce", "prod_reduce", "extreme_dim"]
 
 
 def _jit(fn=None, *, sums=False):
@@ -417,3 +418,67 @@ def prod_reduce(x, out):
             row = x[o, k]
             for j in range(inner):
                 acc[j] *= row[j]
+
+
+# --------------------------------------------------------------------------- max / min with index
+@_jit
+def _extreme(x, vals, idx, largest):
+    # the first maximum (minimum) of each (p, :, q) and its index; a NaN wins and stays, as
+    # NumPy's argmax and PyTorch's max over a dim
+    P, M, Q = x.shape
+    for p in range(P):
+        if Q == 1:  # along the last dim: the running extreme stays in a register
+            best = x[p, 0, 0]
+            bi = 0
+            for m in range(1, M):
+                if best != best:
+                    break
+                v = x[p, m, 0]
+                if v != v or (v > best if largest else v < best):
+                    best = v
+                    bi = m
+            vals[p, 0] = best
+            idx[p, 0] = bi
+            continue
+        for q in range(Q):
+            vals[p, q] = x[p, 0, q]
+            idx[p, q] = 0
+        for m in range(1, M):
+            for q in range(Q):
+                v = x[p, m, q]
+                b = vals[p, q]
+                if b == b and (v != v or (v > b if largest else v < b)):
+                    vals[p, q] = v
+                    idx[p, q] = m
+
+
+_NATIVE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32,
+                                          np.int64, np.uint8, np.uint16, np.uint32, np.uint64))
+
+
+def extreme_dim(x: np.ndarray, largest: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The maximum (``largest``) or minimum of each ``x[p, :, q]`` of a C-contiguous (P, M, Q)
+    array with ``M > 0``, and the int64 index of its first occurrence (of the first NaN where
+    there is one), as (P, Q) arrays: ``max(x, 1)`` in one pass, values in ``x``'s dtype. Bool
+    runs as uint8, other dtypes Numba has no arithmetic for (float16, bfloat16) in float32.
+
+    >>> extreme_dim(np.array([[[1.0], [3.0], [3.0]]]), True)[1].tolist()
+    [[1]]
+    """
+    dt = x.dtype
+    if dt in _NATIVE:
+        w = x
+    elif dt.kind == "b":
+        w = x.view(np.uint8)
+    elif dt.kind in "iu":  # (another byte order)
+        w = x.astype(dt.newbyteorder("="))
+    else:
+        w = x.astype(np.float32)
+    P, M, Q = w.shape
+    vals = np.empty((P, Q), w.dtype)
+    idx = np.empty((P, Q), np.int64)
+    if vals.size:
+        _extreme(w, vals, idx, largest)
+    if w is x:
+        return vals, idx
+    return (vals.view(dt) if dt.kind == "b" else vals.astype(dt)), idx
