@@ -980,12 +980,13 @@ def _median_all(input: Tensor) -> Tensor:
     if d.dtype.kind == "b":
         raise NotImplementedError("median(): not implemented for 'Bool'")
     _ordered("median", d)
-    flat = d.reshape(-1)
-    if flat.size == 0:
+    n = d.size
+    if n == 0:
         fill = np.nan if d.dtype.kind == "f" else np.iinfo(d.dtype).min
         return _make(xp.full((), fill, d.dtype))
-    k = (flat.size - 1) // 2
-    part = xp.partition(flat, k)
+    k = (n - 1) // 2
+    part = d.flatten()  # (a copy, partitioned in place: np.partition's wrapper costs 0.4 us)
+    part.partition(k)
     # NaN sorts last: any NaN is in part[k:], whose maximum (>= part[k]) it then becomes
     return _make(xp.minimum(part[k:k + 1], part[k:].max()).reshape(()))
 
