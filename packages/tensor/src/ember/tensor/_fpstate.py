@@ -22,22 +22,29 @@ np.float64(nan)
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy._core._ufunc_config import _extobj_contextvar as _state  # NumPy >= 2.0
 
-__all__ = ["quiet", "quiet_call"]
+__all__ = ["quiet", "quiet_call", "quiet_begin", "quiet_end"]
 
 with np.errstate(all="ignore"):
     _QUIET = _state.get()
 
+#: ``token = quiet_begin()`` ... ``quiet_end(token)`` (in a ``finally``): :func:`quiet_call`'s
+#: two steps, for an op's hot path that runs more than one call quietly (no wrapper call)
+quiet_begin = functools.partial(_state.set, _QUIET)
+quiet_end = _state.reset
+
 
 def quiet_call(f, *args, **kwargs):
     """``f(*args, **kwargs)`` with NumPy's floating-point warnings off."""
-    token = _state.set(_QUIET)
+    token = quiet_begin()
     try:
         return f(*args, **kwargs)
     finally:
-        _state.reset(token)
+        quiet_end(token)
 
 
 class quiet:

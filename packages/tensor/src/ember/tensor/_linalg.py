@@ -17,8 +17,7 @@ import numpy as np
 from . import _dtype as D
 from ._autocast import autocast_input_dtype
 from ._checks import check_same_device, not_implemented, scalar_type_name
-from ._fpstate import _QUIET
-from ._fpstate import _state as _fp_state
+from ._fpstate import quiet_begin, quiet_end
 from ._pointwise import add, mul
 from ._reduction import sum as _sum
 from ._registry import array_module, defop
@@ -33,7 +32,6 @@ __all__ = [
 ]
 
 _make = Tensor._make
-_fp_set, _fp_reset = _fp_state.set, _fp_state.reset
 _ndarray = np.ndarray
 _int64 = np.dtype(np.int64)
 _float16 = np.dtype(np.float16)
@@ -216,7 +214,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if not b.flags.c_contiguous:
         b = _blas_ready(xp, b)
     na, nb = a.ndim, b.ndim
-    token = _fp_set(_QUIET)
+    token = quiet_begin()
     try:  # NumPy's shape rules are PyTorch's: a mismatch raises, and only then is diagnosed
         if na > 2 or nb > 2:
             if nb == 2 and a.flags.c_contiguous:
@@ -243,7 +241,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         _check_matmul_shapes("matmul", a.shape, b.shape)
         raise
     finally:
-        _fp_reset(token)
+        quiet_end(token)
     if r.dtype != dt:  # float16 multiplied in float32; bfloat16's dot gives float32
         r = xp.asarray(r).astype(dt)
     return _make(r)
@@ -281,7 +279,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         x = _blas_ready(xp, x)
     if not wt.flags.c_contiguous:
         wt = _blas_ready(xp, wt)
-    token = _fp_set(_QUIET)
+    token = quiet_begin()
     try:
         if xp is np and x.dtype.kind == "f" and _transpose_wins(n, k, wt.shape[0]) and \
                 x.flags.c_contiguous and wt.flags.c_contiguous:
@@ -295,7 +293,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                 _check_device("linear", a, b)
             r += b
     finally:
-        _fp_reset(token)
+        quiet_end(token)
     if r.dtype != a.dtype:  # float16, multiplied in float32
         r = r.astype(a.dtype)
     return _make(r.reshape(a.shape[:-1] + r.shape[-1:]))

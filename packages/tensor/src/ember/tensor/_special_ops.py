@@ -20,8 +20,7 @@ import numpy as np
 from . import _dtype as D
 from ._checks import check_dtype, not_implemented
 from ._creation import tensor
-from ._fpstate import _QUIET, quiet_call
-from ._fpstate import _state as _fpstate_var
+from ._fpstate import quiet_begin, quiet_call, quiet_end
 from ._pointwise import _check_cast, _check_inplace
 from ._reduction import sum as _sum
 from ._registry import array_module, defop, write_out
@@ -35,7 +34,6 @@ _make = Tensor._make
 _KERNELS = {_special_kernels.i0, _special_kernels.i0e, _special_kernels.i1, _special_kernels.i1e,
             _special_kernels.ndtr, _special_kernels.entr, _special_kernels.xlogy,
             _special_kernels.xlog1py, _special_kernels.sinc, _special_kernels.spherical_j0}
-_fpstate, _fpreset = _fpstate_var.set, _fpstate_var.reset  # quiet_call's steps, inlined
 
 __all__ = ["lgamma", "lgamma_", "digamma", "digamma_", "polygamma", "polygamma_", "mvlgamma",
            "mvlgamma_", "i0", "i0_", "sinc", "sinc_", "logit", "logit_", "xlogy", "xlogy_",
@@ -106,11 +104,11 @@ def _run(d, compute, op: str, complex_ok: bool = False, no_half: str | None = No
         a, dt = _float_in(d, op, complex_ok)
     xp = np if d.__class__ is np.ndarray else array_module(d)
     if quiet:
-        token = _fpstate(_QUIET)
+        token = quiet_begin()
         try:
             r = compute(xp, a)
         finally:
-            _fpreset(token)
+            quiet_end(token)
     else:
         r = compute(xp, a)
     return _make(r if r.dtype == dt else r.astype(dt))
