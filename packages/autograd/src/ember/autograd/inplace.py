@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import ember.tensor as et
 from ember.tensor import Tensor
-from ember.tensor.extension import OPS, bump_version, unwrap, wrap
+from ember.tensor.extension import (
+    OPS,
+    bump_version,
+    check_inplace,
+    has_internal_overlap,
+    unwrap,
+    wrap,
+)
 
 from .derivatives import TABLE
 from .graph import (
@@ -94,6 +101,17 @@ def _record_on_view(op, fn, self, args):
 def record_inplace(op, args):
     """``args``: the bound call of the in-place op ``op``."""
     self = args[0]
+    # the write goes into ``self`` from an out-of-place result (below), past the op's own
+    # refusal of a tensor whose elements overlap: the same refusal here. Of the writes PyTorch
+    # lets through, only a fill gives every element sharing memory the same new value; for a
+    # masked or indexed write the result written back would not be the one PyTorch's kernel
+    # leaves, so it is refused rather than written wrong
+    check_inplace(self, op.name)
+    if op.name not in ("fill_", "zero_") and has_internal_overlap(self):
+        raise RuntimeError(
+            f"{op.name}(): writing into a tensor whose elements share memory (an expanded "
+            "view) is not supported while the write is recorded for autograd. Please clone() "
+            "the tensor before performing the operation.")
     m = self._autograd_meta
     if m is not None and m.view_base is not None:
         fresh_view_grad_fn(self)  # its values may have changed through another view

@@ -30,16 +30,33 @@ def check_same_device(op: str, *arrays) -> None:
             raise device_error(op, first, a)
 
 
+#: in-place ops that PyTorch lets write into a tensor whose elements overlap (its kernels for
+#: fills and for masked or indexed writes do not check; where elements sharing memory are
+#: written different values, the last write stays)
+_OVERLAP_OK = frozenset(["fill_", "zero_", "masked_fill_", "index_fill_", "index_put_",
+                         "setitem_"])
+
+
 def check_inplace(t: Tensor, op: str) -> None:
-    """In-place writes into a tensor whose elements overlap (expanded) are refused."""
+    """In-place writes of ``op`` into a tensor whose elements overlap (expanded) are refused,
+    as PyTorch refuses them, but for the ops that write each element a value of its own
+    (``_OVERLAP_OK``). The one rule for eager ops and for autograd's recording of them."""
+    if op not in _OVERLAP_OK and has_internal_overlap(t):
+        raise RuntimeError(
+            f"{op}(): unsupported operation: more than one element of the written-to "
+            "tensor refers to a single memory location. Please clone() the tensor before "
+            "performing the operation.")
+
+
+def has_internal_overlap(t: Tensor) -> bool:
+    """Do elements of ``t`` share memory (a dim of stride 0 and size above 1: expanded)?"""
     d = t._data
-    if not d.flags.c_contiguous:
-        for n, s in zip(d.shape, d.strides):
-            if s == 0 and n > 1:
-                raise RuntimeError(
-                    f"{op}(): unsupported operation: more than one element of the written-to "
-                    "tensor refers to a single memory location. Please clone() the tensor before "
-                    "performing the operation.")
+    if d.flags.c_contiguous:
+        return False
+    for n, s in zip(d.shape, d.strides):
+        if s == 0 and n > 1:
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------- broadcasting

@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from . import _dtype as D
-from ._checks import int_bounds, scalar_type_name
+from ._checks import check_inplace, int_bounds, scalar_type_name
 from ._creation import _finish, _size, _size_kw, _xp
 from ._device import device, to_device
 from ._registry import array_module, defop
@@ -731,6 +731,7 @@ def uniform_(input: Tensor, from_: float = 0.0, to: float = 1.0, *,
     >>> t = rand(3); bool(((uniform_(t, 2, 3)._data >= 2)).all())
     True
     """
+    check_inplace(input, "uniform_")
     from_ = _scalar(_from_kw(from_, kwargs, "uniform_"), "uniform_", "from")
     to = _scalar(to, "uniform_", "to")
     _check_float_tensor(input, "uniform_", complex_ok=True)
@@ -749,6 +750,7 @@ def uniform_(input: Tensor, from_: float = 0.0, to: float = 1.0, *,
 def normal_(input: Tensor, mean: float = 0.0, std: float = 1.0, *,
             generator: Generator | None = None) -> Tensor:
     """Fill ``input`` with normal samples."""
+    check_inplace(input, "normal_")
     mean, std = _scalar(mean, "normal_", "mean"), _scalar(std, "normal_", "std")
     _check_float_tensor(input, "normal_", complex_ok=True)
     if std < 0:
@@ -772,6 +774,7 @@ def bernoulli_(input: Tensor, p=0.5, *, generator: Generator | None = None) -> T
     if not isinstance(input, Tensor):
         raise TypeError(f"bernoulli_(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")
+    check_inplace(input, "bernoulli_")
     out = Tensor._make(array_module(input._data).empty(input._data.shape, input._data.dtype))
     if isinstance(p, Tensor):
         p = Tensor._make(array_module(p._data).broadcast_to(p._data, input._data.shape))
@@ -788,6 +791,7 @@ def random_(input: Tensor, from_=None, to=None, *, generator: Generator | None =
     from_ = _from_kw(from_, kwargs, "random_")
     if not isinstance(input, Tensor):
         raise TypeError(f"random_(): argument 'input' must be Tensor, not {type(input).__name__}")
+    check_inplace(input, "random_")
     dt = input.dtype
     hi_dt = _int_bounds(dt)[1]
     if from_ is not None and to is None and not from_is_keyword:
@@ -807,6 +811,7 @@ def random_(input: Tensor, from_=None, to=None, *, generator: Generator | None =
 def exponential_(input: Tensor, lambd: float = 1.0, *,
                  generator: Generator | None = None) -> Tensor:
     """Fill ``input`` with exponential samples of rate ``lambd``."""
+    check_inplace(input, "exponential_")
     lambd = _scalar(lambd, "exponential_", "lambd")
     _check_float_tensor(input, "exponential_")
     if not lambd > 0:
@@ -823,6 +828,7 @@ def exponential_(input: Tensor, lambd: float = 1.0, *,
 @defop("geometric_", differentiable=False, inplace=True)
 def geometric_(input: Tensor, p: float, *, generator: Generator | None = None) -> Tensor:
     """Fill ``input`` with geometric samples (trials until the first success, >= 1)."""
+    check_inplace(input, "geometric_")
     p = _scalar(p, "geometric_", "p")
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
@@ -838,6 +844,7 @@ def geometric_(input: Tensor, p: float, *, generator: Generator | None = None) -
 def cauchy_(input: Tensor, median: float = 0.0, sigma: float = 1.0, *,
             generator: Generator | None = None) -> Tensor:
     """Fill ``input`` with Cauchy samples."""
+    check_inplace(input, "cauchy_")
     median, sigma = _scalar(median, "cauchy_", "median"), _scalar(sigma, "cauchy_", "sigma")
     _check_float_tensor(input, "cauchy_")
     if not sigma > 0:
@@ -851,6 +858,7 @@ def cauchy_(input: Tensor, median: float = 0.0, sigma: float = 1.0, *,
 def log_normal_(input: Tensor, mean: float = 1.0, std: float = 2.0, *,
                 generator: Generator | None = None) -> Tensor:
     """Fill ``input`` with ``exp(N(mean, std))`` samples."""
+    check_inplace(input, "log_normal_")
     mean, std = _scalar(mean, "log_normal_", "mean"), _scalar(std, "log_normal_", "std")
     _check_float_tensor(input, "log_normal_")
     if not std > 0:

@@ -53,6 +53,7 @@ import numpy as np
 
 from . import _nn_ops, _reduction, _tensor
 from . import kernels as _kernels
+from ._checks import check_inplace, has_internal_overlap
 from ._dtype import from_numpy_dtype
 from ._fpstate import quiet
 from ._grad_mode import state as grad_mode
@@ -65,7 +66,7 @@ __all__ = ["wrap", "unwrap", "version_counter", "canonical_dims", "canonical_dim
            "bump_version", "dtype_of", "array_module", "get_kernel", "OPS", "OpDef", "defop",
            "set_recorder", "get_recorder", "set_autograd", "write_out", "parse_to_args",
            "ntuple", "pool_geometry", "check_lookup_indices", "grad_mode", "quiet",
-           "any_requires_grad"]
+           "any_requires_grad", "check_inplace", "has_internal_overlap"]
 
 
 def wrap(array) -> Tensor:
