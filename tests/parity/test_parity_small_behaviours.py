@@ -105,3 +105,16 @@ def test_dropout2d_warnings_and_mask_shape(shape):
             assert (flat.min(2) == flat.max(2)).all()
         else:
             assert len(set(arr.ravel().tolist())) == 2  # element-wise
+
+
+@pytest.mark.parametrize("bdt", ["int64", "int32", "int16", "int8", "uint8"])
+def test_integer_pow_with_negative_tensor_exponents(bdt):
+    bases = [0, 1, 2, 3, 5, 7] + ([] if bdt == "uint8" else [-1, -2, -7])
+    exps = [-3, -2, -1, 0, 1, 2, 3, -4, 4][: len(bases)]
+    tb = torch.tensor(bases, dtype=getattr(torch, bdt))
+    eb = et.tensor(bases, dtype=getattr(et, bdt))
+    te, ee = torch.tensor(exps), et.tensor(exps)
+    assert et.pow(eb, ee).tolist() == torch.pow(tb, te).tolist()
+    assert (2 ** ee).tolist() == (2 ** te).tolist()
+    x, y = eb.clone(), tb.clone()
+    assert x.pow_(ee).tolist() == y.pow_(te).tolist()

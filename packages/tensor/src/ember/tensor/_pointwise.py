@@ -458,10 +458,35 @@ def pow(input, exponent):  # noqa: A001
             not isinstance(exponent, bool) and input.dtype.is_floating_point is False \
             and exponent < 0 and input.dtype is not D.bool:
         raise RuntimeError("pow(): Integers to negative integer powers are not allowed.")
+    if exponent.__class__ is Tensor and exponent._data.dtype.kind == "i" and (
+            input.__class__ is int or (input.__class__ is Tensor and
+                                       input._data.dtype.kind in "iu")):
+        return _int_pow(input, exponent)
     return _pow(input, exponent)
 
 
+def _int_pow(input, exponent: Tensor) -> Tensor:
+    """An integer to integer tensor powers: where an exponent is negative (NumPy refuses it),
+    the value integer arithmetic gives, as PyTorch's: 1 for a base of 1, 1 or -1 for a base of
+    -1 (by the exponent's parity), else 0."""
+    e = exponent._data
+    neg = e < 0
+    if not neg.any():
+        return _pow(input, exponent)
+    xp = array_module(e)
+    r = _pow(input, _make(xp.where(neg, 0, e)))._data
+    b = input._data if input.__class__ is Tensor else xp.asarray(input)
+    odd = (e & 1).astype(bool)
+    small = xp.where(b == 1, 1, xp.where(b == -1, xp.where(odd, -1, 1), 0)).astype(r.dtype)
+    return _make(xp.where(neg, small, r))
+
+
 def pow_(input, exponent):
+    if exponent.__class__ is Tensor and exponent._data.dtype.kind == "i" and \
+            input.__class__ is Tensor and input._data.dtype.kind in "iu":
+        r = _int_pow(input, exponent)
+        _check_out_shape("pow_", r._data, input._data.shape)
+        return copy_(input, r)
     return _pow_(input, exponent)
 
 
