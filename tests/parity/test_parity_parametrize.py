@@ -203,6 +203,7 @@ def test_program_parity(name):
     em, shape = PROGRAMS[name](E)
     tm, _ = PROGRAMS[name](T)
     assert _names(em) == _names(tm)
+    assert repr(em) == repr(tm)
     # torch's state (its random init, power-iteration vectors, orthogonal base) into ember
     em.load_state_dict({k: et.tensor(v.detach().numpy().copy())
                         for k, v in tm.state_dict().items()})
@@ -306,6 +307,9 @@ def _err_cases(L):
         "legacy_spectral_norm_twice": legacy_sn_twice,
         "legacy_remove_weight_norm_missing": lambda: L.utils.remove_weight_norm(lin()),
         "legacy_remove_spectral_norm_missing": lambda: L.utils.remove_spectral_norm(lin()),
+        "weight_norm_dim_range": lambda: L.PZ.weight_norm(lin(), dim=2),
+        "legacy_weight_norm_dim_range": lambda: _legacy(
+            lambda L: L.utils.weight_norm(lin(), dim=-3))(L),
         "legacy_spectral_iterations": lambda: L.utils.spectral_norm(lin(),
                                                                     n_power_iterations=0),
     }

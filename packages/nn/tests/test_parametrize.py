@@ -92,6 +92,10 @@ def test_register_moves_tensor_and_swaps_class():
     np.testing.assert_allclose(_np(m.weight), _sym_np(np.triu(W)))
     assert isinstance(m.parametrizations.weight, P.ParametrizationList)
     assert isinstance(type(m).weight, property)
+    assert repr(m) == ("ParametrizedLinear(\n  in_features=3, out_features=3, bias=True\n"
+                       "  (parametrizations): ModuleDict(\n"
+                       "    (weight): ParametrizationList(\n      (0): Symmetric()\n    )\n"
+                       "  )\n)")
     assert list(m.state_dict()) == ["bias", "parametrizations.weight.original"]
     assert [n for n, _ in m.named_parameters()] == ["bias", "parametrizations.weight.original"]
     x = et.randn(2, 3, dtype=et.float64)
@@ -477,6 +481,11 @@ def test_legacy_weight_norm():
     with pytest.warns(FutureWarning):
         whole = weight_norm(_linear64(4, 3), dim=None)
     assert tuple(whole.weight_g.shape) == ()
+    with pytest.raises(IndexError, match=r"expected to be in range of \[-2, 1\], but got 2"):
+        with pytest.warns(FutureWarning):
+            weight_norm(_linear64(4, 3), dim=2)
+    with pytest.raises(IndexError, match=r"expected to be in range of \[-2, 1\], but got -3"):
+        PZ.weight_norm(_linear64(4, 3), dim=-3)
 
 
 def test_legacy_spectral_norm():

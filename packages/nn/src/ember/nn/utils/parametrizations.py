@@ -28,7 +28,11 @@ def _norm_except_dim(v: Tensor, dim: int) -> Tensor:
     ``norm_except_dim(v, 2, dim)``); ``dim == -1`` means the norm of the whole tensor, 0-d."""
     if dim == -1:
         return et.linalg.vector_norm(v)
-    dim = dim % v.dim()
+    ndim = v.dim()
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, "
+                         f"{ndim - 1}], but got {dim})")
+    dim = dim % ndim
     others = tuple(d for d in range(v.dim()) if d != dim)
     if not others:
         return v.abs()

@@ -195,6 +195,9 @@ class ParametrizationList(ModuleList):
                                          f"{original_i.dtype}")
                     _maybe_set(original_i, tensor)
 
+    def __repr__(self) -> str:
+        return Module.__repr__(self)  # under its own name, as PyTorch prints it
+
     def forward(self) -> Tensor:
         if self.is_tensor:
             x = self[0](self.original)
