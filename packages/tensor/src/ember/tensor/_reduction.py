@@ -1490,9 +1490,41 @@ def histogram(input: Tensor, bins, *, range=None, weight: Tensor | None = None, 
     edges = _hist_edges("histogram", d, bins, range, 0)
     xp = array_module(d)
     with quiet():  # density of no samples: 0 / 0
-        hist, _ = xp.histogram(d.reshape(-1), bins=edges, weights=None if w is None else
-                               w.reshape(-1), density=density)
+        if isinstance(bins, Tensor):  # any increasing edges: NumPy's binary search
+            hist, _ = xp.histogram(d.reshape(-1), bins=edges, weights=None if w is None else
+                                   w.reshape(-1), density=density)
+        else:
+            hist = _uniform_hist(xp, d.reshape(-1), edges, w, density)
     return return_types.histogram(_make(hist.astype(d.dtype)), _make(edges.copy()))
+
+
+def _uniform_hist(xp, x, edges, w, density: bool):
+    """``np.histogram(x, edges, weights=w, density=density)`` for the equal bins ``edges``
+    (PyTorch's linear interpolation with a local search): each element's bin computed from its
+    position in the range, checked against its edges, and looked up by binary search only
+    where that check fails (rounding at an edge). np.histogram sorts the data for an edge
+    array: 93% of its time at 256x1024."""
+    n = edges.size - 1
+    lo, hi = edges[0], edges[-1]
+    keep = (x >= lo) & (x <= hi)  # (NaN and values outside the range dropped)
+    x = x[keep]
+    with quiet():  # (a range that rounds to one value gives NaN guesses: checked below)
+        pos = ((x - lo) * (n / (hi - lo))).astype(np.intp)
+    xp.minimum(pos, n - 1, out=pos)  # (ufuncs: np.clip's Python wrappers cost 5 us)
+    xp.maximum(pos, 0, out=pos)
+    # the bin of x is the last edge <= x (the top edge in the last bin: an infinite top here)
+    upper = edges[1:].copy()
+    upper[-1] = np.inf
+    bad = (x < edges[pos]) | (x >= upper[pos])
+    if bool(bad.any()):
+        pos[bad] = xp.minimum(xp.searchsorted(edges, x[bad], side="right") - 1, n - 1)
+    if w is None:
+        hist = xp.bincount(pos, minlength=n)
+    else:  # (summed in float64, stored in the weights' dtype, as np.histogram)
+        hist = xp.bincount(pos, weights=w.reshape(-1)[keep], minlength=n).astype(w.dtype)
+    if density:
+        hist = hist / xp.diff(edges).astype(np.float64) / hist.sum()
+    return hist
 
 
 @defop("histogramdd", differentiable=False)
