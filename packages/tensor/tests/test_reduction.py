@@ -657,6 +657,25 @@ def test_histc_drops_out_of_range_and_nan_keeps_the_max_edge():
     np.testing.assert_array_equal(r.numpy(), exp)  # [1, 1, 2, 2]: -3, 2.5 and NaN dropped
 
 
+@pytest.mark.parametrize("bins, rng", [(100000, (-1.0, 1.0)), (7, (3e8, 3e8)), (3, (-0.5, 0.5))])
+def test_histogram_equal_bins_match_the_edges(bins, rng):
+    # values on and next to the float32 edges (where the linear bin is rounded off by one, or
+    # every edge is one value), weighted and not: each counted in the bin its edges give
+    x = np.random.default_rng(0).uniform(-1, 1, 300).astype(np.float32)
+    if rng[0] == rng[1]:
+        x = np.full(20, rng[0], np.float32)
+    e = et.histogram(et.tensor(x), bins, range=rng).bin_edges.numpy()
+    x = np.concatenate([x, e, np.nextafter(e, np.float32(np.inf)),
+                        np.nextafter(e, np.float32(-np.inf))])
+    w = np.random.default_rng(1).uniform(0, 1, x.size).astype(np.float32)
+    r = et.histogram(et.tensor(x), bins, range=rng, weight=et.tensor(w))
+    np.testing.assert_array_equal(r.bin_edges.numpy(), e)
+    np.testing.assert_array_equal(et.histogram(et.tensor(x), bins, range=rng).hist.numpy(),
+                                  np.histogram(x, e)[0].astype(np.float32))
+    np.testing.assert_allclose(r.hist.numpy(), np.histogram(
+        x.astype(np.float64), e.astype(np.float64), weights=w.astype(np.float64))[0], rtol=1e-6)
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_nanmedian_and_median_with_nan_rows(layout):
     t, a = make((4, 7), np.float64, layout)
