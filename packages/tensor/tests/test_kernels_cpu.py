@@ -328,6 +328,29 @@ def test_gather_dim_scatter_dim_bad_index_and_noncontiguous_out():
         cpu.scatter_dim(x, index, np.ones((2, 2, 4)), "max")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.bool_, np.complex64])
+def test_scatter_dim_index_broadcast_along_q(dtype):
+    # an index constant along dim 2 (a broadcast view, read as rows) scatters as its copy does
+    rng = np.random.default_rng(1)
+    rows = rng.integers(0, 4, (2, 6, 1))
+    index = np.broadcast_to(rows, (2, 6, 5))
+    src = (rng.standard_normal((2, 6, 5)) * 4).astype(dtype)
+    src[0, 1, 2] = np.nan if dtype in (np.float32, np.float16) else src[0, 1, 2]
+    x = (rng.standard_normal((2, 4, 5)) * 4).astype(dtype)
+    reduces = ["set"] if dtype == np.bool_ else ["set", "add", "multiply"]
+    if dtype != np.complex64 and dtype != np.bool_:
+        reduces += ["amax", "amin"]
+    for reduce in reduces:
+        got, want = x.copy(), x.copy()
+        assert cpu.scatter_dim(got, index, src, reduce) == -1
+        assert cpu.scatter_dim(want, np.ascontiguousarray(index), src, reduce) == -1
+        np.testing.assert_array_equal(got, want)
+    rows[1, 2, 0] = 4  # out of range: its flat position in the (2, 6, 5) index, nothing written
+    got = x.copy()
+    assert cpu.scatter_dim(got, index, src, "add") == (6 + 2) * 5
+    np.testing.assert_array_equal(got, x)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("pad", [-1, 0, 3])
 @pytest.mark.parametrize("scale", [False, True])

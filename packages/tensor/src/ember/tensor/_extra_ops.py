@@ -706,10 +706,11 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     shape = [1] * nd
     shape[d] = n_idx
     xp = array_module(a)
+    # the index spread over the slices as a broadcast view (the scatter kernel reads it one
+    # row per slice; a copy of it was as large as the source); a % size: negatives wrapped
     full = xp.broadcast_to((a % size).astype(np.int64, copy=False).reshape(shape),
-                           tuple(source.shape))  # a % size: negative indices wrapped
-    return scatter_reduce(input, d, _make(xp.ascontiguousarray(full)), source, reduce,
-                          include_self=include_self)
+                           tuple(source.shape))
+    return scatter_reduce(input, d, _make(full), source, reduce, include_self=include_self)
 
 
 def index_reduce_(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,

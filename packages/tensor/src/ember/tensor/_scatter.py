@@ -168,7 +168,7 @@ def _scatter_raw(out, op: str, a, dim: int, dshape: tuple, ishape: tuple, src,
     P, N, Q = prod(ishape[:dim]), ishape[dim], prod(ishape[dim + 1:])
     w3 = w.reshape(P, dshape[dim], Q) if w.flags.c_contiguous else \
         xp.ascontiguousarray(w).reshape(P, dshape[dim], Q)
-    i3 = xp.ascontiguousarray(a).reshape(P, N, Q)
+    i3 = a.reshape(P, N, Q)  # (a broadcast index stays a view: the kernel reads its rows)
     if getattr(src, "ndim", 0):
         s3 = _three(src, ishape, dim, P, Q)
         if s3.shape[1] != N:
