@@ -423,22 +423,21 @@ def scatter_dim(out: np.ndarray, index: np.ndarray, src: np.ndarray, reduce: str
     [0.0, 2.0]
     """
     op = "scatter_dim"
-    if not isinstance(out, np.ndarray):
+    if out.__class__ is not _nd and not isinstance(out, np.ndarray):
         raise TypeError(f"{op}(): out must be a numpy.ndarray, got {type(out).__name__}")
     if index.__class__ is not _nd:
         index = np.asarray(index)
-    # an index broadcast along dim 2 (index_reduce's, an expanded one) is read as its (P, N)
-    # rows, never copied out to (P, N, Q)
-    rows = index.ndim == 3 and index.shape[2] > 1 and index.strides[2] == 0
-    if not rows:
-        index = _dim_index(op, index)
-    elif index.dtype.kind not in "iu":
+    # (each check's helper is called only to raise: the checks are most of a small call)
+    if index.ndim != 3:
+        check_ndim(op, "index", index, 3, "(P, N, Q)")
+    if index.dtype.kind not in "iu":
         raise TypeError(f"{op}(): expected an integer index array, got dtype {index.dtype}")
     if src.__class__ is not _nd:
         src = np.asarray(src)
-    check_ndim(op, "out", out, 3, "(P, M, Q)")
-    P, N, Q = index.shape
-    if out.shape[0] != P or out.shape[2] != Q or src.shape != index.shape:
+    if out.ndim != 3:
+        check_ndim(op, "out", out, 3, "(P, M, Q)")
+    P, N, Q = shape = index.shape
+    if out.shape[0] != P or out.shape[2] != Q or src.shape != shape:
         raise RuntimeError(f"{op}(): out of shape {tuple(out.shape)}, index of shape "
                            f"{tuple(index.shape)} and src of shape {tuple(src.shape)} do not "
                            "match")
@@ -448,8 +447,13 @@ def scatter_dim(out: np.ndarray, index: np.ndarray, src: np.ndarray, reduce: str
     if mode is None:
         raise ValueError(f"{op}(): reduce must be 'set', 'add', 'multiply', 'amax' or 'amin', "
                          f"got {reduce!r}")
-    if index.size == 0:
+    if not (P and N and Q):
         return -1
+    # an index broadcast along dim 2 (index_reduce's, an expanded one) is read as its (P, N)
+    # rows, never copied out to (P, N, Q)
+    rows = Q > 1 and index.strides[2] == 0
+    if not rows and not index.flags.c_contiguous:
+        index = np.ascontiguousarray(index)
     contiguous = out.flags.c_contiguous
     native = _numba_dtype(out)
     if native or mode == 0:
