@@ -365,15 +365,6 @@ def _scatter_extreme_rows_kernel(out3, index2, src3, mode):
     return -1
 
 
-def _dim_index(op: str, index: np.ndarray, nd: int = 3) -> np.ndarray:
-    if index.__class__ is not _nd:
-        index = np.asarray(index)
-    check_ndim(op, "index", index, nd, "(P, N, Q)")
-    if index.dtype.kind not in "iu":
-        raise TypeError(f"{op}(): expected an integer index array, got dtype {index.dtype}")
-    return index if index.flags.c_contiguous else np.ascontiguousarray(index)
-
-
 def gather_dim(x: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, int]:
     """``out[p, n, q] = x[p, index[p, n, q], q]`` for ``x`` (P, M, Q) and ``index`` (P, N, Q).
 
@@ -387,8 +378,17 @@ def gather_dim(x: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, int]:
     op = "gather_dim"
     if x.__class__ is not _nd:
         x = np.asarray(x)
-    index = _dim_index(op, index)
-    check_ndim(op, "x", x, 3, "(P, M, Q)")
+    if index.__class__ is not _nd:
+        index = np.asarray(index)
+    # (each check's helper is called only to raise: the checks are most of a small call)
+    if index.ndim != 3:
+        check_ndim(op, "index", index, 3, "(P, N, Q)")
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"{op}(): expected an integer index array, got dtype {index.dtype}")
+    if not index.flags.c_contiguous:
+        index = np.ascontiguousarray(index)
+    if x.ndim != 3:
+        check_ndim(op, "x", x, 3, "(P, M, Q)")
     P, N, Q = index.shape
     if x.shape[0] != P or x.shape[2] != Q:
         raise RuntimeError(f"{op}(): index of shape {tuple(index.shape)} does not match x of "
