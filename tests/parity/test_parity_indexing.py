@@ -77,6 +77,9 @@ INDICES = [
     ([-1], slice(1, None), 0), [True, False], ([True, False], 1, [True, True, False]),
     [], ("T", [1, 0]), ("T", np.array([1, 0], np.int32)), ("T", [[True, False, True]] * 2),
     (slice(None), ("T", [[0], [1]]), ("T", [0, 1])), ([0], None, [1]),
+    # integer tensors over the leading dims (broadcast together; out of range; mismatched)
+    (("T", [1, 0]), ("T", [2, -3])), (("T", [[1], [0]]), ("T", [0, 2, 1]), ("T", [3])),
+    (("T", [0, 1]), ("T", [0, 3])), (("T", [0, 1]), ("T", [0, 1, 2])),
 ]
 
 

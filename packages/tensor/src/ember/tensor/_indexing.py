@@ -429,18 +429,30 @@ def _basic_view(data, index):
 
 
 def _rows_index(data, index):
-    """For ``index`` one integer tensor of at least one dim, alone or in a 1-tuple (``x[idx]``,
-    the commonest advanced index) on NumPy memory: the checked index array, else None."""
-    if index.__class__ is tuple and len(index) == 1:
-        index = index[0]
-    if index.__class__ is not Tensor or not data.ndim or data.__class__ is not _ndarray:
+    """For ``index`` integer tensors of at least one dim each, one per leading dim, alone or
+    in a tuple (``x[idx]``, ``x[i, j]``, index_put's indices: the commonest advanced indices)
+    on NumPy memory: the checked index arrays, else None."""
+    if index.__class__ is Tensor:
+        index = (index,)
+    elif index.__class__ is not tuple or not index:
         return None
-    a = index._data
-    if a.__class__ is not _ndarray or not a.ndim or not (
-            a.dtype.kind == "i" or (a.dtype.kind == "u" and a.dtype.itemsize > 1)):
+    shape = data.shape
+    if len(index) > len(shape) or data.__class__ is not _ndarray:
         return None
-    _check_range(a, data.shape[0], 0, None, negative=True)
-    return a
+    for it in index:
+        if it.__class__ is not Tensor:
+            return None
+        a = it._data
+        if a.__class__ is not _ndarray or not a.ndim or not (
+                a.dtype.kind == "i" or (a.dtype.kind == "u" and a.dtype.itemsize > 1)):
+            return None
+    if len(index) == 1:  # (a is the only array)
+        _check_range(a, shape[0], 0, None, negative=True)
+        return [a]
+    arrays = [it._data for it in index]
+    for d, a in enumerate(arrays):
+        _check_range(a, shape[d], d, None, negative=True)
+    return arrays
 
 
 def _resolve(data, index, zero_d_as_int: bool = True):
@@ -449,8 +461,17 @@ def _resolve(data, index, zero_d_as_int: bool = True):
     if view is not None:
         return view, None, view.shape, []
     rows = _rows_index(data, index)
-    if rows is not None:
-        return data, (rows,), rows.shape + data.shape[1:], [(0, rows)]
+    if rows is not None:  # the indexed dims lead: the result's dims go in their place
+        if len(rows) == 1:
+            a = rows[0]
+            return data, (a,), a.shape + data.shape[1:], [(0, a)]
+        try:
+            bshape = broadcast_shapes(None, *[a.shape for a in rows])
+        except RuntimeError:
+            raise IndexError(
+                "shape mismatch: indexing tensors could not be broadcast together with shapes "
+                f"{', '.join(str(list(a.shape)) for a in rows)}") from None
+        return data, tuple(rows), bshape + data.shape[len(rows):], list(enumerate(rows))
     np_index, shape, strides, offset, inserted, adv = _parse(data, _items(index), zero_d_as_int)
     view = _view_array(data, np_index, shape, strides, offset, inserted)
     if not adv:
