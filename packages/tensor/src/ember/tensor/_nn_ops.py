@@ -63,7 +63,7 @@ def _ntuple(op: str, name: str, value, n: int) -> tuple[int, ...]:
     """``value`` (an int or a sequence of n ints) as an n-tuple of ints."""
     if isinstance(value, (int, np.integer)):
         return (int(value),) * n
-    t = tuple(int(v) for v in value)
+    t = tuple(map(int, value))
     if len(t) == 1 and n > 1:
         return t * n
     if len(t) != n:
@@ -99,16 +99,14 @@ def _im2col_array(x, k, s, p, d, o):
         return xp.zeros((N, C * K, L), dtype=x.dtype)
     if K == 1 and not any(p) and all(v == 1 for v in s) and tuple(o) == tuple(sp):
         return x.reshape(N, C, L)  # 1x1 convolution: the input already is the columns
-    if xp is np and x.dtype in _KERNEL_DTYPES:
+    if xp is not np or x.dtype in _KERNEL_DTYPES:
         # the Numba kernel writes the columns in one pass (padding as zeros): several times
         # faster than NumPy's copy of the strided window view, whose rows are short runs
-        out = _kernel("im2col", np)(x.reshape(N, C, *_three(sp, 1)), _three(k, 1),
-                                    _three(s, 1), _three(p, 0), _three(d, 1), _three(o, 1))
-        return out.reshape(N, C * K, L)
-    if xp is not np:
-        out = _kernel("im2col", xp)(xp.ascontiguousarray(x).reshape(N, C, *_three(sp, 1)),
-                                    _three(k, 1), _three(s, 1), _three(p, 0), _three(d, 1),
-                                    _three(o, 1))
+        one = (1,) * (3 - nd)  # the kernel's (d, h, w) geometry: leading dims of size 1
+        if xp is not np:
+            x = xp.ascontiguousarray(x)
+        out = _kernel("im2col", xp)(x.reshape(N, C, *one, *sp), one + k, one + s,
+                                    (0,) * (3 - nd) + p, one + d, one + o)
         return out.reshape(N, C * K, L)
     need = [(o[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 for i in range(nd)]
     if any(p) or any(need[i] > sp[i] for i in range(nd)):
@@ -131,9 +129,9 @@ def _col2im_array(cols, channels, size, k, s, p, d, o):
     dt = cols.dtype
     if dt not in _KERNEL_DTYPES and xp is np:
         cols = cols.astype(np.float32)
-    out = _kernel("col2im", xp)(xp.ascontiguousarray(cols), channels, _three(size, 1),
-                                _three(k, 1), _three(s, 1), _three(p, 0), _three(d, 1),
-                                _three(o, 1))
+    one = (1,) * (3 - len(k))  # the kernel's (d, h, w) geometry: leading dims of size 1
+    out = _kernel("col2im", xp)(xp.ascontiguousarray(cols), channels, one + size, one + k,
+                                one + s, (0,) * (3 - len(k)) + p, one + d, one + o)
     return out.reshape(cols.shape[0], channels, *size).astype(dt, copy=False)
 
 
@@ -155,28 +153,71 @@ def _fold_geometry(op, nd, kernel_size, dilation, padding, stride):
     return k, d, p, s
 
 
-@defop("im2col")
-def im2col(input: Tensor, kernel_size, dilation, padding, stride) -> Tensor:
-    """Sliding blocks of a batched (N, C, *spatial) input as columns (N, C*prod(k), L), rows
-    ordered (c, k...) as in PyTorch; 1, 2 or 3 spatial dims (``len(kernel_size)``)."""
-    _need_tensor(input, "im2col", "input")
-    x = input._data
-    nd = len(kernel_size) if not isinstance(kernel_size, int) else x.ndim - 2
-    if x.ndim != nd + 2:
+def _memo(plan, *args):
+    """``plan(*args)`` through its ``functools.lru_cache``; arguments that cannot be hashed
+    (a list) are worked out uncached, as given (so that errors name them as given)."""
+    try:
+        return plan(*args)
+    except TypeError:
+        return plan.__wrapped__(*args)
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def _im2col_plan(shape, kernel_size, dilation, padding, stride):
+    """``(k, d, p, s, o)`` of an im2col of an input of ``shape``, checked as PyTorch checks
+    them; memoized (a bad argument raises, and nothing is stored)."""
+    nd = len(kernel_size) if not isinstance(kernel_size, int) else len(shape) - 2
+    if len(shape) != nd + 2:
         raise RuntimeError(f"im2col(): expected a batched {nd + 2}-D input, got input of size "
-                           f"{list(x.shape)}")
+                           f"{list(shape)}")
     k, d, p, s = _fold_geometry("im2col", nd, kernel_size, dilation, padding, stride)
-    size = x.shape[2:]
+    size = shape[2:]
     o = tuple(_out_size(size[i], k[i], s[i], p[i], d[i]) for i in range(nd))
     if min(o) < 1:
         raise RuntimeError(f"im2col(): Given input with spatial size {list(size)}, "
                            f"kernel_size={k}, dilation={d}, padding={p}, calculated shape of "
                            f"the array of sliding blocks as {list(o)}, but its components must "
                            f"be at least one.")
+    return k, d, p, s, o
+
+
+@defop("im2col")
+def im2col(input: Tensor, kernel_size, dilation, padding, stride) -> Tensor:
+    """Sliding blocks of a batched (N, C, *spatial) input as columns (N, C*prod(k), L), rows
+    ordered (c, k...) as in PyTorch; 1, 2 or 3 spatial dims (``len(kernel_size)``)."""
+    _need_tensor(input, "im2col", "input")
+    x = input._data
+    k, d, p, s, o = _memo(_im2col_plan, x.shape, kernel_size, dilation, padding, stride)
     cols = _im2col_array(x, k, s, p, d, o)
     if cols.base is not None or cols is x:  # a 1x1 window: a view, but a result owns memory
         cols = cols.copy()
     return _make(cols)
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def _col2im_plan(shape, output_size, kernel_size, dilation, padding, stride):
+    """``(C, size, k, s, p, d, o)`` of a col2im of columns of ``shape`` (the arguments of
+    :func:`_col2im_array`), checked as PyTorch checks them; memoized (a bad argument raises,
+    and nothing is stored)."""
+    nd = len(kernel_size) if not isinstance(kernel_size, int) else len(output_size)
+    size = _ntuple("col2im", "output_size", output_size, nd)
+    k, d, p, s = _fold_geometry("col2im", nd, kernel_size, dilation, padding, stride)
+    if len(shape) != 3:
+        raise RuntimeError(f"col2im(): expected a batched 3-D input, got input of size "
+                           f"{list(shape)}")
+    K = math.prod(k)
+    if shape[1] % K:
+        raise RuntimeError(f"col2im(): Expected size of input's dimension 1 to be divisible by "
+                           f"the product of kernel_size, but got input.size(1)={shape[1]} "
+                           f"and kernel_size={k}")
+    o = tuple(_out_size(size[i], k[i], s[i], p[i], d[i]) for i in range(nd))
+    if math.prod(o) != shape[2] or min(o) < 1:
+        raise RuntimeError(f"col2im(): Given output_size={size}, kernel_size={k}, "
+                           f"dilation={d}, padding={p}, stride={s}, expected size of input's "
+                           f"dimension 2 to match the calculated number of sliding blocks "
+                           f"{' * '.join(map(str, o))} = {math.prod(o)}, but got "
+                           f"input.size(2)={shape[2]}.")
+    return shape[1] // K, size, k, s, p, d, o
 
 
 @defop("col2im")
@@ -185,25 +226,8 @@ def col2im(input: Tensor, output_size, kernel_size, dilation, padding, stride) -
     :func:`im2col`."""
     _need_tensor(input, "col2im", "input")
     x = input._data
-    nd = len(kernel_size) if not isinstance(kernel_size, int) else len(output_size)
-    size = _ntuple("col2im", "output_size", output_size, nd)
-    k, d, p, s = _fold_geometry("col2im", nd, kernel_size, dilation, padding, stride)
-    if x.ndim != 3:
-        raise RuntimeError(f"col2im(): expected a batched 3-D input, got input of size "
-                           f"{list(x.shape)}")
-    K = math.prod(k)
-    if x.shape[1] % K:
-        raise RuntimeError(f"col2im(): Expected size of input's dimension 1 to be divisible by "
-                           f"the product of kernel_size, but got input.size(1)={x.shape[1]} "
-                           f"and kernel_size={k}")
-    o = tuple(_out_size(size[i], k[i], s[i], p[i], d[i]) for i in range(nd))
-    if math.prod(o) != x.shape[2] or min(o) < 1:
-        raise RuntimeError(f"col2im(): Given output_size={size}, kernel_size={k}, "
-                           f"dilation={d}, padding={p}, stride={s}, expected size of input's "
-                           f"dimension 2 to match the calculated number of sliding blocks "
-                           f"{' * '.join(map(str, o))} = {math.prod(o)}, but got "
-                           f"input.size(2)={x.shape[2]}.")
-    return _make(_col2im_array(x, x.shape[1] // K, size, k, s, p, d, o))
+    return _make(_col2im_array(x, *_memo(_col2im_plan, x.shape, output_size, kernel_size,
+                                         dilation, padding, stride)))
 
 
 # ----------------------------------------------------------------------------- convolution
@@ -1029,36 +1053,39 @@ def _rows_of(x, xp):
     return xp.ascontiguousarray(x).reshape(-1, x.shape[-1])
 
 
-def _softmax_array(x, dim: int, log: bool):
-    """softmax / log_softmax of array ``x`` along ``dim`` (non-negative), in ``x``'s dtype."""
-    xp = array_module(x)
-    if dim == x.ndim - 1 and x.dtype in _ROW_DTYPES and x.size:
-        y = _kernel("log_softmax_forward" if log else "softmax_forward", xp)(_rows_of(x, xp))
-        return y if x.ndim == 2 else y.reshape(x.shape)
-    if x.size == 0:
-        return xp.empty(x.shape, dtype=x.dtype)
-    w = x.astype(np.float32) if x.dtype == np.float16 else x
-    s = w - w.max(axis=dim, keepdims=True)
-    if log:
-        e = xp.exp(s)
-        s -= xp.log(e.sum(axis=dim, keepdims=True))
-        return s.astype(x.dtype, copy=False)
-    xp.exp(s, out=s)
-    s /= s.sum(axis=dim, keepdims=True)
-    return s.astype(x.dtype, copy=False)
-
-
 def _softmax_impl(op: str, input: Tensor, dim: int, half_to_float: bool, log: bool) -> Tensor:
+    """softmax / log_softmax of ``input`` along ``dim``, in its dtype (float32 with
+    ``half_to_float``); a 0-d input is one row of one element."""
     # ``input`` not a Tensor fails at ``._data``: the registry then raises PyTorch's TypeError
     x = input._data
-    if x.dtype.kind != "f" or half_to_float:
+    dt = x.dtype
+    if dt.kind != "f" or half_to_float:
         _float_input(op, x, half_to_float)
         if half_to_float:
             x = x.astype(np.float32)
-    if x.ndim == 0:
-        d = _wrap_dim(dim, 0, op)
-        return _make(_softmax_array(x.reshape(1), d, log).reshape(()))
-    return _make(_softmax_array(x, _wrap_dim(dim, x.ndim, op), log))
+            dt = x.dtype
+    shape = x.shape
+    nd = len(shape)
+    d = _wrap_dim(dim, nd, op)
+    if nd == 0:
+        x = x.reshape(1)
+    xp = array_module(x)
+    if d >= nd - 1 and dt in _ROW_DTYPES and x.size:
+        rows = x if nd == 2 and x.flags.c_contiguous else \
+            xp.ascontiguousarray(x).reshape(-1, x.shape[-1])
+        y = _kernel("log_softmax_forward" if log else "softmax_forward", xp)(rows)
+        return _make(y if nd == 2 else y.reshape(shape))
+    if x.size == 0:
+        return _make(xp.empty(shape, dtype=dt))
+    w = x.astype(np.float32) if dt == np.float16 else x
+    s = w - w.max(axis=d, keepdims=True)
+    if log:
+        e = xp.exp(s)
+        s -= xp.log(e.sum(axis=d, keepdims=True))
+    else:
+        xp.exp(s, out=s)
+        s /= s.sum(axis=d, keepdims=True)
+    return _make((s if nd else s.reshape(())).astype(dt, copy=False))
 
 
 @defop("_softmax", out=True)

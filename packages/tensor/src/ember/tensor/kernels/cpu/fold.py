@@ -121,7 +121,7 @@ def _params(op, kernel, stride, padding, dilation, out_size):
     p = triple(op, "padding", padding)
     dil = triple(op, "dilation", dilation)
     o = triple(op, "out_size", out_size)
-    if min(k) < 1 or min(s) < 1 or min(dil) < 1 or min(p) < 0 or min(o) < 0:
+    if min(k + s + dil) < 1 or min(p + o) < 0:
         raise RuntimeError(
             f"{op}(): invalid parameters: kernel {k}, stride {s}, padding {p}, dilation {dil}, "
             f"out_size {o} (kernel, stride, dilation must be >= 1; padding, out_size >= 0)"

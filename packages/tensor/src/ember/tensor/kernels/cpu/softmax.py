@@ -16,6 +16,7 @@ import numpy as np
 from numba import prange
 
 from ._common import (
+    PARALLEL_MIN_WORK,
     check_indices,
     check_ndim,
     float_inputs,
@@ -239,6 +240,9 @@ _nd, _empty = np.ndarray, np.empty
 _FLOAT_KINDS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 
+_PAR_SIZE = 4 * PARALLEL_MIN_WORK  # below this size _go is False
+
+
 def _go(x: np.ndarray):
     # Vectorized, a row pass costs under a nanosecond per element: inputs below about 128K
     # elements do not pay for a parallel launch (~60 us on two cores).
@@ -246,20 +250,18 @@ def _go(x: np.ndarray):
 
 
 def _forward(op: str, x: np.ndarray, log: bool) -> np.ndarray:
-    if x.__class__ is not _nd:
+    if x.__class__ is not _nd or x.dtype not in _FLOAT_KINDS or x.ndim != 2 or \
+            not x.flags.c_contiguous:
         x = np.asarray(x)
-    if x.ndim != 2:
         check_ndim(op, "x", x, 2, "(rows, cols)")
-    dtype = x.dtype
-    if dtype not in _FLOAT_KINDS or not x.flags.c_contiguous:
-        (x,), dtype = float_inputs(op, x)  # a float16 copy in float32, a contiguous copy
+        (xc,), dtype = float_inputs(op, x)  # a float16 copy in float32, a contiguous copy
+        return _forward(op, xc, log).astype(dtype, copy=False)
     y = _empty(x.shape, x.dtype)  # (np.empty_like costs more)
-    if y.size:
-        if _go(x):
-            parallel_call(_softmax_parallel, x, y, log)
-        else:
-            _softmax_serial(x, y, log)
-    return y if y.dtype == dtype else y.astype(dtype)
+    if x.size >= _PAR_SIZE and _go(x):
+        parallel_call(_softmax_parallel, x, y, log)
+    elif y.size:
+        _softmax_serial(x, y, log)
+    return y
 
 
 def _backward(op: str, y: np.ndarray, g: np.ndarray, log: bool) -> np.ndarray:
