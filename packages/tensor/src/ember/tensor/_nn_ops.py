@@ -1697,11 +1697,12 @@ def _host_ints(op: str, t: Tensor, name: str) -> np.ndarray:
     return a.astype(np.int64, copy=False)
 
 
-def _padded_rows(sorted_lens: np.ndarray, steps: int, T: int, batch_first: bool, xp):
+def _padded_rows(running: np.ndarray, T: int, batch_first: bool, xp):
     """The rows, in a padded batch seen as ``(T * B, *)`` (``(B * T, *)`` when
-    ``batch_first``), of the running steps in packed order (step-major), on ``xp``'s device."""
-    t, s = np.nonzero(sorted_lens[None, :] > np.arange(steps)[:, None])
-    rows = s * T + t if batch_first else t * sorted_lens.size + s
+    ``batch_first``), of the running steps in packed order (step-major), on ``xp``'s device;
+    ``running`` (steps, B): whether sequence ``b`` runs at step ``t``."""
+    t, s = running.nonzero()
+    rows = s * T + t if batch_first else t * running.shape[1] + s
     return rows if xp is np else xp.asarray(rows)
 
 
@@ -1710,14 +1711,16 @@ def _flat_rows(a):
     return a.reshape((a.shape[0] * a.shape[1],) + a.shape[2:])
 
 
-def _lengths_of(batch_sizes: np.ndarray) -> np.ndarray:
-    """The sorted lengths of a packed batch from its batch sizes."""
+def _lengths_of(batch_sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sorted lengths, running)`` of a packed batch from its batch sizes: ``running``
+    (steps, B) as :func:`_padded_rows` takes it."""
     B = int(batch_sizes[0]) if batch_sizes.size else 0
-    return (batch_sizes[None, :] > np.arange(B)[:, None]).sum(axis=1).astype(np.int64)
+    running = batch_sizes[:, None] > np.arange(B)
+    return running.sum(axis=0).astype(np.int64, copy=False), running
 
 
 def _check_batch_sizes(op: str, bs: np.ndarray) -> None:
-    if bs.size and (bs[-1] <= 0 or bool(np.any(bs[1:] > bs[:-1]))):
+    if bs.size and (bs[-1] <= 0 or (bs[1:] > bs[:-1]).any()):
         raise RuntimeError(f"{op}(): batch_sizes must be positive and non-increasing, got "
                            f"{bs.tolist()}")
 
@@ -1749,20 +1752,19 @@ def _pack_padded_sequence(input: Tensor, lengths: Tensor, batch_first: bool) -> 
     if lens[-1] <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an "
                            "element in 'lengths' that is <= 0")
-    if B > 1 and bool(np.any(lens[1:] > lens[:-1])):
+    if B > 1 and (lens[1:] > lens[:-1]).any():
         raise RuntimeError(
             "`lengths` array must be sorted in decreasing order when `enforce_sorted` is "
             "True. You can pass `enforce_sorted=False` to pack_padded_sequence and/or "
             "pack_sequence to sidestep this requirement if you do not need ONNX "
             "exportability.")
-    if int(lens[0]) > T:
-        raise RuntimeError(f"{op}(): a length of {int(lens[0])} exceeds the padded sequence "
+    top = int(lens[0])
+    if top > T:
+        raise RuntimeError(f"{op}(): a length of {top} exceeds the padded sequence "
                            f"length {T} of input of shape {list(x.shape)}")
-    xp = array_module(x)
-    rows = _padded_rows(lens, int(lens[0]), T, batch_first, xp)
-    data = xp.take(_flat_rows(x), rows, axis=0)
-    batch_sizes = (lens[None, :] > np.arange(int(lens[0]))[:, None]).sum(axis=1)
-    return _make(data), _make(batch_sizes.astype(np.int64))
+    running = lens > np.arange(top)[:, None]
+    data = _flat_rows(x).take(_padded_rows(running, T, batch_first, array_module(x)), axis=0)
+    return _make(data), _make(running.sum(axis=1).astype(np.int64, copy=False))
 
 
 @defop("_pack_padded_sequence_backward")
@@ -1776,7 +1778,7 @@ def _pack_padded_sequence_backward(grad: Tensor, input_size, batch_sizes: Tensor
     _check_batch_sizes(op, bs)
     size = tuple(int(s) for s in input_size)
     g = grad._data
-    lens = _lengths_of(bs)
+    lens, running = _lengths_of(bs)
     n = int(bs.sum())
     if len(size) < 2 or g.shape[0] != n or g.shape[1:] != size[2:] or \
             lens.size != size[0 if batch_first else 1] or bs.size > size[1 if batch_first else 0]:
@@ -1784,8 +1786,7 @@ def _pack_padded_sequence_backward(grad: Tensor, input_size, batch_sizes: Tensor
                            f"{list(size)} with batch_sizes {bs.tolist()}")
     xp = array_module(g)
     out = xp.zeros(size, dtype=g.dtype)
-    _flat_rows(out)[_padded_rows(lens, bs.size, size[1 if batch_first else 0], batch_first,
-                                 xp)] = g
+    _flat_rows(out)[_padded_rows(running, size[1 if batch_first else 0], batch_first, xp)] = g
     return _make(out)
 
 
@@ -1816,7 +1817,7 @@ def _pad_packed_sequence(data: Tensor, batch_sizes: Tensor, batch_first: bool,
                                f"sequence in input, but got total_length={int(total_length)} "
                                f"and max sequence length being {T_max}")
         T = int(total_length)
-    lens = _lengths_of(bs)
+    lens, running = _lengths_of(bs)
     n = int(bs.sum())
     if d.ndim < 1 or d.shape[0] != n:
         raise RuntimeError(f"{op}(): data of shape {list(d.shape)} does not hold the {n} rows "
@@ -1825,5 +1826,5 @@ def _pad_packed_sequence(data: Tensor, batch_sizes: Tensor, batch_first: bool,
     B = lens.size
     out = xp.full(((B, T) if batch_first else (T, B)) + d.shape[1:], padding_value,
                   dtype=d.dtype)
-    _flat_rows(out)[_padded_rows(lens, T_max, T, batch_first, xp)] = d
+    _flat_rows(out)[_padded_rows(running, T, batch_first, xp)] = d
     return _make(out), _make(lens)
