@@ -105,9 +105,9 @@ def _im2col_array(x, k, s, p, d, o):
         one = (1,) * (3 - nd)  # the kernel's (d, h, w) geometry: leading dims of size 1
         if xp is not np:
             x = xp.ascontiguousarray(x)
-        out = _kernel("im2col", xp)(x.reshape(N, C, *one, *sp), one + k, one + s,
-                                    (0,) * (3 - nd) + p, one + d, one + o)
-        return out.reshape(N, C * K, L)
+        # (the kernel's columns are (N, C*K, L) already, an array of their own)
+        return _kernel("im2col", xp)(x.reshape(N, C, *one, *sp), one + k, one + s,
+                                     (0,) * (3 - nd) + p, one + d, one + o)
     need = [(o[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 for i in range(nd)]
     if any(p) or any(need[i] > sp[i] for i in range(nd)):
         full = [max(need[i], sp[i] + p[i]) for i in range(nd)]
