@@ -64,10 +64,10 @@ def _pool_plane(x, out, idx, t, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2):
                 d = ds + i * e0
                 for j in range(jlo, jhi):
                     h = hs + j * e1
-                    row = xb[d, h]
                     for m in range(mlo, mhi):
                         w = ws + m * e2
-                        v = row[np.uint64(w)]  # in range: unsigned skips Numba's wraparound
+                        # in range: unsigned skips Numba's wraparound (and no row view)
+                        v = xb[np.uint64(d), np.uint64(h), np.uint64(w)]
                         if v > maxval or v != v:
                             maxval = v
                             maxidx = (d * H + h) * W + w
