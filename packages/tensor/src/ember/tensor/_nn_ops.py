@@ -927,12 +927,16 @@ def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
 
 
 # ----------------------------------------------------------------------------- CTC
+_ctc_batch = None  # kernels/cpu/ctc.py's, imported by the first call (Numba)
+
+
 def _ctc(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity, want_grad):
     """Per-sequence losses and (``want_grad``) the gradient of their sum, as host float64
     arrays, from ``kernels/cpu/ctc.py`` after every length and label is checked (the kernel
     indexes with them unchecked)."""
-    from .kernels.cpu.ctc import ctc_batch
-
+    global _ctc_batch
+    if _ctc_batch is None:  # (an import statement per call costs a microsecond or more)
+        from .kernels.cpu.ctc import ctc_batch as _ctc_batch
     lp = log_probs._data
     lp = (lp if isinstance(lp, np.ndarray) else lp.get()).astype(np.float64)
     batched = lp.ndim == 3
@@ -941,36 +945,41 @@ def _ctc(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity
     T, n, C = lp.shape
     tg = targets._data
     tg = (tg if isinstance(tg, np.ndarray) else tg.get()).astype(np.int64)
-    il = np.asarray([int(v) for v in input_lengths], dtype=np.int64)
-    tl = np.asarray([int(v) for v in target_lengths], dtype=np.int64)
-    if len(il) != n or len(tl) != n:
+    # the lengths are checked as Python ints (a NumPy reduction costs more than a short list)
+    ils = [int(v) for v in input_lengths]
+    tls = [int(v) for v in target_lengths]
+    if len(ils) != n or len(tls) != n:
         raise RuntimeError(f"ctc_loss: expected {n} input_lengths and target_lengths (the batch "
-                           f"size of log_probs {list(log_probs.shape)}), got {len(il)} and "
-                           f"{len(tl)}")
-    if n and (il.min() < 0 or il.max() > T):
+                           f"size of log_probs {list(log_probs.shape)}), got {len(ils)} and "
+                           f"{len(tls)}")
+    if n and (min(ils) < 0 or max(ils) > T):
         raise RuntimeError(f"ctc_loss: input_lengths must be in [0, {T}] (the input length), "
-                           f"got {il.tolist()}")
-    if n and tl.min() < 0:
-        raise RuntimeError(f"ctc_loss: target_lengths must be non-negative, got {tl.tolist()}")
+                           f"got {ils}")
+    if n and min(tls) < 0:
+        raise RuntimeError(f"ctc_loss: target_lengths must be non-negative, got {tls}")
     if not 0 <= blank < C:
         raise RuntimeError(f"ctc_loss: blank must be in label range [0, {C}), got {blank}")
+    il = np.array(ils, dtype=np.int64)
+    tl = np.array(tls, dtype=np.int64)
     if tg.ndim == 2:  # padded (N, S)
-        if tg.shape[0] != n or (n and tl.max() > tg.shape[1]):
+        if tg.shape[0] != n or (n and max(tls) > tg.shape[1]):
             raise RuntimeError(f"ctc_loss: targets of shape {list(tg.shape)} do not hold "
-                               f"target_lengths {tl.tolist()} for {n} sequences")
+                               f"target_lengths {tls} for {n} sequences")
         used = tg[np.arange(tg.shape[1]) < tl[:, None]]
         starts = np.arange(n, dtype=np.int64) * tg.shape[1]
         tg = tg.reshape(-1)
     else:  # concatenated
-        starts = np.concatenate(([0], np.cumsum(tl)[:-1])).astype(np.int64)
-        if int(tl.sum()) > tg.size:
+        total = sum(tls)
+        starts = np.cumsum(tl) - tl
+        if total > tg.size:
             raise RuntimeError(f"ctc_loss: {tg.size} targets do not hold target_lengths "
-                               f"{tl.tolist()}")
-        used = tg[:int(tl.sum())]
-    if used.size and (used.min() < 0 or used.max() >= C):
+                               f"{tls}")
+        used = tg[:total]
+    # one reduction for both bounds: a negative label is a large unsigned one
+    if used.size and int(used.view(np.uint64).max()) >= C:
         raise RuntimeError(f"ctc_loss: target labels must be in [0, {C}), got {used.min()} .. "
                            f"{used.max()}")
-    losses, grad = ctc_batch(np.ascontiguousarray(lp), np.ascontiguousarray(tg), starts, tl,
+    losses, grad = _ctc_batch(np.ascontiguousarray(lp), np.ascontiguousarray(tg), starts, tl,
                              il, int(blank), bool(want_grad), bool(zero_infinity))
     if not batched:
         losses = losses.reshape(())
