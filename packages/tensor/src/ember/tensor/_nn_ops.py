@@ -1820,20 +1820,22 @@ def _pad_packed_sequence(data: Tensor, batch_sizes: Tensor, batch_first: bool,
     d = data._data
     T_max = bs.size
     T = T_max
-    if int(total_length) > 0:
-        if int(total_length) < T_max:
+    total_length = int(total_length)
+    if total_length > 0:
+        if total_length < T_max:
             raise RuntimeError(f"Expected total_length to be at least the length of the longest "
-                               f"sequence in input, but got total_length={int(total_length)} "
+                               f"sequence in input, but got total_length={total_length} "
                                f"and max sequence length being {T_max}")
-        T = int(total_length)
+        T = total_length
     lens, running = _lengths_of(bs)
-    n = int(bs.sum())
+    xp = array_module(d)
+    rows = _padded_rows(running, T, batch_first, xp)
+    n = rows.size  # the sum of the batch sizes (checked above)
     if d.ndim < 1 or d.shape[0] != n:
         raise RuntimeError(f"{op}(): data of shape {list(d.shape)} does not hold the {n} rows "
                            f"batch_sizes {bs.tolist()} count")
-    xp = array_module(d)
     B = lens.size
     out = xp.full(((B, T) if batch_first else (T, B)) + d.shape[1:], padding_value,
                   dtype=d.dtype)
-    _flat_rows(out)[_padded_rows(running, T, batch_first, xp)] = d
+    _flat_rows(out)[rows] = d
     return _make(out), _make(lens)
