@@ -1219,11 +1219,14 @@ def native_layer_norm(input: Tensor, normalized_shape: list, weight: Tensor | No
     _layer_norm_dtypes(op, x, w, b)
     if x.dtype.kind != "f":  # PyTorch has no kernel for bool or integer tensors
         raise not_implemented(op, x.dtype)
+    # (reshapes only where the layout differs: each costs a view)
     out, mean, rstd = _kernel("layer_norm_forward", array_module(x))(
-        x.reshape(math.prod(lead), math.prod(ns)), None if w is None else w.reshape(-1),
-        None if b is None else b.reshape(-1), eps)
+        x if len(shape) == 2 and nd == 1 else x.reshape(math.prod(lead), math.prod(ns)),
+        None if w is None else w if nd == 1 else w.reshape(-1),
+        None if b is None else b if nd == 1 else b.reshape(-1), eps)
     stat = lead + (1,) * nd
-    return _make(out.reshape(shape)), _make(mean.reshape(stat)), _make(rstd.reshape(stat))
+    return (_make(out if out.shape == shape else out.reshape(shape)), _make(mean.reshape(stat)),
+            _make(rstd.reshape(stat)))
 
 
 def _layer_norm_param_error(op: str, name: str, a, ns: tuple):

@@ -77,6 +77,8 @@ def _param(op: str, name: str, p, n: int, dtype) -> np.ndarray:
     if p.shape != (n,):
         raise RuntimeError(f"{op}(): {name} of shape {tuple(p.shape)} does not match rows of "
                            f"length {n}")
+    if p.dtype == dtype and p.flags.c_contiguous:  # (the common case, without a NumPy call)
+        return p
     return np.ascontiguousarray(p, dtype=dtype)
 
 
@@ -98,7 +100,7 @@ def layer_norm_forward(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarra
     R, n = xc.shape
     w = _param(op, "weight", weight, n, xc.dtype)
     b = _param(op, "bias", bias, n, xc.dtype)
-    out = np.empty_like(xc)
+    out = np.empty(xc.shape, xc.dtype)  # (np.empty_like costs more)
     mean = np.empty(R, dtype=xc.dtype)
     rstd = np.empty(R, dtype=xc.dtype)
     if n == 0:  # PyTorch: mean 0 and rstd NaN over an empty normalized shape
