@@ -1713,8 +1713,11 @@ def _padded_rows(running: np.ndarray, T: int, batch_first: bool, xp):
     """The rows, in a padded batch seen as ``(T * B, *)`` (``(B * T, *)`` when
     ``batch_first``), of the running steps in packed order (step-major), on ``xp``'s device;
     ``running`` (steps, B): whether sequence ``b`` runs at step ``t``."""
-    t, s = running.nonzero()
-    rows = s * T + t if batch_first else t * running.shape[1] + s
+    if batch_first:
+        t, s = running.nonzero()
+        rows = s * T + t
+    else:  # t * B + s: the flat positions in ``running`` itself
+        rows = running.ravel().nonzero()[0]
     return rows if xp is np else xp.asarray(rows)
 
 
