@@ -822,8 +822,12 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
                       "than the number of observations.", UserWarning, stacklevel=2)
         norm = norm * 0
     x = x - avg.unsqueeze(1)
-    c = x.mm((x if w is None else x * w).t().conj())  # complex: the Hermitian product
-    return (c / norm).squeeze()
+    xt = (x if w is None else x * w).t()
+    if xt.is_complex():  # the Hermitian product (a real conj would be one more op)
+        xt = xt.conj()
+    c = x.mm(xt) / norm
+    # (a squeeze that drops nothing would be one more op and a view)
+    return c.squeeze() if 1 in c.shape else c
 
 
 def corrcoef(input: Tensor) -> Tensor:
@@ -842,7 +846,8 @@ def corrcoef(input: Tensor) -> Tensor:
     c = cov(input)
     if c.dim() == 0:
         return c / c
-    sd = c.diagonal().real.sqrt()
+    d = c.diagonal()
+    sd = (d.real if d.is_complex() else d).sqrt()  # (a real .real would be one more op)
     c = c / sd.reshape(-1, 1)
     c = c / sd.reshape(1, -1)
     if c.is_complex():  # each part clipped, as PyTorch does
