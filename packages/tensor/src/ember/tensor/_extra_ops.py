@@ -804,14 +804,14 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
             raise RuntimeError("cov(): aweights cannot be negative")
         w = aweights if w is None else w * aweights
     if w is None:  # the observation count is a Python number: no tensors to build or read
-        avg = x.sum(1) / n
+        avg = x.sum(1, keepdim=True) / n  # (kept as a column: no unsqueeze op)
         norm = n - correction
         degenerate = norm <= 0
     else:
         w_sum = w.sum()
         if not bool(w_sum._data != 0):
             raise RuntimeError("cov(): weights sum to zero, can't be normalized")
-        avg = (x * w).sum(1) / w_sum
+        avg = (x * w).sum(1, keepdim=True) / w_sum
         if aweights is not None and correction != 0:
             norm = w_sum - correction * (w * aweights).sum() / w_sum
         else:
@@ -821,7 +821,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
                       "than the number of observations.", UserWarning, stacklevel=2)
         norm = norm * 0
-    x = x - avg.unsqueeze(1)
+    x = x - avg
     xt = (x if w is None else x * w).t()
     if xt.is_complex():  # the Hermitian product (a real conj would be one more op)
         xt = xt.conj()
@@ -849,7 +849,7 @@ def corrcoef(input: Tensor) -> Tensor:
     d = c.diagonal()
     sd = (d.real if d.is_complex() else d).sqrt()  # (a real .real would be one more op)
     c = c / sd.reshape(-1, 1)
-    c = c / sd.reshape(1, -1)
+    c = c / sd  # (broadcast along the rows: sd as (1, n) without a reshape op)
     if c.is_complex():  # each part clipped, as PyTorch does
         return _complex(c.real.clip(-1, 1), c.imag.clip(-1, 1))
     return c.clip(-1, 1)
