@@ -1198,8 +1198,9 @@ def test_gelu_kernels_match_the_float64_formula(dtype):
     fwd = v * cdf
     bwd = g.astype(np.float64) * (cdf + v * np.exp(-0.5 * v * v) / np.sqrt(2 * np.pi))
     # PyTorch's formula: 1 + erf(x / sqrt 2) cancels for negative x, so the error is bounded
-    # relative to x (and the gradient), not to the tiny result; float32 is computed in float64
-    bound = 1.0 if dtype == np.float32 else 4.0
+    # relative to x (and the gradient), not to the tiny result; float32 is computed in float32
+    # arithmetic (a few ulp, PyTorch's accuracy)
+    bound = 3.0 if dtype == np.float32 else 4.0
     for got, ref, size in ((cpu.gelu(x), fwd, np.abs(v)),
                            (cpu.gelu_backward(g, x), bwd, np.abs(g * v))):
         assert got.dtype == dtype and got.shape == x.shape

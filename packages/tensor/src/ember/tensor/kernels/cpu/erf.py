@@ -35,12 +35,13 @@ coefficient.
 Every input is clamped before it reaches exp, log or a polynomial (NaN and infinities are put
 back at the end), so no loop raises a floating-point warning.
 
-``gelu`` and ``gelu_backward`` (the exact, erf-based GELU) are one loop each over the same
-erf: ``x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))`` and ``grad (Phi(x) + x phi(x))``, in float64
-arithmetic and rounded once for float32, where the NumPy expression they replace made five
-passes and as many temporaries. erf's own cost bounds both: 256x1024 float32 forward 0.64 ms,
-the erf loop alone 0.59 ms (PyTorch's float32 erf, a 5-term rational approximation with an
-absolute error near 1e-7, runs its GELU in about an eighth of that).
+``gelu`` and ``gelu_backward`` (the exact, erf-based GELU) are one loop each: ``x Phi(x)`` and
+``grad (Phi(x) + x phi(x))``, where the NumPy expression they replace made five passes and as
+many temporaries. float64 uses ``Phi(x) = 0.5 (1 + erf(x / sqrt 2))`` with the erf above;
+float32 computes in float32 arithmetic (16 lanes where the float64 arithmetic had 8, and fewer
+terms): ``Phi(x) = 1/2 + x N(x^2)`` on ``|x| <= sqrt 2`` and the tail form above in ``x``
+elsewhere (``Phi(-|x|) = exp(-x^2/2) G(s) / (|x| + K)``, 10 + 6 terms), within 3 ulp of ``x``
+as PyTorch's float32 GELU (256x1024 forward 0.64 ms -> 0.22 ms).
 """
 
 from __future__ import annotations
@@ -210,13 +211,61 @@ def _loop64(x, out, which):
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
+# The float32 GELU in float32 arithmetic (to about PyTorch's accuracy, a few ulp of x, where
+# the float64 arithmetic above ran at a fifth of the speed): Phi(x) = 1/2 + x N(x^2) on
+# |x| <= sqrt 2, else from Q = Phi(-|x|) = exp(-x^2 / 2) G(s) / (|x| + K) (the tail form in x;
+# G to 3e-9 relative), 10 + 6 terms; |x| is clamped where exp(-x^2 / 2) is 0 in float32.
+_GELU_T32 = (-2.4095561573979795e-05, 1.602056634717118e-05, 0.0004094489195287866,
+             -0.0009999734948519861, -0.004390321614620293, 0.03809030795906157,
+             -0.14286922167275812, 0.35738400374548024, -0.6584707094584946,
+             0.9214850871784164)
+_GELU_N32 = (-6.246963429661195e-06, 0.00010879009446069309, -0.0011807085669141171,
+             0.009970527708969161, -0.06648986897252403, 0.39894226636438535)
+
+
+def _horner32(cs):
+    """``_horner`` with float32 coefficients (the polynomial stays in float32 arithmetic)."""
+    ns = {f"c{i}": np.float32(c) for i, c in enumerate(cs)}
+    body = "".join(f"    p = p * u + c{i}\n" for i in range(1, len(cs)))
+    exec("def p(u):\n    p = c0\n" + body + "    return p\n", ns)
+    return numba.njit(**_jit_opts)(ns["p"])
+
+
+def _gelu_phi_fn():
+    """``(Phi(x), exp(-x^2 / 2))`` of one float32 in float32 arithmetic (NaN gives a finite
+    Phi: the caller's product with x puts it back; exp is 0 at the infinities)."""
+    f = np.float32
+    G, N = _horner32(_GELU_T32), _horner32(_GELU_N32)
+    al, be = _AB32
+    K = f(_K32 * math.sqrt(2.0))
+    c1, c0 = f(al + be), f((be - al) * _K32 * math.sqrt(2.0))
+    top, near_top = f(_A32 * math.sqrt(2.0)), f(math.sqrt(2.0))
+    half, one = f(0.5), f(1.0)
+
+    def phi(v):
+        a = abs(v)
+        b = a if a < top else top  # NaN -> top
+        e = vexp(-(half * (b * b)))
+        r = one / (b + K)
+        q = e * (G((c1 * b + c0) * r) * r)
+        s = v if b < near_top else near_top
+        near = half + s * N(s * s)
+        return (near if b < near_top else (one - q if v > 0 else q)), e
+
+    return numba.njit(**_jit_opts)(phi)
+
+
+_gelu_phi32 = _gelu_phi_fn()
+_INV_SQRT_2PI_F = np.float32(1.0 / math.sqrt(2.0 * math.pi))
+
+
 # one loop per direction and dtype: a loop-invariant choice between the directions inside one
 # loop cost half as much again as the forward alone
 @_loop
 def _gelu32(x, out):
     for i in range(x.shape[0]):
-        v = np.float64(x[i])
-        out[i] = np.float32(v * (0.5 * (1.0 + _erf32(v * _SQRT1_2))))
+        v = x[i]
+        out[i] = v * _gelu_phi32(v)[0]
 
 
 @_loop
@@ -229,10 +278,9 @@ def _gelu64(x, out):
 @_loop
 def _gelu_bwd32(x, g, out):
     for i in range(x.shape[0]):
-        v = np.float64(x[i])
-        cdf = 0.5 * (1.0 + _erf32(v * _SQRT1_2))
-        out[i] = np.float32(np.float64(g[i]) * (cdf + v * (_INV_SQRT_2PI *
-                                                           vexp(-0.5 * (v * v)))))
+        v = x[i]
+        cdf, e = _gelu_phi32(v)
+        out[i] = g[i] * (cdf + v * (_INV_SQRT_2PI_F * e))
 
 
 @_loop
