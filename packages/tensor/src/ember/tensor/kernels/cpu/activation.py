@@ -42,6 +42,7 @@ _ufuncs: dict = {}
 _keep: list = []
 _F32 = np.dtype(np.float32)
 _nd = np.ndarray
+_ZERO_F, _HALF_F, _THREE_F, _SIX_F = (np.float32(c) for c in (0.0, 0.5, 3.0, 6.0))
 
 
 @numba.njit(inline="always", fastmath=set(_FM), error_model="numpy")
@@ -81,27 +82,33 @@ def _build() -> None:
         s = vsigmoid(x)
         return g * s * (_ONE_F + x * (_ONE_F - s))
 
-    @numba.vectorize(unary, **opts)
+    # PyTorch's piecewise formulas in the input dtype, its divisions true divisions (no
+    # "arcp": x / 6 as x * (1/6) rounds differently): the float32 constants keep float32 loops
+    # in float32 (an integer constant would widen them to float64, at twice the cost) and widen
+    # exactly in float64 ones
+    div_opts = dict(opts, fastmath=set(_FM) - {"arcp"})
+
+    @numba.vectorize(unary, **div_opts)
     def _hardsigmoid(x):
-        t = x + 3
-        t = 0 if t < 0 else t
-        return (6 if t > 6 else t) / 6
+        t = x + _THREE_F
+        t = _ZERO_F if t < _ZERO_F else t
+        return (_SIX_F if t > _SIX_F else t) / _SIX_F
 
-    @numba.vectorize(binary, **opts)
+    @numba.vectorize(binary, **div_opts)
     def _hardsigmoid_backward(g, x):
-        return g / 6 if -3 < x < 3 else 0
+        return g / _SIX_F if -_THREE_F < x < _THREE_F else _ZERO_F
 
-    @numba.vectorize(unary, **opts)
+    @numba.vectorize(unary, **div_opts)
     def _hardswish(x):
-        t = x + 3
-        t = 0 if t < 0 else t
-        return x * (6 if t > 6 else t) / 6
+        t = x + _THREE_F
+        t = _ZERO_F if t < _ZERO_F else t
+        return x * (_SIX_F if t > _SIX_F else t) / _SIX_F
 
-    @numba.vectorize(binary, **opts)
+    @numba.vectorize(binary, **div_opts)
     def _hardswish_backward(g, x):
-        if x <= -3:
-            return 0
-        return g * (x / 3 + 0.5) if x < 3 else g
+        if x <= -_THREE_F:
+            return _ZERO_F
+        return g * (x / _THREE_F + _HALF_F) if x < _THREE_F else g
 
     # tanh(softplus(x)) = n (n + 2) / (n (n + 2) + 2) with n = exp(x), as 1 - 2 / (...) for
     # x >= 0 (no overflow) and as the quotient below 0 (no cancellation)
