@@ -54,7 +54,7 @@ from numba import types
 from numba.extending import intrinsic, overload
 
 from ..._fpstate import quiet, quiet_call
-from ._vmath import like_scalar, vexp, vexp2, vlog1p
+from ._vmath import like, like_scalar, vexp, vexp2, vlog1p
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2", "outer",
            "hypot", "sign", "copysign", "angle", "nextafter"]
@@ -480,7 +480,6 @@ def outer(a, b, out=None):
 _nd = np.ndarray
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _F16 = np.dtype(np.float16)
-_F32_MAX = float(np.finfo(np.float32).max)
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
@@ -625,6 +624,9 @@ def floor_divide(a, b, out=None):
 # --------------------------------------------------------------------------- nan_to_num
 @_jit
 def _nan_to_num(x, out, nan, posinf, neginf):
+    # the replacements are Python floats (Numba types a NumPy scalar argument slowly), rounded
+    # to the array's dtype here: beyond float32's range that is inf, as NumPy's cast
+    nan, posinf, neginf = like(nan, x), like(posinf, x), like(neginf, x)
     for i in range(x.shape[0]):
         v = x[i]
         v = nan if v != v else v
@@ -636,16 +638,16 @@ def nan_to_num(x, nan, posinf, neginf):
     """``x`` (float32 / float64, or complex64 / complex128: each part on its own) with NaN,
     +inf and -inf replaced by the numbers ``nan``, ``posinf`` and ``neginf`` (rounded to the
     dtype); a new C-contiguous array of ``x``'s shape. Other dtypes raise TypeError."""
-    part = x.real.dtype if x.dtype.kind == "c" else x.dtype
+    dt = x.dtype
+    part = dt if dt.kind != "c" else x.real.dtype
     if part not in _FLOATS:
-        raise TypeError(f"nan_to_num: no kernel for dtype {x.dtype}")
+        raise TypeError(f"nan_to_num: no kernel for dtype {dt}")
     if not x.flags.c_contiguous:
         x = x.copy()  # (np.ascontiguousarray would turn a 0-d array into 1-d)
-    out = np.empty(x.shape, x.dtype)
-    flat_x, flat_out = x.reshape(-1).view(part), out.reshape(-1).view(part)
-    if part.itemsize == 4 and max(abs(nan), abs(posinf), abs(neginf)) > _F32_MAX:
-        with quiet():  # a replacement beyond float32's range: inf
-            nan, posinf, neginf = (part.type(v) for v in (nan, posinf, neginf))
-    t = part.type
-    _nan_to_num(flat_x, flat_out, t(nan), t(posinf), t(neginf))
+    out = np.empty(x.shape, dt)
+    if part is dt:  # (ravel: a view of the contiguous arrays, cheaper than reshape)
+        _nan_to_num(x.ravel(), out.ravel(), float(nan), float(posinf), float(neginf))
+    else:
+        _nan_to_num(x.ravel().view(part), out.ravel().view(part), float(nan), float(posinf),
+                    float(neginf))
     return out
