@@ -691,6 +691,11 @@ def _neg(xp, d):
         raise RuntimeError("neg(): Negation, the `-` operator, on a bool tensor is not "
                            "supported. If you are trying to invert a mask, use the `~` or "
                            "`logical_not()` operator instead.")
+    if not d.flags.c_contiguous and 0 in d.strides:
+        # an expanded operand (sum's gradient): NumPy's loop over a zero stride is scalar, a
+        # copy and an in-place pass are a third of its cost (256x1024 float32: 120 -> 50 us)
+        d = xp.ascontiguousarray(d)
+        return xp.negative(d, out=d)
     return xp.negative(d)
 
 
