@@ -23,7 +23,7 @@ from ._checks import (
     not_implemented,
     scalar_type_name,
 )
-from ._creation import _on, tensor
+from ._creation import _on, _to_copy, tensor
 from ._fpstate import quiet as _quiet
 from ._fpstate import quiet_call as _quiet_call
 from ._indexing import nonzero
@@ -500,11 +500,12 @@ def float_power(input: Tensor | float, exponent: Tensor | float):
     for t in (input, exponent):
         if isinstance(t, complex) or (isinstance(t, Tensor) and t._data.dtype.kind == "c"):
             wide = D.complex128
-    w = wide.np  # (a tensor already of the dtype is used as it is: ``to`` would return it)
+    w = wide.np  # (a tensor already of the dtype is used as it is, as ``to`` returns it; the
+    # others are ``to``'s copy, without its argument parsing)
     if isinstance(input, Tensor) and input._data.dtype != w:
-        input = input.to(dtype=wide)
+        input = _to_copy(input, None, wide)
     if isinstance(exponent, Tensor) and exponent._data.dtype != w:
-        exponent = exponent.to(dtype=wide)
+        exponent = _to_copy(exponent, None, wide)
     return _pow(input, exponent)
 
 
