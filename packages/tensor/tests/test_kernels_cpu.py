@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 58
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 59
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -1307,6 +1307,23 @@ def test_hypot_kernel_rounds_like_libm(dtype):
     np.testing.assert_array_equal(cpu.hypot(X, Y), np.hypot(X, Y))
     with pytest.raises(TypeError, match="hypot: no kernel for dtype int64"):
         cpu.hypot(np.arange(3), np.arange(3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_frac_kernel_is_x_minus_trunc(dtype):
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((33, 40)) * 30).astype(dtype)
+    x[0, :9] = [np.nan, 0.0, -0.0, np.inf, -np.inf, -2.0, 3.0, 1e-40, -0.5]
+    for v in (x, x[:, ::3], x.T, x[0, 0]):  # contiguous, strided, transposed, 0-d
+        v = np.asarray(v)
+        with np.errstate(invalid="ignore"):
+            got = cpu.frac(v)
+            want = v - np.trunc(v)
+        assert got.dtype == dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # +0 at -2.0
+    with pytest.raises(TypeError, match="frac: no kernel for dtype int64"):
+        cpu.frac(np.arange(3))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])

@@ -658,6 +658,8 @@ def _rsqrt(xp, d):
 def _frac(xp, d):
     if d.dtype.kind in "biu":  # PyTorch: floats only
         raise not_implemented("frac", d.dtype)
+    if d.dtype.char in "fd":
+        return _kernel("frac", xp)(d)  # (one pass where NumPy's trunc and subtract make two)
     t = xp.trunc(d)
     if t.__class__ is not xp.ndarray:  # (0-d: a NumPy scalar)
         return d - t

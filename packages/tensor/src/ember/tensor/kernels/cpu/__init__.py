@@ -72,6 +72,7 @@ _WHERE: dict[str, str] = {
     "outer": "elementwise",
     "hypot": "elementwise",
     "sign": "elementwise",
+    "frac": "elementwise",
     "copysign": "elementwise",
     "angle": "elementwise",
     "gelu": "erf",

@@ -57,7 +57,7 @@ from ..._fpstate import quiet, quiet_call
 from ._vmath import like, like_scalar, vexp, vexp2, vlog1p
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2", "outer",
-           "hypot", "sign", "copysign", "angle", "nextafter"]
+           "hypot", "sign", "copysign", "angle", "frac", "nextafter"]
 
 
 def _jit(fn):
@@ -284,7 +284,7 @@ def logaddexp2(a, b, out=None):
     return _logaddexp(a, b, True, out)
 
 
-# ------------------------------------------------- sign, copysign, real angle, float32 hypot
+# ------------------------------------------ sign, copysign, real angle, frac, float32 hypot
 # NumPy ufuncs whose loops Numba compiles (on first use; cached on disk): NumPy's own loops for
 # these are scalar. Called as plain ufuncs (a third of a microsecond), NumPy broadcasting.
 _UFUNCS: dict = {}
@@ -323,6 +323,10 @@ def _ufunc(name: str):
             r = like_scalar(math.pi, v) if neg and v != zero else zero
             return r if v == v else v
 
+        @numba.vectorize(["float32(float32)", "float64(float64)"], **opts)
+        def _frac(v):  # PyTorch's x - trunc(x): NaN at the infinities, +0 at the integers
+            return v - np.trunc(v)
+
         # C's nextafter on the bits of the floats (their signed integers), one per width;
         # NumPy's loop calls libm per element (15x slower at 256x1024 float32)
         @numba.vectorize(["int16(int16, int16)"], **opts)
@@ -338,7 +342,7 @@ def _ufunc(name: str):
             return _next_bits(x, y, 0x7FF0000000000000, 0x7FFFFFFFFFFFFFFF)
 
         made = dict(sign=_sign, hypot32=_hypot32, copysign=_copysign, angle=_angle,
-                    next2=_next16, next4=_next32, next8=_next64)
+                    frac=_frac, next2=_next16, next4=_next32, next8=_next64)
         _KEEP.extend(made.values())  # (the DUFuncs own the code the loops point into)
         _UFUNCS.update({k: v.ufunc for k, v in made.items()})
         f = _UFUNCS[name]
@@ -421,6 +425,16 @@ def sign(x):
     if x.dtype.char not in "fd":
         raise TypeError(f"sign: no kernel for dtype {x.dtype}")
     return _array(_ufunc("sign")(_dense(x)))
+
+
+def frac(x):
+    """``x - trunc(x)`` (PyTorch's ``frac``: NaN at the infinities, +0 at the integers) of a
+    float32 or float64 array, one vectorized loop (NumPy's trunc and subtract are two passes:
+    50 us against 25 at 256x1024 float32); a new array of ``x``'s shape and dtype. An infinity
+    sets NumPy's invalid flag: the caller quiets NumPy. Other dtypes raise TypeError."""
+    if x.dtype.char not in "fd":
+        raise TypeError(f"frac: no kernel for dtype {x.dtype}")
+    return _array(_ufunc("frac")(_dense(x)))
 
 
 def nextafter(a, b):

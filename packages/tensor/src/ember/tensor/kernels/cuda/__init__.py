@@ -1306,6 +1306,7 @@ from ._elementwise import (  # noqa: E402
     copysign,
     floor_divide,
     fmod,
+    frac,
     hypot,
     logaddexp,
     logaddexp2,

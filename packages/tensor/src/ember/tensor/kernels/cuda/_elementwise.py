@@ -12,7 +12,8 @@ from typing import Any
 from ember.tensor import _cupy
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2",
-           "orthogonal_poly", "outer", "triangle_zero", "hypot", "sign", "copysign", "angle"]
+           "orthogonal_poly", "outer", "triangle_zero", "hypot", "sign", "copysign", "angle",
+           "frac"]
 
 # float (float16 computes through float for fmod; the fix-ups round in the input type as
 # PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
@@ -106,6 +107,14 @@ def sign(x: Any) -> Any:
     if x.dtype.char not in "fd":
         raise TypeError(f"sign: no kernel for dtype {x.dtype}")
     return cp.sign(x)
+
+
+def frac(x: Any) -> Any:
+    """``x - trunc(x)`` of a float32 or float64 array (PyTorch's ``frac``)."""
+    cp = _cupy.require("frac")
+    if x.dtype.char not in "fd":
+        raise TypeError(f"frac: no kernel for dtype {x.dtype}")
+    return cp.subtract(x, cp.trunc(x))
 
 
 def copysign(a: Any, b: Any, out: Any = None) -> Any:
