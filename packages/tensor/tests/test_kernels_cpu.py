@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 59
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 60
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -1324,6 +1324,26 @@ def test_frac_kernel_is_x_minus_trunc(dtype):
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # +0 at -2.0
     with pytest.raises(TypeError, match="frac: no kernel for dtype int64"):
         cpu.frac(np.arange(3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_round_decimals_kernel_is_numpys_round(dtype):
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((30, 40)) * 10.0 ** rng.uniform(-3, 6, (30, 40))).astype(dtype)
+    x[0, :8] = [np.nan, 0.0, -0.0, np.inf, -np.inf, 2.5, -0.25, 1e-30]
+    for d in (-400, -3, -1, 1, 2, 3, 7, 400, np.int64(2)):
+        for v in (x, x[:, ::3], x.T, x[0, 5]):  # contiguous, strided, transposed, 0-d
+            v = np.asarray(v)
+            with np.errstate(all="ignore"):
+                got = cpu.round_decimals(v, d)
+                want = v.round(d)
+            assert got.dtype == dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    with pytest.raises(TypeError, match="round_decimals: no kernel for dtype int64"):
+        cpu.round_decimals(np.arange(3), 1)
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+        cpu.round_decimals(x, 1.5)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])

@@ -73,6 +73,7 @@ _WHERE: dict[str, str] = {
     "hypot": "elementwise",
     "sign": "elementwise",
     "frac": "elementwise",
+    "round_decimals": "elementwise",
     "copysign": "elementwise",
     "angle": "elementwise",
     "gelu": "erf",

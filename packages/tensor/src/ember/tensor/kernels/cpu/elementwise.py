@@ -47,6 +47,7 @@ At 256x1024 float32, one thread: fmod 0.3 ms (NumPy 3.7 ms, PyTorch 0.32 ms).
 from __future__ import annotations
 
 import math
+import operator
 
 import numba
 import numpy as np
@@ -57,7 +58,7 @@ from ..._fpstate import quiet, quiet_call
 from ._vmath import like, like_scalar, vexp, vexp2, vlog1p
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2", "outer",
-           "hypot", "sign", "copysign", "angle", "frac", "nextafter"]
+           "hypot", "sign", "copysign", "angle", "frac", "round_decimals", "nextafter"]
 
 
 def _jit(fn):
@@ -435,6 +436,33 @@ def frac(x):
     if x.dtype.char not in "fd":
         raise TypeError(f"frac: no kernel for dtype {x.dtype}")
     return _array(_ufunc("frac")(_dense(x)))
+
+
+@_jit
+def _round_decimals(x, out, f, neg):
+    # NumPy's round to decimal places: x * f, rint, / f (x / f, rint, * f below 0), with f in
+    # x's dtype; an njit loop over the flattened arrays (as a ufunc, the scalar operands' zero
+    # strides kept the loop scalar); the direction is a loop invariant
+    f = like(f, x)
+    for i in range(x.shape[0]):
+        v = x[i]
+        out[i] = np.rint(v / f) * f if neg else np.rint(v * f) / f
+
+
+def round_decimals(x, decimals: int):
+    """``x`` rounded half to even to ``decimals`` decimal places (a negative count rounds to
+    tens, hundreds...), NumPy's ``round``'s values (its factor ``10**|decimals|`` in ``x``'s
+    dtype) in one vectorized pass where NumPy's makes three; a float32 or float64 array, a new
+    C-contiguous array of its shape and dtype. Other dtypes raise TypeError."""
+    if x.dtype.char not in "fd":
+        raise TypeError(f"round_decimals: no kernel for dtype {x.dtype}")
+    decimals = operator.index(decimals)
+    n = -decimals if decimals < 0 else decimals
+    x = _dense(x)
+    out = np.empty(x.shape, x.dtype)
+    # (ravel: views of the contiguous arrays; 10**n beyond float64's range is inf, as NumPy's)
+    _round_decimals(x.ravel(), out.ravel(), 10.0 ** n if n <= 308 else math.inf, decimals < 0)
+    return out
 
 
 def nextafter(a, b):

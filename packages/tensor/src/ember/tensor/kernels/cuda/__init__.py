@@ -1314,6 +1314,7 @@ from ._elementwise import (  # noqa: E402
     orthogonal_poly,
     outer,
     remainder,
+    round_decimals,
     sign,
     triangle_zero,
 )

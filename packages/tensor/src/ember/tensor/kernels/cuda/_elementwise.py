@@ -13,7 +13,7 @@ from ember.tensor import _cupy
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2",
            "orthogonal_poly", "outer", "triangle_zero", "hypot", "sign", "copysign", "angle",
-           "frac"]
+           "frac", "round_decimals"]
 
 # float (float16 computes through float for fmod; the fix-ups round in the input type as
 # PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
@@ -115,6 +115,14 @@ def frac(x: Any) -> Any:
     if x.dtype.char not in "fd":
         raise TypeError(f"frac: no kernel for dtype {x.dtype}")
     return cp.subtract(x, cp.trunc(x))
+
+
+def round_decimals(x: Any, decimals: int) -> Any:
+    """``x`` (float32 or float64) rounded half to even to ``decimals`` places (CuPy's round)."""
+    _cupy.require("round_decimals")
+    if x.dtype.char not in "fd":
+        raise TypeError(f"round_decimals: no kernel for dtype {x.dtype}")
+    return x.round(decimals)
 
 
 def copysign(a: Any, b: Any, out: Any = None) -> Any:
