@@ -459,6 +459,8 @@ def test_sign_hypot_copysign_angle_match_the_cpu_kernels(cp, dtype):
     np.testing.assert_array_equal(cp.asnumpy(K.sign(cp.asarray(x))), cpu.sign(x))
     with np.errstate(invalid="ignore"):
         np.testing.assert_array_equal(cp.asnumpy(K.frac(cp.asarray(x))), cpu.frac(x))
+    np.testing.assert_array_equal(cp.asnumpy(K.make_complex(cp.asarray(x), cp.asarray(y))),
+                                  cpu.make_complex(x, y))
     np.testing.assert_allclose(cp.asnumpy(K.round_decimals(cp.asarray(x) * 1.2345, 2)),
                                cpu.round_decimals(x * dtype(1.2345), 2),
                                rtol=4 * np.finfo(dtype).eps)

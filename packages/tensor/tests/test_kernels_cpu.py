@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 60
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 61
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -1344,6 +1344,30 @@ def test_round_decimals_kernel_is_numpys_round(dtype):
         cpu.round_decimals(np.arange(3), 1)
     with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
         cpu.round_decimals(x, 1.5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_make_complex_kernel_keeps_both_parts(dtype):
+    rng = np.random.default_rng(10)
+    re = rng.standard_normal((6, 5)).astype(dtype)
+    im = rng.standard_normal((6, 5)).astype(dtype)
+    re[0] = [np.nan, 0.0, -0.0, np.inf, -np.inf]
+    im[0] = [-0.0, np.nan, -np.inf, 0.0, np.inf]
+    cdt = np.complex64 if dtype == np.float32 else np.complex128
+    for a, b in ((re, im), (re, im[0]), (re[:, :1], im), (re.T, im.T[::-1]),
+                 (re[0, 1], im[0, 2])):  # same shape, a row, a column, strided, 0-d
+        a, b = np.asarray(a), np.asarray(b)
+        want = np.empty(np.broadcast_shapes(a.shape, b.shape), cdt)
+        want.real, want.imag = a, b
+        got = cpu.make_complex(a, b)
+        assert got.dtype == cdt and got.shape == want.shape and isinstance(got, np.ndarray)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got.real), np.signbit(want.real))
+        np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(want.imag))
+    with pytest.raises(TypeError, match="make_complex: no kernel for dtypes"):
+        cpu.make_complex(re, im.astype(np.float16))
+    with pytest.raises(TypeError, match="make_complex: no kernel for dtypes int64"):
+        cpu.make_complex(np.arange(3), np.arange(3))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])

@@ -203,12 +203,9 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001
     >>> complex(tensor([1.]), tensor([2.]))
     tensor([1.+2.j])
     """
-    shape = _check_parts("complex", real, imag, ("real", "imag"))
-    dr, di = real._data, imag._data
-    xp = array_module(dr)
-    out = xp.empty(shape, dtype=_COMPLEX_OF[dr.dtype])
-    out.real, out.imag = dr, di
-    return _make(out)
+    _check_parts("complex", real, imag, ("real", "imag"))
+    dr = real._data
+    return _make(_kernel("make_complex", array_module(dr))(dr, imag._data))
 
 
 @with_out

@@ -74,6 +74,7 @@ _WHERE: dict[str, str] = {
     "sign": "elementwise",
     "frac": "elementwise",
     "round_decimals": "elementwise",
+    "make_complex": "elementwise",
     "copysign": "elementwise",
     "angle": "elementwise",
     "gelu": "erf",

@@ -1310,6 +1310,7 @@ from ._elementwise import (  # noqa: E402
     hypot,
     logaddexp,
     logaddexp2,
+    make_complex,
     nan_to_num,
     orthogonal_poly,
     outer,

@@ -13,7 +13,7 @@ from ember.tensor import _cupy
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2",
            "orthogonal_poly", "outer", "triangle_zero", "hypot", "sign", "copysign", "angle",
-           "frac", "round_decimals"]
+           "frac", "round_decimals", "make_complex"]
 
 # float (float16 computes through float for fmod; the fix-ups round in the input type as
 # PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
@@ -123,6 +123,18 @@ def round_decimals(x: Any, decimals: int) -> Any:
     if x.dtype.char not in "fd":
         raise TypeError(f"round_decimals: no kernel for dtype {x.dtype}")
     return x.round(decimals)
+
+
+def make_complex(re: Any, im: Any) -> Any:
+    """The complex array ``re + i im`` of two float32 or float64 arrays of one dtype,
+    broadcasting."""
+    cp = _cupy.require("make_complex")
+    if re.dtype != im.dtype or re.dtype.char not in "fd":
+        raise TypeError(f"make_complex: no kernel for dtypes {re.dtype} and {im.dtype}")
+    out = cp.empty(cp.broadcast(re, im).shape, cp.complex64 if re.dtype.char == "f" else
+                   cp.complex128)
+    out.real, out.imag = re, im
+    return out
 
 
 def copysign(a: Any, b: Any, out: Any = None) -> Any:
