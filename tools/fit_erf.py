@@ -74,18 +74,6 @@ def inv_tail(n):
     return cheb_to_mono(cheb_fit(g, n, n + 30)), (al, be)
 
 
-def gelu_tail(n, Kz=3, amax=10.5):
-    """``tail`` in x = a sqrt 2 for the float32 GELU: Q(x) = erfc(x / sqrt 2) / 2 =
-    exp(-x^2 / 2) G(s) / (x + Kz sqrt 2), the same t and s (G is tail's divided by sqrt 2)."""
-    m, ab = tail(Kz, amax, n)
-    return [c / mp.sqrt(2) for c in m], ab
-
-
-def gelu_near(n):
-    """erf(x / sqrt 2) / (2 x) as a polynomial in x^2 on |x| <= sqrt 2."""
-    return [c / (2 * mp.sqrt(2) * 2 ** k) for k, c in enumerate(near(n))]
-
-
 def show(name, m, ab=None):
     print(f"{name} = (" + ", ".join(repr(float(x)) for x in reversed(m)) + ")")
     if ab:
@@ -94,9 +82,7 @@ def show(name, m, ab=None):
 
 if __name__ == "__main__":
     show("_T64", *tail(4, 27.5, 24))
-    show("_T32", *tail(3, 10.5, 15))
+    show("_T32", *tail(3, 10.5, 10))
     show("_S64", near(14))
-    show("_S32", near(9))
+    show("_S32", near(6))
     show("_GB64", *inv_tail(12))
-    show("_GELU_T32", *gelu_tail(10))
-    show("_GELU_N32", gelu_near(6))
