@@ -750,7 +750,9 @@ def _mean(c, g):
     n = 1
     for d in dims:
         n *= shape[d]
-    return (_unreduce(g, shape, dims, _keepdim(c)) / max(n, 1),)
+    # (divided before it is expanded: a division of the expanded gradient loops over a zero
+    # stride, once per element)
+    return (_unreduce(g / max(n, 1), shape, dims, _keepdim(c)),)
 
 
 def _exclusive_prod(x, dim):
