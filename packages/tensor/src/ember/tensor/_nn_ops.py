@@ -1079,7 +1079,7 @@ def _softmax_impl(op: str, input: Tensor, dim: int, half_to_float: bool, log: bo
     if nd == 0:
         x = x.reshape(1)
     xp = array_module(x)
-    if d >= nd - 1 and dt in _ROW_DTYPES and x.size:
+    if (d == nd - 1 or not nd) and dt in _ROW_DTYPES and x.size:  # (a float dim: no row)
         rows = x if nd == 2 and x.flags.c_contiguous else \
             xp.ascontiguousarray(x).reshape(-1, x.shape[-1])
         y = _kernel("log_softmax_forward" if log else "softmax_forward", xp)(rows)
