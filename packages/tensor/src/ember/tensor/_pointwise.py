@@ -234,7 +234,7 @@ def _binary(name: str, ufunc_name: str, doc: str, float_result: bool = False,
         elif input.__class__ is Tensor and (other.__class__ is float or other.__class__ is int):
             da = input._data  # a float CPU tensor and a Python number: NumPy keeps the dtype
             if da.__class__ is _ndarray and da.dtype.kind == "f":
-                if 0 in da.strides:  # expanded (sum's gradient): once per distinct element
+                if da.base is not None and 0 in da.strides:  # expanded: once per element
                     return _make(_on_distinct(_by_number, np, da, False, npf, other))
                 r = npf(da, other)
                 t = object.__new__(Tensor)
@@ -797,7 +797,8 @@ def _unary(name: str, fn, desc: str, float_out: bool):
                 with _quiet():
                     return _make(xp.asarray(compute(xp, d.astype(_F32))).astype(_BF16))
             d = d.astype(default[0].np)
-        if 0 in d.strides:  # expanded (sum's gradient): computed once per distinct element
+        if d.base is not None and 0 in d.strides:  # expanded (sum's gradient): once per
+            # distinct element (a view; a fresh array is never expanded)
             return _make(_on_distinct(compute, xp, d, quiet))
         r = _quiet_call(compute, xp, d) if quiet else compute(xp, d)
         t = object.__new__(Tensor)  # (a NumPy scalar from a 0-d array: made an array)
