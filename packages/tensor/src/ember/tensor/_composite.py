@@ -19,12 +19,13 @@ error propagates, in this order:
   cannot be multiplied``), or the public op's is prepended (a message that leads with another
   op in PyTorch's own words, ``random_ expects ...``, is kept).
 
-Registry ops get this in the public function :func:`~ember.tensor._registry.defop` compiles,
-composites with ``out=`` in :func:`~ember.tensor._registry.with_out`'s wrapper (through
-:func:`diagnose_call`). :func:`composite` compiles the same kind of function for any other
-composite (a public function composed of registry ops), from its own signature: a call binds
-exactly as before, through one more Python frame and no checks. :func:`declare_composites`
-applies it to the public functions of a namespace.
+Registry ops get this in the public function :func:`~ember.tensor._registry.defop` compiles.
+:func:`composite` compiles the same kind of function for a composite (a public function
+composed of registry ops), from its own signature: a call binds exactly as before, through one
+more Python frame and no checks. A composite marked by :func:`~ember.tensor._registry.with_out`
+gets PyTorch's keyword-only ``out=`` in that same function (``if out is None`` is all a call
+without it pays). :func:`declare_composites` applies it to the public functions of a
+namespace.
 """
 from __future__ import annotations
 
@@ -37,8 +38,7 @@ from ._checks import broadcast_error
 from ._codegen import compiled, named, parameter_source
 from ._tensor import Tensor
 
-__all__ = ["arg_specs", "diagnose", "diagnose_call", "op_names", "composite",
-           "declare_composites"]
+__all__ = ["arg_specs", "diagnose", "op_names", "composite", "declare_composites"]
 
 _P = inspect.Parameter
 
@@ -203,33 +203,13 @@ def op_names(*names: str) -> tuple[str, ...]:
     return tuple(sorted(out, key=len, reverse=True))
 
 
-@functools.cache
-def _call_specs(fn: Callable):
-    sig = inspect.signature(fn)
-    return sig, arg_specs(sig), op_names(fn.__name__)
-
-
-def diagnose_call(fn: Callable, args: tuple, kwargs: dict, exc: BaseException) -> None:
-    """:func:`diagnose` for a call ``fn(*args, **kwargs)`` of a composite that failed with
-    ``exc`` (the arguments bound to ``fn``'s signature only now, when it failed)."""
-    sig, specs, names = _call_specs(fn)
-    try:
-        ba = sig.bind(*args, **kwargs)
-    except TypeError:  # the call itself does not fit the signature: Python's error says so
-        bound = None
-    else:
-        ba.apply_defaults()
-        bound = tuple(ba.arguments.values())
-    if bound is not None:
-        diagnose(fn.__name__, specs, bound, exc, names)
-    else:
-        _name_op(exc, fn.__name__, names)
-
-
 def composite(fn: Callable | None = None, *, name: str | None = None):
     """Give ``fn``, a public function composed of registry ops, the registry's diagnosis of a
     failed call (see the module docstring); ``name``: the op its errors name (default
-    ``fn.__name__``; ``linalg_cond`` for ``linalg.cond``)."""
+    ``fn.__name__``; ``linalg_cond`` for ``linalg.cond``). A function marked by
+    :func:`~ember.tensor._registry.with_out` also gets the keyword-only ``out=None``: given,
+    the result is written into it (a factory's ``dtype`` and ``device``, when None, are
+    ``out``'s first)."""
     if fn is None:
         return functools.partial(composite, name=name)
     sig = inspect.signature(fn)
@@ -237,12 +217,51 @@ def composite(fn: Callable | None = None, *, name: str | None = None):
     op = name or fn.__name__
     env = {"_fn": fn, "_diagnose": diagnose, "_op": op, "_specs": arg_specs(sig),
            "_names": op_names(op, fn.__name__)}
-    decl, call, names, _ = parameter_source(params, env)
+    decl, call, names, star = parameter_source(params, env)
     bound = f"({', '.join(names)},)" if names else "()"
     fname = fn.__name__
+    attrs = {"__wrapped__": fn, "composite": op}
+    full = f"_fn({', '.join(call)})"
+    # keyword-only parameters with defaults are passed on only when one is not its default
+    # (``x is _d3``: a few identity tests cost less than passing each by keyword)
+    kwd = [i for i, p in enumerate(params) if p.kind is _P.KEYWORD_ONLY
+           and p.default is not _P.empty]
+    short = ""
+    if kwd:
+        plain = ", ".join(c for i, c in enumerate(call) if i not in kwd)
+        short = (f"if {' and '.join(f'{params[i].name} is _d{i}' for i in kwd)}:\n"
+                 f"    return _fn({plain})\n")
+    mark = getattr(fn, "_with_out", None)
+    if mark is None:
+        body = "".join(f"        {line}\n" for line in short.splitlines())
+        body += f"        return {full}\n"
+    else:
+        from ._registry import write_out
+
+        env["_write_out"], env["_T"], env["_name"] = write_out, Tensor, fname
+        factory, env["_casting"] = mark
+        at = len(decl) - (1 if params and params[-1].kind is _P.VAR_KEYWORD else 0)
+        decl[at:at] = ["out=None"] if star else ["*", "out=None"]
+        fill = ""
+        if factory:
+            if not {"dtype", "device"} <= set(names):
+                raise TypeError(f"with_out(factory=True): {fname} takes no dtype and device")
+            fill = ("        if isinstance(out, _T):\n"
+                    "            if dtype is None:\n"
+                    "                dtype = out.dtype\n"
+                    "            if device is None:\n"
+                    "                device = out.device\n")
+        body = ("        if out is None:\n"
+                + "".join(f"            {line}\n" for line in short.splitlines()) +
+                f"            return {full}\n"
+                f"{fill}"
+                f"        return _write_out(_name, {full}, out, _casting)\n")
+        at = len(params) - (1 if params and params[-1].kind is _P.VAR_KEYWORD else 0)
+        params.insert(at, _P("out", _P.KEYWORD_ONLY, default=None))
+        attrs["__signature__"] = sig.replace(parameters=params)
     src = (f"def _public({', '.join(decl)}):\n"
            f"    try:\n"
-           f"        return _fn({', '.join(call)})\n"
+           f"{body}"
            f"    except Exception as exc:\n"
            f"        _diagnose(_op, _specs, {bound}, exc, _names)\n"
            f"        raise\n")
@@ -250,16 +269,17 @@ def composite(fn: Callable | None = None, *, name: str | None = None):
     qual = fn.__qualname__
     _COMPOSITES.add(fname)
     return named(env["_public"], fname, fname if "<locals>" in qual else qual, fn,
-                 f"<ember composite {op}>", __wrapped__=fn, composite=op)
+                 f"<ember composite {op}>", **attrs)
 
 
 def declare_composites(namespace: dict, *, prefix: str = "", within: str = "ember.tensor") -> None:
     """Pass every public function of a namespace (its ``__all__``) that is defined in the
-    package ``within``, takes a parameter declared a tensor (``Tensor``, ``Tensor | None``,
-    ``Tensor | float``, a sequence of tensors) and is not a registry op or already wrapped
-    (``with_out`` diagnoses the same way) through :func:`composite`, in that namespace only;
-    ``prefix``: of the op names (``linalg_``). Called by the public namespaces
-    (``ember.tensor``, ``ember.tensor.linalg``, ``ember.tensor.special``) once they are
+    package ``within``, is not a registry op or already wrapped, and takes a parameter
+    declared a tensor (``Tensor``, ``Tensor | None``, ``Tensor | float``, a sequence of
+    tensors) or is marked by :func:`~ember.tensor._registry.with_out` (which gets its ``out=``
+    here, factories included) through :func:`composite`, in that namespace only; ``prefix``:
+    of the op names (``linalg_``). Called by the public namespaces (``ember.tensor``,
+    ``ember.tensor.linalg``, ``ember.tensor.special``, ``ember.tensor.fft``) once they are
     complete: the modules that define the functions keep them as they are, so their calls to
     one another and the Tensor methods bound to them pay for no wrapper."""
     done: dict[int, Callable] = {}
@@ -273,7 +293,11 @@ def declare_composites(namespace: dict, *, prefix: str = "", within: str = "embe
                                               module.startswith(within + ".")) \
                 or hasattr(fn, "op") or hasattr(fn, "__wrapped__"):
             continue
-        if not any("Tensor" in _annotation(p.annotation)
-                   for p in inspect.signature(fn).parameters.values()):
+        if not hasattr(fn, "_with_out") and \
+                not any("Tensor" in _annotation(p.annotation)
+                        for p in inspect.signature(fn).parameters.values()):
             continue
-        done[id(fn)] = namespace[key] = composite(fn, name=prefix + fn.__name__)
+        # a function with out= names the op by its own name in its errors, as it always has
+        # (``vecdot(): ...``, not ``linalg_vecdot(): ...``)
+        done[id(fn)] = namespace[key] = composite(
+            fn, name=fn.__name__ if hasattr(fn, "_with_out") else prefix + fn.__name__)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ._checks import scalar_type_name
 from ._codegen import compiled, named, parameter_source
-from ._composite import arg_specs, diagnose, diagnose_call, op_names
+from ._composite import arg_specs, diagnose, op_names
 from ._dtype import can_cast, from_numpy_dtype
 from ._grad_mode import state as _grad_mode
 from ._tensor import Tensor
@@ -126,10 +126,11 @@ def any_requires_grad(bound) -> bool:
     return False
 
 
-def _compile(op: OpDef):
+def _compile(op: OpDef, out_casting: str = "same_kind"):
     """Build ``op.run`` and ``op.public`` from the implementation's signature."""
     params = list(op.signature.parameters.values())
-    env = {"_impl": op.impl, "_op": op, "_state": _state, "_write_out": write_out}
+    env = {"_impl": op.impl, "_op": op, "_state": _state, "_write_out": write_out,
+           "_casting": out_casting}
     decl, call, names, star = parameter_source(params, env)
     bound = f"({', '.join(names)},)"
     out_decl = ""
@@ -137,7 +138,8 @@ def _compile(op: OpDef):
     if op.out:
         out_decl = ", out=None" if star else ", *, out=None"
         out_check = (f"    if out is not None:\n"
-                     f"        return _write_out(_op, _public({', '.join(call)}), out)\n")
+                     f"        return _write_out(_op, _public({', '.join(call)}), out, "
+                     f"_casting)\n")
     fname = op.impl.__name__
     # parameters declared ``Tensor`` or ``int``: a call passing something else fails somewhere
     # inside the implementation; only then are they checked, so the error is PyTorch's
@@ -188,15 +190,17 @@ def _check_tensor_args(op: OpDef, bound, exc: BaseException) -> None:
              None if op.name.startswith("_") else op_names(op.name))
 
 
-def defop(name: str, *, differentiable: bool = True, inplace: bool = False, out: bool = False):
+def defop(name: str, *, differentiable: bool = True, inplace: bool = False, out: bool = False,
+          out_casting: str = "same_kind"):
     """Declare a primitive op. ``inplace`` ops modify their first argument and return it;
-    ``out`` ops take PyTorch's keyword-only ``out=`` (written by :func:`write_out`)."""
+    ``out`` ops take PyTorch's keyword-only ``out=`` (written by :func:`write_out`, with
+    ``out_casting``)."""
 
     def deco(impl: Callable) -> Callable:
         if name in OPS:
             raise RuntimeError(f"op {name!r} is declared twice")
         op = OpDef(name, impl, differentiable, inplace, out and not inplace)
-        op.public = _compile(op)
+        op.public = _compile(op, out_casting)
         OPS[name] = op
         return op.public
 
@@ -214,16 +218,20 @@ def replace_impl(op: OpDef, impl: Callable) -> None:
         op.run = impl
 
 
-def write_out(op, result, out):
+def write_out(op, result, out, casting: str = "same_kind"):
     """PyTorch's ``out=``: write ``result`` (a tensor or a tuple of tensors) into ``out``
     (resized when its shape differs), checking that the result's dtype can be cast to
-    ``out``'s and that no gradient is being asked for; returns ``out``."""
+    ``out``'s and that no gradient is being asked for; returns ``out``. ``casting``:
+    ``"same_kind"`` (PyTorch's ``can_cast``), ``"no"`` (``out`` must have the result's dtype,
+    as PyTorch's matrix products, sorts and selections ask), ``"unsafe"`` (any dtype, as
+    for a draw PyTorch makes in ``out``'s dtype) or ``"cat"`` (``can_cast``, refused with
+    the TypeError of PyTorch's ``cat``, as its stacks are)."""
     name = op if isinstance(op, str) else op.name
     if isinstance(result, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
             raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
-        return type(result)(write_out(name, r, o) for r, o in zip(result, out)) \
-            if type(result) is tuple else type(result)(*(write_out(name, r, o)
+        return type(result)(write_out(name, r, o, casting) for r, o in zip(result, out)) \
+            if type(result) is tuple else type(result)(*(write_out(name, r, o, casting)
                                                          for r, o in zip(result, out)))
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
@@ -239,10 +247,15 @@ def write_out(op, result, out):
     if array_module(src) is not array_module(dst):
         raise RuntimeError(f"{name}(): Expected out tensor to be on device {result.device}, "
                            f"but got it on device {out.device}")
-    if src.dtype != dst.dtype:
+    if src.dtype != dst.dtype and casting != "unsafe":
+        if casting == "no":
+            raise RuntimeError(f"{name}(): Expected out tensor to have dtype "
+                               f"{scalar_type_name(src.dtype)}, but got "
+                               f"{scalar_type_name(dst.dtype)} instead")
         if not can_cast(from_numpy_dtype(src.dtype), from_numpy_dtype(dst.dtype)):
-            raise RuntimeError(f"{name}(): result type {scalar_type_name(src.dtype)} can't be cast "
-                               f"to the desired output type {scalar_type_name(dst.dtype)}")
+            raise (TypeError if casting == "cat" else RuntimeError)(
+                f"{name}(): result type {scalar_type_name(src.dtype)} can't be cast "
+                f"to the desired output type {scalar_type_name(dst.dtype)}")
     if src.shape != dst.shape:
         if out._base is not None:
             raise RuntimeError(f"{name}(): out tensor of shape {list(dst.shape)} is a view and "
@@ -254,36 +267,26 @@ def write_out(op, result, out):
     return out
 
 
-def with_out(fn=None, *, factory: bool = False):
-    """Give a function composed of registry ops PyTorch's keyword-only ``out=`` (written by
-    :func:`write_out`). ``factory``: a creation function, whose dtype and device default to
-    ``out``'s, as PyTorch's factories do."""
+def with_out(fn=None, *, factory: bool = False, casting: str = "same_kind"):
+    """Mark a function composed of registry ops as taking PyTorch's keyword-only ``out=``
+    (written by :func:`write_out`); ``factory``: a creation function, whose dtype and device
+    default to ``out``'s, as PyTorch's factories do; ``casting``: which ``out`` dtypes take
+    the result (:func:`write_out`; ``"no"``: only the result's own, as PyTorch's matrix
+    products, sorts and selections ask).
+
+    Returns ``fn`` itself, marked: the ``out=`` parameter is compiled into the
+    explicit-signature wrapper that :func:`~ember.tensor._composite.composite` builds for it
+    (:func:`~ember.tensor._composite.declare_composites` does so for the public namespaces),
+    so a call without ``out=`` costs what any other composite's does, and the module's own
+    calls to ``fn`` (and the Tensor methods bound to it, which take no ``out=`` in PyTorch)
+    pay for no wrapper."""
     if fn is None:
-        return functools.partial(with_out, factory=factory)
-    name = fn.__name__
-
-    @functools.wraps(fn)
-    def public(*args, out=None, **kwargs):
-        try:
-            if out is None:
-                return fn(*args, **kwargs)
-            if factory:
-                if isinstance(out, Tensor):
-                    if kwargs.get("dtype") is None:
-                        kwargs["dtype"] = out.dtype
-                    if kwargs.get("device") is None:
-                        kwargs["device"] = out.device
-            return write_out(name, fn(*args, **kwargs), out)
-        except Exception as exc:  # PyTorch's error where the arguments are the cause
-            diagnose_call(fn, args, kwargs, exc)
-            raise
-
-    sig = inspect.signature(fn)
-    params = list(sig.parameters.values())
-    at = next((i for i, p in enumerate(params) if p.kind is _P.VAR_KEYWORD), len(params))
-    params.insert(at, _P("out", _P.KEYWORD_ONLY, default=None))
-    public.__signature__ = sig.replace(parameters=params)
-    return public
+        return functools.partial(with_out, factory=factory, casting=casting)
+    if hasattr(fn, "op"):
+        raise TypeError(f"with_out({fn.__name__}): a registry op takes out= through "
+                        "defop(..., out=True)")
+    fn._with_out = (factory, casting)
+    return fn
 
 
 def array_module(arr):
