@@ -31,7 +31,7 @@ from ._checks import (
     scalar_type_name,
 )
 from ._fpstate import quiet
-from ._registry import array_module, defop
+from ._registry import array_module, defop, with_out
 from ._tensor import Tensor, _legacy_name, _ptr, _root, _wrap_dim
 from .kernels import get as _kernel
 
@@ -728,6 +728,7 @@ def _bool_mask(mask, op: str, message: str):
     return mask._data
 
 
+@with_out(casting="no")
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The elements of ``input`` where ``mask`` (broadcast with it) is True, as a 1-D tensor.
 
@@ -869,6 +870,7 @@ def _flat_range_error(op: str, a, n: int) -> IndexError:
                       f"tensor of {n} elements.")
 
 
+@with_out(casting="no")
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     """Values of ``input`` at ``indices`` along ``dim`` (other dims broadcast), like
     ``numpy.take_along_axis``; with ``dim=None`` both are flattened first.

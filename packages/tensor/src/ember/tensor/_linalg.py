@@ -20,7 +20,7 @@ from ._checks import check_same_device, not_implemented, scalar_type_name
 from ._fpstate import quiet_begin, quiet_end
 from ._pointwise import add, mul
 from ._reduction import sum as _sum
-from ._registry import array_module, defop
+from ._registry import array_module, defop, with_out
 from ._tensor import Tensor, _wrap_dim
 from .kernels import cpu as _cpu_kernels
 from .kernels import get as _kernel
@@ -299,6 +299,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return _make(r.reshape(a.shape[:-1] + r.shape[-1:]))
 
 
+@with_out(casting="no")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two matrices (2-d only, no broadcasting).
 
@@ -321,6 +322,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
+@with_out(casting="no")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched product of ``(b, n, m)`` and ``(b, m, p)`` tensors (no broadcasting).
 
@@ -345,6 +347,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
+@with_out(casting="no")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """Matrix-vector product.
 
@@ -365,6 +368,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     return matmul(input, vec)
 
 
+@with_out(casting="no")
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
     """Inner product of two 1-d tensors of the same size and dtype.
 
@@ -537,6 +541,7 @@ def _add_scaled(op: str, input: Tensor, product: Tensor, beta, alpha) -> Tensor:
     return add(input if beta == 1 else mul(input, beta), product)
 
 
+@with_out(casting="no")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the product's shape.
 
@@ -547,6 +552,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     return _add_scaled("addmm", input, mm(mat1, mat2), beta, alpha)
 
 
+@with_out(casting="no")
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``.
 
@@ -567,6 +573,7 @@ def _read_sizes(op: str, *reads) -> None:
                              f"[{-arr.ndim}, {arr.ndim - 1}], but got {d})")
 
 
+@with_out(casting="no")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * bmm(batch1, batch2)``.
 
@@ -584,6 +591,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     return _add_scaled("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
 
+@with_out(casting="no")
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``.
 

@@ -403,6 +403,7 @@ for _f in (bitwise_and_, bitwise_or_, bitwise_xor_, _floor_divide_):
     _f.op.differentiable = False
 
 
+@with_out
 def floor_divide(input, other):
     """Division rounded toward negative infinity (``//``).
 
@@ -450,6 +451,7 @@ def div_(input, other, *, rounding_mode=None):
 divide, divide_ = div, div_
 
 
+@with_out
 def pow(input, exponent):  # noqa: A001
     """Elementwise power; an integer tensor to a negative integer power raises like PyTorch.
 
@@ -492,6 +494,7 @@ def pow_(input, exponent):
     return _pow_(input, exponent)
 
 
+@with_out(casting="no")
 def float_power(input: Tensor | float, exponent: Tensor | float):
     """Power computed in float64 (the result is float64 whatever the input dtypes).
 
@@ -1037,6 +1040,7 @@ def _where(condition: Tensor, input, other) -> Tensor:
     return _make(xp.where(c, da, db))
 
 
+@with_out(casting="no")
 def where(condition: Tensor, input=None, other=None):
     """Elementwise select: ``input`` where ``condition`` holds, else ``other``; with only a
     condition, the indices of its nonzero elements as a tuple (like ``nonzero(as_tuple=True)``).
@@ -1093,6 +1097,7 @@ def lerp_(input: Tensor, end: Tensor, weight) -> Tensor:
     return _write(input, lerp.op.impl(input, end, weight)._data, "lerp_")
 
 
+@with_out
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
     """``input + value * tensor1 * tensor2``.
 
@@ -1103,6 +1108,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tens
     return _add_plain(input, prod if value == 1 else mul(prod, value))
 
 
+@with_out
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
     """``input + value * tensor1 / tensor2``.
 

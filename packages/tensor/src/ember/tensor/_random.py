@@ -29,7 +29,7 @@ from . import _dtype as D
 from ._checks import check_inplace, int_bounds, scalar_type_name
 from ._creation import _finish, _size, _size_kw, _xp
 from ._device import device, to_device
-from ._registry import array_module, defop
+from ._registry import array_module, defop, with_out
 from ._tensor import Tensor, _device_of
 
 __all__ = [
@@ -378,6 +378,7 @@ def _scalar(v, op: str, name: str) -> float:
 
 
 # --------------------------------------------------------------------------- factories
+@with_out(factory=True)
 def rand(*sizes, size=None, generator: Generator | None = None, dtype=None, device=None,
          requires_grad: bool = False) -> Tensor:
     """Uniform samples from ``[0, 1)``; ``rand(2, 3)``, ``rand((2, 3))`` or
@@ -396,6 +397,7 @@ def rand(*sizes, size=None, generator: Generator | None = None, dtype=None, devi
     return _finish(_uniform(g, dev, shape, dt.np), requires_grad)
 
 
+@with_out(factory=True)
 def randn(*sizes, size=None, generator: Generator | None = None, dtype=None, device=None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples (``size=`` as for :func:`rand`).
@@ -468,6 +470,7 @@ def _as_int(v, op: str, name: str) -> int:
     return int(v)
 
 
+@with_out(factory=True)
 def randint(low=0, high=None, size=None, *, generator: Generator | None = None, dtype=None,
             device=None, requires_grad: bool = False) -> Tensor:
     """Integers drawn uniformly from ``[low, high)``: ``randint(high, size)`` or
@@ -503,6 +506,7 @@ def randint_like(input: Tensor, low=0, high=None, *, generator: Generator | None
                    requires_grad=requires_grad)
 
 
+@with_out(factory=True)
 def randperm(n: int, *, generator: Generator | None = None, dtype=D.int64, device=None,
              requires_grad: bool = False) -> Tensor:
     """A random permutation of ``0 .. n-1``.
@@ -522,6 +526,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype=D.int64, devic
     return _finish(arr.astype(dt.np, copy=False), requires_grad)
 
 
+@with_out(factory=True)
 def normal(mean=0.0, std=1.0, size=None, *, generator: Generator | None = None, dtype=None,
            device=None, requires_grad: bool = False) -> Tensor:
     """Normal samples: ``normal(mean_tensor, std_tensor)`` (broadcast), ``normal(mean_tensor,
@@ -577,7 +582,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator: Generator | None = None, 
 
 
 # --------------------------------------------------------------------------- ops on tensors
-@defop("bernoulli", differentiable=False)
+@defop("bernoulli", differentiable=False, out=True, out_casting="unsafe")
 def bernoulli(input: Tensor, p=None, *, generator: Generator | None = None) -> Tensor:
     """0/1 draws with probabilities ``input`` (or a float ``p``), in ``input``'s dtype.
 
@@ -614,7 +619,7 @@ def _bernoulli_into(out: Tensor, p, generator, op: str) -> Tensor:
     return out
 
 
-@defop("multinomial", differentiable=False)
+@defop("multinomial", differentiable=False, out=True, out_casting="no")
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
                 generator: Generator | None = None) -> Tensor:
     """Category indices (int64) drawn from the rows of ``input`` (unnormalized weights).

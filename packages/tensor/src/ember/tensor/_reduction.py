@@ -444,6 +444,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     return _make(r)
 
 
+@with_out
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Mean over the non-NaN elements (NaN where all are NaN).
 
@@ -1038,6 +1039,7 @@ def _kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     return _select_sorted(d, ax, int(k) - 1, keepdim)
 
 
+@with_out(casting="no")
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     """The ``k``-th smallest element (1-based) along ``dim`` and its index.
 
@@ -1076,6 +1078,7 @@ def _mode(input: Tensor, dim: int = -1, keepdim: bool = False):
             _make(order[i, last].astype(_int64, copy=False).reshape(shape)))
 
 
+@with_out(casting="no")
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     """The most frequent value along ``dim`` (the smallest on ties) and the index of its last
     occurrence.
@@ -1104,6 +1107,7 @@ def _no_complex_sort(op: str, d) -> None:
         raise RuntimeError(f"{op}(): Sort does not support complex dtypes on CPU")
 
 
+@with_out(casting="no")
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False):
     """Sort along ``dim``: ``(values, indices)``. The sort is always stable; NaN sorts as
     the largest value.
@@ -1154,6 +1158,7 @@ def _topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bo
     return _make(vals.reshape(shape)), _make(idx.reshape(shape))
 
 
+@with_out(casting="no")
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices, sorted.
 

@@ -18,7 +18,7 @@ from . import _dtype as D
 from ._checks import arg_type_error, check_int, check_same_device, device_error
 from ._creation import clone
 from ._indexing import _dims_arg, _tname, getitem, index_select
-from ._registry import array_module, defop
+from ._registry import array_module, defop, with_out
 from ._tensor import Size, Tensor, _ptr, _root, _wrap_dim
 
 __all__ = [
@@ -772,11 +772,13 @@ def stack(tensors, dim: int = 0) -> Tensor:
         raise
 
 
+@with_out(casting="cat")
 def hstack(tensors) -> Tensor:
     tensors = [atleast_1d(x) for x in tensors]
     return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
 
 
+@with_out(casting="cat")
 def vstack(tensors) -> Tensor:
     return cat([atleast_2d(x) for x in tensors], 0)
 
@@ -1103,6 +1105,7 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
     return index_select(input, dim, _make(idx))
 
 
+@with_out(casting="no")
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A copy of ``input.narrow(dim, start, length)``: ``length`` elements from ``start``.
 
@@ -1163,6 +1166,7 @@ def atleast_3d(*tensors):
     return _unsqueeze(x, 2) if nd == 2 else x
 
 
+@with_out(casting="cat")
 def column_stack(tensors) -> Tensor:
     """The tensors side by side as columns: 0-d and 1-d ones become ``(n, 1)`` columns.
 
@@ -1186,6 +1190,7 @@ def row_stack(tensors) -> Tensor:
     return vstack(ts)
 
 
+@with_out(casting="cat")
 def dstack(tensors) -> Tensor:
     """The tensors stacked depth-wise (along dim 2, after :func:`atleast_3d`).
 
