@@ -26,6 +26,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._checks import not_implemented, scalar_type_name
+from ._composite import _name_op
 from ._creation import full, full_like, tensor
 from ._fpstate import quiet
 from ._pointwise import isnan, lerp, logical_not, maximum, minimum, sqrt, true_divide, where
@@ -743,7 +744,11 @@ def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     if dim is None:
         _check_numel(input._data, "max")
         return amax(input)
-    return return_types.max(*_max_dim(input, dim, keepdim))
+    try:
+        return return_types.max(*_max_dim(input, dim, keepdim))
+    except Exception as exc:  # max_dim's error, as the max() called names it
+        _name_op(exc, "max", ("max",))
+        raise
 
 
 @with_out
@@ -759,7 +764,11 @@ def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     if dim is None:
         _check_numel(input._data, "min")
         return amin(input)
-    return return_types.min(*_min_dim(input, dim, keepdim))
+    try:
+        return return_types.min(*_min_dim(input, dim, keepdim))
+    except Exception as exc:  # min_dim's error, as the min() called names it
+        _name_op(exc, "min", ("min",))
+        raise
 
 
 def _argmaxmin(name: str, largest: bool, doc: str):
