@@ -36,6 +36,7 @@ from collections.abc import Callable
 
 from ._checks import broadcast_error
 from ._codegen import compiled, named, parameter_source
+from ._out import write_out
 from ._tensor import Tensor
 
 __all__ = ["arg_specs", "diagnose", "op_names", "composite", "declare_composites"]
@@ -236,8 +237,6 @@ def composite(fn: Callable | None = None, *, name: str | None = None):
         body = "".join(f"        {line}\n" for line in short.splitlines())
         body += f"        return {full}\n"
     else:
-        from ._registry import write_out
-
         env["_write_out"], env["_T"], env["_name"] = write_out, Tensor, fname
         factory, env["_casting"] = mark
         at = len(decl) - (1 if params and params[-1].kind is _P.VAR_KEYWORD else 0)
