@@ -149,3 +149,12 @@ def test_index_select_along_two_dims_of_one_tensor():
     want[:, [3, 0]] += 2 * x.detach().numpy()[:, [3, 0]]
     np.testing.assert_allclose(x.grad.numpy(), want)
     assert ag.gradcheck(f, (x,)) and ag.gradgradcheck(f, (x,))
+
+
+def test_mean_and_sum_gradients_feed_unary_backwards():
+    """The expanded gradients of sum and mean into unary ops and products by a number (computed
+    once per distinct element, see tensor's test_expanded_operands.py)."""
+    x = et.tensor(np.linspace(-1, 1, 12).reshape(3, 4), requires_grad=True)
+    (x.tanh().mean() + (-x).sum() + (x * 3.0).mean()).backward()
+    want = (1 - np.tanh(x.detach().numpy()) ** 2) / 12 - 1 + 3.0 / 12
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
