@@ -39,8 +39,8 @@ _OVERLAP_OK = frozenset(["fill_", "zero_", "masked_fill_", "index_fill_", "index
 
 def check_inplace(t: Tensor, op: str) -> None:
     """In-place writes of ``op`` into a tensor whose elements overlap (expanded) are refused,
-    as PyTorch refuses them, but for the ops that write each element a value of its own
-    (``_OVERLAP_OK``). The one rule for eager ops and for autograd's recording of them."""
+    as PyTorch refuses them, but for the fills and the masked or indexed writes PyTorch lets
+    through (``_OVERLAP_OK``). The one rule for eager ops and for autograd's recording of them."""
     if op not in _OVERLAP_OK and has_internal_overlap(t):
         raise RuntimeError(
             f"{op}(): unsupported operation: more than one element of the written-to "
