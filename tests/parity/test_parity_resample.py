@@ -1,5 +1,6 @@
 """Resampling parity with PyTorch 2.13 CPU (issue 16, item 5): ``F.interpolate`` in every mode
-(``size`` or ``scale_factor``, ``align_corners``, ``recompute_scale_factor``), the ``Upsample``
+(``size`` or ``scale_factor``, ``align_corners``, ``recompute_scale_factor``, ``antialias``
+for bilinear, bicubic and lanczos), the ``Upsample``
 modules, ``F.grid_sample`` (bilinear / nearest, zeros / border / reflection, 4-D and 5-D),
 ``F.affine_grid`` and ``F.pixel_shuffle``: forward values and gradients at tight tolerances,
 and the exception types of bad input."""
@@ -72,6 +73,48 @@ def test_interpolate(mode, nd, sizing, dtype):
             _close(ex.grad, tx.grad, tol * 10)
 
 
+AA_SIZES = [dict(size=(3, 4)), dict(size=(13, 2)), dict(size=(2, 11)), dict(scale_factor=0.37),
+            dict(scale_factor=(0.5, 1.7)), dict(scale_factor=(1.1, 0.6)),
+            dict(scale_factor=0.3, recompute_scale_factor=True), dict(size="same")]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos"])
+@pytest.mark.parametrize("sizing", range(len(AA_SIZES)))
+def test_interpolate_antialias(mode, sizing, dtype):
+    """``antialias=True``: downsampling widens the filter by the scale, upsampling keeps it;
+    the window is clipped at the borders and renormalized; a dim of unchanged size is copied."""
+    rng = np.random.default_rng(100 + sizing)
+    tol = TOL[dtype]
+    for shape in ((2, 3, 7, 9), (1, 2, 32, 20), (1, 1, 4, 17)):
+        x = rng.standard_normal(shape).astype(dtype)
+        kw = dict(AA_SIZES[sizing])
+        if kw.get("size") == "same":
+            kw["size"] = shape[2:]
+        for ac in ([False] if mode == "lanczos" else [False, True]):
+            ex, tx = _pair(x)
+            eo = F.interpolate(ex, mode=mode, align_corners=ac, antialias=True, **kw)
+            to = TF.interpolate(tx, mode=mode, align_corners=ac, antialias=True, **kw)
+            _close(eo, to, tol)
+            if _torch_backward_ignores_scale(mode + "-aa", 2, x.shape[2:], to.shape[2:], kw):
+                continue
+            g = rng.standard_normal(tuple(to.shape)).astype(dtype)
+            eo.backward(et.from_numpy(g))
+            to.backward(torch.from_numpy(g))
+            _close(ex.grad, tx.grad, tol * 10)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "lanczos"])
+def test_interpolate_antialias_non_finite(mode):
+    """A window reads only its own taps: an infinity spreads where PyTorch spreads it."""
+    x = np.zeros((1, 1, 6, 6), np.float32)
+    x[0, 0, 0, 0] = np.inf
+    for size in ((2, 2), (6, 6), (3, 6)):
+        eo = F.interpolate(et.from_numpy(x), size=size, mode=mode, antialias=True).numpy()
+        to = TF.interpolate(torch.from_numpy(x), size=size, mode=mode, antialias=True).numpy()
+        np.testing.assert_array_equal(eo, to)
+
+
 def test_grid_sample_align_corners_default_warns():
     for m, F_ in ((torch, TF), (et, F)):
         with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
@@ -84,13 +127,15 @@ def _torch_backward_ignores_scale(mode, nd, in_sp, out_sp, kw) -> bool:
     """PyTorch 2.13's CPU backward of nearest (1-D, 3-D) and bicubic interpolation, where a
     dim keeps its size (or nearest doubles it) under a ``scale_factor`` that is not exactly 1
     (or 2), takes the copy (or halving) shortcut that its forward does not take, so its
-    gradient is not the adjoint of its own forward. ember's is (gradcheck in
+    gradient is not the adjoint of its own forward; the anti-aliased modes (``mode + "-aa"``)
+    the other way round: their forward copies such a dim, their backward resamples it
+    (``torch.autograd.gradcheck`` fails there). ember's is the adjoint (gradcheck in
     packages/nn/tests/test_resample.py); the forward values are compared above."""
     if "scale_factor" not in kw or kw.get("recompute_scale_factor"):
         return False
     sf = kw["scale_factor"]
     scales = sf if isinstance(sf, tuple) else (sf,) * nd
-    if mode == "bicubic":
+    if mode in ("bicubic", "bilinear-aa", "bicubic-aa", "lanczos-aa"):
         return any(o == i and s != 1 for i, o, s in zip(in_sp, out_sp, scales))
     if mode == "nearest" and nd != 2:
         return any((o == i and s != 1) or (o == 2 * i and s != 2)
@@ -108,6 +153,15 @@ def _torch_backward_ignores_scale(mode, nd, in_sp, out_sp, kw) -> bool:
     lambda m, F_: F_.interpolate(m.ones(1, 1, 4, 4), scale_factor=(2, 2, 2)),
     lambda m, F_: F_.interpolate(m.ones(1, 1, 4, 4), scale_factor=2, mode="cubic"),
     lambda m, F_: F_.interpolate(m.ones(1, 1, 4, 4), size=4, recompute_scale_factor=True),
+    lambda m, F_: F_.interpolate(m.ones(1, 1, 4), size=2, mode="linear", antialias=True),
+    lambda m, F_: F_.interpolate(m.ones(1, 1, 4, 4), size=2, mode="nearest", antialias=True),
+    lambda m, F_: F_.interpolate(m.ones(1, 1, 4, 4, 4), size=2, mode="trilinear",
+                                 antialias=True),
+    lambda m, F_: F_.interpolate(m.ones(1, 1, 4), size=2, mode="bilinear", antialias=True),
+    lambda m, F_: F_.interpolate(m.ones(1, 1, 4, 4), size=2, mode="lanczos"),
+    lambda m, F_: F_.interpolate(m.ones(1, 1, 4, 4), size=2, mode="lanczos", antialias=True,
+                                 align_corners=True),
+    lambda m, F_: F_.interpolate(m.ones(1, 1, 4), size=2, mode="lanczos"),
     lambda m, F_: F_.grid_sample(m.ones(1, 1, 4, 4), m.zeros(1, 2, 2, 2), mode="cubic",
                                    align_corners=False),
     lambda m, F_: F_.grid_sample(m.ones(1, 1, 4, 4), m.zeros(1, 2, 2, 2), padding_mode="x",

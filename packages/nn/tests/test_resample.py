@@ -1,4 +1,4 @@
-"""Resampling (issue 16, item 5): ``F.interpolate`` and the ``Upsample`` modules,
+"""Resampling (issue 16, item 5): ``F.interpolate`` (anti-aliased too) and the ``Upsample`` modules,
 ``F.grid_sample``, ``F.affine_grid``, ``F.pixel_shuffle``; forward values against direct NumPy
 loops, gradients with ``gradcheck`` and ``gradgradcheck`` in float64. PyTorch parity is in
 ``tests/parity/test_parity_resample.py``."""
@@ -72,8 +72,58 @@ def test_interpolate_errors():
         F.interpolate(x, scale_factor=2, mode="cubic")
     with pytest.raises(ValueError):
         F.interpolate(x, size=(2, 2, 2))
-    with pytest.raises(NotImplementedError, match="antialias"):
-        F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True)
+    with pytest.raises(ValueError, match="Anti-alias option is restricted"):
+        F.interpolate(x, scale_factor=0.5, mode="nearest", antialias=True)
+    with pytest.raises(ValueError, match="Anti-alias option is restricted"):
+        F.interpolate(et.ones(1, 1, 4), scale_factor=0.5, mode="bilinear", antialias=True)
+    with pytest.raises(ValueError, match="Lanczos mode requires antialias=True"):
+        F.interpolate(x, scale_factor=0.5, mode="lanczos")
+    with pytest.raises(ValueError, match="does not support align_corners=True"):
+        F.interpolate(x, scale_factor=0.5, mode="lanczos", antialias=True, align_corners=True)
+
+
+def _aa_reference(x, n_out, kind):
+    """Anti-aliased resampling of the last dim of ``x`` to ``n_out``, one output pixel at a
+    time: the filter centred on the pixel's source centre, stretched by the scale when
+    downsampling, evaluated at every input pixel centre inside its support, normalized."""
+    n_in = x.shape[-1]
+    scale = n_in / n_out
+    stretch = max(scale, 1.0)
+    half = {"bilinear": 1.0, "bicubic": 2.0, "lanczos": 3.0}[kind]
+
+    def filt(t):
+        t = abs(t)
+        if kind == "bilinear":
+            return max(0.0, 1 - t)
+        if kind == "lanczos":
+            return float(np.sinc(t) * np.sinc(t / 3)) if t < 3 else 0.0
+        a = -0.5
+        if t < 1:
+            return (a + 2) * t ** 3 - (a + 3) * t ** 2 + 1
+        return a * t ** 3 - 5 * a * t ** 2 + 8 * a * t - 4 * a if t < 2 else 0.0
+
+    out = np.empty(x.shape[:-1] + (n_out,))
+    for i in range(n_out):
+        center = (i + 0.5) * scale
+        lo = max(int(center - half * stretch + 0.5), 0)
+        hi = min(int(center + half * stretch + 0.5), n_in)
+        w = np.array([filt((j + 0.5 - center) / stretch) for j in range(lo, hi)])
+        out[..., i] = x[..., lo:hi] @ (w / w.sum())
+    return out
+
+
+@pytest.mark.parametrize("kind", ["bilinear", "bicubic", "lanczos"])
+@pytest.mark.parametrize("size", [(3, 4), (9, 2), (13, 17)])
+def test_antialias_values_against_loops(kind, size):
+    x = RNG.standard_normal((2, 3, 7, 8))
+    out = F.interpolate(et.from_numpy(x), size=size, mode=kind, antialias=True).numpy()
+    ref = _aa_reference(_aa_reference(x, size[1], kind).swapaxes(2, 3), size[0],
+                        kind).swapaxes(2, 3)
+    assert np.allclose(out, ref, atol=1e-12)
+    # the weights of every window sum to one: a constant image stays constant
+    const = F.interpolate(et.full((1, 1, 7, 8), 2.5, dtype=et.float64), size=size, mode=kind,
+                          antialias=True).numpy()
+    assert np.allclose(const, 2.5, atol=1e-12)
 
 
 def test_modules():
@@ -108,6 +158,9 @@ CASES = [
     ((1, 1, 3, 4), dict(scale_factor=1.6, mode="bicubic", align_corners=True)),
     ((1, 1, 3, 2, 3), dict(size=(4, 3, 5), mode="trilinear")),
     ((1, 2, 5, 7), dict(size=(3, 4), mode="area")),
+    ((1, 2, 7, 5), dict(size=(3, 8), mode="bilinear", antialias=True)),
+    ((1, 1, 8, 5), dict(scale_factor=(0.4, 1.1), mode="bicubic", antialias=True)),
+    ((1, 1, 9, 6), dict(size=(4, 2), mode="lanczos", antialias=True)),
 ]
 
 

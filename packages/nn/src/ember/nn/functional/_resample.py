@@ -1,5 +1,5 @@
 """Resampling: ``interpolate`` (nearest, nearest-exact, linear, bilinear, bicubic, trilinear,
-area), ``grid_sample`` and ``affine_grid``, ``pixel_shuffle`` / ``pixel_unshuffle``.
+lanczos, area), ``grid_sample`` and ``affine_grid``, ``pixel_shuffle`` / ``pixel_unshuffle``.
 
 Every function here is a composite of registry ops, so gradients and second derivatives come
 from the derivative table with no code of their own:
@@ -10,6 +10,12 @@ from the derivative table with no code of their own:
   given ``scale_factor`` used for the coordinates unless ``recompute_scale_factor``, source
   indices clamped at the borders). Nearest modes have one tap of weight 1, linear modes two,
   bicubic four (cubic convolution with A = -0.75). ``area`` is adaptive average pooling.
+  With ``antialias=True`` (bilinear, bicubic, and ``lanczos``, which needs it) the taps are
+  PyTorch's anti-aliasing filter: a window of ``support = taps / 2`` input pixels (2, 4 and 6
+  taps), widened by the scale when downsampling, centred on each output pixel's source centre,
+  clipped to the input and weighted by the triangle (bilinear), the cubic with A = -0.5
+  (bicubic) or ``sinc(x) sinc(x / 3)`` (Lanczos-3), stretched by the scale, with the
+  weights normalized to sum to one; a tap past an output's window contributes nothing.
 * ``grid_sample`` unnormalizes the grid (differentiable in the grid), applies the padding mode
   (``border`` clamps, ``reflection`` reflects with ``abs`` / ``fmod`` and clamps), and gathers
   the 2^d corner values from the flattened input, weighted by products of ``1 - |x - corner|``;
@@ -34,7 +40,8 @@ from ember.tensor import Tensor
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample",
            "affine_grid", "pixel_shuffle", "pixel_unshuffle"]
 
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "lanczos",
+          "area")
 _LINEAR_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 _CUBIC_A = -0.75
 _ALIGN_DEFAULT = ("Default grid_sample and affine_grid behavior has changed to align_corners=False "
@@ -50,7 +57,7 @@ def _spatial(op: str, input: Tensor) -> int:
     if nd not in (1, 2, 3):
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
-            f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+            f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
             f"nearest-exact (got {op})")
     return nd
 
@@ -157,13 +164,52 @@ def _cubic_taps(n_in, n_out, align_corners, scale, dt):
     return [(np.clip(base + k - 1, 0, n_in - 1), ws[k].astype(dt)) for k in range(4)]
 
 
+def _aa_taps(n_in, n_out, align_corners, scale, dt, kind: str):
+    """The anti-aliasing taps (PyTorch's ``_upsample_bilinear2d_aa`` /
+    ``_upsample_bicubic2d_aa``, ``_upsample_lanczos2d_aa``): tap ``j`` of output ``i`` reads
+    input ``xmin_i + j`` while
+    ``j < xsize_i``; its third element marks where it does (None: everywhere)."""
+    s = _scale(n_in, n_out, align_corners, scale, dt)
+    width = 6 if kind == "lanczos" else 4 if kind == "bicubic" else 2
+    half = dt.type(width * 0.5)
+    support = half * s if s >= 1 else half
+    invscale = dt.type(1) / s if s >= 1 else dt.type(1)
+    n_taps = int(math.ceil(support)) * 2 + 1
+    center = s * (np.arange(n_out, dtype=dt) + dt.type(0.5))
+    # C's truncation toward zero of values > -1: int64 casts of the non-negative ones, 0 else
+    xmin = np.maximum((center - support + dt.type(0.5)).astype(np.int64), 0)
+    xsize = np.clip(np.minimum((center + support + dt.type(0.5)).astype(np.int64), n_in) - xmin,
+                    0, n_taps)
+    j = np.arange(n_taps)
+    x = ((j[None, :] + xmin[:, None]).astype(dt) - center[:, None] + dt.type(0.5)) * invscale
+    x = np.abs(x)
+    if kind == "lanczos":  # sinc(x) sinc(x / 3) on |x| < 3
+        w = np.where(x < 3, np.sinc(x) * np.sinc(x / dt.type(3)), dt.type(0)).astype(dt)
+    elif kind == "bicubic":
+        a = dt.type(-0.5)
+        w = np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
+                     np.where(x < 2, ((a * x - 5 * a) * x + 8 * a) * x - 4 * a, dt.type(0)))
+    else:
+        w = np.where(x < 1, dt.type(1) - x, dt.type(0))
+    valid = j[None, :] < xsize[:, None]
+    w = np.where(valid, w, dt.type(0)).astype(dt)
+    total = w.sum(axis=1, keepdims=True, dtype=dt)
+    w = np.where(total != 0, w / np.where(total != 0, total, dt.type(1)), w).astype(dt)
+    idx = np.minimum(xmin[:, None] + j[None, :], n_in - 1)
+    return [(idx[:, k], w[:, k], None if valid[:, k].all() else valid[:, k])
+            for k in range(n_taps) if valid[:, k].any()]
+
+
 def _apply_taps(x: Tensor, dim: int, taps, nd_total: int) -> Tensor:
     out = None
-    for idx, w in taps:
+    shape = [1] * nd_total
+    for idx, w, *mask in taps:
         sel = et.index_select(x, dim, et.from_numpy(np.ascontiguousarray(idx)).to(x.device))
         if w is not None:
-            shape = [1] * nd_total
             shape[dim] = len(w)
+            if mask and mask[0] is not None:  # outputs whose window ends before this tap
+                keep = et.from_numpy(np.ascontiguousarray(mask[0])).to(x.device).view(*shape)
+                sel = et.where(keep, sel, 0.0)  # (before the product: no 0 * inf)
             sel = sel * et.from_numpy(np.ascontiguousarray(w)).to(x.device).view(*shape)
         out = sel if out is None else out + sel
     return out
@@ -174,11 +220,11 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
     """Resize the spatial dims of (N, C, *spatial) input to ``size`` or by ``scale_factor``
-    (PyTorch's ``F.interpolate``; ``antialias=True`` is not supported)."""
+    (PyTorch's ``F.interpolate``)."""
     if mode not in _MODES:
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
-            f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+            f"the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
             f"nearest-exact (got {mode})")
     nd = _spatial(mode, input)
     if mode in ("nearest", "area", "nearest-exact"):
@@ -187,16 +233,24 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                              "modes: linear | bilinear | bicubic | trilinear")
     elif align_corners is None:
         align_corners = False
-    if antialias:
-        if mode not in ("bilinear", "bicubic"):
-            raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes "
-                             "and requires a 4-D tensor as input")
-        raise NotImplementedError("interpolate(): antialias=True is not supported by ember")
+    out_sp, scales = _output_size(input, nd, size, scale_factor, recompute_scale_factor)
+    if antialias and (mode not in ("bilinear", "bicubic", "lanczos") or nd != 2):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
+    if mode == "lanczos":
+        if nd != 2:
+            raise NotImplementedError(
+                f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) "
+                f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
+                f"area | nearest-exact (got {mode})")
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     need = _LINEAR_DIMS.get(mode)
     if need is not None and need != nd:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
                                   f"{need + 2}D input")
-    out_sp, scales = _output_size(input, nd, size, scale_factor, recompute_scale_factor)
     if any(o <= 0 for o in out_sp):
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({', '.join(str(s) for s in input.shape[2:])}) and output "
@@ -221,10 +275,13 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         if mode in ("nearest", "nearest-exact"):
             taps = _nearest_taps(n_in, n_out, scales[d], mode == "nearest-exact",
                                      mode == "nearest" and nd == 2)
-        elif mode == "bicubic":
+        elif mode == "bicubic" and not antialias:
             taps = _cubic_taps(n_in, n_out, align_corners, scales[d], dt)
         elif n_in == n_out:
-            continue  # linear modes copy a dim whose size does not change, as PyTorch does
+            continue  # linear and anti-aliased modes copy a dim whose size does not change,
+            # as PyTorch does
+        elif antialias:
+            taps = _aa_taps(n_in, n_out, align_corners, scales[d], dt, mode)
         else:
             taps = _linear_taps(n_in, n_out, align_corners, scales[d], dt)
         x = _apply_taps(x, 2 + d, taps, total)
