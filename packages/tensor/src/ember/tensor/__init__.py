@@ -31,6 +31,7 @@ from . import (  # noqa: E402
     _special_ops,
     _spectral,
     amp,
+    backends,
     cuda,
     fft,
     linalg,
@@ -137,7 +138,8 @@ _tune_malloc()  # freed large blocks stay for reuse (see _malloc)
 
 __all__ = sorted(
     {"Tensor", "Storage", "Size", "device", "dtype", "OPS", "save", "load", "cuda",
-     "return_types", "amp", "autocast", "is_autocast_enabled", "get_autocast_dtype", "GradScaler",
+     "return_types", "amp", "backends", "autocast", "is_autocast_enabled",
+     "get_autocast_dtype", "GradScaler",
      "set_printoptions", "get_printoptions", "printoptions", "is_tensor",
      "is_storage", "can_cast", "is_floating_point", "is_complex", "numel",
      "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
