@@ -42,6 +42,7 @@ NAMESPACES = [
     ("torch.special", "ember.tensor.special"),
     ("torch.fft", "ember.tensor.fft"),
     ("torch.distributions", "ember.distributions"),
+    ("torch.func", "ember.autograd.func"),
 ]
 
 _QUANT = "quantized tensors: ember has no quantized dtypes or quantization workflow"
@@ -58,6 +59,8 @@ _COPY = ("`*_copy` forms of views generated for functionalization (torch.compile
 _NATIVE = ("ATen-level entry points behind a torch.nn.functional op (`native_*`, the "
            "SyncBatchNorm statistics kernels); call the functional form")
 _NESTED = "nested / jagged tensors: ember tensors are dense and rectangular"
+_LAYER = ("torch.func's vmap at the top level: ember's is ember.autograd.func.vmap (the tensor "
+          "layer has no autograd, and vmap runs under autobatch)")
 _NAMED = "named tensors (a prototype in PyTorch itself)"
 _REMOVED = ("removed from PyTorch: calling it raises an error pointing to its torch.linalg "
             "replacement, which ember has")
@@ -101,7 +104,7 @@ EXCLUDE: list[tuple[str, str, str]] = [
               r"PyTorchFile(Reader|Writer)|(De)?SerializationStorageContext|"
               r"fork|wait|parse_ir|parse_schema|parse_type_comment|"
               r"merge_type_from_type_comment|import_ir_module(_from_buffer)?|unify_type_list|"
-              r"compile|cond|while_loop|sym_.*|Sym(Int|Float|Bool)|vmap|"
+              r"compile|cond|while_loop|sym_.*|Sym(Int|Float|Bool)|"
               r"PRIVATE_OPS|classproperty|OperatorInfo", _JIT),
     ("torch", r"cudnn_.*|miopen_.*|mkldnn_.*|fbgemm_.*", _BACKEND),
     ("torch", r"chalf|complex32", _COMPLEX32),
@@ -117,6 +120,7 @@ EXCLUDE: list[tuple[str, str, str]] = [
               r"affine_grid_generator|grid_sampler_(2d|3d)|constant_pad_nd|conv_tbc",
      _NATIVE),
     ("torch", r"jagged|nested_.*", _NESTED),
+    ("torch", r"vmap", _LAYER),
     ("torch", r"eig|symeig|lstsq|solve|matrix_rank", _REMOVED),
     ("torch", r"bits.*|int[1-7]|uint[1-7]|uint(16|32|64)|float8_.*|float4_.*", _DTYPE_SHELL),
     ("torch", r"(BFloat16|Bool|Byte|Char|ComplexDouble|ComplexFloat|Double|Float|Half|Int|"

@@ -284,6 +284,18 @@ def test_pending_tensors_know_their_metadata():
     assert y.grad_fn is not None
 
 
+def test_results_used_after_the_context_are_real_tensors():
+    # values of two contexts, of different shapes, met by an op after both have ended: the op
+    # reads real arrays (it once read the pending values' stand-ins, and cat saw two devices)
+    x = et.from_numpy(np.arange(12.0).reshape(3, 4))
+    with autobatch():
+        a = et.stack([x[i] ** 2 for i in range(2)])
+    with autobatch():
+        b = et.stack([x[i] ** 2 for i in range(2, 3)])
+    assert is_pending(a) and is_pending(b)
+    assert np.array_equal(et.cat([a, b]).numpy(), np.arange(12.0).reshape(3, 4) ** 2)
+
+
 def test_value_dependent_control_flow():
     rng = np.random.default_rng(4)
     w = param(rng, 4, 4)

@@ -24,6 +24,7 @@ from . import (  # the derivative table, with nn's primitives, linalg, special, 
     derivatives_sparse,  # noqa: F401
     derivatives_special,  # noqa: F401
     engine,
+    func,
     functional,
     graph,
     inplace,
@@ -47,7 +48,8 @@ _extension.set_autograd(_engine_api)
 
 __all__ = [
     "Function", "FunctionCtx", "InplaceFunction", "NestedIOFunction", "Variable",
-    "autobatch", "backward", "detect_anomaly", "enable_grad", "functional", "grad", "gradcheck",
+    "autobatch", "backward", "detect_anomaly", "enable_grad", "func", "functional", "grad",
+    "gradcheck",
     "gradgradcheck", "engine", "graph", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled",
     "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled", "__version__",

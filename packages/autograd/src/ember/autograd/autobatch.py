@@ -355,6 +355,11 @@ class _StandIn:
     def __get__(self, obj, cls=None):
         if obj is None:
             return self
+        g = obj._g
+        if not g.depth and not g.st.active:
+            # the context has ended and the value exists: an op run on it now (outside the
+            # context: no recorder reads its record) gets the real array
+            return _unwrap(obj._materialize())
         u = _new(obj._t)
         u._g = obj._g
         u._c = obj._c
