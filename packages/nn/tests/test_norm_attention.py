@@ -58,6 +58,35 @@ def test_batch_norm_errors():
         F.batch_norm(et.randn(4, 3), et.zeros(2), et.ones(2))
 
 
+def test_sync_batch_norm_in_one_process_is_batch_norm():
+    rng = np.random.default_rng(11)
+    x = et.from_numpy(rng.standard_normal((4, 3, 5)))
+    sbn, bn = nn.SyncBatchNorm(3, momentum=None).double(), nn.BatchNorm1d(3, momentum=None).double()
+    for _ in range(2):
+        assert np.allclose(sbn(x).detach().numpy(), bn(x).detach().numpy(), atol=1e-12)
+    assert np.allclose(sbn.running_var.numpy(), bn.running_var.numpy())
+    assert int(sbn.num_batches_tracked) == 2 and sbn.process_group is None
+    assert sbn(et.randn(2, 3, 2, 2, 2, dtype=et.float64)).shape == (2, 3, 2, 2, 2)
+    with pytest.raises(ValueError, match="expected at least 2D input \\(got 1D input\\)"):
+        sbn(et.randn(3))
+
+
+def test_convert_sync_batchnorm_shares_parameters_and_state():
+    net = nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3, momentum=0.3),
+                        nn.Sequential(nn.BatchNorm1d(4, affine=False)), nn.InstanceNorm2d(3))
+    net[1].running_mean.add_(1)
+    net[2][0].eval()
+    weight = net[1].weight
+    out = nn.SyncBatchNorm.convert_sync_batchnorm(net, process_group="pg")
+    assert out is net and isinstance(net[1], nn.SyncBatchNorm)
+    assert isinstance(net[2][0], nn.SyncBatchNorm) and isinstance(net[3], nn.InstanceNorm2d)
+    assert net[1].weight is weight and net[1].momentum == 0.3 and net[1].process_group == "pg"
+    assert net[1].running_mean.tolist() == [1.0, 1.0, 1.0]
+    assert net[2][0].weight is None and not net[2][0].training
+    root = nn.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm1d(2))
+    assert type(root) is nn.SyncBatchNorm
+
+
 def test_instance_norm_matches_numpy():
     x = RNG.standard_normal((2, 3, 5))
     rm, rv = np.zeros(3), np.ones(3)

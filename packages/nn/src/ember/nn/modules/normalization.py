@@ -1,5 +1,5 @@
-"""Normalization layers: ``BatchNorm1d/2d/3d``, ``InstanceNorm1d/2d/3d``, ``LayerNorm``,
-``GroupNorm``, ``LocalResponseNorm``.
+"""Normalization layers: ``BatchNorm1d/2d/3d``, ``SyncBatchNorm``, ``InstanceNorm1d/2d/3d``,
+``LayerNorm``, ``GroupNorm``, ``LocalResponseNorm``.
 
     >>> import ember.tensor as et
     >>> bn = BatchNorm2d(3)
@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import ember.tensor as et
+from ember.autograd import Function
+from ember.autograd import no_grad as _no_grad
 from ember.tensor import Tensor
 
 from .. import functional as F
@@ -19,7 +21,8 @@ from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
 from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "InstanceNorm1d",
+           "InstanceNorm2d",
            "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
            "LazyInstanceNorm2d", "LazyInstanceNorm3d", "RMSNorm", "CrossMapLRN2d",
            "InstanceNorm3d", "LayerNorm", "GroupNorm", "LocalResponseNorm"]
@@ -123,6 +126,125 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose training statistics are those of the whole batch across the processes
+    of ``process_group`` (``torch.nn.SyncBatchNorm``; default: the world of
+    ``ember.distributed``), over (N, C, *) input of any rank >= 2.
+
+    While training with an initialized ``ember.distributed`` group of more than one process,
+    the per-channel count, sum and sum of squares of each process's batch are summed across
+    the group (an all-reduce whose backward all-reduces the gradients, so the input gradient is
+    that of the whole batch's loss, as PyTorch's), on CPU and CUDA alike (PyTorch's needs a
+    GPU); anywhere else it is :class:`BatchNorm1d`'s arithmetic.
+
+        >>> import ember.tensor as et
+        >>> SyncBatchNorm(3)(et.randn(4, 3, 2)).shape
+        ember.Size([4, 3, 2])
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, process_group=None,
+                 device=None, dtype=None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def _group(self):
+        """``(ember.distributed, group)`` when this call must synchronize, else None."""
+        try:
+            import ember.distributed as dist
+        except ImportError:  # ember-distributed not installed: one process
+            return None
+        if not dist.is_initialized():
+            return None
+        group = self.process_group  # None: the default group
+        return (dist, group) if dist.get_world_size(group) > 1 else None
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        sync = self._group() if bn_training and self.training else None
+        if sync is None:
+            return super().forward(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        dims = [0] + list(range(2, input.dim()))
+        # the statistics in float64 for lower precisions, summed across the group
+        x = input if input.dtype == et.float64 else input.to(et.float64)
+        count = et.full((1,), float(input.numel() // input.shape[1]), dtype=et.float64,
+                        device=input.device)
+        stats = _AllReduceSum.apply(et.cat([count, x.sum(dims), (x * x).sum(dims)]), *sync)
+        n = stats[0]
+        c = input.shape[1]
+        mean = stats[1:1 + c] / n
+        var = stats[1 + c:] / n - mean * mean
+        if self.track_running_stats and self.running_mean is not None:
+            with _no_grad():
+                nd = n.detach()
+                self.running_mean.mul_(1 - factor).add_(factor * mean.detach().to(
+                    self.running_mean.dtype))
+                self.running_var.mul_(1 - factor).add_(factor * (var.detach() * nd / (nd - 1))
+                                                       .to(self.running_var.dtype))
+        shape = [1, c] + [1] * (input.dim() - 2)
+        y = (x - mean.view(shape)) * et.rsqrt(var + self.eps).view(shape)
+        y = y.to(input.dtype)
+        if self.weight is not None:
+            y = y * self.weight.view(shape)
+        if self.bias is not None:
+            y = y + self.bias.view(shape)
+        return y
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group=None) -> Module:
+        """``module`` with every batch-norm layer in it (``module`` itself included) replaced
+        by a :class:`SyncBatchNorm` with the same settings, sharing its parameters and buffers
+        (PyTorch's ``convert_sync_batchnorm``)."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
+                                module.track_running_stats, process_group,
+                                bias=module.bias is not None)
+            if module.affine:
+                with _no_grad():
+                    out.weight = module.weight
+                    if module.bias is not None:
+                        out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
+
+
+class _AllReduceSum(Function):
+    """The sum of a tensor over the processes of a group; its backward sums the gradients
+    the same way (each process's input feeds every process's loss)."""
+
+    @staticmethod
+    def forward(ctx, x, dist, group):
+        ctx.dist, ctx.group = dist, group
+        out = x.clone()
+        dist.all_reduce(out, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = grad.clone()
+        ctx.dist.all_reduce(g, group=ctx.group)
+        return g, None, None
 
 
 class _InstanceNorm(_NormBase):
