@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from . import (
     activation,
+    adaptive,
     batchnorm,
     channelshuffle,
     container,
@@ -27,6 +28,7 @@ from . import (
     utils,
 )
 from .activation import *
+from .adaptive import *
 from .channelshuffle import *
 from .container import *
 from .conv import *
@@ -46,7 +48,7 @@ from .sparse import *
 from .transformer import *
 from .upsampling import *
 
-__all__ = [name for mod in (module, container, linear, flatten, activation, conv, fold,
+__all__ = [name for mod in (module, container, linear, flatten, activation, adaptive, conv, fold,
                             padding, pooling, normalization, dropout, distance, sparse,
                             transformer, loss, rnn, pixelshuffle, channelshuffle, upsampling)
            for name in mod.__all__]

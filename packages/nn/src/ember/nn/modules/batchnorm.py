@@ -9,10 +9,11 @@ from .normalization import (
     LazyBatchNorm1d,
     LazyBatchNorm2d,
     LazyBatchNorm3d,
+    SyncBatchNorm,
     _BatchNorm,
     _LazyNormBase,
     _NormBase,
 )
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
-           "LazyBatchNorm3d", "_BatchNorm", "_LazyNormBase", "_NormBase"]
+           "LazyBatchNorm3d", "SyncBatchNorm", "_BatchNorm", "_LazyNormBase", "_NormBase"]
