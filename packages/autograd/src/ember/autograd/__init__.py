@@ -16,6 +16,7 @@ __version__ = "0.1.1"
 from ember.tensor import extension as _extension
 
 from . import (  # the derivative table, with nn's primitives, linalg, special, fft, sparse
+    checkpoint,
     derivatives,
     derivatives_extra,  # noqa: F401
     derivatives_fft,  # noqa: F401
@@ -48,9 +49,8 @@ _extension.set_autograd(_engine_api)
 
 __all__ = [
     "Function", "FunctionCtx", "InplaceFunction", "NestedIOFunction", "Variable",
-    "autobatch", "backward", "detect_anomaly", "enable_grad", "func", "functional", "grad",
-    "gradcheck",
-    "gradgradcheck", "engine", "graph", "inference_mode", "is_grad_enabled",
-    "is_inference_mode_enabled",
+    "autobatch", "backward", "checkpoint", "detect_anomaly", "enable_grad", "func",
+    "functional", "grad", "gradcheck", "gradgradcheck", "engine", "graph", "inference_mode",
+    "is_grad_enabled", "is_inference_mode_enabled",
     "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled", "__version__",
 ]

@@ -20,7 +20,7 @@ from . import sparse_grads
 from .grad_mode import state
 from .graph import AccumulateGrad, _edge
 
-__all__ = ["run_backward", "queue_callback"]
+__all__ = ["run_backward", "queue_callback", "plain_backward"]
 
 _TensorType = Tensor
 _wrap, _unwrap = _ext.wrap, _ext.unwrap
@@ -111,6 +111,7 @@ def _add(a: Tensor | None, b: Tensor) -> Tensor:
 
 
 _callbacks: list | None = None  # the running backward's queue (None outside backward)
+_plain = True  # whether the running pass is backward() into every leaf (no grad(), no inputs=)
 
 
 def queue_callback(fn) -> None:
@@ -127,8 +128,9 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
     """Backpropagate ``grads`` from ``roots``; accumulate into leaves' ``.grad`` or, when
     ``accumulate`` is False, return the gradients w.r.t. ``inputs``. Callbacks queued with
     :func:`queue_callback` during the pass run at its end."""
-    global _callbacks
+    global _callbacks, _plain
     outer, _callbacks = _callbacks, []
+    outer_plain, _plain = _plain, inputs is None and accumulate
     try:
         with _ext.quiet():  # an inf or nan in a gradient is its value, as in PyTorch: no warning
             result = _run_backward(roots, grads, retain_graph, create_graph, inputs, accumulate)
@@ -136,7 +138,14 @@ def run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=No
             _callbacks.pop(0)()
         return result
     finally:
-        _callbacks = outer
+        _callbacks, _plain = outer, outer_plain
+
+
+def plain_backward() -> bool:
+    """Whether the backward pass now running (or, outside one, the next) is ``backward()``
+    into every leaf's ``.grad``: not ``grad()``, not ``backward(inputs=...)`` (reentrant
+    checkpointing needs this: it accumulates parameters' gradients by a backward of its own)."""
+    return _plain
 
 
 def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=None,

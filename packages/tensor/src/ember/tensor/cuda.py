@@ -6,8 +6,8 @@ device raises a RuntimeError saying how to get one.
 from __future__ import annotations
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize",
-           "manual_seed", "manual_seed_all", "memory_allocated", "max_memory_allocated",
-           "empty_cache", "device"]
+           "manual_seed", "manual_seed_all", "get_rng_state", "set_rng_state",
+           "memory_allocated", "max_memory_allocated", "empty_cache", "device"]
 
 
 def _cp(op: str):
@@ -60,6 +60,27 @@ class device:
 
 def synchronize(dev=None) -> None:
     _cp("synchronize").cuda.Device().synchronize()
+
+
+def _generator(op: str, dev):
+    from ._device import device as _dev
+    from ._random import _default_for
+
+    _cp(op)
+    d = _dev("cuda", dev) if isinstance(dev, int) else _dev(dev)
+    if d.type != "cuda":
+        raise RuntimeError(f"{op}(): expected a CUDA device, got {d}")
+    return _default_for(d)
+
+
+def get_rng_state(device="cuda"):
+    """The state of ``device``'s CUDA generator, a uint8 tensor on the CPU."""
+    return _generator("get_rng_state", device).get_state()
+
+
+def set_rng_state(new_state, device="cuda") -> None:
+    """Restore ``device``'s CUDA generator to ``new_state`` (from :func:`get_rng_state`)."""
+    _generator("set_rng_state", device).set_state(new_state)
 
 
 def manual_seed(seed: int) -> None:
