@@ -185,7 +185,7 @@ class _NonReentrant(Function):
     def backward(ctx, *grads):
         frame = ctx.frame
         create = is_grad_enabled()  # a backward with create_graph: the gradients get a graph
-        with enable_grad(), frame.rng.restored():
+        with enable_grad(), frame.rng.restored(), frame.recompute_ctx:
             # on detached arguments, so that differentiating the recomputation stops at them;
             # for a graph of the gradients, on the arguments themselves (grad() then keeps
             # every buffer: create_graph retains the graph)
@@ -260,7 +260,7 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=no
     frame.function, frame.args, frame.kwargs = function, args, kwargs
     frame.args_t = _flatten((args, kwargs), [])
     frame.rng = _RNG(frame.args_t, preserve_rng_state)
-    fwd_ctx, _ = context_fn()
+    fwd_ctx, frame.recompute_ctx = context_fn()  # (around the first run, the recomputation)
     if use_reentrant:
         with no_grad(), fwd_ctx:
             out = function(*args)
