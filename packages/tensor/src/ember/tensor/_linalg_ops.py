@@ -24,6 +24,8 @@ import math
 import numbers
 
 import numpy as np
+from numpy._core._ufunc_config import _extobj_contextvar as _np_state  # NumPy >= 2.0
+from numpy.linalg import _umath_linalg as _G
 
 from . import _dtype as D
 from ._checks import scalar_type_name
@@ -179,6 +181,84 @@ def _on_device_of(a, *results) -> tuple:
         return tuple(_make(xp.asarray(r)) for r in results)
 
 
+# ---------------------------------------------------------------------------- NumPy's LAPACK
+def _lapack_state(message: str):
+    """NumPy's floating-point error state in which an invalid operation (the flag NumPy's
+    LAPACK gufuncs raise for a failed factorization) raises ``numpy.linalg.LinAlgError``
+    (``message``) and everything else is ignored: ``numpy.linalg``'s own ``errstate``,
+    built once (see ``_fpstate``)."""
+    def fail(err, flag):
+        raise np.linalg.LinAlgError(message)
+
+    with np.errstate(call=fail, invalid="call", over="ignore", divide="ignore",
+                     under="ignore"):
+        return _np_state.get()
+
+
+class _NumPyLinalg:
+    """``numpy.linalg``'s functions that ember calls, at the input's own precision: NumPy's
+    LAPACK gufuncs (``numpy.linalg._umath_linalg``) called directly. ``numpy.linalg`` computes
+    float32 and complex64 in float64 / complex128 (its ``_commonType``) and copies back; the
+    gufuncs have float32 and complex64 loops (LAPACK's ``s``/``c`` routines, as PyTorch's
+    CPU kernels call), so these take a single-precision input as it is, batches included,
+    and skip the wrappers' per-call checks that ember's own checks make redundant. Errors are
+    the same ``numpy.linalg.LinAlgError``s. :func:`_la` picks this or CuPy's ``linalg``."""
+
+    _singular = _lapack_state("Singular matrix")
+    _nonposdef = _lapack_state("Matrix is not positive definite")
+    _eig = _lapack_state("Eigenvalues did not converge")
+    _svd = _lapack_state("SVD did not converge")
+
+    @staticmethod
+    def _call(state, f, *args):
+        token = _np_state.set(state)
+        try:
+            return f(*args)
+        finally:
+            _np_state.reset(token)
+
+    def det(self, a):
+        return _G.det(a)
+
+    def slogdet(self, a):
+        return _G.slogdet(a)
+
+    def inv(self, a):
+        return self._call(self._singular, _G.inv, a)
+
+    def solve(self, a, b):
+        return self._call(self._singular, _G.solve, a, b)
+
+    def cholesky(self, a):
+        return self._call(self._nonposdef, _G.cholesky_lo, a)
+
+    def eigh(self, a, UPLO="L"):
+        return self._call(self._eig, _G.eigh_lo if UPLO == "L" else _G.eigh_up, a)
+
+    def eigvalsh(self, a, UPLO="L"):
+        return self._call(self._eig, _G.eigvalsh_lo if UPLO == "L" else _G.eigvalsh_up, a)
+
+    def eigvals(self, a):
+        return self._call(self._eig, _G.eigvals, a)
+
+    def svd(self, a, full_matrices=True, compute_uv=True):
+        if not compute_uv:
+            return self._call(self._svd, _G.svd, a)
+        return self._call(self._svd, _G.svd_f if full_matrices else _G.svd_s, a)
+
+    def __getattr__(self, name):  # the rest (qr ...): numpy.linalg's own
+        return getattr(np.linalg, name)
+
+
+_NP_LINALG = _NumPyLinalg()
+
+
+def _la(xp):
+    """The ``linalg`` namespace for the array module ``xp``: :class:`_NumPyLinalg` for NumPy,
+    ``cupy.linalg`` for CuPy."""
+    return _NP_LINALG if xp is np else xp.linalg
+
+
 # ---------------------------------------------------------------------------- det / inv / solve
 @defop("linalg_det", out=True)
 def linalg_det(A: Tensor) -> Tensor:
@@ -187,7 +267,7 @@ def linalg_det(A: Tensor) -> Tensor:
     _check_float("linalg.det", a, half_kernel="lu_cpu", complex_ok=True)
     xp = _xp(a)
     with quiet():  # a determinant past the dtype's range is inf, silently
-        return _make(xp.asarray(xp.linalg.det(a)).astype(a.dtype, copy=False))
+        return _make(xp.asarray(_la(xp).det(a)).astype(a.dtype, copy=False))
 
 
 @defop("linalg_slogdet", out=True)
@@ -196,7 +276,7 @@ def linalg_slogdet(A: Tensor):
     _check_square("linalg.slogdet", a)
     _check_float("linalg.slogdet", a, complex_ok=True)
     xp = _xp(a)
-    s, ld = xp.linalg.slogdet(a)
+    s, ld = _la(xp).slogdet(a)
     return (_make(xp.asarray(s).astype(a.dtype, copy=False)),
             _make(xp.asarray(ld).astype(_real_dtype(a.dtype), copy=False)))
 
@@ -208,7 +288,7 @@ def linalg_inv(A: Tensor) -> Tensor:
     _check_float("linalg.inv", a, complex_ok=True)
     xp = _xp(a)
     try:
-        r = xp.linalg.inv(a)
+        r = _la(xp).inv(a)
     except np.linalg.LinAlgError:
         raise _singular("linalg.inv") from None
     return _make(_own(xp, r).astype(a.dtype, copy=False))
@@ -254,7 +334,7 @@ def _solve_arrays(op: str, a, b, left: bool = True):
     a2 = xp.broadcast_to(a, batch + a.shape[-2:])
     b2 = xp.broadcast_to(bm, batch + bm.shape[-2:])
     try:
-        r = xp.linalg.solve(a2, b2)
+        r = _la(xp).solve(a2, b2)
     except np.linalg.LinAlgError:
         raise _singular(op, "solve") from None
     r = _own(xp, r).astype(a.dtype, copy=False)
@@ -302,7 +382,7 @@ def _tri_solve_arrays(xp, a, b, upper: bool, left: bool, unitriangular: bool):
     b = xp.broadcast_to(b, batch + b.shape[-2:])
     with quiet():
         try:
-            return xp.linalg.solve(t, b)
+            return _la(xp).solve(t, b)
         except np.linalg.LinAlgError:
             raise _singular("linalg.solve_triangular", "solve") from None
 
@@ -334,7 +414,7 @@ def linalg_cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     _check_float("linalg.cholesky", a, half_kernel="cholesky_cpu", complex_ok=True)
     xp = _xp(a)
     try:
-        r = xp.linalg.cholesky(a)
+        r = _la(xp).cholesky(a)
     except np.linalg.LinAlgError:
         raise LinAlgError("linalg.cholesky: The factorization could not be completed because "
                           "the input is not positive-definite.") from None
@@ -355,22 +435,38 @@ def linalg_qr(A: Tensor, mode: str = "reduced"):
                            "'reduced' (default), 'r', or 'complete'")
     xp = _xp(a)
     if mode == "r":
-        r = xp.linalg.qr(a, mode="r")
+        r = _la(xp).qr(a, mode="r")
         return _make(xp.zeros((0,), a.dtype)), _make(_own(xp, r).astype(a.dtype, copy=False))
-    q, r = xp.linalg.qr(a, mode=mode)
+    q, r = _la(xp).qr(a, mode=mode)
     return (_make(_own(xp, q).astype(a.dtype, copy=False)),
             _make(_own(xp, r).astype(a.dtype, copy=False)))
 
 
-@defop("linalg_eigh", out=True)
-def linalg_eigh(A: Tensor, UPLO: str = "L"):
-    a = A._data
+def _check_eigh(a, UPLO: str) -> None:
     _check_square("linalg.eigh", a)
     _check_float("linalg.eigh", a, kernel="linalg_eigh_cpu", complex_ok=True)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"linalg.eigh: Expected UPLO argument to be 'L' or 'U', but got "
                            f"{UPLO}")
+
+
+def _eigvalsh(A: Tensor, UPLO: str) -> Tensor:
+    """``linalg.eigvalsh`` where no gradient is wanted: the eigenvalues alone (LAPACK's
+    ``syevd`` without vectors, at the input's precision), as PyTorch's ``eigvalsh``."""
+    a = A._data
+    _check_eigh(a, UPLO)
     xp = _xp(a)
+    w = _la(xp).eigvalsh(a, UPLO=UPLO)
+    return _make(_own(xp, w).astype(_real_dtype(a.dtype), copy=False))
+
+
+@defop("linalg_eigh", out=True)
+def linalg_eigh(A: Tensor, UPLO: str = "L"):
+    a = A._data
+    _check_eigh(a, UPLO)
+    xp = _xp(a)
+    # numpy.linalg's own (float32 in float64): the eigenvectors' signs are LAPACK's
+    # arithmetic's, and ember's are those of the double-precision routine
     w, v = xp.linalg.eigh(a, UPLO=UPLO)
     return (_make(_own(xp, w).astype(_real_dtype(a.dtype), copy=False)),
             _make(_own(xp, v).astype(a.dtype, copy=False)))
@@ -400,6 +496,24 @@ def linalg_eig(A: Tensor):
     return _on_device_of(a, np.ascontiguousarray(w, dtype=cdt), np.ascontiguousarray(v, dtype=cdt))
 
 
+def _eigvals(A: Tensor) -> Tensor:
+    """``linalg.eigvals`` where no gradient is wanted: the eigenvalues alone (LAPACK's
+    ``geev`` without vectors, at the input's precision), as PyTorch's ``eigvals``; a matrix
+    with an infinity or a NaN has NaN eigenvalues."""
+    a = A._data
+    _check_eig("linalg.eigvals", a, finite=False)
+    cdt = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
+    h = _host(a)
+    if h.size == 0:
+        return _on_device_of(a, np.zeros(h.shape[:-1], cdt))[0]
+    bad = ~np.isfinite(h).all(axis=(-2, -1))
+    if bad.any():
+        h = np.where(bad[..., None, None], 0, h)
+    w = np.asarray(_NP_LINALG.eigvals(h)).astype(cdt)
+    w[bad] = np.nan
+    return _on_device_of(a, w)[0]
+
+
 @defop("linalg_svd", out=True)
 def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver=None):
     a = A._data
@@ -417,7 +531,7 @@ def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver=None):
         u = xp.broadcast_to(xp.eye(m, um, dtype=a.dtype), bs + (m, um)).copy()
         vh = xp.broadcast_to(xp.eye(vn, n, dtype=a.dtype), bs + (vn, n)).copy()
         return _make(u), _make(xp.zeros(bs + (k,), _real_dtype(a.dtype))), _make(vh)
-    u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
+    u, s, vh = _la(xp).svd(a, full_matrices=full_matrices)
     return (_make(_own(xp, u).astype(a.dtype, copy=False)),
             _make(_own(xp, s).astype(_real_dtype(a.dtype), copy=False)),
             _make(_own(xp, vh).astype(a.dtype, copy=False)))
@@ -457,12 +571,12 @@ def linalg_pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> 
     if a.size == 0:
         return _make(xp.zeros(a.shape[:-2] + (n, m), a.dtype))
     if hermitian:
-        w, v = xp.linalg.eigh(a)
+        w, v = _la(xp).eigh(a)
         tol = _tols(xp, xp.abs(w), atol, rtol, a.shape)
         winv = xp.where(xp.abs(w) > tol, 1 / xp.where(w == 0, 1, w), 0)
         r = (v * winv[..., None, :]) @ _H(xp, v)
     else:
-        u, s, vh = xp.linalg.svd(a, full_matrices=False)
+        u, s, vh = _la(xp).svd(a, full_matrices=False)
         tol = _tols(xp, s, atol, rtol, a.shape)
         sinv = xp.where(s > tol, 1 / xp.where(s == 0, 1, s), 0)
         r = (_H(xp, vh) * sinv[..., None, :]) @ _H(xp, u)
@@ -477,7 +591,7 @@ def linalg_matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = Fal
     xp = _xp(a)
     if a.size == 0:
         return _make(xp.zeros(a.shape[:-2], np.int64))
-    s = xp.abs(xp.linalg.eigvalsh(a)) if hermitian else xp.linalg.svd(a, compute_uv=False)
+    s = xp.abs(_la(xp).eigvalsh(a)) if hermitian else _la(xp).svd(a, compute_uv=False)
     tol = _tols(xp, s, atol, rtol, a.shape)
     return _make(xp.asarray((s > tol).sum(-1)).astype(np.int64))
 
@@ -516,7 +630,7 @@ def _expm_pade(xp, a):
              + b[1] * ident)
     v = a6 @ (b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 + \
         b[0] * ident
-    r = xp.linalg.solve(v - u, v + u)
+    r = _la(xp).solve(v - u, v + u)
     for _ in range(s):
         r = r @ r
     return r

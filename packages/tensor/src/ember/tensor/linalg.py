@@ -112,17 +112,10 @@ def eigvals(A: _Tensor) -> _Tensor:
     """
     from ._grad_mode import is_grad_enabled
 
-    _L._check_eig("linalg.eigvals", A._data, finite=False)
-    if A.requires_grad and is_grad_enabled():
+    if A.requires_grad and is_grad_enabled():  # the vectors too: eig's gradient needs them
+        _L._check_eig("linalg.eigvals", A._data, finite=False)
         return _L.linalg_eig(A)[0]
-    bad = ~A.isfinite().all(-1).all(-1)
-    if not bool(bad.any()):
-        return _L.linalg_eig(A)[0]
-    from ._pointwise import where
-
-    clean = where(bad.unsqueeze(-1).unsqueeze(-1), 0, A)
-    L = _L.linalg_eig(clean)[0]
-    return where(bad.unsqueeze(-1), float("nan"), L)
+    return _L._eigvals(A)
 
 
 @_with_out
@@ -132,7 +125,11 @@ def eigvalsh(A: _Tensor, UPLO: str = "L") -> _Tensor:
     >>> eigvalsh(tensor([[2., 0.], [0., 1.]]))
     tensor([1., 2.])
     """
-    return _L.linalg_eigh(A, UPLO)[0]
+    from ._grad_mode import is_grad_enabled
+
+    if A.requires_grad and is_grad_enabled():  # the vectors too: eigh's gradient needs them
+        return _L.linalg_eigh(A, UPLO)[0]
+    return _L._eigvalsh(A, UPLO)
 
 
 def svd(A: _Tensor, full_matrices: bool = True, *, driver=None, out=None):
@@ -173,7 +170,7 @@ def inv_ex(A: _Tensor, *, check_errors: bool = False, out=None):
         xp = _L._xp(A._data)
         with _quiet():
             try:
-                r = xp.linalg.inv(A._data)
+                r = _L._la(xp).inv(A._data)
             except np.linalg.LinAlgError:
                 r = xp.full(A.shape, float("nan"), A._data.dtype)
         result = Tensor._make(xp.ascontiguousarray(r).astype(A._data.dtype))
@@ -208,7 +205,7 @@ def cholesky_ex(A: _Tensor, *, upper: bool = False, check_errors: bool = False, 
         for b, m in enumerate(flat):
             for k in range(n, 0, -1):  # the largest leading minor that factors
                 try:
-                    Ls[b, :k, :k] = xp.linalg.cholesky(m[:k, :k])
+                    Ls[b, :k, :k] = _L._la(xp).cholesky(m[:k, :k])
                     break
                 except np.linalg.LinAlgError:
                     infos[b] = k
