@@ -10,8 +10,9 @@ PyTorch). Everything else (``matrix_norm``, ``cond``, ``lstsq``, ``lu_solve``, `
 ``householder_product``, ...) is composed of these and of ember's other ops, so its gradient
 comes from theirs.
 
-Every op takes batches (``(*, m, n)``) and runs on NumPy's LAPACK (``numpy.linalg``, with
-SciPy's LAPACK wrappers, imported lazily, for the LDL factorization) or CuPy's cuSOLVER
+Every op takes batches (``(*, m, n)``) and runs on NumPy's LAPACK (``numpy.linalg``'s gufuncs,
+called at the input's precision (:class:`_NumPyLinalg`), with SciPy's LAPACK wrappers, imported
+lazily, for the LDL factorization and the triangular solve) or CuPy's cuSOLVER
 (``cupy.linalg``, ``cupyx.scipy.linalg``). float32 and float64, and complex64 / complex128
 where NumPy's LAPACK takes them (the factorizations, ``det``, ``inv``, ``solve``, ``pinv``,
 ``matrix_exp``, the norms). ``eig`` has no CUDA kernel: CuPy has no general eigensolver.
