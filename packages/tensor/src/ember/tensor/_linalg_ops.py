@@ -515,14 +515,35 @@ def _eigvals(A: Tensor) -> Tensor:
     return _on_device_of(a, w)[0]
 
 
-@defop("linalg_svd", out=True)
-def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver=None):
-    a = A._data
+def _check_svd(a, driver) -> None:
     _check_matrix("linalg.svd", a)
     _check_float("linalg.svd", a, half_kernel="linalg_svd_cpu", complex_ok=True)
     if driver is not None and _xp(a) is np:
         raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on "
                            "CUDA inputs with cuSOLVER backend.")
+
+
+def _svdvals(A: Tensor, driver=None) -> Tensor:
+    """The singular values of ``A`` (``linalg.svdvals``): where a gradient is wanted,
+    :func:`linalg_svd`'s (its gradient needs the vectors); else the values alone (LAPACK's
+    ``gesdd`` without vectors), as PyTorch's ``svdvals``."""
+    from ._grad_mode import is_grad_enabled
+
+    if A.requires_grad and is_grad_enabled():
+        return linalg_svd(A, False, driver=driver)[1]
+    a = A._data
+    _check_svd(a, driver)
+    xp = _xp(a)
+    if a.size == 0:
+        return _make(xp.zeros(a.shape[:-2] + (_min(a.shape[-2:]),), _real_dtype(a.dtype)))
+    s = _la(xp).svd(a, compute_uv=False)
+    return _make(_own(xp, s).astype(_real_dtype(a.dtype), copy=False))
+
+
+@defop("linalg_svd", out=True)
+def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver=None):
+    a = A._data
+    _check_svd(a, driver)
     xp = _xp(a)
     m, n = a.shape[-2:]
     if a.size == 0:
@@ -1104,7 +1125,7 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out=None):
     tensor([1., 1.])
     """
     if not compute_uv:
-        S = linalg_svd(input, full_matrices=False)[1]
+        S = _svdvals(input)
         m, n = input.shape[-2:]
         z = zeros(*input.shape[:-2], m, m if not some else _min(m, n), dtype=input.dtype,
                   device=input.device)
@@ -1350,7 +1371,7 @@ def _matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
         return linalg_vector_norm(A, 2, (d0, d1), keepdim)
     if ord == "nuc" or ord in (2, -2):
         perm = [i for i in range(A.dim()) if i not in (d0, d1)] + [d0, d1]
-        s = linalg_svd(A.permute(*perm), False)[1]
+        s = _svdvals(A.permute(*perm))
         if ord == "nuc":
             r = _sum(s, -1)
         elif ord == 2:

@@ -148,7 +148,7 @@ def svdvals(A: _Tensor, *, driver=None) -> _Tensor:
     >>> svdvals(tensor([[3., 0.], [0., 4.]]))
     tensor([4., 3.])
     """
-    return _L.linalg_svd(A, False, driver=driver)[1]
+    return _L._svdvals(A, driver)
 
 
 def inv_ex(A: _Tensor, *, check_errors: bool = False, out=None):
@@ -349,7 +349,7 @@ def lstsq(A: _Tensor, B: _Tensor, rcond=None, *, driver=None):
     empty = zeros(0, dtype=A.dtype, device=A.device)
     sv = residuals = empty
     if driver in ("gelsd", "gelss"):
-        sv = _L.linalg_svd(A, False)[1]
+        sv = _L._svdvals(A)
     if driver not in (None, "gelsy") and m > n and bool((rank == n).all()):
         r = (A @ X - Bm).abs()
         residuals = (r * r).sum(-2)
@@ -371,7 +371,7 @@ def cond(A: _Tensor, p=None) -> _Tensor:
     from ._reduction import amax, amin
 
     if p in (None, 2, -2):
-        s = _L.linalg_svd(A, False)[1]
+        s = _L._svdvals(A)
         return amax(s, -1) / amin(s, -1) if p in (None, 2) else amin(s, -1) / amax(s, -1)
     _L._check_square("linalg.cond", A._data)
     return _L._matrix_norm(A, p) * _L._matrix_norm(_L.linalg_inv(A), p)
