@@ -790,6 +790,14 @@ def _dtype_np(dtype):
     return np.dtype(dtype)
 
 
+@functools.lru_cache(maxsize=256)
+def _sytrf_lwork(dt, n: int) -> int:
+    """The workspace of ``sytrf``'s blocked algorithm for an ``n x n`` matrix of dtype ``dt``
+    (the wrapper's default, n, runs the unblocked one: 2-3x slower on large matrices); LAPACK's
+    query, made once per dtype and size."""
+    return int(_lapack("sytrf_lwork", dt)(n, lower=1)[0].real)
+
+
 @defop("linalg_ldl_factor_ex", out=True, differentiable=False)
 def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False):
     a = A._data
@@ -798,9 +806,7 @@ def linalg_ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bo
     _check_float("linalg.ldl_factor_ex", a, half_kernel="ldl_factor_kernel_cpu")
     sytrf = _lapack("sytrf", a.dtype)
     n = a.shape[-1]
-    # the workspace the blocked algorithm needs (the wrapper's default, n, runs the unblocked
-    # one: 2-3x slower on large matrices)
-    lwork = int(_lapack("sytrf_lwork", a.dtype)(n, lower=1)[0].real)
+    lwork = _sytrf_lwork(a.dtype, n)
     flat = _host(a).reshape((-1, n, n))
     lds = np.empty(flat.shape, flat.dtype)
     pivs = np.empty((flat.shape[0], n), np.int32)
