@@ -27,7 +27,7 @@ import functools
 import numpy as np
 from numpy._core._ufunc_config import _extobj_contextvar as _state  # NumPy >= 2.0
 
-__all__ = ["quiet", "quiet_call", "quiet_begin", "quiet_end"]
+__all__ = ["quiet", "quiet_call", "quiet_begin", "quiet_end", "built_state", "call_in_state"]
 
 with np.errstate(all="ignore"):
     _QUIET = _state.get()
@@ -45,6 +45,24 @@ def quiet_call(f, *args, **kwargs):
         return f(*args, **kwargs)
     finally:
         quiet_end(token)
+
+
+def built_state(**errstate):
+    """NumPy's error state that ``np.errstate(**errstate)`` sets (``call=`` included), built
+    once, for :func:`call_in_state` (``numpy.linalg`` raises LinAlgError through such a state:
+    ``invalid="call"`` with a callback that raises)."""
+    with np.errstate(**errstate):
+        return _state.get()
+
+
+def call_in_state(state, f, *args):
+    """``f(*args)`` in the error state ``state`` (from :func:`built_state`), the caller's
+    restored after."""
+    token = _state.set(state)
+    try:
+        return f(*args)
+    finally:
+        _state.reset(token)
 
 
 class quiet:

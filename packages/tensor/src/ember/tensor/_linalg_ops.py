@@ -25,14 +25,13 @@ import math
 import numbers
 
 import numpy as np
-from numpy._core._ufunc_config import _extobj_contextvar as _np_state  # NumPy >= 2.0
 from numpy.linalg import _umath_linalg as _G
 
 from . import _dtype as D
 from ._checks import scalar_type_name
 from ._complex import conj
 from ._creation import eye, full_like, ones_like, tril, triu, zeros
-from ._fpstate import quiet
+from ._fpstate import built_state, call_in_state, quiet
 from ._linalg import _add_scaled, diag, dot, matmul, outer, tensordot
 from ._pointwise import add, log, where
 from ._reduction import _dims, _on_kernel, _return_type, amax, amin
@@ -191,9 +190,8 @@ def _lapack_state(message: str):
     def fail(err, flag):
         raise np.linalg.LinAlgError(message)
 
-    with np.errstate(call=fail, invalid="call", over="ignore", divide="ignore",
-                     under="ignore"):
-        return _np_state.get()
+    return built_state(call=fail, invalid="call", over="ignore", divide="ignore",
+                       under="ignore")
 
 
 class _NumPyLinalg:
@@ -210,13 +208,7 @@ class _NumPyLinalg:
     _eig = _lapack_state("Eigenvalues did not converge")
     _svd = _lapack_state("SVD did not converge")
 
-    @staticmethod
-    def _call(state, f, *args):
-        token = _np_state.set(state)
-        try:
-            return f(*args)
-        finally:
-            _np_state.reset(token)
+    _call = staticmethod(call_in_state)
 
     def det(self, a):
         return _G.det(a)
