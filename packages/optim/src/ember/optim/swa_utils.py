@@ -30,9 +30,9 @@ try:
 except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError("ember.optim.swa_utils needs ember-nn: pip install ember-nn") from exc
 
-_BATCH_NORMS = (BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm)  # (the lazy ones too)
-
 from .lr_scheduler import LRScheduler, _format_param, _warn_get_lr_called_within_step
+
+_BATCH_NORMS = (BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm)  # (the lazy ones too)
 
 __all__ = ["AveragedModel", "SWALR", "update_bn", "get_ema_multi_avg_fn",
            "get_swa_multi_avg_fn", "get_ema_avg_fn", "get_swa_avg_fn"]
