@@ -61,10 +61,12 @@ def _conv_t_size(m, x, lib):
 
 
 def _frac(m, x, lib):
-    samples = lib.tensor(np.linspace(0.1, 0.9, x.shape[0] * x.shape[1] * 2).reshape(
-        x.shape[0], x.shape[1], 2))
-    return lib.F.fractional_max_pool2d(x, m.kernel_size, output_size=m.output_size,
-                                       return_indices=True, _random_samples=samples.to(x.dtype))
+    nd = x.dim() - 2
+    samples = lib.tensor(np.linspace(0.1, 0.9, x.shape[0] * x.shape[1] * nd).reshape(
+        x.shape[0], x.shape[1], nd))
+    fn = lib.F.fractional_max_pool2d if nd == 2 else lib.F.fractional_max_pool3d
+    return fn(x, m.kernel_size, output_size=m.output_size, return_indices=True,
+              _random_samples=samples.to(x.dtype))
 
 
 LAYERS = [
@@ -132,6 +134,8 @@ LAYERS = [
      _call),
     ("FractionalMaxPool2d", lambda nn: nn.FractionalMaxPool2d(2, output_size=(4, 3)),
      (2, 3, 7, 6), "d", _frac),
+    ("FractionalMaxPool3d", lambda nn: nn.FractionalMaxPool3d((2, 3, 2), output_size=(3, 2, 4)),
+     (2, 3, 5, 6, 7), "d", _frac),
     ("AdaptiveMaxPool1d", lambda nn: nn.AdaptiveMaxPool1d(3, return_indices=True), (2, 3, 8),
      "d", _call),
     ("AdaptiveMaxPool2d", lambda nn: nn.AdaptiveMaxPool2d((3, None)), (2, 3, 7, 5), "d",

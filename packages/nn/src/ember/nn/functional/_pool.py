@@ -32,6 +32,7 @@ __all__ = [
     "max_pool2d_with_indices", "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d",
     "max_unpool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "lp_pool1d", "lp_pool2d",
     "lp_pool3d", "fractional_max_pool2d", "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d", "fractional_max_pool3d_with_indices",
     "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d_with_indices", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
@@ -517,6 +518,47 @@ def _intervals(sample: np.ndarray, size: int, out: int, k: int, dtype) -> np.nda
     return seq
 
 
+def _fractional(op: str, nd: int, input: Tensor, kernel_size, output_size, output_ratio,
+                return_indices: bool, _random_samples):
+    """Fractional max pooling over ``nd`` spatial dims (2 or 3): per plane, each dim's window
+    starts from its random sample (PyTorch's order: W then H in 2-D, T, H, W in 3-D)."""
+    x, batched = _batched(op, input, nd)
+    k = _ntuple(op, "kernel_size", kernel_size, nd)
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+    size = tuple(x.shape[2:])
+    if output_size is None:
+        ratio = _ratios(op, output_ratio, nd)
+        o = tuple(int(size[i] * ratio[i]) for i in range(nd))
+    else:
+        o = _ntuple(op, "output_size", output_size, nd)
+    for i in range(nd):
+        if o[i] + k[i] - 1 > size[i]:
+            raise RuntimeError(f"{op}(): output_size[{i}] + pool_size[{i}] - 1 "
+                               f"({o[i] + k[i] - 1}) is too large for input size {size[i]}")
+    N, C = x.shape[0], x.shape[1]
+    if _random_samples is None:
+        _random_samples = et.rand(N, C, nd, dtype=x.dtype, device=x.device)
+    samples = _random_samples.detach().cpu().numpy().reshape(N * C, nd)
+    dt = np.dtype(_ext.unwrap(x).dtype)
+    sample_of = (1, 0) if nd == 2 else (0, 1, 2)  # the sample column of each spatial dim
+    flat = None  # the flat offsets of every window's positions, (B, o..., k...)
+    for d in range(nd):
+        starts = _intervals(samples[:, sample_of[d]], size[d], o[d], k[d], dt)  # (B, o_d)
+        pos = starts[:, :, None] + np.arange(k[d])[None, None, :]              # (B, o_d, k_d)
+        shape = [pos.shape[0]] + [1] * (2 * nd)
+        shape[1 + d], shape[1 + nd + d] = o[d], k[d]
+        pos = pos.reshape(shape)
+        flat = pos if flat is None else flat * size[d] + pos
+    table = flat.reshape(N, C, math.prod(o), math.prod(k))
+    ind = _argmax_windows(x, table)
+    out = _plane_gather(x, ind).reshape(N, C, *o)
+    ind = ind.reshape(N, C, *o)
+    if not batched:
+        out, ind = out.squeeze(0), ind.squeeze(0)
+    return (out, ind) if return_indices else out
+
+
 def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
                           return_indices: bool = False, _random_samples: Tensor | None = None):
     """Fractional max pooling (Graham, 2014): windows of ``kernel_size`` at pseudo-random
@@ -525,39 +567,8 @@ def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_r
     >>> fractional_max_pool2d(et.randn(1, 1, 8, 8), 2, output_size=4).shape
     ember.Size([1, 1, 4, 4])
     """
-    op = "fractional_max_pool2d"
-    x, batched = _batched(op, input, 2)
-    k = _ntuple(op, "kernel_size", kernel_size, 2)
-    if output_size is None and output_ratio is None:
-        raise ValueError("fractional_max_pool2d requires specifying either an output_size or "
-                         "an output_ratio")
-    size = tuple(x.shape[2:])
-    if output_size is None:
-        ratio = _ratio_pair(output_ratio)
-        o = tuple(int(size[i] * ratio[i]) for i in range(2))
-    else:
-        o = _ntuple(op, "output_size", output_size, 2)
-    for i in range(2):
-        if o[i] + k[i] - 1 > size[i]:
-            raise RuntimeError(f"{op}(): output_size[{i}] + pool_size[{i}] - 1 "
-                               f"({o[i] + k[i] - 1}) is too large for input size {size[i]}")
-    N, C = x.shape[0], x.shape[1]
-    if _random_samples is None:
-        _random_samples = et.rand(N, C, 2, dtype=x.dtype, device=x.device)
-    samples = _random_samples.detach().cpu().numpy().reshape(N * C, 2)
-    dt = np.dtype(_ext.unwrap(x).dtype)
-    seq_w = _intervals(samples[:, 0], size[1], o[1], k[1], dt)  # (B, oW)
-    seq_h = _intervals(samples[:, 1], size[0], o[0], k[0], dt)  # (B, oH)
-    kh, kw = np.arange(k[0]), np.arange(k[1])
-    rows = seq_h[:, :, None, None, None] + kh[None, None, None, :, None]   # (B, oH, 1, kH, 1)
-    cols = seq_w[:, None, :, None, None] + kw[None, None, None, None, :]   # (B, 1, oW, 1, kW)
-    table = (rows * size[1] + cols).reshape(N, C, o[0] * o[1], k[0] * k[1])
-    ind = _argmax_windows(x, table)
-    out = _plane_gather(x, ind).reshape(N, C, *o)
-    ind = ind.reshape(N, C, *o)
-    if not batched:
-        out, ind = out.squeeze(0), ind.squeeze(0)
-    return (out, ind) if return_indices else out
+    return _fractional("fractional_max_pool2d", 2, input, kernel_size, output_size,
+                       output_ratio, return_indices, _random_samples)
 
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,
@@ -568,13 +579,31 @@ def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,
                                  _random_samples)
 
 
-def _ratio_pair(r):
+def fractional_max_pool3d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None):
+    """3-d fractional max pooling over (N, C, T, H, W) or (C, T, H, W).
+
+    >>> fractional_max_pool3d(et.randn(1, 1, 6, 6, 6), 2, output_ratio=0.5).shape
+    ember.Size([1, 1, 3, 3, 3])
+    """
+    return _fractional("fractional_max_pool3d", 3, input, kernel_size, output_size,
+                       output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices=True,
+                                       _random_samples=None):
+    """:func:`fractional_max_pool3d` returning ``(output, indices)``."""
+    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)
+
+
+def _ratios(op: str, r, nd: int):
     if isinstance(r, (int, float)):
-        r = (r, r)
+        r = (r,) * nd
     r = tuple(float(v) for v in r)
     if len(r) == 1:
-        r = r * 2
+        r = r * nd
     if not all(0 < v < 1 for v in r):
-        raise ValueError(f"fractional_max_pool2d(): output_ratio must be between 0 and 1 "
-                         f"(got {r})")
+        raise ValueError(f"{op}(): output_ratio must be between 0 and 1 (got {r})")
     return r

@@ -15,7 +15,8 @@ from .module import Module
 __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
     "AvgPool1d", "AvgPool2d", "AvgPool3d", "LPPool1d", "LPPool2d", "LPPool3d",
-    "FractionalMaxPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+    "FractionalMaxPool2d", "FractionalMaxPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
 ]
 
@@ -194,37 +195,54 @@ class LPPool3d(_LPPoolNd):
     _func = staticmethod(F.lp_pool3d)
 
 
-class FractionalMaxPool2d(Module):
-    """Fractional max pooling (``torch.nn.FractionalMaxPool2d``).
-
-    >>> FractionalMaxPool2d(2, output_ratio=0.5)(et.randn(1, 1, 8, 8)).shape
-    ember.Size([1, 1, 4, 4])
-    """
+class _FractionalMaxPoolNd(Module):
+    _nd = 2
 
     def __init__(self, kernel_size, output_size=None, output_ratio=None,
                  return_indices: bool = False, _random_samples=None) -> None:
         super().__init__()
+        name = type(self).__name__
         self.kernel_size = kernel_size
         self.return_indices = return_indices
         self.register_buffer("_random_samples", _random_samples)
         self.output_size = output_size
         self.output_ratio = None
         if output_ratio is not None:
-            ratio = (output_ratio, output_ratio) if isinstance(output_ratio, (int, float)) \
+            ratio = (output_ratio,) * self._nd if isinstance(output_ratio, (int, float)) \
                 else tuple(output_ratio)
             if not all(0 < r < 1 for r in ratio):
                 raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
             self.output_ratio = ratio
         if output_size is None and output_ratio is None:
-            raise ValueError("FractionalMaxPool2d requires specifying either an output size, "
-                             "or a pooling ratio")
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
+                             f"ratio")
         if output_size is not None and output_ratio is not None:
             raise ValueError("only one of output_size and output_ratio may be specified")
 
     def forward(self, input: Tensor):
-        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size,
-                                       self.output_ratio, self.return_indices,
-                                       _random_samples=self._random_samples)
+        fn = F.fractional_max_pool2d if self._nd == 2 else F.fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                  self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max pooling (``torch.nn.FractionalMaxPool2d``).
+
+    >>> FractionalMaxPool2d(2, output_ratio=0.5)(et.randn(1, 1, 8, 8)).shape
+    ember.Size([1, 1, 4, 4])
+    """
+
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """3-d fractional max pooling (``torch.nn.FractionalMaxPool3d``).
+
+    >>> FractionalMaxPool3d(2, output_size=(2, 3, 2))(et.randn(1, 1, 5, 6, 5)).shape
+    ember.Size([1, 1, 2, 3, 2])
+    """
+
+    _nd = 3
 
 
 class _AdaptiveMaxPoolNd(Module):
