@@ -1082,6 +1082,9 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     if a.dtype.kind not in "fc" and a.dtype != _BF16:
         raise NotImplementedError(f"lerp(): not implemented for {input.dtype}")
     try:  # (input and end share a dtype: it is the result's)
+        if a.dtype.char in "fd" and (w.__class__ is float or w.__class__ is int or
+                                     w.__class__ is a.__class__):  # (w keeps the dtype)
+            return _make(_special_kernels.lerp(array_module(a), a, b, w))  # one pass
         return _make((a + w * (b - a)).astype(a.dtype, copy=False))
     except ValueError:  # which operands do not broadcast, for the message
         try:

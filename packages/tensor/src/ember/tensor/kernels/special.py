@@ -5,7 +5,8 @@ from ``cupyx.scipy.special``.
 
 Also ``nextafter``, a device kernel that is not in the kernel table (CPU: a branch-free loop
 over the bits in ``cpu/elementwise.py``, where NumPy's calls libm per element, 15x slower at
-256x1024 float32; CUDA: CuPy's ufunc)."""
+256x1024 float32; CUDA: CuPy's ufunc), and ``lerp`` (CPU: one Numba ufunc pass where NumPy's
+expression makes three; CUDA: CuPy's expression)."""
 from __future__ import annotations
 
 import importlib
@@ -20,7 +21,7 @@ _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "c
            "i0e": "cephes",
            "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise",
            "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs",
-           "sinc": "sinc", "spherical_j0": "sinc"}
+           "sinc": "sinc", "spherical_j0": "sinc", "lerp": "elementwise"}
 
 
 def _work(d):
@@ -156,3 +157,11 @@ def nextafter(xp, a, b):
     if xp is np:
         return _cpu_kernel("nextafter")(a, b)
     return quiet_call(xp.nextafter, a, b)  # stepping to infinity or a subnormal sets a flag
+
+
+def lerp(xp, a, b, w):
+    """``a + w (b - a)`` of float32 or float64 arrays of one dtype and a weight (an array of
+    that dtype or a Python number), broadcasting, each step rounded to the dtype."""
+    if xp is np:
+        return _cpu_kernel("lerp")(a, b, w)
+    return a + w * (b - a)

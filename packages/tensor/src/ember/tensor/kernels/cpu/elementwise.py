@@ -59,7 +59,7 @@ from ._vmath import like, like_scalar, vexp, vexp2, vlog1p
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2", "outer",
            "hypot", "sign", "copysign", "angle", "frac", "round_decimals", "make_complex",
-           "nextafter"]
+           "nextafter", "lerp"]
 
 
 def _jit(fn):
@@ -443,6 +443,58 @@ def frac(x):
     if x.dtype.char not in "fd":
         raise TypeError(f"frac: no kernel for dtype {x.dtype}")
     return _array(_ufunc("frac")(_dense(x)))
+
+
+@_jit
+def _lerp_flat(a, b, w, out):
+    # NumPy's expression a + w * (b - a), each step rounded to the dtype (IEEE, no fma), in
+    # one pass; w a number, held in the dtype as NumPy holds a Python number (a Numba ufunc
+    # of the three keeps the weight's zero stride and its loop scalar: slower than NumPy)
+    w = like(w, a)
+    for i in range(out.shape[0]):
+        out[i] = a[i] + w * (b[i] - a[i])
+
+
+@_jit
+def _lerp_flat_w(a, b, w, out):
+    for i in range(out.shape[0]):
+        out[i] = a[i] + w[i] * (b[i] - a[i])
+
+
+def lerp(a, b, w):
+    """``a + w (b - a)`` of float32 or float64 arrays ``a`` and ``b`` of one dtype and a weight
+    ``w`` (an array of that dtype or a Python number, which is held in the dtype, as NumPy
+    holds it), broadcasting: NumPy's expression rounded step by step, in one vectorized pass
+    (NumPy's three passes and their temporaries: 95 us against 36 at 256x1024 float32); a
+    new C-contiguous array. An operand that is broadcast or not C-contiguous is copied to the
+    result's shape first. ValueError where they do not broadcast; other dtypes raise
+    TypeError."""
+    dt = a.dtype
+    if b.dtype != dt or dt.char not in "fd":
+        raise TypeError(f"lerp: no kernel for dtypes {dt} and {b.dtype}")
+    arr = w.__class__ is _nd
+    if arr and w.dtype != dt:
+        raise TypeError(f"lerp: no kernel for a weight of dtype {w.dtype} with {dt}")
+    shape = a.shape
+    if b.shape != shape or (arr and w.shape != shape):  # (np.broadcast: C; broadcast_shapes
+        shape = (np.broadcast(a, b, w) if arr else np.broadcast(a, b)).shape  # is Python)
+    out = np.empty(shape, dt)
+    if out.size:  # (ravel: a view of a C-contiguous array of the full shape)
+        fa, fb = _full(a, shape).ravel(), _full(b, shape).ravel()
+        if arr:
+            _lerp_flat_w(fa, fb, _full(w, shape).ravel(), out.ravel())
+        else:
+            _lerp_flat(fa, fb, float(w), out.ravel())
+    return out
+
+
+def _full(x, shape):
+    """``x`` as a C-contiguous array of ``shape`` (itself where it is one)."""
+    if x.shape == shape and x.flags.c_contiguous:
+        return x
+    full = np.empty(shape, x.dtype)  # (np.broadcast_to builds its view in Python: 10 us)
+    full[...] = x
+    return full
 
 
 def make_complex(re, im):
