@@ -298,7 +298,11 @@ def _sqrt(c, g):
 
 @vjp("rsqrt", out=True, complex="holomorphic")
 def _rsqrt(c, g):
-    return (-0.5 * g * c.out ** 3,)
+    # y**3 as (y * y) * y: PyTorch's value of result.pow(3) (its kernel multiplies for an
+    # exponent of 3), where NumPy's power rounds once and calls libm per element (256x1024
+    # float32 0.5 ms against 50 us for the products)
+    y = c.out
+    return (-0.5 * g * (y * y * y),)
 
 
 @vjp("reciprocal", out=True, complex="holomorphic")
