@@ -652,6 +652,8 @@ def _reciprocal(xp, d):
 
 
 def _rsqrt(xp, d):
+    if d.dtype.char in "fd":
+        return _special_kernels.rsqrt(xp, d)  # (one pass on the CPU)
     r = xp.sqrt(d)
     if r.__class__ is not xp.ndarray:  # (0-d: a NumPy scalar)
         return _reciprocal(xp, r)

@@ -3,10 +3,10 @@
 ``cpu/erf.py`` and ``cpu/cephes.py`` (compiled on first use, cached); the CUDA versions come
 from ``cupyx.scipy.special``.
 
-Also ``nextafter``, a device kernel that is not in the kernel table (CPU: a branch-free loop
+Also device kernels that are not in the kernel table: ``nextafter`` (CPU: a branch-free loop
 over the bits in ``cpu/elementwise.py``, where NumPy's calls libm per element, 15x slower at
-256x1024 float32; CUDA: CuPy's ufunc), and ``lerp`` (CPU: one Numba ufunc pass where NumPy's
-expression makes three; CUDA: CuPy's expression)."""
+256x1024 float32; CUDA: CuPy's ufunc), ``lerp`` and ``rsqrt`` (CPU: one Numba loop each where
+NumPy's expressions make three and two passes; CUDA: CuPy's expressions)."""
 from __future__ import annotations
 
 import importlib
@@ -21,7 +21,8 @@ _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "c
            "i0e": "cephes",
            "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise",
            "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs",
-           "sinc": "sinc", "spherical_j0": "sinc", "lerp": "elementwise"}
+           "sinc": "sinc", "spherical_j0": "sinc", "lerp": "elementwise",
+           "rsqrt": "elementwise"}
 
 
 def _work(d):
@@ -165,3 +166,11 @@ def lerp(xp, a, b, w):
     if xp is np:
         return _cpu_kernel("lerp")(a, b, w)
     return a + w * (b - a)
+
+
+def rsqrt(xp, d):
+    """``1 / sqrt(d)`` of a float32 or float64 array, each step correctly rounded."""
+    if xp is np:
+        return _cpu_kernel("rsqrt")(d)
+    r = xp.sqrt(d)
+    return xp.divide(1, r, out=r)  # (into sqrt's result: one allocation)
