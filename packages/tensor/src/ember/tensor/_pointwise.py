@@ -25,7 +25,9 @@ from ._checks import (
 )
 from ._creation import _on, _to_copy, tensor
 from ._fpstate import quiet as _quiet
+from ._fpstate import quiet_begin as _quiet_begin
 from ._fpstate import quiet_call as _quiet_call
+from ._fpstate import quiet_end as _quiet_end
 from ._indexing import nonzero
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
@@ -805,7 +807,14 @@ def _unary(name: str, fn, desc: str, float_out: bool):
         if d.base is not None and 0 in d.strides:  # expanded (sum's gradient): once per
             # distinct element (a view; a fresh array is never expanded)
             return _make(_on_distinct(compute, xp, d, quiet))
-        r = _quiet_call(compute, xp, d) if quiet else compute(xp, d)
+        if quiet:  # (quiet_call's two steps here: no wrapper call)
+            token = _quiet_begin()
+            try:
+                r = compute(xp, d)
+            finally:
+                _quiet_end(token)
+        else:
+            r = compute(xp, d)
         t = object.__new__(Tensor)  # (a NumPy scalar from a 0-d array: made an array)
         t._data = r if r.__class__ is _ndarray else xp.asarray(r)
         return t
@@ -858,7 +867,8 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
             raise not_implemented("round", d.dtype)
         return _make(d.copy())
     if decimals and d.dtype.char in "fd":  # (one pass where NumPy's round makes three)
-        return _make(_kernel("round_decimals", array_module(d))(d, decimals))
+        return _make(_kernel("round_decimals", np if d.__class__ is _ndarray else
+                             array_module(d))(d, decimals))
     return _make(d.round(decimals))
 
 

@@ -288,7 +288,9 @@ def logaddexp2(a, b, out=None):
 
 # ------------------------------------------ sign, copysign, real angle, frac, float32 hypot
 # NumPy ufuncs whose loops Numba compiles (on first use; cached on disk): NumPy's own loops for
-# these are scalar. Called as plain ufuncs (a third of a microsecond), NumPy broadcasting.
+# these are scalar. Called as plain ufuncs (a third of a microsecond), NumPy broadcasting; the
+# wrappers of the unary ones look theirs up in _UFUNCS and test contiguity themselves (a call
+# of _ufunc, _dense or _array costs ~50 ns, a sixth of the ufunc's on a small array)
 _UFUNCS: dict = {}
 _KEEP: list = []
 
@@ -394,7 +396,7 @@ def hypot(a, b, out=None):
     if a.__class__ is _nd and b.__class__ is _nd and out is None and a.dtype.char == "f" \
             and b.dtype.char == "f" and a.flags.c_contiguous and b.flags.c_contiguous:
         # (an overflow is inf, as in PyTorch: no NumPy warning)
-        return _array(quiet_call(_ufunc("hypot32"), a, b))
+        return _array(quiet_call(_UFUNCS.get("hypot32") or _ufunc("hypot32"), a, b))
     dt = _result_dtype(a, b)
     if dt.kind != "f":
         raise TypeError(f"hypot: no kernel for dtype {dt}")
@@ -411,7 +413,8 @@ def copysign(a, b, out=None):
     NumPy's loop is scalar (4x slower at 256x1024). Other dtypes raise TypeError."""
     if a.__class__ is _nd and b.__class__ is _nd and out is None and a.dtype.char in "fd" \
             and a.dtype == b.dtype and a.flags.c_contiguous and b.flags.c_contiguous:
-        return _array(_ufunc("copysign")(a, b))
+        r = (_UFUNCS.get("copysign") or _ufunc("copysign"))(a, b)
+        return r if r.__class__ is _nd else np.asarray(r)
     dt = _result_dtype(a, b)
     if dt.kind != "f":
         raise TypeError(f"copysign: no kernel for dtype {dt}")
@@ -427,7 +430,8 @@ def angle(x):
         return angle(x.astype(_F32)).astype(_F16)
     if x.dtype.char not in "fd":
         raise TypeError(f"angle: no kernel for dtype {x.dtype}")
-    return _array(_ufunc("angle")(_dense(x)))
+    r = (_UFUNCS.get("angle") or _ufunc("angle"))(x if x.flags.c_contiguous else _dense(x))
+    return r if r.__class__ is _nd else np.asarray(r)
 
 
 def sign(x):
@@ -436,7 +440,8 @@ def sign(x):
     array of ``x``'s shape and dtype. Other dtypes raise TypeError."""
     if x.dtype.char not in "fd":
         raise TypeError(f"sign: no kernel for dtype {x.dtype}")
-    return _array(_ufunc("sign")(_dense(x)))
+    r = (_UFUNCS.get("sign") or _ufunc("sign"))(x if x.flags.c_contiguous else _dense(x))
+    return r if r.__class__ is _nd else np.asarray(r)
 
 
 def frac(x):
@@ -446,7 +451,8 @@ def frac(x):
     sets NumPy's invalid flag: the caller quiets NumPy. Other dtypes raise TypeError."""
     if x.dtype.char not in "fd":
         raise TypeError(f"frac: no kernel for dtype {x.dtype}")
-    return _array(_ufunc("frac")(_dense(x)))
+    r = (_UFUNCS.get("frac") or _ufunc("frac"))(x if x.flags.c_contiguous else _dense(x))
+    return r if r.__class__ is _nd else np.asarray(r)
 
 
 @_jit
@@ -509,7 +515,8 @@ def rsqrt(x):
     the caller quiets NumPy. Other dtypes raise TypeError."""
     if x.dtype.char not in "fd":
         raise TypeError(f"rsqrt: no kernel for dtype {x.dtype}")
-    return _array(_ufunc("rsqrt")(_dense(x)))
+    r = (_UFUNCS.get("rsqrt") or _ufunc("rsqrt"))(x if x.flags.c_contiguous else _dense(x))
+    return r if r.__class__ is _nd else np.asarray(r)  # (a NumPy scalar from 0-d)
 
 
 def make_complex(re, im):
