@@ -32,47 +32,61 @@ _CODES = {**{k: (c, False) for k, c in KINDS.items()},
           **{"shifted_" + k: (c, True) for k, c in KINDS.items()}}
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _recurrence(kind, shifted, x, m):  # pragma: no cover  (compiled)
+    # the polynomial of degree m >= 1 at x, in float64
+    t = np.float64(x)
+    if shifted:
+        t = 2.0 * t - 1.0
+    if kind == 0 or kind == 5 or kind == 7:
+        p1 = t
+    elif kind == 1 or kind == 4:
+        p1 = 2.0 * t
+    elif kind == 2:
+        p1 = 2.0 * t - 1.0
+    elif kind == 3:
+        p1 = 2.0 * t + 1.0
+    else:
+        p1 = 1.0 - t
+    p0 = 1.0
+    for k in range(1, m):
+        if kind <= 3:
+            p2 = 2.0 * t * p1 - p0
+        elif kind == 4:
+            p2 = 2.0 * t * p1 - 2.0 * k * p0
+        elif kind == 5:
+            p2 = t * p1 - k * p0
+        elif kind == 6:
+            p2 = ((2.0 * k + 1.0 - t) * p1 - k * p0) / (k + 1.0)
+        else:
+            p2 = ((2.0 * k + 1.0) * t * p1 - k * p0) / (k + 1.0)
+        p0 = p1
+        p1 = p2
+    return p1
+
+
 @numba.njit(cache=True, nogil=True)
 def _poly(kind, shifted, x, n, out):  # pragma: no cover  (compiled)
     # x[i * xstep], n[i * nstep]: a step of 0 repeats a single value (a broadcast scalar)
     xstep = int(x.size != 1)
-    nstep = int(n.size != 1)
+    if n.size == 1:  # one degree for every element: its tests made once, out of the loop
+        m = n[0]
+        if m <= 0:  # (a constant: a loop that vectorizes, where the tests per element
+            v = 0.0 if m < 0 else 1.0  # cost as much as PyTorch's whole op)
+            for i in range(out.size):
+                out[i] = v
+            return
+        for i in range(out.size):
+            out[i] = _recurrence(kind, shifted, x[i * xstep], m)
+        return
     for i in range(out.size):
-        t = np.float64(x[i * xstep])
-        if shifted:
-            t = 2.0 * t - 1.0
-        m = n[i * nstep]
+        m = n[i]
         if m < 0:
             out[i] = 0.0
-            continue
-        if m == 0:
+        elif m == 0:
             out[i] = 1.0
-            continue
-        if kind == 0 or kind == 5 or kind == 7:
-            p1 = t
-        elif kind == 1 or kind == 4:
-            p1 = 2.0 * t
-        elif kind == 2:
-            p1 = 2.0 * t - 1.0
-        elif kind == 3:
-            p1 = 2.0 * t + 1.0
         else:
-            p1 = 1.0 - t
-        p0 = 1.0
-        for k in range(1, m):
-            if kind <= 3:
-                p2 = 2.0 * t * p1 - p0
-            elif kind == 4:
-                p2 = 2.0 * t * p1 - 2.0 * k * p0
-            elif kind == 5:
-                p2 = t * p1 - k * p0
-            elif kind == 6:
-                p2 = ((2.0 * k + 1.0 - t) * p1 - k * p0) / (k + 1.0)
-            else:
-                p2 = ((2.0 * k + 1.0) * t * p1 - k * p0) / (k + 1.0)
-            p0 = p1
-            p1 = p2
-        out[i] = p1
+            out[i] = _recurrence(kind, shifted, x[i * xstep], m)
 
 
 def orthogonal_poly(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
