@@ -248,8 +248,7 @@ def _rows_form(a, b, work):
     xa, xb = _operand(a, work), _operand(b, work)
     shape, form = _two_d(xa, xb)
     if form is None:
-        xa = np.ascontiguousarray(np.broadcast_to(xa, shape))
-        xb = np.ascontiguousarray(np.broadcast_to(xb, shape))
+        xa, xb = _full(xa, shape), _full(xb, shape)
         form = _two_d(xa, xb)[1]
     return shape, form[0], form[1]
 
@@ -499,7 +498,8 @@ def lerp(a, b, w):
 
 
 def _full(x, shape):
-    """``x`` as a C-contiguous array of ``shape`` (itself where it is one)."""
+    """``x`` as a C-contiguous array of ``shape`` (itself where it is one; a 0-d ``x`` of a
+    number stays 0-d where ``shape`` is ``()``)."""
     if x.shape == shape and x.flags.c_contiguous:
         return x
     full = np.empty(shape, x.dtype)  # (np.broadcast_to builds its view in Python: 10 us)
