@@ -123,7 +123,7 @@ def _broadcast_error(op: str, da, db) -> RuntimeError:
 
 def _check_out_shape(op: str, db, out_shape) -> None:
     """In-place ops: the other operand must broadcast to the destination's shape."""
-    if hasattr(db, "shape"):
+    if hasattr(db, "shape") and db.shape != out_shape:  # (broadcast_shapes: 1.5 us)
         try:
             shape = np.broadcast_shapes(db.shape, out_shape)
         except ValueError:
