@@ -30,7 +30,7 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from ..._fpstate import quiet, quiet_call
+from ..._fpstate import quiet, quiet_begin, quiet_end
 from ._vmath import _FM, _ONE_F, like, vexp, vjit, vlog1p, vsigmoid
 
 __all__ = ["sigmoid", "sigmoid_backward", "tanh_backward", "threshold_backward", "silu",
@@ -153,7 +153,14 @@ def _run(name: str, *arrays: np.ndarray) -> np.ndarray:
             break
     # (the dtype's character: a search of a tuple of dtypes compares each, 0.1 us)
     if dtype.char in "fd" and (len(arrays) == 1 or arrays[1].dtype == dtype):
-        out = quiet_call(f, *arrays) if name in _QUIET_UFUNCS else f(*arrays)
+        if name in _QUIET_UFUNCS:  # (quiet_call's two steps here: no wrapper call)
+            token = quiet_begin()
+            try:
+                out = f(*arrays)
+            finally:
+                quiet_end(token)
+        else:
+            out = f(*arrays)
     elif dtype.kind in "fV":  # float16, bfloat16 ("V" in ml_dtypes)
         with quiet():
             out = np.asarray(f(*[a.astype(_F32) for a in arrays])).astype(dtype)
