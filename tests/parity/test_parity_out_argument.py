@@ -257,6 +257,25 @@ def test_factory_out_takes_outs_dtype(name):
         np.testing.assert_array_equal(_np(eout), _np(tout))
 
 
+@pytest.mark.parametrize("name", ["zeros", "ones", "rand", "randn", "empty", "full", "arange",
+                                  "linspace", "eye"])
+def test_factory_out_with_requires_grad(name):
+    """``requires_grad=True`` with ``out=``: ``out`` becomes a leaf that requires grad."""
+    calls = {"zeros": lambda m, **k: m.zeros(2, 3, **k), "ones": lambda m, **k: m.ones(3, **k),
+             "rand": lambda m, **k: m.rand(4, **k), "randn": lambda m, **k: m.randn(2, **k),
+             "empty": lambda m, **k: m.empty(2, **k),
+             "full": lambda m, **k: m.full((2,), 1.5, **k),
+             "arange": lambda m, **k: m.arange(0.0, 3.0, **k),
+             "linspace": lambda m, **k: m.linspace(0, 1, 5, **k),
+             "eye": lambda m, **k: m.eye(3, **k)}
+    results = []
+    for m in (torch, et):
+        out = m.empty(0)
+        got = calls[name](m, out=out, requires_grad=True)
+        results.append((got is out, got.requires_grad, got.is_leaf, tuple(got.shape)))
+    assert results[0] == results[1]
+
+
 FACTORY_ERRORS = {
     "rand_int64": lambda m: m.rand(2, out=m.empty(0, dtype=m.int64)),
     "randint_bool": lambda m: m.randint(3, (2,), out=m.empty(0, dtype=m.bool)),

@@ -250,11 +250,16 @@ def composite(fn: Callable | None = None, *, name: str | None = None):
                     "                dtype = out.dtype\n"
                     "            if device is None:\n"
                     "                device = out.device\n")
+        grad = "requires_grad" in names  # a factory's: out becomes a leaf requiring grad
+        if grad:
+            fill += "        _rg, requires_grad = requires_grad, False\n"
+        write = f"_write_out(_name, {full}, out, _casting)"
         body = ("        if out is None:\n"
                 + "".join(f"            {line}\n" for line in short.splitlines()) +
                 f"            return {full}\n"
-                f"{fill}"
-                f"        return _write_out(_name, {full}, out, _casting)\n")
+                f"{fill}" +
+                (f"        return {write}.requires_grad_(True) if _rg else {write}\n"
+                 if grad else f"        return {write}\n"))
         at = len(params) - (1 if params and params[-1].kind is _P.VAR_KEYWORD else 0)
         params.insert(at, _P("out", _P.KEYWORD_ONLY, default=None))
         attrs["__signature__"] = sig.replace(parameters=params)
