@@ -57,6 +57,25 @@ def test_cumprod_with_zeros_passes_gradcheck_and_gradgradcheck(values):
     assert ag.gradgradcheck(lambda t: t.cumprod(0), (x,))
 
 
+def test_prod_gradient_with_and_without_zeros():
+    # without a zero the gradient is the product over each element, with one the products of
+    # the other elements (one zero: nonzero only there; two: zero everywhere)
+    (g,) = _grad(lambda x: x.prod(), [2.0, 0.5, 3.0])
+    np.testing.assert_allclose(g, [1.5, 6.0, 1.0])
+    (g,) = _grad(lambda x: (x.prod(1) * et.tensor([1.0, 2.0, 3.0], dtype=et.float64)).sum(),
+                 [[2.0, 0.0, 3.0], [0.0, 0.0, 1.0], [4.0, 0.5, 2.0]])
+    np.testing.assert_allclose(g, [[0.0, 6.0, 0.0], [0.0, 0.0, 0.0], [3.0, 24.0, 6.0]])
+
+
+@pytest.mark.parametrize("values", [[[2.0, 0.0], [3.0, 1.5]], [[0.0, 0.0], [2.0, 0.7]],
+                                    [[1.2, 0.8], [0.5, 1.5]]])
+def test_prod_with_zeros_passes_gradcheck_and_gradgradcheck(values):
+    x = et.tensor(values, dtype=et.float64, requires_grad=True)
+    for f in (lambda t: t.prod(), lambda t: t.prod(0), lambda t: t.prod(1, keepdim=True)):
+        assert ag.gradcheck(f, (x,))
+        assert ag.gradgradcheck(f, (x,))
+
+
 def test_atan2_at_the_origin_has_zero_gradient():
     ga, gb = _grad(lambda a, b: et.atan2(a, b).sum(), [0.0, 1.0], [0.0, 1.0])
     assert ga[0] == 0 and gb[0] == 0 and np.isfinite(ga).all() and np.isfinite(gb).all()

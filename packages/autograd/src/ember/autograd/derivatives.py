@@ -768,12 +768,15 @@ def _exclusive_prod(x, dim):
     return left * right
 
 
-@vjp("prod", save=(0,), complex="holomorphic")
+@vjp("prod", save=(0,), out=True, complex="holomorphic")
 def _prod(c, g):
     x = c.args[0]
     dims = _rdims(c, x)
     if x.dim() == 0:
         return (g,)
+    if not bool((x == 0).any()):  # PyTorch's rule: with no zero, the product over each
+        keep = _keepdim(c)        # element (one pass, where the exclusive products take six)
+        return (_unreduce(g, x.shape, dims, keep) * (_unreduce(c.out, x.shape, dims, keep) / x),)
     if len(dims) == x.dim() and x.dim() > 1:
         flat = x.reshape(-1)
         return ((_exclusive_prod(flat, 0) * _unreduce(g, flat.shape, (0,), False)
