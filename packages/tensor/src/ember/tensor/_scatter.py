@@ -53,16 +53,6 @@ def _gather_index(index, op: str):
     return a
 
 
-def _three(arr, ishape: tuple, dim: int, P: int, Q: int):
-    """``arr`` restricted to the index's extents outside ``dim``, seen as (P, M, Q) with ``dim``
-    in the middle: a view of ``arr`` when it can be (the kernels make their own contiguous
-    copy of a strided one)."""
-    shape = arr.shape
-    if shape[:dim] != ishape[:dim] or shape[dim + 1:] != ishape[dim + 1:]:
-        arr = arr[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(ishape))]
-    return arr.reshape(P, shape[dim] if shape else 1, Q)
-
-
 def _raise_bad(op: str, index3, bad: int, size: int, dim: int):
     v = int(index3.reshape(-1)[bad])
     raise IndexOutOfBoundsError(f"{op}(): index {v} is out of bounds for dimension {dim} with "
@@ -125,10 +115,42 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     return _make(out.reshape(a.shape))
 
 
+_scatter_plans: dict = {}  # (input, index, src shapes, dim) -> (dim, dshape, ishape)
+
+
 def _scatter_check(op: str, input: Tensor, dim: int, index: Tensor, src,
                    check_range: bool = True):
     a = _gather_index(index, op)
     data = input._data
+    s = src._data if isinstance(src, Tensor) else None
+    # the shape checks' result is kept per shapes and dim (a bad dim or shape raises before
+    # it is stored): a repeated call checks only devices and dtypes, in the same order
+    key = (data.shape, a.shape, None if s is None else s.shape, dim) \
+        if dim.__class__ is int else None
+    plan = _scatter_plans.get(key)
+    if plan is None:
+        plan = _scatter_shapes(op, data, a, s, dim)
+        if key is not None:
+            if len(_scatter_plans) >= 4096:
+                _scatter_plans.clear()
+            _scatter_plans[key] = plan
+    else:
+        if a.__class__ is not _ndarray or data.__class__ is not _ndarray:
+            _same_device(op, data, a)
+        if s is not None:
+            if s.__class__ is not _ndarray or data.__class__ is not _ndarray:
+                _same_device(op, data, s)
+            if s.dtype != data.dtype:
+                raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
+    dim, dshape, ishape = plan
+    if check_range:
+        _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
+    return a.reshape(ishape), dim, dshape, ishape
+
+
+def _scatter_shapes(op: str, data, a, s, dim):
+    """:func:`_scatter_check`'s checks in PyTorch's order: (dim wrapped, the input's and the
+    index's shapes with 0-d as (1,))."""
     _same_device(op, data, a)
     dim = _wrap_dim(dim, data.ndim, op)  # PyTorch wraps dim first
     dshape, ishape = _nonempty(data.shape), _nonempty(a.shape)
@@ -136,8 +158,7 @@ def _scatter_check(op: str, input: Tensor, dim: int, index: Tensor, src,
         raise RuntimeError(
             f"{op}(): Index tensor must have the same number of dimensions as self tensor")
     sshape = None
-    if isinstance(src, Tensor):
-        s = src._data
+    if s is not None:
         _same_device(op, data, s)
         if s.dtype != data.dtype:
             raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
@@ -147,13 +168,11 @@ def _scatter_check(op: str, input: Tensor, dim: int, index: Tensor, src,
                 f"{op}(): Index tensor must have the same number of dimensions as src tensor")
     for d in range(len(dshape)):
         if (d != dim and ishape[d] > dshape[d]) or (sshape is not None and ishape[d] > sshape[d]):
-            extra = f" and to be no larger size than src {list(src.shape)}" if sshape else ""
+            extra = f" and to be no larger size than src {list(s.shape)}" if sshape else ""
             raise RuntimeError(
                 f"{op}(): Expected index {list(a.shape)} to be no larger than self "
                 f"{list(data.shape)} apart from dimension {dim}{extra}")
-    if check_range:
-        _check_range(a, dshape[dim], dim, op, exc=IndexOutOfBoundsError)
-    return a.reshape(ishape), dim, dshape, ishape
+    return dim, dshape, ishape
 
 
 _REDUCE = {None: "set", "add": "add", "multiply": "multiply"}
@@ -174,30 +193,58 @@ def _scatter_into(out, op: str, input: Tensor, dim, index, src, value, reduce) -
     if src is None:
         src = checked_scalar(op, _scalar_of(value, op), out.dtype)
     else:
-        src = src._data.reshape(_nonempty(src._data.shape))
+        src = src._data if src._data.ndim else src._data.reshape(1)
     _scatter_raw(out, op, a, dim, dshape, ishape, src, _REDUCE[reduce])
+
+
+_raw_plans: dict = {}  # (out, dshape, index, src shapes, dim) -> the (P, M, Q) views' geometry
+
+
+def _raw_plan(key: tuple) -> tuple:
+    oshape, dshape, ishape, sshape, dim = key
+    wshape = oshape or dshape
+
+    def restrict(shape):  # the basic index of ``shape``'s restriction to the index's extents
+        if shape[:dim] == ishape[:dim] and shape[dim + 1:] == ishape[dim + 1:]:
+            return None
+        return tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(ishape))
+
+    P, N, Q = prod(ishape[:dim]), ishape[dim], prod(ishape[dim + 1:])
+    plan = (restrict(wshape), (P, dshape[dim], Q), (P, N, Q),
+            None if sshape is None else restrict(sshape),
+            None if sshape is None else (P, sshape[dim], Q))
+    if len(_raw_plans) >= 4096:
+        _raw_plans.clear()
+    _raw_plans[key] = plan
+    return plan
 
 
 def _scatter_raw(out, op: str, a, dim: int, dshape: tuple, ishape: tuple, src,
                  mode: str) -> None:
     """``scatter_dim`` of ``src`` (an array at least the index's extents, or a scalar) into
-    ``out`` at the checked-shape index ``a`` (shaped ``ishape``) along ``dim``."""
+    ``out`` at the checked-shape index ``a`` (shaped ``ishape``) along ``dim``, on the
+    (P, M, Q) view of ``out`` that the index covers (written back when that view is not
+    contiguous). The geometry is kept per shapes and dim."""
     if a.size == 0:
         return
     xp = array_module(out)
+    array = getattr(src, "ndim", 0) > 0  # (a scalar, a NumPy one included: a fill)
+    key = (out.shape, dshape, ishape, src.shape if array else None, dim)
+    plan = _raw_plans.get(key)
+    if plan is None:
+        plan = _raw_plan(key)
+    sl, w3s, i3s, ssl, s3s = plan
     w = out if out.ndim else out.reshape(dshape)
-    if w.shape[:dim] != ishape[:dim] or w.shape[dim + 1:] != ishape[dim + 1:]:
-        w = w[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(ishape))]
-    P, N, Q = prod(ishape[:dim]), ishape[dim], prod(ishape[dim + 1:])
-    w3 = w.reshape(P, dshape[dim], Q) if w.flags.c_contiguous else \
-        xp.ascontiguousarray(w).reshape(P, dshape[dim], Q)
-    i3 = a.reshape(P, N, Q)  # (a broadcast index stays a view: the kernel reads its rows)
-    if getattr(src, "ndim", 0):
-        s3 = _three(src, ishape, dim, P, Q)
-        if s3.shape[1] != N:
-            s3 = s3[:, :N]
+    if sl is not None:
+        w = w[sl]
+    w3 = w.reshape(w3s) if w.flags.c_contiguous else xp.ascontiguousarray(w).reshape(w3s)
+    i3 = a.reshape(i3s)  # (a broadcast index stays a view: the kernel reads its rows)
+    if array:
+        s3 = (src if ssl is None else src[ssl]).reshape(s3s)
+        if s3s[1] != i3s[1]:
+            s3 = s3[:, :i3s[1]]
     else:
-        s3 = xp.full(i3.shape, src, dtype=out.dtype)  # the kernel would copy a broadcast
+        s3 = xp.full(i3s, src, dtype=out.dtype)  # the kernel would copy a broadcast
     bad = _kernel("scatter_dim", xp)(w3, i3, s3, mode)
     if bad >= 0:
         _raise_bad(op, i3, bad, dshape[dim], dim)
