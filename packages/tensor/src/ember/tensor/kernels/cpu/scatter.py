@@ -25,7 +25,7 @@ from ._common import (
     use_parallel,
 )
 
-__all__ = ["index_add", "embedding_backward", "gather_dim", "scatter_dim"]
+__all__ = ["index_add", "embedding_backward", "gather_dim", "scatter_dim", "index_bounds"]
 
 
 @njit
@@ -196,6 +196,32 @@ _FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 
 _BITS = {2: np.uint16, 1: np.uint8}
 _nd = np.ndarray
+
+
+@njit
+def _bounds(index):
+    # the smallest and the largest of a 1-D integer array (not empty), in one pass
+    lo = hi = index[0]
+    for k in range(1, index.size):
+        v = index[k]
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return lo, hi
+
+
+def index_bounds(index: np.ndarray) -> tuple[int, int]:
+    """``(min, max)`` of a non-empty integer array, in one pass (NumPy's ``min`` and ``max``
+    make two, and each reduction's call costs more than a small array's whole pass).
+
+    >>> index_bounds(np.array([[3, -1], [2, 7]]))
+    (-1, 7)
+    """
+    if index.dtype.kind not in "iub":
+        raise TypeError(f"index_bounds(): expected an integer array, got dtype {index.dtype}")
+    if not index.size:
+        raise ValueError("index_bounds(): the array is empty")
+    lo, hi = _bounds(index.ravel())
+    return int(lo), int(hi)
 
 
 @njit
