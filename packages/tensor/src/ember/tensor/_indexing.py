@@ -487,8 +487,12 @@ def _resolve(data, index, zero_d_as_int: bool = True):
         if len(rows) == 1:
             a = rows[0]
             return data, (a,), a.shape + data.shape[1:], [(0, a)]
-        try:
-            bshape = broadcast_shapes(None, *[a.shape for a in rows])
+        bshape = rows[0].shape
+        try:  # (index arrays of one shape, the commonest, need no broadcast)
+            for a in rows[1:]:
+                if a.shape != bshape:
+                    bshape = broadcast_shapes(None, *[a.shape for a in rows])
+                    break
         except RuntimeError:
             raise IndexError(
                 "shape mismatch: indexing tensors could not be broadcast together with shapes "
@@ -636,19 +640,16 @@ def _put_items(input: Tensor, indices, op: str) -> tuple:
     if isinstance(indices, Tensor) or not isinstance(indices, (tuple, list)):
         raise TypeError(f"{op}(): argument 'indices' must be tuple of Tensors, not "
                         f"{type(indices).__name__}")
-    items = []
+    n_dims = 0  # the dims the indices consume: a mask's own, one for any other
     for i, t in enumerate(indices):
-        if isinstance(t, Tensor):
-            items.append(t)
-        else:
+        if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {i} in argument 1 (indices), "
                             f"but got {type(t).__name__}")
-    n_dims = sum(t._data.ndim if isinstance(t, Tensor) and t._data.dtype.kind == "b" else 1
-                 for t in items)
+        n_dims += t._data.ndim if t._data.dtype.kind == "b" else 1
     if n_dims > input._data.ndim:
         raise IndexError(f"too many indices for tensor of dimension {input._data.ndim} "
                          f"(got {n_dims})")
-    return tuple(items)
+    return tuple(indices)
 
 
 def _index_put_into(out, input: Tensor, indices, values, accumulate: bool, op: str) -> None:
