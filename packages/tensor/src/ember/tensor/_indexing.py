@@ -924,8 +924,8 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
         _check_range(a, 1, 0, op)
         return getitem(input, ())
     ds, ids = list(data.shape), list(a.shape)
-    ds[dim] = ids[dim] = 1  # every dim but ``dim`` broadcasts
-    bshape = list(broadcast_shapes(op, ds, ids))
+    ds[dim] = ids[dim] = 1  # every dim but ``dim`` broadcasts (shapes equal outside it, the
+    bshape = ds if ds == ids else list(broadcast_shapes(op, ds, ids))  # commonest: as they are)
     # gather of the broadcast operands, as PyTorch computes it (an operand of the broadcast
     # shape already is used as it is: an expand to its own shape is a registry call for nothing)
     bshape[dim] = data.shape[dim]
