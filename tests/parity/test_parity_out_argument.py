@@ -276,6 +276,56 @@ def test_factory_out_with_requires_grad(name):
     assert results[0] == results[1]
 
 
+EXACT = {
+    "inverse": lambda m, o: m.inverse(_spd(m), out=o),
+    "matrix_power": lambda m, o: m.matrix_power(_spd(m), 2, out=o),
+    "vdot": lambda m, o: m.vdot(m.ones(3, dtype=m.float64), m.ones(3, dtype=m.float64), out=o),
+    "inner": lambda m, o: m.inner(m.ones(3, dtype=m.float64), m.ones(3, dtype=m.float64), out=o),
+    "matmul": lambda m, o: m.matmul(_spd(m), _spd(m), out=o),
+    "linalg.det": lambda m, o: m.linalg.det(_spd(m), out=o),
+    "linalg.inv": lambda m, o: m.linalg.inv(_spd(m), out=o),
+    "linalg.solve": lambda m, o: m.linalg.solve(_spd(m), m.ones(3, dtype=m.float64), out=o),
+    "linalg.vector_norm": lambda m, o: m.linalg.vector_norm(m.ones(3, dtype=m.float64), out=o),
+    "linalg.norm": lambda m, o: m.linalg.norm(m.ones(3, dtype=m.float64), out=o),
+    "linalg.matrix_norm": lambda m, o: m.linalg.matrix_norm(_spd(m), out=o),
+    "linalg.vecdot": lambda m, o: m.linalg.vecdot(m.ones(3, dtype=m.float64),
+                                                  m.ones(3, dtype=m.float64), out=o),
+    "linalg.cross": lambda m, o: m.linalg.cross(m.ones(3, dtype=m.float64),
+                                                m.ones(3, dtype=m.float64), out=o),
+    "linalg.cholesky": lambda m, o: m.linalg.cholesky(_spd(m), out=o),
+    "linalg.multi_dot": lambda m, o: m.linalg.multi_dot([_spd(m), _spd(m)], out=o),
+    "linalg.solve_triangular": lambda m, o: m.linalg.solve_triangular(_spd(m), _spd(m),
+                                                                      upper=True, out=o),
+    "linalg.svdvals": lambda m, o: m.linalg.svdvals(_spd(m), out=o),
+    "linalg.eigvalsh": lambda m, o: m.linalg.eigvalsh(_spd(m), out=o),
+    "quantile": lambda m, o: m.quantile(m.ones(3, dtype=m.float64), 0.5, out=o),
+    "nanquantile": lambda m, o: m.nanquantile(m.ones(3, dtype=m.float64), 0.5, out=o),
+    "amax": lambda m, o: m.amax(_spd(m), 0, out=o),
+    "amin": lambda m, o: m.amin(_spd(m), 0, out=o),
+    "nanmedian": lambda m, o: m.nanmedian(_spd(m), 0, out=(o, m.empty(0, dtype=m.int64))),
+}
+
+
+def _spd(m):
+    return m.eye(3, dtype=m.float64) * 2 + m.ones(3, 3, dtype=m.float64) * 0.1
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_out_of_the_exact_dtype(name):
+    """These ops take only an ``out`` of their result's dtype (a float32 ``out`` for a
+    float64 result raises), as PyTorch's."""
+    for dt in ("float32", "float64"):
+        got = []
+        for m in (torch, et):
+            try:
+                EXACT[name](m, m.empty(0, dtype=getattr(m, dt)))
+                got.append(None)
+            except Exception as exc:  # noqa: BLE001 -- the type is compared
+                got.append(type(exc))
+        assert got[0] == got[1], (name, dt, got)
+        assert (got[0] is None) == (dt == "float64")
+
+
 FACTORY_ERRORS = {
     "rand_int64": lambda m: m.rand(2, out=m.empty(0, dtype=m.int64)),
     "randint_bool": lambda m: m.randint(3, (2,), out=m.empty(0, dtype=m.bool)),

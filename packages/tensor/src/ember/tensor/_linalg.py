@@ -191,7 +191,7 @@ def _own(r, inputs):
 
 
 # ---------------------------------------------------------------------------- products
-@defop("matmul", out=True)
+@defop("matmul", out=True, out_casting="no")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with PyTorch's rules: 1-d @ 1-d is a dot product, a 1-d operand is
     promoted to a matrix and the added dim removed, batch dims broadcast.

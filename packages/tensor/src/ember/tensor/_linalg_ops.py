@@ -253,7 +253,7 @@ def _la(xp):
 
 
 # ---------------------------------------------------------------------------- det / inv / solve
-@defop("linalg_det", out=True)
+@defop("linalg_det", out=True, out_casting="no")
 def linalg_det(A: Tensor) -> Tensor:
     a = A._data
     _check_square("linalg.det", a)
@@ -274,7 +274,7 @@ def linalg_slogdet(A: Tensor):
             _make(xp.asarray(ld).astype(_real_dtype(a.dtype), copy=False)))
 
 
-@defop("linalg_inv", out=True)
+@defop("linalg_inv", out=True, out_casting="no")
 def linalg_inv(A: Tensor) -> Tensor:
     a = A._data
     _check_square("linalg.inv", a)
@@ -334,7 +334,7 @@ def _solve_arrays(op: str, a, b, left: bool = True):
     return r[..., 0] if vec else r
 
 
-@defop("linalg_solve", out=True)
+@defop("linalg_solve", out=True, out_casting="no")
 def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return _make(_solve_arrays("linalg.solve", A._data, B._data, left))
 
@@ -380,7 +380,7 @@ def _tri_solve_arrays(xp, a, b, upper: bool, left: bool, unitriangular: bool):
             raise _singular("linalg.solve_triangular", "solve") from None
 
 
-@defop("linalg_solve_triangular", out=True)
+@defop("linalg_solve_triangular", out=True, out_casting="no")
 def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
                             unitriangular: bool = False) -> Tensor:
     a, b = A._data, B._data
@@ -400,7 +400,7 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
 
 
 # ---------------------------------------------------------------------------- factorizations
-@defop("linalg_cholesky", out=True)
+@defop("linalg_cholesky", out=True, out_casting="no")
 def linalg_cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     a = A._data
     _check_square("linalg.cholesky", a)
@@ -731,7 +731,7 @@ def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = F
     return _make(lu), _make(to(piv)), _make(to(info))
 
 
-@defop("linalg_vector_norm", out=True)
+@defop("linalg_vector_norm", out=True, out_casting="no")
 def linalg_vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *,
                        dtype=None) -> Tensor:
     d = x._data
@@ -1059,7 +1059,7 @@ def slogdet(input: Tensor, *, out=None):
     return _ret(RT.torch_slogdet, linalg_slogdet(input), out, "slogdet")
 
 
-@with_out
+@with_out(casting="no")
 def inverse(input: Tensor) -> Tensor:
     """Inverse of a (batch of) square matrices (``torch.inverse``).
 
@@ -1164,7 +1164,7 @@ def _matrix_power(A: Tensor, n: int) -> Tensor:
     return result
 
 
-@with_out
+@with_out(casting="no")
 def matrix_power(input: Tensor, n: int) -> Tensor:
     """``input`` multiplied by itself ``n`` times (the inverse's power for ``n < 0``).
 
@@ -1352,7 +1352,7 @@ def _multi_dot(tensors) -> Tensor:
     return prod(0, n - 1)
 
 
-multi_dot = with_out(_multi_dot)
+multi_dot = with_out(_multi_dot, casting="no")
 multi_dot.__name__ = "multi_dot"
 
 
@@ -1390,7 +1390,7 @@ def _matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
     raise RuntimeError(f"{op}: Order {ord} not supported.")
 
 
-matrix_norm = with_out(_matrix_norm)
+matrix_norm = with_out(_matrix_norm, casting="no")
 matrix_norm.__name__ = "matrix_norm"
 
 
@@ -1410,7 +1410,7 @@ def _norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -
     return linalg_vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
-linalg_norm = with_out(_norm)
+linalg_norm = with_out(_norm, casting="no")
 linalg_norm.__name__ = "norm"
 
 
@@ -1438,7 +1438,7 @@ def frobenius_norm(input: Tensor, dim=(-2, -1), keepdim: bool = False) -> Tensor
     return linalg_vector_norm(input, 2, dim, keepdim)
 
 
-@with_out
+@with_out(casting="no")
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """Dot product of two 1-d tensors, conjugating the first (``torch.vdot``; real tensors:
     :func:`dot`).
@@ -1449,7 +1449,7 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
     return dot(conj(input) if input.is_complex() else input, other)
 
 
-@with_out
+@with_out(casting="no")
 def inner(input: Tensor, other: Tensor) -> Tensor:
     """Inner product over the last dims (``torch.inner``; scalars multiply).
 

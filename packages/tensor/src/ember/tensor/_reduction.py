@@ -672,7 +672,7 @@ def _amaxmin(name: str, largest: bool, doc: str):
     reduce = np.maximum.reduce if largest else np.minimum.reduce
 
     impl.__name__, impl.__doc__ = name, doc
-    return defop(name, out=True)(impl)
+    return defop(name, out=True, out_casting="no")(impl)
 
 
 amax = _amaxmin("amax", True, """Maximum over ``dim`` (all dims by default); NaN propagates.
@@ -1378,7 +1378,7 @@ def _quantile(op: str, input: Tensor, q, dim, keepdim: bool, interpolation: str,
     return out.squeeze(-1) if qt.dim() == 0 else out.movedim(-1, 0)
 
 
-@with_out
+@with_out(casting="no")
 def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *,
              interpolation: str = "linear") -> Tensor:
     """The ``q``-th quantiles (a float or a 1-D tensor of them, in [0, 1]) of all elements or
@@ -1391,7 +1391,7 @@ def quantile(input: Tensor, q, dim=None, keepdim: bool = False, *,
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
 
 
-@with_out
+@with_out(casting="no")
 def nanquantile(input: Tensor, q, dim=None, keepdim: bool = False, *,
                 interpolation: str = "linear") -> Tensor:
     """:func:`quantile` ignoring NaN (a slice of NaN only gives NaN).
@@ -1402,7 +1402,7 @@ def nanquantile(input: Tensor, q, dim=None, keepdim: bool = False, *,
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 
-@with_out
+@with_out(casting="no")
 def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
     """The lower median ignoring NaN (NaN where a slice holds NaN only); with ``dim``,
     ``(values, indices)`` along it. The values are a :func:`kthvalue` (all elements) or a

@@ -118,7 +118,7 @@ def eigvals(A: _Tensor) -> _Tensor:
     return _L._eigvals(A)
 
 
-@_with_out
+@_with_out(casting="no")
 def eigvalsh(A: _Tensor, UPLO: str = "L") -> _Tensor:
     """Eigenvalues (ascending) of a symmetric matrix.
 
@@ -141,7 +141,7 @@ def svd(A: _Tensor, full_matrices: bool = True, *, driver=None, out=None):
     return _ret(_RT.svd, _L.linalg_svd(A, full_matrices, driver=driver), out, "linalg.svd")
 
 
-@_with_out
+@_with_out(casting="no")
 def svdvals(A: _Tensor, *, driver=None) -> _Tensor:
     """Singular values, descending.
 
@@ -377,7 +377,7 @@ def cond(A: _Tensor, p=None) -> _Tensor:
     return _L._matrix_norm(A, p) * _L._matrix_norm(_L.linalg_inv(A), p)
 
 
-@_with_out
+@_with_out(casting="no")
 def vecdot(x: _Tensor, y: _Tensor, *, dim: int = -1) -> _Tensor:
     """Dot products of vectors along ``dim`` (shapes broadcast), conjugating ``x``.
 
@@ -396,7 +396,7 @@ def vecdot(x: _Tensor, y: _Tensor, *, dim: int = -1) -> _Tensor:
     return _sum(x * y, dim)
 
 
-@_with_out
+@_with_out(casting="no")
 def cross(input: _Tensor, other: _Tensor, *, dim: int = -1) -> _Tensor:
     """Cross product of 3-vectors along ``dim`` (shapes broadcast).
 
