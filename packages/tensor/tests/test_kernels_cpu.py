@@ -61,7 +61,7 @@ def test_import_is_lazy():
 
 
 def test_get_every_cpu_kernel():
-    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 61
+    assert len(set(kernels.KERNEL_NAMES)) == len(kernels.KERNEL_NAMES) == 62
     assert sorted(cpu.__all__) == sorted(kernels.KERNEL_NAMES)
     for name in kernels.KERNEL_NAMES:
         fn = kernels.get(name, "cpu")
@@ -1182,6 +1182,27 @@ def test_triangle_zero_bfloat16_and_bad_input():
         cpu.triangle_zero(np.ones((1, 3, 4)).transpose(0, 2, 1), 0, False)
     with pytest.raises(TypeError, match="no kernel for dtype"):
         cpu.triangle_zero(np.array([[["a"]]]), 0, False)
+
+
+# --------------------------------------------------------------------------- fill
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int8, np.int32, np.int64, np.uint64,
+                                   np.float16, np.float32, np.float64, np.complex64,
+                                   np.complex128])
+def test_fill_is_numpys_fill(dtype):
+    kind = np.dtype(dtype).kind
+    extra = {"b": [False], "i": [-7], "u": [np.iinfo(dtype).max if kind == "u" else 0],
+             "f": [-0.0, 2.5, np.nan, -np.inf], "c": [complex(-0.0, 2.5), complex(np.nan, 1)]}
+    values = [True] + [np.array(v).astype(dtype)[()] for v in extra[kind]]
+    for shape in ((4, 64), (), (0, 3), (2, 3, 5)):
+        for v in values:
+            out, ref = np.empty(shape, dtype), np.empty(shape, dtype)
+            assert cpu.fill(out, v) is None
+            ref.fill(v)
+            np.testing.assert_array_equal(out, ref)
+            assert np.array_equal(np.signbit(out.real), np.signbit(ref.real))
+    strided = np.zeros((3, 4), dtype).T  # not C-contiguous: NumPy's fill writes it
+    cpu.fill(strided, True)
+    assert strided.all()
 
 
 # --------------------------------------------------------------------------- gelu

@@ -315,13 +315,14 @@ def _plus_zero(fill) -> bool:
 
 def _fill(xp, shape, dt, fill, op="full"):
     """A new array of ``fill`` (uninitialized for None). True, what ``ones`` fills with, fits
-    every dtype unchecked; the array's own ``fill`` does what ``xp.full`` does, for less."""
+    every dtype unchecked; the device's ``fill`` kernel writes it (on the CPU a vectorized
+    loop, where NumPy's ``fill`` and ``full`` store one element at a time)."""
     if fill is None:
         return xp.empty(shape, dtype=dt.np)
     if fill == 0 and _plus_zero(fill):
         return xp.zeros(shape, dtype=dt.np)
     out = xp.empty(shape, dtype=dt.np)
-    out.fill(fill if fill is True else checked_scalar(op, fill, dt.np))
+    _kernel("fill", xp)(out, fill if fill is True else checked_scalar(op, fill, dt.np))
     return out
 
 

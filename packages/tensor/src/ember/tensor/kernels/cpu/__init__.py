@@ -79,6 +79,7 @@ _WHERE: dict[str, str] = {
     "angle": "elementwise",
     "gelu": "erf",
     "gelu_backward": "erf",
+    "fill": "filled",
     "triangle_zero": "triangle",
     "orthogonal_poly": "poly",
 }

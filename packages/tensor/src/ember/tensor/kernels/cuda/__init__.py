@@ -1304,6 +1304,7 @@ def _sgd_launch(cp: Any, param: Any, grad: Any, buf: Any, *, lr: float, momentum
 from ._elementwise import (  # noqa: E402
     angle,
     copysign,
+    fill,
     floor_divide,
     fmod,
     frac,

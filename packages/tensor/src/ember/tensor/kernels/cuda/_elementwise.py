@@ -12,8 +12,8 @@ from typing import Any
 from ember.tensor import _cupy
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2",
-           "orthogonal_poly", "outer", "triangle_zero", "hypot", "sign", "copysign", "angle",
-           "frac", "round_decimals", "make_complex"]
+           "orthogonal_poly", "outer", "triangle_zero", "fill", "hypot", "sign", "copysign",
+           "angle", "frac", "round_decimals", "make_complex"]
 
 # float (float16 computes through float for fmod; the fix-ups round in the input type as
 # PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
@@ -163,6 +163,12 @@ def triangle_zero(out: Any, diagonal: int, upper: bool) -> None:
     if not out.flags.c_contiguous:
         raise ValueError("triangle_zero(): out must be C-contiguous")
     out[...] = (cp.triu if upper else cp.tril)(out, diagonal)
+
+
+def fill(out: Any, value: Any) -> None:
+    """Write ``value`` into every element of ``out``, in place (the CPU twin's result)."""
+    _cupy.require("fill")
+    out.fill(value)
 
 
 def fmod(a: Any, b: Any, out: Any = None) -> Any:
