@@ -523,10 +523,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     xp = _xp(to_device(device))
     # compute in float64 / int64 like PyTorch's accumulate type, then cast
     if dt.is_floating_point or not is_int:
-        arr = xp.arange(n, dtype=np.float64)
-        arr *= step
-        arr += start
-        arr = arr.astype(dt.np, copy=False)
+        arr = _kernel("arange_values", xp)(n, start, step, dt.np).astype(dt.np, copy=False)
     else:
         arr = xp.arange(start, start + n * step, step, dtype=np.int64)[:n].astype(dt.np,
                                                                                   copy=False)
@@ -551,18 +548,9 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=F
         raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
     dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, "linspace")
     xp = _xp(to_device(device))
-    # PyTorch fills the first half from start and the second half from end (symmetric error)
-    if steps == 1:
-        arr = xp.full((1,), start, dtype=np.float64)
-    else:  # in place: over the second half ``steps - 1 - i`` is the index range reversed,
-        # and ``end + (-step) * j`` rounds as ``end - step * j`` does
-        step = (end - start) / (steps - 1)
-        idx = xp.arange(steps, dtype=np.float64)
-        arr = idx * step
-        arr += start
-        tail = arr[steps // 2:]
-        xp.multiply(idx[steps - 1 - steps // 2::-1], -step, out=tail)
-        tail += end
+    # PyTorch fills the first half from start and the second half from end (symmetric error),
+    # in float64: one pass of the device's kernel
+    arr = _kernel("linspace_values", xp)(steps, start, end, dt.np)
     if not dt.is_floating_point:
         arr = xp.trunc(arr)
     return _finish(arr.astype(dt.np, copy=False), requires_grad)

@@ -80,6 +80,8 @@ _WHERE: dict[str, str] = {
     "gelu": "erf",
     "gelu_backward": "erf",
     "fill": "filled",
+    "arange_values": "filled",
+    "linspace_values": "filled",
     "triangle_zero": "triangle",
     "orthogonal_poly": "poly",
 }

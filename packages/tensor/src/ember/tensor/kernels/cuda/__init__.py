@@ -1303,12 +1303,14 @@ def _sgd_launch(cp: Any, param: Any, grad: Any, buf: Any, *, lr: float, momentum
 
 from ._elementwise import (  # noqa: E402
     angle,
+    arange_values,
     copysign,
     fill,
     floor_divide,
     fmod,
     frac,
     hypot,
+    linspace_values,
     logaddexp,
     logaddexp2,
     make_complex,

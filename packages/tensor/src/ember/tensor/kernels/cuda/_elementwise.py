@@ -9,11 +9,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ember.tensor import _cupy
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2",
-           "orthogonal_poly", "outer", "triangle_zero", "fill", "hypot", "sign", "copysign",
-           "angle", "frac", "round_decimals", "make_complex"]
+           "orthogonal_poly", "outer", "triangle_zero", "fill", "arange_values",
+           "linspace_values", "hypot", "sign", "copysign", "angle", "frac", "round_decimals",
+           "make_complex"]
 
 # float (float16 computes through float for fmod; the fix-ups round in the input type as
 # PyTorch's CUDA kernels do) and integer bodies; integers: Python's // and %, C's fmod, and
@@ -169,6 +172,35 @@ def fill(out: Any, value: Any) -> None:
     """Write ``value`` into every element of ``out``, in place (the CPU twin's result)."""
     _cupy.require("fill")
     out.fill(value)
+
+
+def arange_values(n: int, start: Any, step: Any, dtype: Any) -> Any:
+    """``start + i * step`` for ``i < n`` in float64, in ``dtype`` where it is float32 or
+    float64 (else float64): the CPU twin's values."""
+    cp = _cupy.require("arange_values")
+    work = dtype if dtype in (np.float32, np.float64) else np.float64
+    arr = cp.arange(n, dtype=np.float64)
+    arr *= float(step)
+    arr += float(start)
+    return arr.astype(work, copy=False)
+
+
+def linspace_values(steps: int, start: Any, end: Any, dtype: Any) -> Any:
+    """``steps`` values from ``start`` to ``end`` inclusive by PyTorch's two-sided formula,
+    in ``dtype`` where it is float32 or float64 (else float64): the CPU twin's values."""
+    cp = _cupy.require("linspace_values")
+    work = dtype if dtype in (np.float32, np.float64) else np.float64
+    start, end = float(start), float(end)
+    if steps <= 1:
+        return cp.full((steps,), start, dtype=work)
+    step = (end - start) / (steps - 1)
+    idx = cp.arange(steps, dtype=np.float64)
+    arr = idx * step
+    arr += start
+    tail = arr[steps // 2:]
+    cp.multiply(idx[steps - 1 - steps // 2::-1], -step, out=tail)
+    tail += end
+    return arr.astype(work, copy=False)
 
 
 def fmod(a: Any, b: Any, out: Any = None) -> Any:
