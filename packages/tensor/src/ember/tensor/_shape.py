@@ -913,20 +913,28 @@ def flip(input: Tensor, *dims, **kwargs) -> Tensor:
     data = input._data
     nd = data.ndim
     # a reversed slice per flipped dim (NumPy's np.flip builds the same view behind a Python
-    # wrapper that costs 1.4 us), copied; the index built in the pass that checks the dims
-    rev, full = _REV, _FULL
-    idx = [full] * (nd or 1)
-    for d in dims:
-        d = _wrap_dim(d, nd, op)
-        if idx[d] is rev:
-            raise RuntimeError(f"{op}(): dim {d} appears multiple times in the list of dims")
-        idx[d] = rev
+    # wrapper that costs 1.4 us), copied
+    idx = _flip_index(nd, dims)
     if nd == 0 or not dims:
         return _make(data.copy())
-    return _make(data[tuple(idx)].copy(order="K"))
+    return _make(data[idx].copy(order="K"))
 
 
 _REV, _FULL = slice(None, None, -1), slice(None)
+
+
+# flip's index depends on the rank and the dims only: built once, in the pass that checks the
+# dims (an error is raised, not cached)
+@functools.lru_cache(maxsize=512)
+def _flip_index(nd: int, dims: tuple) -> tuple:
+    rev = _REV
+    idx = [_FULL] * (nd or 1)
+    for d in dims:
+        d = _wrap_dim(d, nd, "flip")
+        if idx[d] is rev:
+            raise RuntimeError(f"flip(): dim {d} appears multiple times in the list of dims")
+        idx[d] = rev
+    return tuple(idx)
 
 
 def fliplr(input: Tensor) -> Tensor:
