@@ -292,9 +292,13 @@ def from_dlpack(ext) -> Tensor:
 
 
 def _factory(op: str, size, dtype, device, fill):
-    shape = _size(size, op)
-    dt = D.get_default_dtype() if dtype is None else D.to_dtype(dtype, op)
-    dev = to_device(device)
+    return _alloc(op, _size(size, op),
+                  D.get_default_dtype() if dtype is None else D.to_dtype(dtype, op),
+                  to_device(device), fill)
+
+
+def _alloc(op: str, shape: tuple, dt: D.dtype, dev: device, fill):
+    """A new array of ``shape`` (checked sizes), ``dt`` and ``dev`` filled with ``fill``."""
     xp = _xp(dev)
     try:
         if xp is not np and dev.index is not None:
@@ -455,37 +459,36 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0,
     return _finish(arr, requires_grad)
 
 
-def _like(op, input, dtype, device):
-    return (input.dtype if dtype is None else dtype,
-            input.device if device is None else device, tuple(input._data.shape))
+def _like(op, input, dtype, device, fill):
+    """:func:`_alloc` of ``input``'s shape, with its dtype and device unless given (what is
+    taken from ``input`` needs no normalizing or checking)."""
+    return _alloc(op, input._data.shape,
+                  input.dtype if dtype is None else D.to_dtype(dtype, op),
+                  input.device if device is None else to_device(device), fill)
 
 
 def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
-    dt, dev, shape = _like("empty_like", input, dtype, device)
-    return _finish(_factory("empty_like", shape, dt, dev, None), requires_grad)
+    return _finish(_like("empty_like", input, dtype, device, None), requires_grad)
 
 
 def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
     """Zeros with the shape, dtype and device of ``input``."""
-    dt, dev, shape = _like("zeros_like", input, dtype, device)
-    return _finish(_factory("zeros_like", shape, dt, dev, 0), requires_grad)
+    return _finish(_like("zeros_like", input, dtype, device, 0), requires_grad)
 
 
 def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     """Ones with the shape, dtype and device of ``input``."""
-    dt, dev, shape = _like("ones_like", input, dtype, device)
-    return _finish(_factory("ones_like", shape, dt, dev, True), requires_grad)
+    return _finish(_like("ones_like", input, dtype, device, True), requires_grad)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
-    dt, dev, shape = _like("full_like", input, dtype, device)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    return _finish(_factory("full_like", shape, dt, dev, fill_value), requires_grad)
+    return _finish(_like("full_like", input, dtype, device, fill_value), requires_grad)
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
