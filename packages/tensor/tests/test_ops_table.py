@@ -552,7 +552,9 @@ def _run(code: str) -> str:
 
 
 def test_import_ember_tensor_imports_no_numba_or_cupy():
-    out = _run("import sys, ember.tensor as et; x = et.arange(6.).view(2, 3); "
+    # (the input from NumPy: ember's float arange is a Numba kernel, loaded on its first use)
+    out = _run("import sys, numpy as np, ember.tensor as et; "
+               "x = et.from_numpy(np.arange(6.).reshape(2, 3)); "
                "y = (x.t() @ x).sum(); "
                "print(sorted(m for m in sys.modules if m.split('.')[0] in "
                "('numba', 'cupy', 'llvmlite', 'torch')))")
