@@ -222,6 +222,15 @@ def _count(amount, size: int) -> int:
     return round(amount * size)
 
 
+def _mask_lowest(scores, amount, default_mask) -> Tensor:
+    """``default_mask`` with the ``amount`` entries of lowest ``scores`` zeroed."""
+    k = _count(amount, scores.numel())
+    mask = default_mask.clone()
+    if k:
+        mask.view(-1)[et.topk(scores.view(-1), k=k, largest=False).indices] = 0
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes ``amount`` (a fraction, or a count) of the entries, drawn at random."""
 
@@ -232,12 +241,7 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        k = _count(self.amount, t.numel())
-        mask = default_mask.clone()
-        if k:
-            idx = et.topk(et.rand_like(t).view(-1), k=k, largest=False).indices
-            mask.view(-1)[idx] = 0
-        return mask
+        return _mask_lowest(et.rand_like(t), self.amount, default_mask)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -254,12 +258,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        k = _count(self.amount, t.numel())
-        mask = default_mask.clone()
-        if k:
-            idx = et.topk(et.abs(t).view(-1), k=k, largest=False).indices
-            mask.view(-1)[idx] = 0
-        return mask
+        return _mask_lowest(et.abs(t), self.amount, default_mask)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
