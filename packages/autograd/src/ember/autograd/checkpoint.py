@@ -169,31 +169,38 @@ def _outputs(out, n_expected=None):
 
 
 # ------------------------------------------------------------------------------ the nodes
-class _NonReentrant(Function):
-    """The checkpointed call as one node: inputs, every outside tensor requiring grad that the
-    call read; outputs, the call's tensors."""
+def _recompute(frame, grads, detach: bool):
+    """Run the function again as it first ran (its random draws, the recomputation context),
+    on detached arguments where ``detach`` (so that differentiating it stops at them); the
+    (output, gradient) pairs to differentiate and the arguments' substitutes."""
+    with enable_grad(), frame.rng.restored(), frame.recompute_ctx:
+        subst = {id(x): x.detach().requires_grad_(x.requires_grad)
+                 for x in frame.args_t} if detach else {}
+        out = frame.function(*_replace(frame.args, subst), **_replace(frame.kwargs, subst))
+    outs = _outputs(out, len(frame.outs))
+    return [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad], subst
+
+
+class _Checkpoint(Function):
+    """The checkpointed call as one node; its outputs are the call's tensors (an input handed
+    back is a new tensor, as any node's output)."""
 
     @staticmethod
     def forward(ctx, frame, *inputs):
         ctx.frame = frame
-        outs = []
-        for o in frame.outs:  # an input handed back is a new tensor, as any node's output
-            outs.append(o.view_as(o) if any(o is i for i in inputs) else o)
-        return tuple(outs)
+        return tuple(o.view_as(o) if any(o is i for i in inputs) else o for o in frame.outs)
+
+
+class _NonReentrant(_Checkpoint):
+    """Inputs: every outside tensor requiring grad that the call read."""
 
     @staticmethod
     def backward(ctx, *grads):
         frame = ctx.frame
         create = is_grad_enabled()  # a backward with create_graph: the gradients get a graph
-        with enable_grad(), frame.rng.restored(), frame.recompute_ctx:
-            # on detached arguments, so that differentiating the recomputation stops at them;
-            # for a graph of the gradients, on the arguments themselves (grad() then keeps
-            # every buffer: create_graph retains the graph)
-            subst = {} if create else {id(x): x.detach().requires_grad_(x.requires_grad)
-                                       for x in frame.args_t}
-            out = frame.function(*_replace(frame.args, subst), **_replace(frame.kwargs, subst))
-        outs = _outputs(out, len(frame.outs))
-        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        # (for a graph of the gradients, on the arguments themselves: grad() then keeps every
+        # buffer, as create_graph retains the graph)
+        pairs, subst = _recompute(frame, grads, detach=not create)
         targets = [subst.get(id(t), t) for t in frame.inputs]
         if not pairs:
             return (None,) + (None,) * len(targets)
@@ -202,14 +209,9 @@ class _NonReentrant(Function):
         return (None,) + tuple(gs)
 
 
-class _Reentrant(Function):
+class _Reentrant(_Checkpoint):
     """PyTorch's reentrant checkpoint: inputs, the tensor arguments; backward recomputes and
     runs a backward of its own into the parameters' ``.grad``."""
-
-    @staticmethod
-    def forward(ctx, frame, *inputs):
-        ctx.frame = frame
-        return tuple(o.view_as(o) if any(o is i for i in inputs) else o for o in frame.outs)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -220,11 +222,7 @@ class _Reentrant(Function):
                 "can either set use_reentrant=False, or call .backward() without passing the "
                 "`inputs` argument.")
         frame = ctx.frame
-        with enable_grad(), frame.rng.restored():
-            subst = {id(x): x.detach().requires_grad_(x.requires_grad) for x in frame.args_t}
-            out = frame.function(*_replace(frame.args, subst), **_replace(frame.kwargs, subst))
-        outs = _outputs(out, len(frame.outs))
-        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        pairs, subst = _recompute(frame, grads, detach=True)
         if not pairs:
             raise RuntimeError("none of output has requires_grad=True, this checkpoint() is "
                                "not necessary")
