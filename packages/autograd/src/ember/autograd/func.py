@@ -462,8 +462,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
         leaves = [_flatten(p)[0] for p in pieces]
         spec = _flatten(pieces[0])[1]
         o_dims = _out_dims(out_dims, len(leaves[0]))
-        return _unflatten([et.cat([lv[j] for lv in leaves], o_dims[j] if o_dims[j] >= 0 else
-                                  o_dims[j]) for j in range(len(leaves[0]))], spec)
+        return _unflatten([et.cat([lv[j] for lv in leaves], o_dims[j])
+                           for j in range(len(leaves[0]))], spec)
 
     return wrapper
 
