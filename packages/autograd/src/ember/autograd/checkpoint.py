@@ -39,6 +39,8 @@ from ember.tensor import extension as _ext
 from . import engine
 from .api import backward as _backward
 from .api import grad as _grad
+from .func import _flatten as _tree_flatten
+from .func import _unflatten as _tree_unflatten
 from .function import Function
 from .grad_mode import enable_grad, is_grad_enabled, no_grad
 
@@ -74,29 +76,16 @@ def detach_variable(inputs: tuple) -> tuple:
 
 
 # ------------------------------------------------------------------------------ helpers
-def _flatten(tree, out):
+def _tensors(tree) -> list:
     """The tensors of nested tuples, lists and dicts, in order."""
-    if isinstance(tree, Tensor):
-        out.append(tree)
-    elif isinstance(tree, (tuple, list)):
-        for t in tree:
-            _flatten(t, out)
-    elif isinstance(tree, dict):
-        for t in tree.values():
-            _flatten(t, out)
-    return out
+    return [x for x in _tree_flatten(tree)[0] if isinstance(x, Tensor)]
 
 
 def _replace(tree, new: dict):
     """``tree`` with each tensor replaced by ``new[id(tensor)]`` where present."""
-    if isinstance(tree, Tensor):
-        return new.get(id(tree), tree)
-    if isinstance(tree, (tuple, list)):
-        items = [_replace(t, new) for t in tree]
-        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
-    if isinstance(tree, dict):
-        return {k: _replace(v, new) for k, v in tree.items()}
-    return tree
+    leaves, spec = _tree_flatten(tree)
+    return _tree_unflatten([new.get(id(x), x) if isinstance(x, Tensor) else x
+                            for x in leaves], spec)
 
 
 class _RNG:
@@ -161,7 +150,7 @@ class _Watch:
 
 
 def _outputs(out, n_expected=None):
-    leaves = _flatten(out, [])
+    leaves = _tensors(out)
     if n_expected is not None and len(leaves) != n_expected:
         raise CheckpointError("torch.utils.checkpoint: Recomputed values have a different "
                               "structure than during the original forward")
@@ -256,7 +245,7 @@ def checkpoint(function, *args, use_reentrant: bool | None = None, context_fn=no
             raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     frame = _Frame()
     frame.function, frame.args, frame.kwargs = function, args, kwargs
-    frame.args_t = _flatten((args, kwargs), [])
+    frame.args_t = _tensors((args, kwargs))
     frame.rng = _RNG(frame.args_t, preserve_rng_state)
     fwd_ctx, frame.recompute_ctx = context_fn()  # (around the first run, the recomputation)
     if use_reentrant:
