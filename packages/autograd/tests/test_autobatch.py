@@ -1045,6 +1045,30 @@ def test_create_graph_through_the_batched_graph():
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_leaf_whose_data_is_a_pending_value(device):
+    # ``leaf.data = pending`` (what nn.Parameter's deepcopy does inside the context): the leaf
+    # holds the pending value's stand-in, and an op on it, a view among them, reads the value
+    # (on CUDA the sharing test handed the stand-in to CuPy's may_share_memory)
+    require_device(device)
+    rng = np.random.default_rng(23)
+    w = et.tensor(rng.standard_normal((3, 2)), device=device)
+    x = et.tensor(rng.standard_normal((4, 3)), device=device)
+
+    def run(batched):
+        leaf = et.zeros(3, 2, dtype=et.float64, device=device, requires_grad=True)
+        with autobatch() if batched else contextlib.nullcontext():
+            leaf.data = w * 2
+            z = ((x @ leaf).t() * leaf.sum(0, keepdim=True).t()).sum()
+        z.backward()
+        return z.item(), leaf.grad.cpu().numpy()
+
+    z0, g0 = run(False)
+    z1, g1 = run(True)
+    np.testing.assert_allclose(z1, z0, **TOL["float64"])
+    np.testing.assert_allclose(g1, g0, **TOL["float64"])
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_pending_layout_is_the_unbatched_runs(device):
     # a transpose's result is not contiguous: reshape / flatten / contiguous().view copy as in
     # the unbatched run, also in a group of one call (examples of different lengths)

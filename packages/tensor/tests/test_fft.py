@@ -16,6 +16,14 @@ FLIP = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "ba
 RNG = np.random.default_rng(17)
 
 
+@pytest.fixture(autouse=True, params=["pocketfft", "public"])
+def _transforms(request, monkeypatch):
+    """Every test twice: through SciPy's pocketfft binding and through the public
+    ``numpy.fft`` functions, which run where a SciPy build lacks that private module."""
+    if request.param == "public":
+        monkeypatch.setattr(_fft_ops, "_POCKETFFT", [None])
+
+
 def _real(*shape, dtype=np.float64):
     return RNG.standard_normal(shape).astype(dtype)
 

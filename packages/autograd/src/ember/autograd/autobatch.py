@@ -775,6 +775,9 @@ def _shares_input(out, args):
             ins.append(_unwrap(a))
         elif a.__class__ is list or a.__class__ is tuple:
             ins.extend(_unwrap(b) for b in a if isinstance(b, _TensorType))
+    # a copy of a pending tensor holds its stand-in (NumPy reads it through __array__, CuPy's
+    # may_share_memory takes arrays only)
+    ins = [i._real() if isinstance(i, _Unready) else i for i in ins]
     for o in (out if isinstance(out, (tuple, list)) else (out,)):
         if isinstance(o, _TensorType):
             d = _unwrap(o)

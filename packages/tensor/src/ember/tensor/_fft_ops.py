@@ -40,31 +40,39 @@ _make = Tensor._make
 _NONE, _BY_ROOT_N, _BY_N = 0, 1, 2
 
 
-_POCKETFFT = []  # SciPy's pocketfft binding, imported on first use
+_POCKETFFT = []  # SciPy's pocketfft binding, or None where this SciPy has none; on first use
 
 
-def _pocketfft():
-    """SciPy's pocketfft binding (``scipy.fft._pocketfft.pypocketfft``): its ``c2c``, ``r2c``
-    and ``c2r`` take the axes, the direction and PyTorch's scaling mode as they are; the public
-    ``scipy.fft`` functions around them (the backend dispatch, ``norm`` and ``n`` handling, a
-    dtype check) cost ~5 us a call, 4x the transform of a 4 x 64 tensor."""
+def _pocketfft(d):
+    """SciPy's pocketfft binding for the NumPy array ``d`` (``scipy.fft._pocketfft.pypocketfft``:
+    its ``c2c``, ``r2c`` and ``c2r`` take the axes, the direction and PyTorch's scaling mode as
+    they are, where the public ``scipy.fft`` functions around them (the backend dispatch,
+    ``norm`` and ``n`` handling, a dtype check) cost ~5 us a call, 4x the transform of a 4 x 64
+    tensor); None for a CuPy array, and where this SciPy has no such module (it is private:
+    some SciPy builds lack it): then the array library's public ``fft`` module does it."""
+    if d.__class__ is not np.ndarray:
+        return None
     if not _POCKETFFT:
-        from scipy.fft._pocketfft import pypocketfft
-
+        try:
+            from scipy.fft._pocketfft import pypocketfft
+        except ImportError:
+            pypocketfft = None
         _POCKETFFT.append(pypocketfft)
     return _POCKETFFT[0]
 
 
-def _cupy_dft(xp, name: str, d, dim: Sequence[int], normalization: int, forward: bool,
-              last: int | None = None):
-    """``cupy.fft``'s transform ``name`` (``fft``, ``ifft``, ``rfft``, ``irfft``) of ``d`` over
-    ``dim``: the 1-d function for one dim, else its n-d twin; ``last``: the output's size
-    along the last of ``dim``."""
+def _dft(name: str, d, dim: Sequence[int], normalization: int, forward: bool,
+         last: int | None = None):
+    """The public transform ``name`` (``fft``, ``ifft``, ``rfft``, ``irfft``) of ``d`` over
+    ``dim``, from its array library's ``fft`` module (``cupy.fft``, ``numpy.fft``): the 1-d
+    function for one dim, else its n-d twin; ``last``: the output's size along the last of
+    ``dim``."""
+    fft = array_module(d).fft
     norm = _np_norm(normalization, forward)
     if len(dim) == 1:
-        return getattr(xp.fft, name)(d, n=last, axis=dim[0], norm=norm)
+        return getattr(fft, name)(d, n=last, axis=dim[0], norm=norm)
     s = None if last is None else [d.shape[a] for a in dim[:-1]] + [last]
-    return getattr(xp.fft, name + "n")(d, s=s, axes=tuple(dim), norm=norm)
+    return getattr(fft, name + "n")(d, s=s, axes=tuple(dim), norm=norm)
 
 
 def _np_norm(normalization: int, forward: bool) -> str:
@@ -81,12 +89,12 @@ def _fft_c2c(input: Tensor, dim: Sequence[int], normalization: int, forward: boo
     d = input._data
     if not dim:
         return _make(d.copy())
-    if d.__class__ is np.ndarray:
-        if d.dtype.char not in "FD":  # a real tensor given to the primitive: in complex128
-            d = d.astype(np.complex128)
-        return _make(_pocketfft().c2c(d, dim, forward, normalization, None, 1))
-    r = _cupy_dft(array_module(d), "fft" if forward else "ifft", d, dim, normalization,
-                  forward)
+    if d.dtype.char not in "FD":  # a real tensor given to the primitive: in complex128
+        d = d.astype(np.complex128)
+    pf = _pocketfft(d)
+    if pf is not None:
+        return _make(pf.c2c(d, dim, forward, normalization, None, 1))
+    r = _dft("fft" if forward else "ifft", d, dim, normalization, forward)
     return _make(r.astype(d.dtype, copy=False))
 
 
@@ -102,10 +110,10 @@ def _fft_r2c(input: Tensor, dim: Sequence[int], normalization: int, onesided: bo
         d = d.astype(np.complex64 if single else np.complex128)
     elif not (single or d.dtype == np.float64):  # float16, integers: in float64
         d = d.astype(np.float64)
-    if d.__class__ is np.ndarray:
-        pf = _pocketfft()
+    pf = _pocketfft(d)
+    if pf is not None:
         return _make((pf.r2c if onesided else pf.c2c)(d, dim, True, normalization, None, 1))
-    r = _cupy_dft(array_module(d), "rfft" if onesided else "fft", d, dim, normalization, True)
+    r = _dft("rfft" if onesided else "fft", d, dim, normalization, True)
     return _make(r.astype(np.complex64 if single else np.complex128, copy=False))
 
 
@@ -116,22 +124,23 @@ def _fft_c2r(input: Tensor, dim: Sequence[int], normalization: int,
     ``last_dim_size`` points along the last of ``dim`` (the input's last dim cut or padded
     with zeros to ``last_dim_size // 2 + 1``)."""
     d = input._data
-    if d.__class__ is np.ndarray:
-        if d.dtype.char not in "FD":  # a real tensor given to the primitive: in complex128
-            d = d.astype(np.complex128)
-        ax = dim[-1]
-        half = last_dim_size // 2 + 1
-        have = d.shape[ax]
-        if have > half:
-            d = d[(slice(None),) * (ax % d.ndim) + (slice(0, half),)]
-        elif have < half:
-            pad = [(0, 0)] * d.ndim
-            pad[ax] = (0, half - have)
-            d = np.pad(d, pad)
-        return _make(_pocketfft().c2r(d, dim, last_dim_size, False, normalization, None, 1))
-    rdt = np.float32 if d.dtype == np.complex64 else np.float64
-    r = _cupy_dft(array_module(d), "irfft", d, dim, normalization, False, last_dim_size)
-    return _make(r.astype(rdt, copy=False))
+    if d.dtype.char not in "FD":  # a real tensor given to the primitive: in complex128
+        d = d.astype(np.complex128)
+    pf = _pocketfft(d)
+    if pf is None:
+        r = _dft("irfft", d, dim, normalization, False, last_dim_size)
+        return _make(r.astype(np.float32 if d.dtype == np.complex64 else np.float64,
+                              copy=False))
+    ax = dim[-1]
+    half = last_dim_size // 2 + 1
+    have = d.shape[ax]
+    if have > half:
+        d = d[(slice(None),) * (ax % d.ndim) + (slice(0, half),)]
+    elif have < half:
+        pad = [(0, 0)] * d.ndim
+        pad[ax] = (0, half - have)
+        d = np.pad(d, pad)
+    return _make(pf.c2r(d, dim, last_dim_size, False, normalization, None, 1))
 
 
 # ------------------------------------------------------------------------ argument handling
