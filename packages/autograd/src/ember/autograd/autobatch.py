@@ -775,9 +775,6 @@ def _shares_input(out, args):
             ins.append(_unwrap(a))
         elif a.__class__ is list or a.__class__ is tuple:
             ins.extend(_unwrap(b) for b in a if isinstance(b, _TensorType))
-    # a copy of a pending tensor holds its stand-in (NumPy reads it through __array__, CuPy's
-    # may_share_memory takes arrays only)
-    ins = [i._real() if isinstance(i, _Unready) else i for i in ins]
     for o in (out if isinstance(out, (tuple, list)) else (out,)):
         if isinstance(o, _TensorType):
             d = _unwrap(o)
@@ -1105,7 +1102,10 @@ class _State:
         grad) by identity, as shared operands; other tensors by type, with a code."""
         d = _unwrap(a)
         if d.__class__ is not _ndarray and isinstance(d, _Unready):
-            d = d._real()  # an ordinary Tensor over a pending tensor's array
+            # an ordinary Tensor over a pending tensor's array (``leaf.data = pending``, as
+            # Parameter's deepcopy does): it holds the real array from here on (the calls it
+            # goes to read its array, and CuPy's functions take nothing else)
+            d = a._data = d._real()
         if a._requires_grad and a.grad_fn is None:
             ent = self.wkeys.get(id(a))
             if ent is None or ent[0] is not d:
