@@ -1105,7 +1105,8 @@ class _State:
             # an ordinary Tensor over a pending tensor's array (``leaf.data = pending``, as
             # Parameter's deepcopy does): it holds the real array from here on (the calls it
             # goes to read its array, and CuPy's functions take nothing else)
-            d = a._data = d._real()
+            d = d._real()
+            a.data = _wrap(d)
         if a._requires_grad and a.grad_fn is None:
             ent = self.wkeys.get(id(a))
             if ent is None or ent[0] is not d:

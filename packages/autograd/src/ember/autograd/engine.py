@@ -18,7 +18,7 @@ from ember.tensor.sparse import SparseTensor as _Sparse
 
 from . import sparse_grads
 from .grad_mode import state
-from .graph import AccumulateGrad, _edge
+from .graph import AccumulateGrad, _edge, _running
 
 __all__ = ["run_backward", "queue_callback", "plain_backward"]
 
@@ -178,6 +178,7 @@ def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=N
             starts.append(fn)
         buf[nr] = _add(buf[nr], g)
     deps = _dependencies(starts)
+    outer_pass, _running[0] = _running[0], deps
     ready = [fn for fn in starts if deps[fn] == 0]
     check_nan = state.anomaly and state.anomaly_check_nan
     owned = set()  # (node, output_nr) slots holding a sum that only this engine references
@@ -262,6 +263,7 @@ def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=N
             in_grads = out_grads = g = d = None
     finally:
         state.enabled = prev
+        _running[0] = outer_pass
     if capture is not None:
         del keep_alive
         return captured

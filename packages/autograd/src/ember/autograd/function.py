@@ -49,9 +49,14 @@ class FunctionCtx:
                 "need to backward through the graph a second time.")
         out = []
         for t, v in zip(saved, self._saved_versions):
+            packed = False  # from an unpack hook (saved_tensors_hooks): no version check
             if isinstance(t, _SavedOutput):
+                packed = t.alias.__class__ is graph._Packed
                 t = t.unpack(self)
-            if isinstance(t, Tensor) and t._version != v:
+            elif t.__class__ is graph._Packed:
+                packed = True
+                t = graph.unpack(t)
+            if isinstance(t, Tensor) and not packed and t._version != v:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
                     f"an inplace operation: [{t.type()} {list(t.shape)}] is at version "
@@ -81,12 +86,15 @@ class _SavedOutput:
     __slots__ = ("alias", "nr", "node_ref")
 
     def __init__(self, t: Tensor, nr: int, node) -> None:
-        self.alias = t.detach()  # same memory and version counter, no grad_fn (no cycle)
+        # same memory and version counter, no grad_fn (no cycle); or what the open pack hook
+        # made of it
+        self.alias = graph.pack(t, edge=False) or t.detach()
         self.nr = nr
         self.node_ref = weakref.ref(node)
 
     def unpack(self, ctx) -> Tensor:
-        t = self.alias.detach()
+        a = self.alias
+        t = graph.unpack(a) if a.__class__ is graph._Packed else a.detach()
         node = self.node_ref()
         if node is not None:
             t.grad_fn = node
@@ -177,8 +185,9 @@ def _apply(cls_name: str, ctx, forward, backward, args):
                      o.grad_fn is not None), None)
         if saved and node is not None:
             pos = {id(o): i for i, o in enumerate(outs) if isinstance(o, Tensor)}
-            ctx._saved = tuple(_SavedOutput(t, pos[id(t)], node) if isinstance(t, Tensor)
-                               and id(t) in pos else t for t in saved)
+            ctx._saved = tuple((_SavedOutput(t, pos[id(t)], node) if id(t) in pos else
+                                graph.pack(t) or t) if isinstance(t, Tensor) else t
+                               for t in saved)
     return tuple(outs) if multi else outs[0]
 
 

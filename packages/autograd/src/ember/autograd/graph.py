@@ -9,6 +9,8 @@ holds no cycles and dies with its last output. The backward pass over this graph
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 import traceback
 import weakref
 
@@ -19,7 +21,9 @@ from ember.tensor import extension as _ext
 
 from .grad_mode import state
 
-__all__ = ["Node", "AccumulateGrad", "AutogradMeta", "autograd_meta", "record", "attach", "install"]
+__all__ = ["Node", "AccumulateGrad", "AutogradMeta", "autograd_meta", "record", "attach", "install",
+           "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
+           "register_multi_grad_hook", "increment_version"]
 
 _TensorType = Tensor
 _wrap, _unwrap = _ext.wrap, _ext.unwrap
@@ -55,6 +59,7 @@ class Node:
     op = ""
     _hooks = None
     _trace = None
+    _packed = False  # True: what the node saved went through a pack hook (saved_tensors_hooks)
     _last_meta = [()]  # the meta of the op's previous node (each node class has its own cell)
 
     def name(self) -> str:
@@ -114,9 +119,9 @@ class Node:
             "use an out-of-place op (e.g. x = x + 1 instead of x += 1) or clone() the "
             "tensor before modifying it.")
 
-    def _saved_out(self):
+    def _saved_out(self, check: bool = True):
         vc, v = self._out_vc, self._out_v
-        if vc[0] != v:
+        if check and vc[0] != v:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by "
                 f"an inplace operation: the output 0 of {type(self).__name__} is at version "
@@ -140,10 +145,32 @@ class Node:
     def apply(self, grads):
         """Gradients w.r.t. the op's inputs given gradients w.r.t. its outputs (a list, one
         per output)."""
+        if self._packed:
+            return self._apply_packed(grads)
         if self._nsaved or self.args is None:
             self._check_saved()
         if self._out_data is not None:
             self.out = self._saved_out()
+        return self._vjp(grads)
+
+    def _apply_packed(self, grads):
+        """:meth:`apply` with the saved tensors back from their unpack hook, each time (as
+        PyTorch, no version check: the hooks own what they keep)."""
+        args, data = self.args, self._out_data
+        if args is None:
+            self._check_saved()  # freed: raises
+        try:
+            self.args = tuple.__new__(args.__class__, [_unpacked(a) for a in args])
+            if data is not None:
+                self._out_data = (_unwrap(data.tensor()) if self._n_out == 1 else
+                                  tuple(_unwrap(d.tensor()) for d in data))
+                self.out = self._saved_out(False)
+            return self._vjp(grads)
+        finally:
+            if self.args is not None:  # (not released meanwhile)
+                self.args, self._out_data = args, data
+
+    def _vjp(self, grads):
         try:
             result = self.entry.vjp(self, grads[0] if self._n_out == 1 else grads)
         except Exception as exc:
@@ -296,7 +323,13 @@ def record(op, bound):
     if not state.enabled or not _requires(bound):
         return op.run(*bound)
     if op.inplace:
-        return _record_inplace(op, bound)
+        if not _saved_hooks.stack:
+            return _record_inplace(op, bound)
+        before = bound[0].grad_fn
+        out = _record_inplace(op, bound)
+        if out.grad_fn is not before:  # a node of this call
+            _pack_saved(out)
+        return out
     out = op.run(*bound)
     if not op.differentiable:
         return out
@@ -306,7 +339,10 @@ def record(op, bound):
     f = entry.attach
     if f is None:  # the op's attacher, kept on its table entry (an op has one arity)
         f = entry.attach = _attacher(len(bound), entry.save, entry.save_for is not None)
-    return f(op, entry, bound, out)
+    out = f(op, entry, bound, out)
+    if _saved_hooks.stack:
+        _pack_saved(out)
+    return out
 
 
 def _drop_unwanted(saved: list, drop: tuple) -> None:
@@ -698,6 +734,206 @@ def fresh_view_grad_fn(v: Tensor):
 def derivative_entry(name: str):
     """The derivative-table entry of the op ``name`` (None: it has none)."""
     return _TABLE.get(name)
+
+
+# --------------------------------------------------------------------- saved tensor hooks
+class _SavedHooks(threading.local):
+    stack: tuple = ()  # the open saved_tensors_hooks' (pack, unpack) pairs, innermost last
+    disabled: str | None = None  # disable_saved_tensors_hooks's message while it is open
+
+
+_saved_hooks = _SavedHooks()
+
+
+class _Packed:
+    """A saved tensor as its pack hook returned it, with the unpack hook that gives it back and
+    the gradient edge the tensor had (None for a node's own outputs)."""
+
+    __slots__ = ("obj", "unpack", "edge")
+
+    def __init__(self, t: Tensor, hooks: tuple, edge) -> None:
+        self.obj = hooks[0](t)
+        self.unpack = hooks[1]
+        self.edge = edge
+
+    def tensor(self) -> Tensor:
+        t = self.unpack(self.obj)
+        if not isinstance(t, _TensorType):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(t).__name__}")
+        return t
+
+
+def pack(t: Tensor, edge: bool = True) -> _Packed | None:
+    """``t`` through the innermost open pack hook (None when no saved_tensors_hooks is
+    open), keeping its gradient edge (``edge``; not for an output of the node that saves it)
+    for the tensor :func:`unpack` gives back."""
+    hooks = _saved_hooks.stack
+    return _Packed(t, hooks[-1], _edge(t) if edge else None) if hooks else None
+
+
+def unpack(p: _Packed) -> Tensor:
+    """The tensor ``p`` saved, from its unpack hook: the memory the hook returned, with the
+    saved tensor's gradient edge, so that a double backward differentiates through it."""
+    t = _wrap(_unwrap(p.tensor()))
+    if p.edge is not None:
+        fn, nr = p.edge
+        t.grad_fn = fn
+        t._requires_grad = True
+        set_output_nr(t, nr)
+    return t
+
+
+def _unpacked(a):
+    """A saved argument of a node, unpacked (lists of tensors element by element)."""
+    if a.__class__ is _Packed:
+        return unpack(a)
+    if (a.__class__ is list or a.__class__ is tuple) and any(b.__class__ is _Packed for b in a):
+        return a.__class__(unpack(b) if b.__class__ is _Packed else b for b in a)
+    return a
+
+
+def _pack_saved(out) -> None:
+    """Hand what the node of the call that returned ``out`` saved to the innermost pack hook."""
+    if out.__class__ is tuple or out.__class__ is list:
+        o = next((x for x in out if isinstance(x, _TensorType) and x.grad_fn is not None), None)
+    else:
+        o = out if isinstance(out, _TensorType) else None
+    node = None if o is None else o.grad_fn
+    if node is None or node._packed or not isinstance(node, Node):
+        return
+    hooks = _saved_hooks.stack[-1]
+    if node._nsaved:
+        args = list(node.args)
+        n = len(args)
+        for i in node.entry.save:
+            a = args[i] if i < n else None
+            if isinstance(a, _TensorType):
+                args[i] = _Packed(a, hooks, _edge(a))
+            elif a.__class__ is list or a.__class__ is tuple:
+                args[i] = a.__class__(_Packed(b, hooks, _edge(b)) if isinstance(b, _TensorType)
+                                      else b for b in a)
+        node.args = tuple.__new__(node.args.__class__, args)
+        node._packed = True
+    if node._out_data is not None:
+        outs = tuple(out) if out.__class__ is tuple or out.__class__ is list else (out,)
+        packed = tuple(_Packed(x, hooks, None) for x in outs)
+        node._out_data = packed[0] if node._n_out == 1 else packed
+        node._packed = True
+
+
+class saved_tensors_hooks:
+    """Within it, every tensor a recorded op saves for backward goes to ``pack_hook(tensor)``
+    when it is saved, and what that returned to ``unpack_hook(packed)`` when backward needs
+    the tensor (``torch.autograd.graph.saved_tensors_hooks``; thread-local; the innermost
+    open pair is used). ``unpack_hook`` must return a tensor of the saved one's value; as in
+    PyTorch, the saved tensors are not checked against in-place changes."""
+
+    def __init__(self, pack_hook, unpack_hook) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> None:
+        if _saved_hooks.disabled is not None:
+            raise RuntimeError(_saved_hooks.disabled)
+        _saved_hooks.stack = _saved_hooks.stack + ((self.pack_hook, self.unpack_hook),)
+
+    def __exit__(self, *exc) -> None:
+        _saved_hooks.stack = _saved_hooks.stack[:-1]
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors kept in host memory and moved back to their device for backward
+    (``torch.autograd.graph.save_on_cpu``): a trade of transfer time for device memory. A
+    tensor already on the CPU is kept as it is (no copy). ``pin_memory`` is accepted; ember's
+    host copies are plain memory."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack_to_cpu(t):
+            return t.device, t.cpu()
+
+        def unpack_from_cpu(packed):
+            device, t = packed
+            return t.to(device)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message: str):
+    """Within it, opening a ``saved_tensors_hooks`` raises RuntimeError(``error_message``)."""
+    prev = _saved_hooks.disabled
+    _saved_hooks.disabled = error_message
+    try:
+        yield
+    finally:
+        _saved_hooks.disabled = prev
+
+
+_running: list = [None]  # the running backward pass's dependency table (the engine sets it)
+
+
+def _reached(deps: dict, tensors) -> int:
+    """How many of ``tensors`` (those that require grad) the pass with dependency table
+    ``deps`` reaches: the tensors whose gradients it computes."""
+    n = 0
+    for t in tensors:
+        if t._requires_grad:
+            e = _edge(t)
+            if e is not None and e[0] in deps:
+                n += 1
+    return n
+
+
+class _MultiGradHandle:
+    __slots__ = ("handles",)
+
+    def __init__(self, handles) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """``fn`` once per backward pass over the gradients of ``tensors``
+    (``torch.autograd.graph.register_multi_grad_hook``). ``mode="all"``: after every one of
+    them that the pass computes has its gradient, ``fn(grads)`` with a tuple holding None for
+    those the pass does not reach; ``mode="any"``: ``fn(grad)`` with the first gradient
+    computed. Returns a handle whose ``remove()`` unregisters it."""
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    rounds = {"pass": None, "grads": None, "seen": 0, "want": 0}
+
+    def make(i):
+        def hook(g):
+            p = _running[0]
+            if rounds["pass"] is not p:  # the first of these hooks in this pass
+                rounds.update({"pass": p, "grads": [None] * len(tensors), "seen": 0,
+                               "want": _reached(p, tensors) if mode == "all" else 1})
+            rounds["seen"] += 1
+            if mode == "any":
+                if rounds["seen"] == 1:
+                    fn(g)
+                return None
+            rounds["grads"][i] = g
+            if rounds["seen"] == rounds["want"]:
+                fn(tuple(rounds["grads"]))
+            return None
+        return hook
+
+    handles = [t.register_hook(make(i)) for i, t in enumerate(tensors) if t.requires_grad]
+    return _MultiGradHandle(handles)
+
+
+def increment_version(tensor) -> None:
+    """Count an in-place change that ember did not see (a write through ``data_ptr`` by a
+    kernel of your own) on ``tensor`` or each tensor of a list, so that backward's checks of
+    saved tensors see it (``torch.autograd.graph.increment_version``)."""
+    for t in (tensor,) if isinstance(tensor, _TensorType) else tensor:
+        _ext.bump_version(t)
 
 
 def install(table: dict, record_inplace) -> None:
