@@ -35,6 +35,8 @@ NAMESPACES = [
     ("torch.nn.init", "ember.nn.init"),
     ("torch.autograd", "ember.autograd"),
     ("torch.autograd.functional", "ember.autograd.functional"),
+    ("torch.autograd.graph", "ember.autograd.graph"),
+    ("torch.autograd.forward_ad", "ember.autograd.forward_ad"),
     ("torch.optim", "ember.optim"),
     ("torch.optim.lr_scheduler", "ember.optim.lr_scheduler"),
     ("torch.utils.data", "ember.data"),
@@ -191,6 +193,11 @@ EXCLUDE: list[tuple[str, str, str]] = [
     ("torch.autograd", r"SavedTensor|enforce_grad_layout_policy|is_view_replay_enabled|"
                        r"is_multithreading_enabled|set_multithreading_enabled|overload|cast",
      _MISC),
+    ("torch.autograd.graph", r"set_override_stale_capture_stream|"
+                             r"set_warn_on_accumulate_grad_stream_mismatch",
+     "switches for the CUDA streams PyTorch's backward runs on: ember's backward queues its "
+     "work on the current stream of each device"),
+    ("torch.autograd.graph", r"region_activation_memory_budget", _JIT),
     # -- torch.optim
     ("torch.optim", r"swap_in_optimizer_params_and_state", _MISC),
     # -- torch.optim.lr_scheduler

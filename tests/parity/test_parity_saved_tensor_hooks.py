@@ -109,3 +109,23 @@ def test_increment_version_makes_backward_refuse():
         graph.increment_version(y)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             z.backward()
+
+
+def test_gradient_edges_and_allow_mutation_match_pytorch():
+    got = []
+    for lib, graph in ((torch, tg), (et, eg)):
+        grad = torch.autograd.grad if lib is torch else ag.grad
+        x = lib.tensor(X, requires_grad=True)
+        y = x.tanh() * 2
+        z = (y * y.exp()).sum()
+        gy, gx = grad(z, [graph.get_gradient_edge(y), graph.get_gradient_edge(x)])
+        with graph.allow_mutation_on_saved_tensors():
+            a = x.clone()
+            b = (a * a.sin()).sum()
+            a.mul_(3)
+            (ga,) = grad(b, x)
+        got.append([gy.numpy(), gx.numpy(), ga.numpy()])
+        with pytest.raises(RuntimeError, match="not possible to get the gradient edge"):
+            graph.get_gradient_edge(lib.tensor(X))
+    for t, e in zip(*got):
+        np.testing.assert_allclose(e, t, rtol=1e-12, atol=1e-12)

@@ -197,3 +197,39 @@ def test_increment_version_is_seen_by_backward():
     v = t._version
     increment_version([t, t])
     assert t._version == v + 2
+
+
+def test_gradient_edges_stand_for_tensors_in_grad():
+    from ember.autograd.graph import GradientEdge, get_gradient_edge
+
+    x = et.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    edge = get_gradient_edge(y)
+    assert isinstance(edge, GradientEdge) and edge.node is y.grad_fn and edge.output_nr == 0
+    z = (y * y).sum()
+    del y  # the edge outlives the tensor
+    (gy,) = ag.grad(z, edge, retain_graph=True)
+    np.testing.assert_allclose(gy.numpy(), 2 * 2 * np.array([1.0, 2.0, 3.0]))
+    leaf = get_gradient_edge(x)
+    assert leaf.node.name() == "AccumulateGrad"
+    gx, gx2 = ag.grad(z, [leaf, x])
+    np.testing.assert_allclose(gx.numpy(), 8 * np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(gx2.numpy(), gx.numpy())
+    with pytest.raises(RuntimeError, match="does not require gradients"):
+        get_gradient_edge(et.zeros(2))
+
+
+def test_allow_mutation_on_saved_tensors():
+    from ember.autograd.graph import allow_mutation_on_saved_tensors
+
+    x = et.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with allow_mutation_on_saved_tensors():
+        a = x.clone()
+        b = (a * a).sum()
+        a.mul_(2)  # without the context, backward would refuse the changed saved value
+        b.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+    with allow_mutation_on_saved_tensors():
+        b = (x.clone() * x).sum()
+    with pytest.raises(AssertionError, match="outside of the 'allow_mutation_on_saved_tensors'"):
+        b.backward()

@@ -25,6 +25,7 @@ from . import (  # the derivative table, with nn's primitives, linalg, special, 
     derivatives_sparse,  # noqa: F401
     derivatives_special,  # noqa: F401
     engine,
+    forward_ad,
     func,
     functional,
     graph,
@@ -49,7 +50,7 @@ _extension.set_autograd(_engine_api)
 
 __all__ = [
     "Function", "FunctionCtx", "InplaceFunction", "NestedIOFunction", "Variable",
-    "autobatch", "backward", "checkpoint", "detect_anomaly", "enable_grad", "func",
+    "autobatch", "backward", "checkpoint", "detect_anomaly", "enable_grad", "forward_ad", "func",
     "functional", "grad", "gradcheck", "gradgradcheck", "engine", "graph", "inference_mode",
     "is_grad_enabled", "is_inference_mode_enabled",
     "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled", "__version__",

@@ -8,7 +8,7 @@ from ember.tensor import Tensor
 from ember.tensor.extension import unwrap, wrap
 
 from . import engine
-from .graph import autograd_meta, output_nr, set_output_nr
+from .graph import GradientEdge, autograd_meta, output_nr, set_output_nr
 
 __all__ = ["backward", "grad", "Variable"]
 
@@ -88,8 +88,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     (tensor(6.),)
     """
     outs = _as_list(outputs)
-    ins = _as_list(inputs)
-    single = isinstance(inputs, Tensor)
+    single = isinstance(inputs, (Tensor, GradientEdge))
+    ins = [inputs] if single else _as_list(inputs)
     grads = _make_grads(outs, _as_list(grad_outputs), create_graph, "grad")
     for o in outs:
         if not o.requires_grad:

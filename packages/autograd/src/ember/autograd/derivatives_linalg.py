@@ -181,6 +181,13 @@ _PHASE = ("The eigenvectors in the complex case are specified up to multiplicati
           "ill-defined.")
 
 
+def _absent(g) -> bool:
+    """Whether an output's gradient is absent: None, or zeros the engine filled in for an
+    output that got none (a gradient that requires grad, a variable of a double backward such
+    as forward AD's placeholder, is kept even at zero)."""
+    return g is None or (not g.requires_grad and not bool((g != 0).any()))
+
+
 def _check_phase(op: str, VhgV) -> None:
     """A loss of complex eigenvectors must not depend on their phases: the imaginary part of
     ``diag(V^H gV)`` is its derivative along ``V -> V e^{i phi}`` (PyTorch's tolerance)."""
@@ -216,7 +223,7 @@ def _eig(c, g):
     L, V = c.out
     gL, gV = _g(g, 0), _g(g, 1)
     # an output that got no gradient arrives as zeros (the engine fills it in)
-    gV = None if gV is not None and not bool((gV != 0).any()) else gV
+    gV = None if _absent(gV) else gV
     VH = V.mH
     if gV is None:
         if gL is None:
@@ -241,9 +248,8 @@ def _svd(c, g):
     gU, gS, gVh = _g(g, 0), _g(g, 1), _g(g, 2)
     m, n = c.meta[0][0][-2:]
     k = min(m, n)
-    # outputs that got no gradient arrive as zeros (the engine fills them in)
-    gU = None if gU is not None and not bool((gU != 0).any()) else gU
-    gVh = None if gVh is not None and not bool((gVh != 0).any()) else gVh
+    gU = None if _absent(gU) else gU
+    gVh = None if _absent(gVh) else gVh
     if c.args.full_matrices and m != n and (gU is not None or gVh is not None):
         raise RuntimeError("linalg_svd_backward: Setting full_matrices=True in forward is not "
                            "supported in backward when the gradient reaches U or Vh of a "

@@ -18,7 +18,7 @@ from ember.tensor.sparse import SparseTensor as _Sparse
 
 from . import sparse_grads
 from .grad_mode import state
-from .graph import AccumulateGrad, _edge, _running
+from .graph import AccumulateGrad, _edge, _running, input_edge
 
 __all__ = ["run_backward", "queue_callback", "plain_backward"]
 
@@ -156,14 +156,14 @@ def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=N
     if inputs is not None:
         capture = {}
         for i, t in enumerate(inputs):
-            e = _edge(t)
+            e = input_edge(t)
             if e is None:
                 if not t._requires_grad:
                     raise RuntimeError("One of the differentiated Tensors does not require grad")
                 continue
             capture.setdefault((id(e[0]), e[1]), []).append(i)
         captured = [None] * len(inputs)
-        keep_alive = [_edge(t) for t in inputs]
+        keep_alive = [input_edge(t) for t in inputs]
     buffers: dict = {}
     starts = []
     for r, g in zip(roots, grads):

@@ -13,6 +13,7 @@ import contextlib
 import threading
 import traceback
 import weakref
+from collections import namedtuple
 
 import numpy as np
 
@@ -23,7 +24,8 @@ from .grad_mode import state
 
 __all__ = ["Node", "AccumulateGrad", "AutogradMeta", "autograd_meta", "record", "attach", "install",
            "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
-           "register_multi_grad_hook", "increment_version"]
+           "register_multi_grad_hook", "increment_version", "allow_mutation_on_saved_tensors",
+           "GradientEdge", "get_gradient_edge"]
 
 _TensorType = Tensor
 _wrap, _unwrap = _ext.wrap, _ext.unwrap
@@ -60,6 +62,7 @@ class Node:
     _hooks = None
     _trace = None
     _packed = False  # True: what the node saved went through a pack hook (saved_tensors_hooks)
+    _out_tangents = None  # forward AD's tangents of the saved outputs, by output number
     _last_meta = [()]  # the meta of the op's previous node (each node class has its own cell)
 
     def name(self) -> str:
@@ -127,10 +130,13 @@ class Node:
                 f"an inplace operation: the output 0 of {type(self).__name__} is at version "
                 f"{vc[0]}; expected version {v} instead. Hint: use an out-of-place op or "
                 "clone() the result before modifying it.")
+        tangents = self._out_tangents
         if self._n_out == 1:
             o = _wrap(self._out_data)
             o.grad_fn = self
             o._requires_grad = True
+            if tangents is not None:
+                autograd_meta(o).fw_grad = tangents.get(0)
             return o
         outs = []
         for i, d in enumerate(self._out_data):
@@ -139,6 +145,8 @@ class Node:
             o._requires_grad = True
             if i:  # a multi-output op's saved output i feeds edge (node, i)
                 autograd_meta(o).output_nr = i
+            if tangents is not None:
+                autograd_meta(o).fw_grad = tangents.get(i)
             outs.append(o)
         return tuple(outs)
 
@@ -206,7 +214,7 @@ class AutogradMeta:
     that recording an op on a leaf builds none; ``view_base``/``view_version``: for a view recorded
     by autograd, the tensor its history is a view of and the version counter's value when
     ``grad_fn`` was set; ``retains_grad``; ``grad_hooks`` and ``post_acc_hooks``: a leaf's
-    hooks (a non-leaf's hooks live on its node)."""
+    hooks (a non-leaf's hooks live on its node); ``fw_grad``: the tangent forward AD gave it."""
 
     # no __slots__: every field starts as the class default below, so making one sets none
     # (a split's outputs each get one, with their output numbers)
@@ -217,6 +225,7 @@ class AutogradMeta:
     retains_grad = False
     grad_hooks = None
     post_acc_hooks = None
+    fw_grad = None  # the tangent at the open forward-AD level (ember.autograd.forward_ad)
 
 
 def autograd_meta(t: Tensor) -> AutogradMeta:
@@ -868,6 +877,60 @@ def disable_saved_tensors_hooks(error_message: str):
         yield
     finally:
         _saved_hooks.disabled = prev
+
+
+class allow_mutation_on_saved_tensors(saved_tensors_hooks):
+    """Within it, a tensor saved for backward may be changed in place afterwards: backward
+    reads the value it had when saved (``torch.autograd.graph.allow_mutation_on_saved_tensors``;
+    ember keeps a copy of each saved tensor when it is saved, where PyTorch copies on the
+    first change). A graph recorded within it must run backward before it closes."""
+
+    def __init__(self) -> None:
+        self.open = False
+
+        def unpack(saved):
+            if not self.open:
+                raise AssertionError("Trying to backward outside of the "
+                                     "'allow_mutation_on_saved_tensors' context in which the "
+                                     "graph was originally recorded.")
+            return saved
+
+        super().__init__(lambda t: t.detach().clone(), unpack)
+
+    def __enter__(self):
+        super().__enter__()
+        self.open = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.open = False
+        super().__exit__(*exc)
+
+
+GradientEdge = namedtuple("GradientEdge", ["node", "output_nr", "ownership_token"],
+                          defaults=(None,))
+GradientEdge.__doc__ = ("Where a tensor's gradient is computed in the graph: its node (the "
+                        "leaf's AccumulateGrad for a leaf) and which output of it the tensor is; "
+                        "``autograd.grad`` takes one in place of the tensor.")
+
+
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """The :class:`GradientEdge` of ``tensor`` (``torch.autograd.graph.get_gradient_edge``):
+    ``autograd.grad(outputs, edge)`` gives the gradient there, also after the tensor is
+    gone."""
+    e = _edge(tensor) if tensor.requires_grad else None
+    if e is None:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    return GradientEdge(e[0], e[1])
+
+
+def input_edge(x):
+    """The edge ``(node, output_nr)`` whose gradient ``grad(..., inputs=x)`` asks for: a
+    tensor's, or a :class:`GradientEdge` as given (None for a tensor with no history)."""
+    if isinstance(x, GradientEdge):
+        return (x.node, x.output_nr)
+    return _edge(x)
 
 
 _running: list = [None]  # the running backward pass's dependency table (the engine sets it)

@@ -20,9 +20,17 @@ class _State(threading.local):
     inference = False
     anomaly = False
     anomaly_check_nan = True
+    forward_ad = False  # a forward-AD level is open (ember.autograd.forward_ad sets it)
 
 
 state = _State()
+
+
+def grad_wanted(t) -> bool:
+    """Whether a derivative of an op on ``t`` can be asked for: ``t`` requires grad with grad
+    mode on, or a forward-AD level is open. What a function that takes a cheaper route with no
+    derivative where none can be wanted (eigenvalues without their vectors) asks."""
+    return (state.enabled and t.requires_grad) or state.forward_ad
 
 
 def is_grad_enabled() -> bool:

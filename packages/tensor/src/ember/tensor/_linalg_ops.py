@@ -519,9 +519,9 @@ def _svdvals(A: Tensor, driver=None) -> Tensor:
     """The singular values of ``A`` (``linalg.svdvals``): where a gradient is wanted,
     :func:`linalg_svd`'s (its gradient needs the vectors); else the values alone (LAPACK's
     ``gesdd`` without vectors), as PyTorch's ``svdvals``."""
-    from ._grad_mode import is_grad_enabled
+    from ._grad_mode import grad_wanted
 
-    if A.requires_grad and is_grad_enabled():
+    if grad_wanted(A):
         return linalg_svd(A, False, driver=driver)[1]
     a = A._data
     _check_svd(a, driver)

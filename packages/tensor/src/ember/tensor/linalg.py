@@ -110,9 +110,9 @@ def eigvals(A: _Tensor) -> _Tensor:
     >>> eigvals(tensor([[0., -1.], [1., 0.]]))
     tensor([0.+1.j, 0.-1.j])
     """
-    from ._grad_mode import is_grad_enabled
+    from ._grad_mode import grad_wanted
 
-    if A.requires_grad and is_grad_enabled():  # the vectors too: eig's gradient needs them
+    if grad_wanted(A):  # the vectors too: eig's gradient needs them
         _L._check_eig("linalg.eigvals", A._data, finite=False)
         return _L.linalg_eig(A)[0]
     return _L._eigvals(A)
@@ -125,9 +125,9 @@ def eigvalsh(A: _Tensor, UPLO: str = "L") -> _Tensor:
     >>> eigvalsh(tensor([[2., 0.], [0., 1.]]))
     tensor([1., 2.])
     """
-    from ._grad_mode import is_grad_enabled
+    from ._grad_mode import grad_wanted
 
-    if A.requires_grad and is_grad_enabled():  # the vectors too: eigh's gradient needs them
+    if grad_wanted(A):  # the vectors too: eigh's gradient needs them
         return _L.linalg_eigh(A, UPLO)[0]
     return _L._eigvalsh(A, UPLO)
 
