@@ -187,3 +187,56 @@ def test_gradients_accumulate_over_two_backward_passes(device):
     assert x.grad is buf
     np.testing.assert_allclose(host(x.grad), 2 * np.array([1.0, -2.0, 3.0]) + 3 +
                                3 * np.array([1.0, 4.0, 9.0]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_save_on_cpu_keeps_saved_tensors_on_the_host(device):
+    """``save_on_cpu``: a device's saved tensors travel to the host when saved and back for
+    backward, with the gradients of the plain run, on the device."""
+    require_device(device)
+    from ember.autograd.graph import save_on_cpu, saved_tensors_hooks
+
+    fn = EXPRS["mlp"][2]
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal(s) for s in EXPRS["mlp"][0]]
+    plain = [et.tensor(x, device=device, requires_grad=True) for x in xs]
+    fn(*plain).backward()
+    kept = [et.tensor(x, device=device, requires_grad=True) for x in xs]
+    places = []
+    with saved_tensors_hooks(lambda t: places.append(str(t.device)) or t, lambda p: p):
+        with save_on_cpu():
+            loss = fn(*kept)
+    assert places == []  # the innermost pair only
+    loss.backward()
+    for p, k in zip(plain, kept):
+        assert str(k.grad.device) == str(p.grad.device)
+        np.testing.assert_allclose(host(k.grad), host(p.grad), rtol=1e-12)
+    on_host = []
+
+    def pack(t):
+        on_host.append(str(t.device))
+        return t.device, t.cpu()
+
+    with saved_tensors_hooks(pack, lambda p: p[1].to(p[0])):
+        fn(*kept).backward()
+    assert on_host and set(on_host) == {str(kept[0].device)}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_forward_ad_on_device_matches_cpu(device):
+    require_device(device)
+    import ember.autograd.forward_ad as fwAD
+
+    fn = EXPRS["normalize"][2]
+    rng = np.random.default_rng(4)
+    x, v = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    got = {}
+    for dev in ("cpu", device):
+        with fwAD.dual_level():
+            y = fn(fwAD.make_dual(et.tensor(x, device=dev), et.tensor(v, device=dev)))
+            t = fwAD.unpack_dual(y).tangent
+        assert str(t.device) == str(y.device)
+        got[dev] = host(t)
+    want = (fn(et.tensor(x + 1e-6 * v)).item() - fn(et.tensor(x - 1e-6 * v)).item()) / 2e-6
+    np.testing.assert_allclose(got["cpu"], want, rtol=1e-6)
+    np.testing.assert_allclose(got[device], got["cpu"], rtol=1e-10)
