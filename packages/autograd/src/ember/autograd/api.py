@@ -59,7 +59,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the graph's leaves."""
     if grad_tensors is None and grad_variables is None and inputs is None and \
             tensors.__class__ is Tensor and tensors._requires_grad:
-        if unwrap(tensors).size == 1:  # the common call: loss.backward() on a scalar
+        d = unwrap(tensors)
+        if d.size == 1 and d.dtype.kind != "c":  # the common call: loss.backward() on a
+            # real scalar (a complex one is refused by _make_grads)
             engine.run_backward([tensors], [wrap(_ones(tensors))],
                                create_graph if retain_graph is None else retain_graph,
                                create_graph)
@@ -142,7 +144,9 @@ class _EngineAPI:
 
     @staticmethod
     def backward(t: Tensor, gradient, retain_graph, create_graph, inputs=None) -> None:
-        backward([t], None if gradient is None else [gradient], retain_graph, create_graph,
+        # the tensor itself, not a list of it: ``loss.backward()`` then takes backward's
+        # path for one scalar
+        backward(t, None if gradient is None else [gradient], retain_graph, create_graph,
                  inputs=inputs)
 
     @staticmethod
