@@ -1411,6 +1411,8 @@ def _heaviside_operands(op: str, input, values) -> None:
 
 
 def _heaviside(xp, a, b):
+    if hasattr(a, "shape") and hasattr(b, "shape") and a.dtype.char in "fd":  # (one dtype)
+        return _special_kernels.heaviside(xp, a, b)
     return xp.where(a == 0, b, a > 0)
 
 

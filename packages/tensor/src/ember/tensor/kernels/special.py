@@ -5,8 +5,9 @@ from ``cupyx.scipy.special``.
 
 Also device kernels that are not in the kernel table: ``nextafter`` (CPU: a branch-free loop
 over the bits in ``cpu/elementwise.py``, where NumPy's calls libm per element, 15x slower at
-256x1024 float32; CUDA: CuPy's ufunc), ``lerp`` and ``rsqrt`` (CPU: one Numba loop each where
-NumPy's expressions make three and two passes; CUDA: CuPy's expressions)."""
+256x1024 float32; CUDA: CuPy's ufunc), ``heaviside``, ``lerp`` and ``rsqrt`` (CPU: one Numba
+loop each where NumPy's expressions make three, three and two passes; CUDA: CuPy's
+expressions)."""
 from __future__ import annotations
 
 import importlib
@@ -22,6 +23,7 @@ _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "c
            "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise",
            "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs",
            "sinc": "sinc", "spherical_j0": "sinc", "lerp": "elementwise",
+           "heaviside": "elementwise",
            "rsqrt": "elementwise"}
 
 
@@ -158,6 +160,14 @@ def nextafter(xp, a, b):
     if xp is np:
         return _cpu_kernel("nextafter")(a, b)
     return quiet_call(xp.nextafter, a, b)  # stepping to infinity or a subnormal sets a flag
+
+
+def heaviside(xp, a, b):
+    """``b`` where ``a`` is zero, 1 where it is positive, 0 elsewhere (NaN too), of float32 or
+    float64 arrays of one dtype, broadcasting."""
+    if xp is np:
+        return _cpu_kernel("heaviside")(a, b)
+    return xp.where(a == 0, b, a > 0)
 
 
 def lerp(xp, a, b, w):
