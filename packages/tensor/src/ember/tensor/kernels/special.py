@@ -5,9 +5,9 @@ from ``cupyx.scipy.special``.
 
 Also device kernels that are not in the kernel table: ``nextafter`` (CPU: a branch-free loop
 over the bits in ``cpu/elementwise.py``, where NumPy's calls libm per element, 15x slower at
-256x1024 float32; CUDA: CuPy's ufunc), ``heaviside``, ``lerp`` and ``rsqrt`` (CPU: one Numba
-loop each where NumPy's expressions make three, three and two passes; CUDA: CuPy's
-expressions)."""
+256x1024 float32; CUDA: CuPy's ufunc), ``heaviside``, ``clamp`` (of tensor bounds), ``lerp``
+and ``rsqrt`` (CPU: one Numba loop each where NumPy's expressions make three, two, three and
+two passes; CUDA: CuPy's expressions)."""
 from __future__ import annotations
 
 import importlib
@@ -23,7 +23,7 @@ _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "c
            "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise",
            "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs",
            "sinc": "sinc", "spherical_j0": "sinc", "lerp": "elementwise",
-           "heaviside": "elementwise",
+           "heaviside": "elementwise", "clamp": "elementwise",
            "rsqrt": "elementwise"}
 
 
@@ -168,6 +168,18 @@ def heaviside(xp, a, b):
     if xp is np:
         return _cpu_kernel("heaviside")(a, b)
     return xp.where(a == 0, b, a > 0)
+
+
+def clamp(xp, x, lo, hi):
+    """``minimum(maximum(x, lo), hi)`` of float32 or float64 arrays of one dtype (NaN in any
+    of them propagates), broadcasting."""
+    if xp is np:
+        return _cpu_kernel("clamp")(x, lo, hi)
+    out = xp.maximum(x, lo)
+    try:
+        return xp.minimum(out, hi, out=out)  # (into the first pass's result)
+    except ValueError:  # the upper bound broadcasts the result further
+        return xp.minimum(out, hi)
 
 
 def lerp(xp, a, b, w):

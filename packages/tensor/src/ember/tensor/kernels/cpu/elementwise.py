@@ -59,7 +59,7 @@ from ._vmath import like, like_scalar, vexp, vexp2, vlog1p
 
 __all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2", "outer",
            "hypot", "sign", "copysign", "angle", "frac", "round_decimals", "make_complex",
-           "nextafter", "lerp", "rsqrt", "heaviside"]
+           "nextafter", "lerp", "rsqrt", "heaviside", "clamp"]
 
 
 def _jit(fn):
@@ -772,6 +772,91 @@ def remainder(a, b, out=None):
 def floor_divide(a, b, out=None):
     """PyTorch's ``floor_divide``: ``a / b`` rounded toward negative infinity."""
     return _binary(a, b, 2, out)
+
+
+# --------------------------------------------------------------------------- clamp
+@_inline
+def _clamp1(v, a, b):
+    """NumPy's ``minimum(maximum(v, a), b)``: NaN in any of them propagates, a tie keeps the
+    first operand (selects only: the loops vectorize)."""
+    m = v if v >= a else a
+    m = v if v != v else m
+    w = m if m <= b else b
+    return m if m != m else w
+
+
+@_jit
+def _clamp_rows(x, lo, hi, out):
+    # each operand (R or 1, C or 1); a row's one value is held as a scalar (filling a row
+    # with it would be one more pass)
+    R, n = out.shape
+    for r in range(R):
+        xr = x[r if x.shape[0] > 1 else 0]
+        lr = lo[r if lo.shape[0] > 1 else 0]
+        hr = hi[r if hi.shape[0] > 1 else 0]
+        o = out[r]
+        fx, fl, fh = xr.shape[0] == n, lr.shape[0] == n, hr.shape[0] == n
+        if fx and fl and fh:
+            for i in range(n):
+                o[i] = _clamp1(xr[i], lr[i], hr[i])
+        elif fx and fl:
+            b = hr[0]
+            for i in range(n):
+                o[i] = _clamp1(xr[i], lr[i], b)
+        elif fx and fh:
+            a = lr[0]
+            for i in range(n):
+                o[i] = _clamp1(xr[i], a, hr[i])
+        elif fx:
+            a, b = lr[0], hr[0]
+            for i in range(n):
+                o[i] = _clamp1(xr[i], a, b)
+        else:  # x one value in the row: the bounds at strides of 0 or 1 (rare)
+            v = xr[0]
+            sl, sh = 1 if fl else 0, 1 if fh else 0
+            for i in range(n):
+                o[i] = _clamp1(v, lr[i * sl], hr[i * sh])
+
+
+def _rows_of(x, shape, R, C):
+    """``x`` (which broadcasts to ``shape``) as a C-contiguous ``(R or 1, C or 1)`` view of the
+    ``(R, C)`` form of ``shape`` (its last dim is ``C``): the whole, one value, a row or a
+    column, told apart by the size alone (itself where it has that shape already; a copy
+    where it is strided); else a copy of the full shape."""
+    n = x.size
+    if n == R * C:
+        form = (R, C)
+    elif n == 1:
+        form = (1, 1)
+    elif n == C and x.shape[-1] == C:  # (every other dim 1)
+        form = (1, C)
+    elif n == R and x.shape[-1] == 1:  # (every other dim the result's)
+        form = (R, 1)
+    else:
+        return _full(x, shape).reshape(R, C)
+    v = x if x.shape == form else x.reshape(form)  # (a reshape costs ~0.25 us)
+    return v if v.flags.c_contiguous else np.ascontiguousarray(v)
+
+
+def clamp(x, lo, hi):
+    """``minimum(maximum(x, lo), hi)`` of float32 or float64 arrays of one dtype (NaN in any
+    of them propagates), broadcasting, in one pass where NumPy's two passes over a broadcast
+    bound do not vectorize (256x1024 float32 with a (1024,) and a (256, 1) bound: 150 us
+    against 37); a new C-contiguous array. ValueError where they do not broadcast; other
+    dtypes raise TypeError."""
+    dt = x.dtype
+    if dt.char not in "fd" or lo.dtype != dt or hi.dtype != dt:
+        raise TypeError(f"clamp: no kernel for dtypes {dt}, {lo.dtype} and {hi.dtype}")
+    shape = x.shape
+    if lo.shape != shape or hi.shape != shape:
+        shape = np.broadcast(x, lo, hi).shape  # (C; broadcast_shapes is Python)
+    out = np.empty(shape, dt)
+    if out.size:
+        C = shape[-1] if shape else 1
+        R = out.size // C
+        _clamp_rows(_rows_of(x, shape, R, C), _rows_of(lo, shape, R, C),
+                    _rows_of(hi, shape, R, C), out if shape == (R, C) else out.reshape(R, C))
+    return out
 
 
 # --------------------------------------------------------------------------- nan_to_num
