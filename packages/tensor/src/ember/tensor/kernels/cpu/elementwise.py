@@ -254,6 +254,14 @@ def _rows_form(a, b, work):
 
 
 def _logaddexp(a, b, base2: bool, out):
+    if a.__class__ is _nd and b.__class__ is _nd and a.shape == b.shape \
+            and a.dtype == b.dtype and a.dtype.char in "fd" \
+            and a.flags.c_contiguous and b.flags.c_contiguous:  # same shape: one row
+        res = np.empty(a.shape, a.dtype)
+        n = res.size
+        if n:
+            _lae_rows(a.reshape(1, n), b.reshape(1, n), res.reshape(1, n), base2)
+        return _deliver(res, res.dtype, out)
     dt = _result_dtype(a, b)
     if dt.kind != "f":
         raise TypeError(f"{'logaddexp2' if base2 else 'logaddexp'}: no kernel for dtype {dt}")
