@@ -11,11 +11,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._vmath import like
+
 __all__ = ["sinc", "spherical_j0"]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _sin_ratio(x, out, s):  # pragma: no cover  (compiled)
+    s = like(s, x)  # (a Python float: Numba's dispatch types a NumPy scalar ~0.4 us slower)
     for i in range(x.shape[0]):
         v = x[i]
         y = v * s
@@ -29,7 +32,7 @@ def _apply(name: str, x: np.ndarray, s: float) -> np.ndarray:
     if not (flags.c_contiguous or flags.f_contiguous):
         x = np.ascontiguousarray(x)
     out = np.empty_like(x)
-    _sin_ratio(x.ravel("K"), out.ravel("K"), x.dtype.type(s))
+    _sin_ratio(x.ravel("K"), out.ravel("K"), s)
     return out
 
 
