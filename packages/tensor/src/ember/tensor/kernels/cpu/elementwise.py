@@ -672,6 +672,18 @@ def _two_d(a, b):
         n = a.size
         return sa, ((1, n), (a.reshape(1, n), b.reshape(1, n)))
     la, lb = len(sa), len(sb)
+    # the next common case: one operand's shape the other's trailing dims (a row broadcast
+    # down the leading ones), both contiguous: that operand is the row
+    if lb < la and sa[la - lb:] == sb and b.size > 1 and a.flags.c_contiguous \
+            and b.flags.c_contiguous:
+        n = b.size
+        R = a.size // n
+        return sa, ((R, n), (a.reshape(R, n), b.reshape(1, n)))
+    if la < lb and sb[lb - la:] == sa and a.size > 1 and a.flags.c_contiguous \
+            and b.flags.c_contiguous:
+        n = a.size
+        R = b.size // n
+        return sb, ((R, n), (a.reshape(1, n), b.reshape(R, n)))
     nd = la if la > lb else lb
     oa, ob = nd - la, nd - lb
     shape = []
