@@ -317,10 +317,20 @@ def _binary_arrays(op: str, a, b):
     if dt.kind != "f" and dt != D.BF16_NP:
         dt = D._default[0].np
     ref = a._data if ta else b._data
-    xp = array_module(ref)
-    calc = np.float32 if dt == np.float16 else dt
-    x = a._data.astype(calc, copy=False) if ta else xp.asarray(a, dtype=calc)
-    y = b._data.astype(calc, copy=False) if tb else xp.asarray(b, dtype=calc)
+    xp = np if ref.__class__ is np.ndarray else array_module(ref)
+    calc = _F32 if dt == _F16 else dt  # (dtypes: a scalar type is converted per comparison)
+    if ta:
+        x = a._data
+        if x.dtype != calc:
+            x = x.astype(calc)
+    else:
+        x = xp.asarray(a, dtype=calc)
+    if tb:
+        y = b._data
+        if y.dtype != calc:
+            y = y.astype(calc)
+    else:
+        y = xp.asarray(b, dtype=calc)
     return xp, x, y, dt
 
 
