@@ -330,9 +330,13 @@ def _gelu_bwd64(x, g, out):
         out[i] = g[i] * (cdf + v * (_INV_SQRT_2PI * vexp(-0.5 * (v * v))))
 
 
+# dtypes, not scalar types: comparing a dtype with a scalar type converts the type each time
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
 def _gelu(name: str, x: np.ndarray, g) -> np.ndarray:
-    single = x.dtype == np.float32
-    if not (single or x.dtype == np.float64) or (g is not None and g.dtype != x.dtype):
+    single = x.dtype == _F32
+    if not (single or x.dtype == _F64) or (g is not None and g.dtype != x.dtype):
         raise TypeError(f"{name}(): no kernel for dtype {x.dtype}" +
                         ("" if g is None else f" and gradient dtype {g.dtype}"))
     if g is not None and g.shape != x.shape:
@@ -362,8 +366,8 @@ _WHICH = {"erf": 0, "erfc": 1, "erfinv": 2, "ndtr": 3}
 
 
 def _apply(name: str, x: np.ndarray) -> np.ndarray:
-    single = x.dtype == np.float32
-    if not (single or x.dtype == np.float64):
+    single = x.dtype == _F32
+    if not (single or x.dtype == _F64):
         raise TypeError(f"{name}(): no kernel for dtype {x.dtype}")
     if not (x.flags.c_contiguous or x.flags.f_contiguous):
         x = np.ascontiguousarray(x)
