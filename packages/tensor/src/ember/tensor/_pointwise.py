@@ -192,7 +192,8 @@ def _check_int_divisor(op: str, db, dt: np.dtype) -> None:
     """Integer division and modulus by zero raise, as PyTorch's (NumPy silently gives 0)."""
     if dt.kind == "b":
         raise NotImplementedError(f"{op}(): not implemented for 'Bool'")
-    if dt.kind in "iu" and bool((db == 0).any() if hasattr(db, "shape") else db == 0):
+    # (a zero divisor: one reduction, where a mask and its any() made two and a Python call)
+    if dt.kind in "iu" and (not db.all() if hasattr(db, "shape") else db == 0):
         raise RuntimeError(f"ZeroDivisionError: {op}() of an integer tensor by zero")
 
 
