@@ -6,6 +6,7 @@ planes: every thread owns its output elements, so there are no races.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,9 +38,23 @@ def _span(start, k, dil, size):
 
 
 @njit
-def _pool_plane(x, out, idx, t, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2):
-    # general windows: valid tap ranges hoisted out of the inner loops, no bounds tests
-    D, H, W = x.shape[1], x.shape[2], x.shape[3]
+def _spans(o, s, p, k, e, size):
+    """The valid tap ranges ``[lo, hi)`` of each of ``o`` windows along one axis, as an
+    (o, 2) table: worked out once per call, not per window and plane."""
+    sp = np.empty((o, 2), np.int64)
+    for i in range(o):
+        lo, hi = _span(i * s - p, k, e, size)
+        sp[i, 0] = lo
+        sp[i, 1] = hi
+    return sp
+
+
+@njit
+def _pool_plane(x, out, idx, t, s0, s1, s2, p0, p1, p2, e0, e1, e2, dsp, hsp, wsp):
+    # general windows, valid tap ranges from the tables of _spans (no bounds tests); each
+    # output row takes its taps in the windows' order (d, h, w), one tap of every window of
+    # the row at a time: long inner loops over the row, not short ones over a window
+    H, W = x.shape[2], x.shape[3]
     oD, oH, oW = out.shape[1], out.shape[2], out.shape[3]
     b = t // oD
     od = t % oD
@@ -47,32 +62,33 @@ def _pool_plane(x, out, idx, t, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2):
     ob = out[b, od]
     ib = idx[b, od]
     ds = od * s0 - p0
-    ilo, ihi = _span(ds, k0, e0, D)
+    ilo, ihi = dsp[od, 0], dsp[od, 1]
+    mmax = 0
+    for ow in range(oW):
+        mmax = max(mmax, wsp[ow, 1])
     for oh in range(oH):
         hs = oh * s1 - p1
-        jlo, jhi = _span(hs, k1, e1, H)
-        for ow in range(oW):
-            ws = ow * s2 - p2
-            mlo, mhi = _span(ws, k2, e2, W)
-            # PyTorch: the first valid element seeds the max; a NaN always wins.
-            d = ds + ilo * e0
-            h = hs + jlo * e1
-            w = ws + mlo * e2
-            maxval = xb[d, h, w]
-            maxidx = (d * H + h) * W + w
-            for i in range(ilo, ihi):
-                d = ds + i * e0
-                for j in range(jlo, jhi):
-                    h = hs + j * e1
-                    for m in range(mlo, mhi):
-                        w = ws + m * e2
-                        # in range: unsigned skips Numba's wraparound (and no row view)
-                        v = xb[np.uint64(d), np.uint64(h), np.uint64(w)]
-                        if v > maxval or v != v:
-                            maxval = v
-                            maxidx = (d * H + h) * W + w
-            ob[oh, ow] = maxval
-            ib[oh, ow] = maxidx
+        jlo, jhi = hsp[oh, 0], hsp[oh, 1]
+        orow = ob[oh]
+        irow = ib[oh]
+        for i in range(ilo, ihi):
+            d = ds + i * e0
+            for j in range(jlo, jhi):
+                h = hs + j * e1
+                xrow = xb[np.uint64(d), np.uint64(h)]
+                base = (d * H + h) * W
+                seed = i == ilo and j == jlo
+                for m in range(mmax):
+                    for ow in range(oW):
+                        mlo = wsp[ow, 0]
+                        if m < mlo or m >= wsp[ow, 1]:
+                            continue
+                        w = ow * s2 - p2 + m * e2
+                        v = xrow[np.uint64(w)]
+                        # PyTorch: the first valid element seeds the max; a NaN always wins
+                        if (seed and m == mlo) or v > orow[ow] or v != v:
+                            orow[ow] = v
+                            irow[ow] = base + w
 
 
 @njit
@@ -120,24 +136,35 @@ def _pool2_plane(x, out, idx, t):
 
 
 @njit
+def _pool_tables(x, out, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2):
+    return (_spans(out.shape[1], s0, p0, k0, e0, x.shape[1]),
+            _spans(out.shape[2], s1, p1, k1, e1, x.shape[2]),
+            _spans(out.shape[3], s2, p2, k2, e2, x.shape[3]))
+
+
+@njit
 def _pool_serial(x, out, idx, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, fast2):
     # fast2: the 2x2 geometry fits; the NaN test is here rather than a call of its own
     fast2 = fast2 and not _has_nan(x)
-    for t in range(out.shape[0] * out.shape[1]):
-        if fast2:
+    if fast2:
+        for t in range(out.shape[0] * out.shape[1]):
             _pool2_plane(x, out, idx, t)
-        else:
-            _pool_plane(x, out, idx, t, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2)
+        return
+    dsp, hsp, wsp = _pool_tables(x, out, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2)
+    for t in range(out.shape[0] * out.shape[1]):
+        _pool_plane(x, out, idx, t, s0, s1, s2, p0, p1, p2, e0, e1, e2, dsp, hsp, wsp)
 
 
 @njit_parallel
 def _pool_parallel(x, out, idx, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2, fast2):
     fast2 = fast2 and not _has_nan(x)
-    for t in prange(out.shape[0] * out.shape[1]):
-        if fast2:
+    if fast2:
+        for t in prange(out.shape[0] * out.shape[1]):
             _pool2_plane(x, out, idx, t)
-        else:
-            _pool_plane(x, out, idx, t, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2)
+        return
+    dsp, hsp, wsp = _pool_tables(x, out, k0, k1, k2, s0, s1, s2, p0, p1, p2, e0, e1, e2)
+    for t in prange(out.shape[0] * out.shape[1]):
+        _pool_plane(x, out, idx, t, s0, s1, s2, p0, p1, p2, e0, e1, e2, dsp, hsp, wsp)
 
 
 @njit
@@ -221,30 +248,53 @@ def max_pool_forward(
     if x.__class__ is not np.ndarray:
         x = np.asarray(x)
     check_ndim(op, "x", x, 4, "(B, D, H, W)")
+    try:
+        key = (x.shape, kernel, stride, padding, dilation, out_size)
+        geom = _forward_plans.get(key)
+    except TypeError:  # a list among the arguments: no plan kept
+        key = geom = None
+    if geom is None:
+        geom = _forward_plan(op, x.shape, kernel, stride, padding, dilation, out_size, key)
+    o, ints, fast2, work = geom
+    (xc,), dtype = float_inputs(op, x)
+    out = np.empty(o, dtype=xc.dtype)
+    idx = np.empty(o, dtype=np.int64)
+    if out.size:
+        # (the 2x2 kernel is turned down in the kernel where x holds a NaN)
+        args = (xc, out, idx, *ints, fast2)
+        # the unrolled 2x2 kernel is memory bound: a parallel launch (tens of microseconds
+        # on a two-core machine) only pays on large inputs
+        if use_parallel(work) and o[0] * o[1] > 1:
+            parallel_call(_pool_parallel, *args)
+        else:
+            _pool_serial(*args)
+    return (out if out.dtype == dtype else out.astype(dtype)), idx
+
+
+_forward_plans: dict = {}  # (x shape, kernel, stride, padding, dilation, out_size) -> geometry
+
+
+def _forward_plan(op, shape, kernel, stride, padding, dilation, out_size, key):
+    """:func:`max_pool_forward`'s checked geometry: (the output shape, the kernel's twelve
+    plain Python ints (cheap dispatch, constant loop bounds), whether the unrolled 2x2 kernel
+    fits, the work in elements). Kept per shape and arguments (a bad one raises before its
+    plan is stored): the checks cost more than a small pooling."""
     k = triple(op, "kernel", kernel)
     s = triple(op, "stride", stride)
     p = triple(op, "padding", padding)
     dil = triple(op, "dilation", dilation)
     o = triple(op, "out_size", out_size)
-    _check_windows(op, x.shape[1:], k, s, p, dil, o)
-    (xc,), dtype = float_inputs(op, x)
-    B = x.shape[0]
-    out = np.empty((B, *o), dtype=xc.dtype)
-    idx = np.empty((B, *o), dtype=np.int64)
-    if out.size:
-        # (the kernel turns it down where x holds a NaN)
-        fast2 = (k == (1, 2, 2) and s == (1, 2, 2) and p == (0, 0, 0) and dil == (1, 1, 1)
-                 and 2 * o[1] <= x.shape[2] and 2 * o[2] <= x.shape[3])
-        # plain Python ints (not NumPy scalars or arrays): cheap dispatch, constant loop bounds
-        args = (xc, out, idx, *k, *s, *p, *dil, fast2)
-        # the unrolled 2x2 kernel is memory bound: a parallel launch (tens of microseconds
-        # on a two-core machine) only pays on large inputs
-        work = xc.size // 16 if fast2 else out.size * k[0] * k[1] * k[2]
-        if use_parallel(work) and B * o[0] > 1:
-            parallel_call(_pool_parallel, *args)
-        else:
-            _pool_serial(*args)
-    return (out if out.dtype == dtype else out.astype(dtype)), idx
+    _check_windows(op, shape[1:], k, s, p, dil, o)
+    fast2 = (k == (1, 2, 2) and s == (1, 2, 2) and p == (0, 0, 0) and dil == (1, 1, 1)
+             and 2 * o[1] <= shape[2] and 2 * o[2] <= shape[3])
+    size = math.prod(shape)
+    work = size // 16 if fast2 else shape[0] * math.prod(o) * k[0] * k[1] * k[2]
+    plan = ((shape[0], *o), (*k, *s, *p, *dil), fast2, work)
+    if key is not None:
+        if len(_forward_plans) >= 1024:
+            _forward_plans.clear()
+        _forward_plans[key] = plan
+    return plan
 
 
 def max_pool_backward(
