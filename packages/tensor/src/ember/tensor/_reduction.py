@@ -250,6 +250,7 @@ def _take_along(a, idx, axis: int):
 
 # ---------------------------------------------------------------------------- sums
 _kr = None  # kernels/cpu/reduce.py, imported by the first reduction that runs on it (Numba)
+_ks = None  # kernels/cpu/select.py, imported by the first mode that runs on it (Numba)
 _KERNEL_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _SUM_KERNEL_MIN = 16  # smaller sums: NumPy's add.reduce under an errstate (see _on_kernel)
 _plans: dict = {}  # (shape, dim, keepdim, op) of a C-contiguous input -> plan, or False
@@ -1084,23 +1085,29 @@ def _mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     if d.size == 0:
         return _empty_pair(d, ax, keepdim)
     xp = array_module(d)
-    # rows along the last dim, sorted: the mode is the first longest run of equal values (the
-    # smallest value on ties), its index the value's last occurrence in the row. A plain sort
-    # of the values, then one comparison of the rows with their modes, costs a third of the
-    # stable argsort and the gather that find the same index (256x1024: 4 ms against 14)
     nd = d.ndim
     rows = d.transpose([k for k in range(nd) if k != ax] + [ax]).reshape(-1, d.shape[ax]) \
         if nd else d.reshape(1, 1)
+    shape = d.shape[:ax] + ((1,) if keepdim else ()) + d.shape[ax + 1:] if nd else ()
+    if xp is np:  # one Numba pass per row: its sort, its longest run, its value's last index
+        global _ks
+        if _ks is None:
+            from .kernels.cpu import select as _ks
+        val, idx = _ks.mode_rows(rows)
+        return _make(val.reshape(shape)), _make(idx.reshape(shape))
+    # CuPy: rows along the last dim, sorted: the mode is the first longest run of equal values
+    # (the smallest value on ties), its index the value's last occurrence in the row. A plain
+    # sort of the values, then one comparison of the rows with their modes, costs a third of
+    # the stable argsort and the gather that find the same index
     r, n = rows.shape
     i = xp.arange(r)
     srt = rows.copy()
-    srt.sort(axis=1)  # (the method: np.sort is a Python wrapper)
+    srt.sort(axis=1)
     start = xp.empty(r * n, bool)  # where a run starts, in the flat (r * n) sorted rows
     start[::n] = True
     start.reshape(r, n)[:, 1:] = srt[:, 1:] != srt[:, :-1]  # NaN != NaN: each its own run
-    starts = start.nonzero()[0]  # (the method: np.flatnonzero is a Python wrapper)
-    # each element's run: the running count of starts, summed in int64 (a cumsum that casts
-    # bool as it goes takes ten times as long)
+    starts = start.nonzero()[0]
+    # each element's run: the running count of starts, summed in int64
     run = start.astype(_int64)
     run.cumsum(out=run)
     run -= 1
@@ -1113,7 +1120,6 @@ def _mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     idx = (n - 1) - _flip(rows == val[:, None], 1).argmax(1)
     if d.dtype.kind == "f":
         idx[val != val] = 0
-    shape = d.shape[:ax] + ((1,) if keepdim else ()) + d.shape[ax + 1:] if d.ndim else ()
     return (_make(rows[i, idx].reshape(shape)),
             _make(idx.astype(_int64, copy=False).reshape(shape)))
 

@@ -1,5 +1,6 @@
 """Selection along the middle dim of (P, M, Q): the element at a position of the stable sort
-(kthvalue, median) and the first k of the stable sort (topk), without sorting the whole dim.
+(kthvalue, median) and the first k of the stable sort (topk), without sorting the whole dim;
+the mode of each row (``mode_rows``, CPU only: CuPy's sort serves CUDA).
 
 Both order each row by the stable sort's total order: by value (NaN after every number in
 ascending order, before every number in descending order), ties by index. A position of that
@@ -17,7 +18,7 @@ import numpy as np
 
 from ._common import check_ndim, njit
 
-__all__ = ["select_dim", "topk_dim"]
+__all__ = ["select_dim", "topk_dim", "mode_rows"]
 
 
 @njit
@@ -218,4 +219,65 @@ def topk_dim(x: np.ndarray, k: int, largest: bool) -> tuple[np.ndarray, np.ndarr
     out = np.empty(shape, np.int64)
     if out.size:
         _topk(x, k, bool(largest), vals, out)
+    return (vals if vals.dtype == dt else vals.astype(dt)), out
+
+
+@njit
+def _mode(x, srt, vals, out):
+    # ``srt``: the rows sorted (NaN last, each NaN its own run as NaN != NaN). The mode is the
+    # first longest run (the smallest value on ties), its index the value's last occurrence in
+    # the row (-0.0 and 0.0 are one value); an all-NaN row's mode is its first element
+    r, n = x.shape
+    for i in range(r):
+        row = x[i]
+        s = srt[i]
+        best = 1
+        val = s[0]
+        run = 1
+        for j in range(1, n):
+            run = run + 1 if s[j] == s[j - 1] else 1
+            if run > best:
+                best = run
+                val = s[j]
+        k = 0
+        if val == val:
+            k = n - 1
+            while row[k] != val:
+                k -= 1
+        out[i] = k
+        vals[i] = row[k]
+
+
+def mode_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The mode of each row of ``x`` (rows, n), n > 0: its most frequent value (the smallest
+    on ties; NaN counts once each) and the int64 index of that value's last occurrence, each
+    of shape (rows,).
+
+    >>> mode_rows(np.array([[2, 1, 2, 1, 3]]))
+    (array([1]), array([3]))
+    """
+    name = "mode_rows"
+    if x.__class__ is not np.ndarray:
+        x = np.asarray(x)
+    if x.ndim != 2:
+        check_ndim(name, "x", x, 2, "(rows, n)")
+    dt = x.dtype
+    if dt.kind == "b":  # (Numba sorts no bool: uint8 keeps the order)
+        work = x.view(np.uint8)
+    elif dt.kind in "iu" or dt.kind == "f" and dt != _F16:
+        work = x
+    elif dt.kind in "fV":  # float16, bfloat16: float32 keeps the order and equality
+        work = x.astype(np.float32)
+    else:
+        raise TypeError(f"{name}(): expected a real dtype, got {dt}")
+    if not work.flags.c_contiguous:
+        work = np.ascontiguousarray(work)
+    r, n = work.shape
+    if not n:
+        raise RuntimeError(f"{name}(): rows of no element have no mode")
+    srt = work.copy()
+    srt.sort(axis=1)  # (NumPy's vectorized sort: 2-3x Numba's at 1024 a row)
+    vals = np.empty(r, work.dtype)
+    out = np.empty(r, np.int64)
+    _mode(work, srt, vals, out)
     return (vals if vals.dtype == dt else vals.astype(dt)), out
