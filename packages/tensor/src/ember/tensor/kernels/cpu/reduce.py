@@ -1,5 +1,6 @@
 """Sums, means, 1- and 2-norms, variances and log-sum-exps of float32 / float64 arrays; the
-maximum or minimum with its index (``extreme_dim``) of any real dtype.
+maximum or minimum with its index (``extreme_dim``) of any real dtype; the histogram of equal
+bins (``histogram_uniform``).
 
 Every kernel reduces axis 1 of a C-contiguous ``(outer, n, inner)`` array into a flat
 ``(outer * inner,)`` output: ``ember.tensor._reduction`` views a reduction over adjacent dims of
@@ -37,7 +38,8 @@ import numpy as np
 
 from ._vmath import like, vexp, vmax
 
-__all__ = ["sum_reduce", "var_reduce", "logsumexp_reduce", "prod_reduce", "extreme_dim"]
+__all__ = ["sum_reduce", "var_reduce", "logsumexp_reduce", "prod_reduce", "extreme_dim",
+           "histogram_uniform"]
 
 
 def _jit(fn=None, *, sums=False):
@@ -482,3 +484,59 @@ def extreme_dim(x: np.ndarray, largest: bool) -> tuple[np.ndarray, np.ndarray]:
     if w is x:
         return vals, idx
     return (vals.view(dt) if dt.kind == "b" else vals.astype(dt)), idx
+
+
+@_jit
+def _hist_uniform(x, edges, lo, hi, f, w, weighted, hist):
+    # each value in [lo, hi] (NaN is not): its bin guessed from its position in the range (in
+    # x's dtype, as the NumPy expression it replaces), checked against its edges, and found by
+    # binary search only where the check fails (rounding at an edge): the last edge <= x, the
+    # top edge in the last bin
+    n = edges.shape[0] - 1
+    for i in range(x.shape[0]):
+        v = x[i]
+        if not (v >= lo and v <= hi):
+            continue
+        g = (v - lo) * f
+        p = 0
+        if g >= n - 1:
+            p = n - 1
+        elif g > 0:
+            p = int(g)
+        if v < edges[p] or (p < n - 1 and v >= edges[p + 1]):
+            a = 0
+            b = n + 1
+            while a < b:
+                m = (a + b) >> 1
+                if edges[m] <= v:
+                    a = m + 1
+                else:
+                    b = m
+            p = min(a - 1, n - 1)
+        if weighted:
+            hist[p] += w[i]
+        else:
+            hist[p] += 1
+
+
+def histogram_uniform(x: np.ndarray, edges: np.ndarray, w: np.ndarray | None = None):
+    """The histogram of the 1-D float32 / float64 ``x`` over the equal bins ``edges`` (``x``'s
+    dtype, increasing, at least two): PyTorch's linear interpolation of each value's bin with
+    a local search, values outside ``[edges[0], edges[-1]]`` and NaN dropped, the top edge in
+    the last bin; int64 counts, or with weights ``w`` (``x``'s shape) their float64 sums in
+    ``w``'s dtype, in one pass.
+
+    >>> histogram_uniform(np.array([0.0, 0.5, 1.0, 2.0]), np.array([0.0, 0.5, 1.0])).tolist()
+    [1, 2]
+    """
+    n = edges.shape[0] - 1
+    lo, hi = edges[0], edges[-1]
+    span = hi - lo  # (the guesses' factor in x's dtype, as NumPy computes them; a range of
+    f = n / span if span else x.dtype.type(np.inf)  # one value: guesses that are checked)
+    if w is None:
+        hist = np.zeros(n, np.int64)
+        _hist_uniform(x, edges, lo, hi, f, x, False, hist)
+        return hist
+    hist = np.zeros(n, np.float64)
+    _hist_uniform(x, edges, lo, hi, f, w, True, hist)
+    return hist.astype(w.dtype)
