@@ -1635,18 +1635,25 @@ def histogramdd(input: Tensor, bins, *, range=None, weight: Tensor | None = None
     # are not selected: a boolean selection of rows costs more than all the rest)
     xp = array_module(d)
     nbins = tuple(e.size - 1 for e in edges)
-    keep = flat = None
-    for i, e in enumerate(edges):
-        c = pts[:, i]
-        inside = (c >= e[0]) & (c <= e[-1])  # (NaN and values outside the range dropped)
-        if isinstance(per[i], Tensor):  # any increasing edges: the last edge <= each value
-            pos = xp.minimum(xp.searchsorted(e, c, side="right") - 1, nbins[i] - 1)
-        else:
-            pos = _uniform_bins(xp, c, e, inside)
-        keep = inside if keep is None else keep & inside
-        flat = pos if flat is None else flat * nbins[i] + pos
-    hist = xp.bincount(flat[keep], None if w is None else w.reshape(-1)[keep],
-                       minlength=math.prod(nbins)).astype(np.float64).reshape(nbins)
+    if xp is np:  # one Numba pass over the points: their flat bins, counted as they go
+        global _kr
+        if _kr is None:
+            from .kernels.cpu import reduce as _kr
+        hist = _kr.histogram_dd(pts, edges, [not isinstance(b, Tensor) for b in per],
+                                None if w is None else w.reshape(-1)).reshape(nbins)
+    else:
+        keep = flat = None
+        for i, e in enumerate(edges):
+            c = pts[:, i]
+            inside = (c >= e[0]) & (c <= e[-1])  # (NaN and values outside the range dropped)
+            if isinstance(per[i], Tensor):  # any increasing edges: the last edge <= a value
+                pos = xp.minimum(xp.searchsorted(e, c, side="right") - 1, nbins[i] - 1)
+            else:
+                pos = _uniform_bins(xp, c, e, inside)
+            keep = inside if keep is None else keep & inside
+            flat = pos if flat is None else flat * nbins[i] + pos
+        hist = xp.bincount(flat[keep], None if w is None else w.reshape(-1)[keep],
+                           minlength=math.prod(nbins)).astype(np.float64).reshape(nbins)
     if density:  # np.histogramdd's: over each dimension's bin widths, then the total
         with quiet():  # (no samples: 0 / 0)
             total = hist.sum()

@@ -1,6 +1,6 @@
 """Sums, means, 1- and 2-norms, variances and log-sum-exps of float32 / float64 arrays; the
 maximum or minimum with its index (``extreme_dim``) of any real dtype; the histogram of equal
-bins (``histogram_uniform``).
+bins (``histogram_uniform``) and of points over a grid of bins (``histogram_dd``).
 
 Every kernel reduces axis 1 of a C-contiguous ``(outer, n, inner)`` array into a flat
 ``(outer * inner,)`` output: ``ember.tensor._reduction`` views a reduction over adjacent dims of
@@ -39,7 +39,7 @@ import numpy as np
 from ._vmath import like, vexp, vmax
 
 __all__ = ["sum_reduce", "var_reduce", "logsumexp_reduce", "prod_reduce", "extreme_dim",
-           "histogram_uniform"]
+           "histogram_uniform", "histogram_dd"]
 
 
 def _jit(fn=None, *, sums=False):
@@ -487,36 +487,68 @@ def extreme_dim(x: np.ndarray, largest: bool) -> tuple[np.ndarray, np.ndarray]:
 
 
 @_jit
-def _hist_uniform(x, edges, lo, hi, f, w, weighted, hist):
-    # each value in [lo, hi] (NaN is not): its bin guessed from its position in the range (in
-    # x's dtype, as the NumPy expression it replaces), checked against its edges, and found by
-    # binary search only where the check fails (rounding at an edge): the last edge <= x, the
-    # top edge in the last bin
-    n = edges.shape[0] - 1
-    for i in range(x.shape[0]):
-        v = x[i]
-        if not (v >= lo and v <= hi):
-            continue
+def _bin_of(v, e, lo, f, uniform):
+    # the bin of v in [e[0], e[-1]] (the last edge <= v, the top edge in the last bin); for
+    # equal bins (``uniform``) guessed from v's position in the range (in v's dtype, as the
+    # NumPy expression it replaces) and checked against its edges, found by binary search
+    # only where the guess fails (rounding at an edge) or the edges are any increasing ones
+    n = e.shape[0] - 1
+    if uniform:
         g = (v - lo) * f
         p = 0
         if g >= n - 1:
             p = n - 1
         elif g > 0:
             p = int(g)
-        if v < edges[p] or (p < n - 1 and v >= edges[p + 1]):
-            a = 0
-            b = n + 1
-            while a < b:
-                m = (a + b) >> 1
-                if edges[m] <= v:
-                    a = m + 1
-                else:
-                    b = m
-            p = min(a - 1, n - 1)
+        if not (v < e[p] or (p < n - 1 and v >= e[p + 1])):
+            return p
+    a = 0
+    b = n + 1
+    while a < b:
+        m = (a + b) >> 1
+        if e[m] <= v:
+            a = m + 1
+        else:
+            b = m
+    return min(a - 1, n - 1)
+
+
+@_jit
+def _hist_uniform(x, edges, lo, hi, f, w, weighted, hist):
+    # values outside [lo, hi] and NaN dropped
+    for i in range(x.shape[0]):
+        v = x[i]
+        if not (v >= lo and v <= hi):
+            continue
+        p = _bin_of(v, edges, lo, f, True)
         if weighted:
             hist[p] += w[i]
         else:
             hist[p] += 1
+
+
+@_jit
+def _hist_dd(pts, edges, offs, uniform, lo, f, w, weighted, hist):
+    # each point's flat bin (row-major over the dimensions' bins; -1 for a point outside a
+    # range or with a NaN, dropped), one dimension at a time; then counts and weights summed
+    # in float64, in the points' order
+    N = pts.shape[0]
+    flat = np.zeros(N, np.int64)
+    for j in range(pts.shape[1]):
+        e = edges[offs[j]:offs[j + 1]]
+        n = e.shape[0] - 1
+        first, last, lj, fj, uj = e[0], e[n], lo[j], f[j], uniform[j]
+        for i in range(N):
+            if flat[i] < 0:
+                continue
+            v = pts[i, j]
+            if v >= first and v <= last:
+                flat[i] = flat[i] * n + _bin_of(v, e, lj, fj, uj)
+            else:
+                flat[i] = -1
+    for i in range(N):
+        if flat[i] >= 0:
+            hist[flat[i]] += w[i] if weighted else 1.0
 
 
 def histogram_uniform(x: np.ndarray, edges: np.ndarray, w: np.ndarray | None = None):
@@ -540,3 +572,33 @@ def histogram_uniform(x: np.ndarray, edges: np.ndarray, w: np.ndarray | None = N
     hist = np.zeros(n, np.float64)
     _hist_uniform(x, edges, lo, hi, f, w, True, hist)
     return hist.astype(w.dtype)
+
+
+def histogram_dd(pts: np.ndarray, edges, uniform, w: np.ndarray | None = None) -> np.ndarray:
+    """The float64 histogram (flat, row-major over the dimensions' bins) of the points
+    ``pts`` (N, D) of float32 / float64 over the increasing ``edges`` of each dimension (D
+    arrays of ``pts``' dtype, each at least two), the equal bins of the dimensions that
+    ``uniform`` (D bools) names placed as :func:`histogram_uniform` places them; points
+    outside a range or with a NaN dropped, the top edge in the last bin; with weights ``w``
+    (N,) their sums, in one pass.
+
+    >>> histogram_dd(np.array([[0.0, 1.0], [1.0, 1.0]]), [np.array([0.0, 0.5, 1.0])] * 2,
+    ...              [True, True]).tolist()
+    [0.0, 1.0, 0.0, 1.0]
+    """
+    dt = pts.dtype
+    k = len(edges)
+    offs = np.zeros(k + 1, np.int64)
+    lo, f = np.empty(k, dt), np.empty(k, dt)
+    size = 1
+    for j, e in enumerate(edges):
+        n = e.shape[0] - 1
+        offs[j + 1] = offs[j] + n + 1
+        size *= n
+        span = e[-1] - e[0]
+        lo[j] = e[0]
+        f[j] = n / span if span else np.inf
+    hist = np.zeros(size, np.float64)
+    _hist_dd(pts, np.concatenate(edges), offs, np.array(uniform, bool), lo, f,
+             pts[:, 0] if w is None else w, w is not None, hist)
+    return hist
