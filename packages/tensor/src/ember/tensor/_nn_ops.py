@@ -53,6 +53,7 @@ __all__ = [
 ]
 
 _make = Tensor._make
+_ndarray = np.ndarray
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # the dtypes the softmax row kernels take (float16 runs in float32 inside them)
 _ROW_DTYPES = frozenset(_KERNEL_DTYPES + (np.dtype(np.float16),))
@@ -1075,15 +1076,20 @@ def _softmax_impl(op: str, input: Tensor, dim: int, half_to_float: bool, log: bo
             dt = x.dtype
     shape = x.shape
     nd = len(shape)
-    d = _wrap_dim(dim, nd, op)
+    n = nd or 1
+    if not -n <= dim < n:
+        _wrap_dim(dim, nd, op)  # (raises PyTorch's IndexError)
+    d = dim + n if dim < 0 else dim
+    xp = np if x.__class__ is _ndarray else array_module(x)
+    if d == n - 1 and dt in _ROW_DTYPES and x.size:  # (the last dim; a 0-d input: one row)
+        if nd == 2 and x.flags.c_contiguous:
+            y = _kernel("log_softmax_forward" if log else "softmax_forward", xp)(x)
+            return _make(y)
+        rows = xp.ascontiguousarray(x).reshape(-1, shape[-1] if nd else 1)
+        y = _kernel("log_softmax_forward" if log else "softmax_forward", xp)(rows)
+        return _make(y.reshape(shape))
     if nd == 0:
         x = x.reshape(1)
-    xp = array_module(x)
-    if (d == nd - 1 or not nd) and dt in _ROW_DTYPES and x.size:  # (a float dim: no row)
-        rows = x if nd == 2 and x.flags.c_contiguous else \
-            xp.ascontiguousarray(x).reshape(-1, x.shape[-1])
-        y = _kernel("log_softmax_forward" if log else "softmax_forward", xp)(rows)
-        return _make(y if nd == 2 else y.reshape(shape))
     if x.size == 0:
         return _make(xp.empty(shape, dtype=dt))
     w = x.astype(np.float32) if dt == np.float16 else x
