@@ -54,6 +54,7 @@ __all__ = [
 
 _make = Tensor._make
 _ndarray = np.ndarray
+_umax = np.maximum.reduce
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # the dtypes the softmax row kernels take (float16 runs in float32 inside them)
 _ROW_DTYPES = frozenset(_KERNEL_DTYPES + (np.dtype(np.float16),))
@@ -730,7 +731,10 @@ def check_lookup_indices(op: str, indices: Tensor, n: int) -> None:
         if idx.size <= 16:  # a handful of ids (one word, one sentence): Python is quicker
             vals = idx.ravel().tolist()
             lo, hi = min(vals), max(vals)
-        elif int(idx.view(unsigned).max()) < n:
+        # the largest seen as unsigned (a negative index is larger than any size): on NumPy
+        # its ufunc reduction itself (the array's max method adds a Python wrapper of ~0.7 us)
+        elif int(_umax(idx.view(unsigned), None) if idx.__class__ is _ndarray else
+                 idx.view(unsigned).max()) < n:
             return
         else:
             lo, hi = int(idx.min()), int(idx.max())
