@@ -55,6 +55,7 @@ __all__ = [
 _make = Tensor._make
 _ndarray = np.ndarray
 _umax = np.maximum.reduce
+_add_reduce = np.add.reduce
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # the dtypes the softmax row kernels take (float16 runs in float32 inside them)
 _ROW_DTYPES = frozenset(_KERNEL_DTYPES + (np.dtype(np.float16),))
@@ -1457,7 +1458,9 @@ def cross_entropy_loss(input: Tensor, target: Tensor, weight: Tensor | None = No
         loss = _ce_rows_numpy(rows, flat, w, ignore_index, eps)
     if r == 0:
         return _make(loss.reshape(target.shape).astype(dt, copy=False))
-    total = loss.sum(dtype=np.float64 if dt == np.float16 else dt)
+    acc = np.float64 if dt == np.float16 else dt
+    # (on NumPy the ufunc reduction itself: the array's sum method adds a Python wrapper)
+    total = _add_reduce(loss, None, acc) if xp is np else loss.sum(dtype=acc)
     if r == 2:
         return _make(xp.asarray(total, dtype=dt))
     denom = _ce_denominator(flat, w, ignore_index, dt)

@@ -256,6 +256,7 @@ _SUM_KERNEL_MIN = 16  # smaller sums: NumPy's add.reduce under an errstate (see 
 _plans: dict = {}  # (shape, dim, keepdim, op) of a C-contiguous input -> plan, or False
 _empty = np.empty
 _add_reduce = np.add.reduce
+_max_reduce = np.maximum.reduce
 
 
 # reductions whose result over several runs of dims is the same reduction of the partial
@@ -1018,7 +1019,8 @@ def _median_all(input: Tensor) -> Tensor:
     part = d.flatten() if d.dtype.kind != "V" else d.astype(np.float32).reshape(-1)
     part.partition(k)
     # NaN sorts last: any NaN is in part[k:], whose maximum (>= part[k]) it then becomes
-    r = xp.minimum(part[k:k + 1], part[k:].max()).reshape(())
+    top = part[k:]  # (on NumPy its ufunc reduction: the max method adds a Python wrapper)
+    r = xp.minimum(part[k:k + 1], _max_reduce(top, None) if xp is np else top.max()).reshape(())
     return _make(r if part.dtype == d.dtype else r.astype(d.dtype))
 
 
