@@ -239,14 +239,27 @@ def _split_with_sizes(c, g):
     shape = c.meta[0][0]
     dim = a.dim % len(shape)
     like = next(x for x in g if x is not None)
-    parts = []
+    # a run of pieces without a gradient is one block of zeros (a split of which one piece is
+    # used made as many zero tensors as pieces)
+    parts, gap = [], 0
     for gi, n in zip(g, a.split_sizes):
         if gi is None:
-            s = list(shape)
-            s[dim] = n
-            gi = et.zeros(s, dtype=like.dtype, device=like.device)
+            gap += n
+            continue
+        if gap:
+            parts.append(_zeros_along(shape, dim, gap, like))
+            gap = 0
         parts.append(gi)
+    if gap:
+        parts.append(_zeros_along(shape, dim, gap, like))
     return (et.cat(parts, dim),)
+
+
+def _zeros_along(shape, dim: int, n: int, like):
+    """Zeros of ``shape`` with ``n`` along ``dim``, of ``like``'s dtype and device."""
+    s = list(shape)
+    s[dim] = n
+    return et.zeros(s, dtype=like.dtype, device=like.device)
 
 
 # --------------------------------------------------------------------------- CTC
