@@ -298,15 +298,34 @@ def _factory(op: str, size, dtype, device, fill):
 
 
 def _alloc(op: str, shape: tuple, dt: D.dtype, dev: device, fill):
-    """A new array of ``shape`` (checked sizes), ``dt`` and ``dev`` filled with ``fill``."""
-    xp = _xp(dev)
+    """A new array of ``shape`` (checked sizes), ``dt`` and ``dev`` filled with ``fill``
+    (uninitialized for None). True, what ``ones`` fills with, fits every dtype unchecked; the
+    device's ``fill`` kernel writes it (on the CPU a vectorized loop, where NumPy's ``fill``
+    and ``full`` store one element at a time)."""
+    if dev.type == "cpu":
+        xp = np
+    else:
+        xp = _xp(dev)
+        if dev.index is not None:  # allocate there without changing the current device
+            with xp.cuda.Device(dev.index):
+                return _alloc(op, shape, dt, _CURRENT_CUDA, fill)
     try:
-        if xp is not np and dev.index is not None:
-            with xp.cuda.Device(dev.index):  # allocate there without changing the device
-                return _fill(xp, shape, dt, fill, op)
-        return _fill(xp, shape, dt, fill, op)
+        if fill is None:
+            return xp.empty(shape, dtype=dt.np)
+        if fill == 0 and _plus_zero(fill):
+            return xp.zeros(shape, dtype=dt.np)
+        out = xp.empty(shape, dtype=dt.np)
+        fn = _FILL.get(xp)
+        if fn is None:
+            fn = _FILL[xp] = _kernel("fill", xp)
+        fn(out, fill if fill is True else checked_scalar(op, fill, dt.np))
+        return out
     except MemoryError:
         raise _out_of_memory(op, shape, dt) from None
+
+
+_CURRENT_CUDA = device("cuda")  # (the current CUDA device: _alloc's within a device context)
+_FILL: dict = {}  # the fill kernel of each array module, looked up once
 
 
 def _plus_zero(fill) -> bool:
@@ -315,19 +334,6 @@ def _plus_zero(fill) -> bool:
         return math.copysign(1.0, fill) > 0
     except TypeError:  # a complex zero
         return True
-
-
-def _fill(xp, shape, dt, fill, op="full"):
-    """A new array of ``fill`` (uninitialized for None). True, what ``ones`` fills with, fits
-    every dtype unchecked; the device's ``fill`` kernel writes it (on the CPU a vectorized
-    loop, where NumPy's ``fill`` and ``full`` store one element at a time)."""
-    if fill is None:
-        return xp.empty(shape, dtype=dt.np)
-    if fill == 0 and _plus_zero(fill):
-        return xp.zeros(shape, dtype=dt.np)
-    out = xp.empty(shape, dtype=dt.np)
-    _kernel("fill", xp)(out, fill if fill is True else checked_scalar(op, fill, dt.np))
-    return out
 
 
 def _finish(arr, requires_grad: bool) -> Tensor:

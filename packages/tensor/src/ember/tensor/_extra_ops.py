@@ -30,7 +30,7 @@ from ._pointwise import exp, log, where
 from ._reduction import _one_dim, _pmq, _return_type, _wrap, sort
 from ._registry import array_module, defop, with_out, write_out
 from ._scatter import _scatter_check, _scatter_raw, gather
-from ._shape import cat
+from ._shape import cat, slice_view
 from ._tensor import Tensor, _autograd, _legacy_dtype_from_name
 from .kernels import get as _kernel
 
@@ -254,7 +254,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     boolean = x._data.dtype.kind == "b"
     for _ in range(min(n, m)):  # each difference is one shorter; an empty dim stays empty
         m -= 1
-        a, b = x.narrow(d, 1, m), x.narrow(d, 0, m)
+        # the two overlapping windows: narrow's registry op, its bounds known to hold
+        a, b = slice_view(x, d, 1, m + 1), slice_view(x, d, 0, m)
         x = (a != b) if boolean else a - b
     return x
 
@@ -668,35 +669,36 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     if reduce not in _INDEX_REDUCE:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
-    nd = input.dim()
+    x, src, a = input._data, source._data, index._data
+    xs, ss = x.shape, src.shape
+    nd, sd = len(xs), len(ss)
     d = _one_dim(dim, nd, "index_reduce")
-    if index.dim() > 1:
+    if a.ndim > 1:
         raise IndexError("index_reduce_(): Index is supposed to be a vector")
-    if index._data.dtype not in (np.int64, np.int32):
+    if a.dtype not in (np.int64, np.int32):
         raise RuntimeError("index_reduce_(): Expected dtype int32/int64 for index")
-    if input._data.dtype != source._data.dtype:
-        raise RuntimeError(f"index_reduce_(): self ({scalar_type_name(input._data.dtype)}) and "
-                           f"source ({scalar_type_name(source._data.dtype)}) must have the same "
+    if x.dtype != src.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({scalar_type_name(x.dtype)}) and "
+                           f"source ({scalar_type_name(src.dtype)}) must have the same "
                            "scalar type")
-    sd = source.dim()
     if sd == 0 and nd > 0:
         raise IndexError(f"index_reduce(): Dimension specified as {dim} but tensor has no "
                          "dimensions")
-    if max(nd, 1) != max(sd, 1) or any(
-            source.shape[i] != input.shape[i] for i in range(nd) if i != d):
+    if max(nd, 1) != max(sd, 1) or xs[:d] + xs[d + 1:] != ss[:d] + ss[d + 1:]:
         raise RuntimeError("index_reduce_(): Source/destination tensor must have same slice "
                            "shapes. Destination slice shape: "
-                           f"{[s for i, s in enumerate(input.shape) if i != d]} at dimension "
+                           f"{[s for i, s in enumerate(xs) if i != d]} at dimension "
                            f"{d} and source slice shape: "
-                           f"{[s for i, s in enumerate(source.shape) if i != d]} at dimension 0.")
-    n_idx = index.numel()
-    if (source.shape[d] if sd else 1) != n_idx:
+                           f"{[s for i, s in enumerate(ss) if i != d]} at dimension 0.")
+    n_idx = a.size
+    if (ss[d] if sd else 1) != n_idx:
         raise RuntimeError("index_reduce_(): Number of indices "
                            f"({n_idx}) should be equal to source.size(dim) "
-                           f"({source.shape[d] if sd else 1})")
-    a = index._data.reshape(-1)
-    size = input.shape[d] if nd else 1
-    if a.size and bool(((a < -size) | (a >= size)).any()):
+                           f"({ss[d] if sd else 1})")
+    a = a.reshape(-1)
+    size = xs[d] if nd else 1
+    # the range in two reductions (the first index out of it found only for the error)
+    if n_idx and (int(a.min()) < -size or int(a.max()) >= size):
         bad = int(a[(a < -size) | (a >= size)][0])
         raise IndexError(f"index_reduce(): index out of range in self: index {bad} is out of "
                          f"bounds for dimension {d} with size {size}")
@@ -708,8 +710,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     xp = array_module(a)
     # the index spread over the slices as a broadcast view (the scatter kernel reads it one
     # row per slice; a copy of it was as large as the source); a % size: negatives wrapped
-    full = xp.broadcast_to((a % size).astype(np.int64, copy=False).reshape(shape),
-                           tuple(source.shape))
+    full = xp.broadcast_to((a % size).astype(np.int64, copy=False).reshape(shape), ss)
     return scatter_reduce(input, d, _make(full), source, reduce, include_self=include_self)
 
 

@@ -679,7 +679,7 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
 def unbind(input: Tensor, dim: int = 0) -> tuple:
     """All slices along ``dim`` (views)."""
     dim = _wrap_dim(dim, input._data.ndim, "unbind")
-    return tuple(_select(input, dim, i) for i in range(input._data.shape[dim]))
+    return tuple([_select(input, dim, i) for i in range(input._data.shape[dim])])
 
 
 def _arrays(tensors, op: str):
@@ -774,13 +774,16 @@ def stack(tensors, dim: int = 0) -> Tensor:
 
 @with_out(casting="cat")
 def hstack(tensors) -> Tensor:
-    tensors = [atleast_1d(x) for x in tensors]
+    # atleast_1d of each, inline: a 0-d tensor viewed as (1,)
+    tensors = [x if x._data.ndim else _view(x, (1,)) for x in tensors]
     return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
 
 
 @with_out(casting="cat")
 def vstack(tensors) -> Tensor:
-    return cat([atleast_2d(x) for x in tensors], 0)
+    # atleast_2d of each, inline: a 0-d tensor viewed as (1, 1), a 1-d one as a row
+    return cat([x if x._data.ndim > 1 else (_unsqueeze(x, 0) if x._data.ndim else
+                                           _view(x, (1, 1))) for x in tensors], 0)
 
 
 def atleast_1d(input: Tensor) -> Tensor:
@@ -961,7 +964,7 @@ def flipud(input: Tensor) -> Tensor:
 
 def _int_tuple(x) -> tuple[int, ...]:
     if isinstance(x, (tuple, list)):
-        return tuple(operator.index(v) for v in x)
+        return tuple(map(operator.index, x))
     return (operator.index(x),)
 
 
