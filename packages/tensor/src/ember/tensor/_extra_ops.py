@@ -30,7 +30,7 @@ from ._pointwise import exp, log, where
 from ._reduction import _one_dim, _pmq, _return_type, _wrap, sort
 from ._registry import array_module, defop, with_out, write_out
 from ._scatter import _scatter_check, _scatter_raw, gather
-from ._shape import cat, slice_view
+from ._shape import _permute, _transpose_perm, cat, flip, slice_view
 from ._tensor import Tensor, _autograd, _legacy_dtype_from_name
 from .kernels import get as _kernel
 
@@ -279,11 +279,11 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
                            f"dim1 = {d1}")
     k %= 4
     if k == 1:
-        return input.flip(d1).transpose(d0, d1)
+        return _permute(flip(input, d1), _transpose_perm(nd, d0, d1))
     if k == 2:
-        return input.flip(d0, d1)
+        return flip(input, d0, d1)
     if k == 3:
-        return input.flip(d0).transpose(d0, d1)
+        return _permute(flip(input, d0), _transpose_perm(nd, d0, d1))
     return input.clone()
 
 

@@ -912,7 +912,8 @@ def flip(input: Tensor, *dims, **kwargs) -> Tensor:
         dims = (kwargs.pop("dims"),)
     if kwargs:
         raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
-    dims = _dims_arg(dims, op)
+    # the dims as ints (one sequence of them, or each): an int tuple in one pass
+    dims = _int_tuple(dims[0]) if len(dims) == 1 else tuple(map(operator.index, dims))
     data = input._data
     nd = data.ndim
     # a reversed slice per flipped dim (NumPy's np.flip builds the same view behind a Python
