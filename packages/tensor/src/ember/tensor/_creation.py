@@ -611,9 +611,15 @@ def _triangle(op: str, input: Tensor, diagonal: int, upper: bool) -> Tensor:
         raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got {d.ndim}")
     out = d.copy()  # (C order: what the kernel writes)
     if out.size:  # (an empty matrix or batch has nothing to zero)
-        _kernel("triangle_zero", array_module(d))(out.reshape(-1, shape[-2], shape[-1]),
-                                                  diagonal, upper)
+        xp = np if d.__class__ is np.ndarray else array_module(d)
+        fn = _TRIANGLE.get(xp)
+        if fn is None:
+            fn = _TRIANGLE[xp] = _kernel("triangle_zero", xp)
+        fn(out.reshape(-1, shape[-2], shape[-1]), diagonal, upper)
     return _make(out)
+
+
+_TRIANGLE: dict = {}  # the triangle_zero kernel of each array module, looked up once
 
 
 @defop("clone")
