@@ -1152,15 +1152,18 @@ def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 
 # ------------------------------------------------------------------ more stacking and splitting
-def _tensor_list(tensors, op: str) -> list:
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+def _tensor_list(tensors, op: str):
+    """``tensors`` itself, once checked to be a list or tuple of tensors (class tests first:
+    the abstract checks only for what is not exactly a list, a tuple or a Tensor)."""
+    if tensors.__class__ is not list and tensors.__class__ is not tuple and (
+            isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple))):
         raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
     for j, x in enumerate(tensors):
-        if not isinstance(x, Tensor):
+        if x.__class__ is not Tensor and not isinstance(x, Tensor):
             raise TypeError(f"{op}(): expected Tensor as element {j} in argument 0, but got "
                             f"{type(x).__name__}")
-    return list(tensors)
+    return tensors
 
 
 def atleast_3d(*tensors):
