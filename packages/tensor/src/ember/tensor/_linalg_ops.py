@@ -12,7 +12,7 @@ comes from theirs.
 
 Every op takes batches (``(*, m, n)``) and runs on NumPy's LAPACK (``numpy.linalg``'s gufuncs,
 called at the input's precision (:class:`_NumPyLinalg`), with SciPy's LAPACK wrappers, imported
-lazily, for the LDL factorization and the triangular solve) or CuPy's cuSOLVER
+lazily, for the QR and LDL factorizations and the triangular solve) or CuPy's cuSOLVER
 (``cupy.linalg``, ``cupyx.scipy.linalg``). float32 and float64, and complex64 / complex128
 where NumPy's LAPACK takes them (the factorizations, ``det``, ``inv``, ``solve``, ``pinv``,
 ``matrix_exp``, the norms). ``eig`` has no CUDA kernel: CuPy has no general eigensolver.
@@ -239,7 +239,34 @@ class _NumPyLinalg:
             return self._call(self._svd, _G.svd, a)
         return self._call(self._svd, _G.svd_f if full_matrices else _G.svd_s, a)
 
-    def __getattr__(self, name):  # the rest (qr ...): numpy.linalg's own
+    def qr(self, a, mode="reduced"):
+        """``numpy.linalg.qr``'s results (``r`` alone for mode ``"r"``) from LAPACK's geqrf
+        and orgqr / ungqr (:func:`_geqrf_host`), at the input's precision: NumPy's QR has
+        no single-precision loops, so it factors a float32 input in float64 and casts back,
+        twice the work (and its wrapper's checks and copies on every call)."""
+        m, n = a.shape[-2:]
+        if not a.size:  # (LAPACK takes no empty matrix; NumPy's shapes and identity Q)
+            return np.linalg.qr(a, mode=mode)
+        k = _min(m, n)
+        hs, taus = _geqrf_host(a)
+        r = np.ascontiguousarray(_T(hs)[..., :k if mode != "complete" else m, :])
+        # R: the upper triangle (LAPACK's reflectors below it zeroed in place)
+        _kernel("triangle_zero", np)(r.reshape((-1,) + r.shape[-2:]), 0, True)
+        if mode == "r":
+            return r
+        cols = m if mode == "complete" else k
+        orgqr = _lapack("ungqr" if a.dtype.kind == "c" else "orgqr", a.dtype)
+        lwork = _orgqr_lwork(a.dtype, m, cols, k)
+        q = np.empty(a.shape[:-2] + (m, cols), a.dtype)
+        for h, tau, qi in zip(hs.reshape((-1, n, m)), taus.reshape((-1, k)),
+                              q.reshape((-1, m, cols))):
+            if cols > n:  # the complete Q of a tall matrix: zero reflectors appended
+                h = np.concatenate([h, np.zeros((cols - n, m), h.dtype)])
+            # (h[:cols].T: the reflectors as the Fortran-order matrix LAPACK reads)
+            qi[...] = orgqr(h[:cols].T, tau, lwork=lwork)[0]
+        return q, r
+
+    def __getattr__(self, name):  # the rest (lstsq ...): numpy.linalg's own
         return getattr(np.linalg, name)
 
 
@@ -863,12 +890,48 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
     return _on_device_of(on, out.reshape(batch + b.shape[-2:]))[0]
 
 
+@functools.lru_cache(maxsize=256)
+def _geqrf_lwork(dt, m: int, n: int) -> int:
+    """The workspace of ``geqrf``'s blocked algorithm for an ``m x n`` matrix of dtype
+    ``dt`` (the wrapper's default, 3 n, runs the unblocked one); LAPACK's query, made once
+    per dtype and shape."""
+    return _max(int(_lapack("geqrf_lwork", dt)(m, n)[0].real), 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _orgqr_lwork(dt, m: int, cols: int, k: int) -> int:
+    """``orgqr``'s (``ungqr``'s) blocked workspace for ``m x cols`` from ``k`` reflectors:
+    LAPACK's query (lwork -1), made once per dtype and shape."""
+    orgqr = _lapack("ungqr" if dt.kind == "c" else "orgqr", dt)
+    h = np.zeros((m, cols), dt, order="F")
+    return _max(int(orgqr(h, np.zeros(k, dt), lwork=-1)[1][0].real), 1)
+
+
+def _geqrf_host(a):
+    """LAPACK's geqrf on each matrix of the non-empty host array ``a`` (``(*, m, n)``), at
+    its precision: ``(h, tau)``, ``h`` of shape ``(*, n, m)`` the transposes of the packed
+    factors (each matrix's Fortran-order result, R in its upper triangle, as NumPy's
+    ``qr(mode="raw")`` returns it), ``tau`` of shape ``(*, min(m, n))``."""
+    m, n = a.shape[-2:]
+    geqrf = _lapack("geqrf", a.dtype)
+    lwork = _geqrf_lwork(a.dtype, m, n)
+    hs = np.empty(a.shape[:-2] + (n, m), a.dtype)
+    taus = np.empty(a.shape[:-2] + (_min(m, n),), a.dtype)
+    for mat, h, tau in zip(a.reshape((-1, m, n)), hs.reshape((-1, n, m)),
+                           taus.reshape((-1, taus.shape[-1]))):
+        # h.T: a Fortran-order view of h's row-major memory, written by the wrapper's result
+        r = geqrf(mat, lwork=lwork)
+        h.T[...], tau[...] = r[0], r[1]
+    return hs, taus
+
+
 @defop("geqrf", out=True, differentiable=False)
 def _geqrf(input: Tensor):
     a = input._data
     _check_matrix("geqrf", a, "input")
     _check_float("geqrf", a, kernel="geqrf_cpu", complex_ok=True)
-    h, tau = np.linalg.qr(_host(a), mode="raw")
+    h = _host(a)
+    h, tau = _geqrf_host(h) if h.size else np.linalg.qr(h, mode="raw")
     return _on_device_of(a, np.ascontiguousarray(_T(h), dtype=a.dtype),
                          np.ascontiguousarray(tau, dtype=a.dtype))
 
