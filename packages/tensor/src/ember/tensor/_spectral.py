@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import warnings
 
-from . import _dtype as D
 from ._complex import real, view_as_real
-from ._creation import arange, ones, zeros
+from ._creation import ones, zeros
+from ._registry import array_module
 from ._scatter import index_add
-from ._shape import cat
+from ._shape import cat, narrow
 from ._tensor import Tensor
 
 __all__ = ["stft", "istft"]
@@ -75,15 +75,15 @@ def _pad_last(x: Tensor, left: int, right: int, mode: str, shape3) -> Tensor:
     if mode == "constant":
         lo = zeros(*lead, left, dtype=x.dtype, device=x.device)
         hi = zeros(*lead, right, dtype=x.dtype, device=x.device)
-    elif mode == "reflect":
-        lo = x[..., 1:left + 1].flip(-1)
-        hi = x[..., n - right - 1:n - 1].flip(-1)
+    elif mode == "reflect":  # (narrow: a view, as the slices are, without their parsing)
+        lo = narrow(x, -1, 1, left).flip(-1)
+        hi = narrow(x, -1, n - right - 1, right).flip(-1)
     elif mode == "replicate":
-        lo = x[..., :1].expand(*lead, left)
-        hi = x[..., n - 1:].expand(*lead, right)
+        lo = narrow(x, -1, 0, 1).expand(*lead, left)
+        hi = narrow(x, -1, n - 1, 1).expand(*lead, right)
     else:
-        lo = x[..., n - left:]
-        hi = x[..., :right]
+        lo = narrow(x, -1, n - left, left)
+        hi = narrow(x, -1, 0, right)
     return cat([lo, x, hi], -1)
 
 
@@ -274,8 +274,10 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     w = _full_window(window, win, n_fft, real(X) if X.is_complex() else X)
     y = y * w  # (B, n_frames, n_fft)
     total = n_fft + hop * (n_frames - 1)
-    pos = (arange(n_frames, dtype=D.int64, device=input.device).unsqueeze(1) * hop +
-           arange(n_fft, dtype=D.int64, device=input.device)).reshape(-1)
+    # each frame's sample positions in the output (an index, no gradient): one array
+    xp = array_module(y._data)
+    pos = Tensor._make((xp.arange(0, n_frames * hop, hop, dtype=xp.int64)[:, None] +
+                        xp.arange(n_fft, dtype=xp.int64)).reshape(-1))
     B = y.shape[0]
     out = index_add(zeros(B, total, dtype=y.dtype, device=y.device), 1, pos,
                     y.reshape(B, n_frames * n_fft))
