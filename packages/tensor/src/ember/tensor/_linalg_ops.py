@@ -1381,19 +1381,12 @@ def chain_matmul(*matrices, out=None) -> Tensor:
     return r
 
 
-def _multi_dot(tensors) -> Tensor:
-    ts = list(tensors)
-    n = len(ts)
-    if n < 2:
-        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
-    shapes = [t._data.shape for t in ts]
-    for i, s in enumerate(shapes):
-        # a 1-d first (last) tensor is a row (column) vector: matmul's own rule for it
-        if len(s) != 2 and not (len(s) == 1 and (i == 0 or i == n - 1)):
-            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {len(s)}D")
-    # optimal order by dynamic programming over the chain's dimensions
-    dims = [shapes[0][0] if len(shapes[0]) == 2 else 1] + \
-        [1 if len(s) == 1 and i == n - 1 else s[-1] for i, s in enumerate(shapes)]
+@functools.lru_cache(maxsize=256)
+def _chain_order(dims: tuple) -> tuple:
+    """The cheapest order of a chain product of matrices ``dims[i] x dims[i + 1]``, by
+    dynamic programming over the chain's dimensions, worked out once per chain: as nested
+    pairs of positions (an int is one matrix)."""
+    n = len(dims) - 1
     cost = [[0] * n for _ in range(n)]
     split = [[0] * n for _ in range(n)]
     for length in range(1, n):
@@ -1406,13 +1399,32 @@ def _multi_dot(tensors) -> Tensor:
                     best, split[i][j] = c, k
             cost[i][j] = best
 
-    def prod(i, j):
+    def order(i, j):
         if i == j:
-            return ts[i]
+            return i
         k = split[i][j]
-        return matmul(prod(i, k), prod(k + 1, j))
+        return order(i, k), order(k + 1, j)
 
-    return prod(0, n - 1)
+    return order(0, n - 1)
+
+
+def _multi_dot(tensors) -> Tensor:
+    ts = list(tensors)
+    n = len(ts)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    shapes = [t._data.shape for t in ts]
+    for i, s in enumerate(shapes):
+        # a 1-d first (last) tensor is a row (column) vector: matmul's own rule for it
+        if len(s) != 2 and not (len(s) == 1 and (i == 0 or i == n - 1)):
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {len(s)}D")
+    dims = tuple([shapes[0][0] if len(shapes[0]) == 2 else 1] +
+                 [1 if len(s) == 1 and i == n - 1 else s[-1] for i, s in enumerate(shapes)])
+
+    def prod(o):
+        return ts[o] if o.__class__ is int else matmul(prod(o[0]), prod(o[1]))
+
+    return prod(_chain_order(dims))
 
 
 multi_dot = with_out(_multi_dot, casting="no")
