@@ -307,14 +307,23 @@ def _check_svd_phase(im) -> None:
                            "function depends on this phase term, making it ill-defined.")
 
 
+def _mm3(a, b, c):
+    """``a @ b @ c`` in the order with fewer multiplications (by the last two dims)."""
+    p, q = a.shape[-2:]
+    r, s = b.shape[-1], c.shape[-1]
+    return (a @ b) @ c if p * r * (q + s) <= q * s * (p + r) else a @ (b @ c)
+
+
 @vjp("linalg_pinv", save=(0,), out=True, complex="own")
 def _pinv(c, g):
+    # -P^H g P^H + (I - A P) g^H P P^H + P^H P g^H (I - P A), with the identities multiplied
+    # out (X - A P X and Y - Y P A) and each product of three in its cheaper order: no
+    # m x m or n x n identity, and the products of a wide or tall A stay thin
     A, P = c.args.A, c.out
-    m, n = A.shape[-2:]
-    Im, In = _eye(A, m), _eye(A, n)
-    gA = -(P.mH @ g @ P.mH) + (Im - A @ P) @ g.mH @ (P @ P.mH) + \
-        (P.mH @ P) @ g.mH @ (In - P @ A)
-    return (gA,)
+    Ph, gh = P.mH, g.mH
+    X = _mm3(gh, P, Ph)
+    Y = _mm3(Ph, P, gh)
+    return ((X - _mm3(A, P, X)) + (Y - _mm3(Y, P, A)) - _mm3(Ph, g, Ph),)
 
 
 @vjp("linalg_matrix_exp", save=(0,), complex="own")
