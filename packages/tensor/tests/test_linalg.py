@@ -394,6 +394,34 @@ def test_cdist_gemm_path_matches_the_direct_path(dtype):
         et.cdist(x, x, compute_mode="fast")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("shape", [(4, 7), (7, 4), (2, 3, 6), (2, 6, 3), (0, 3), (3, 0),
+                                   (2, 0, 4)])
+def test_qr_and_geqrf_every_mode_against_numpy(dtype, shape):
+    """linalg.qr's three modes and geqrf (LAPACK at the input's precision, matrix by matrix
+    over a batch; a tall matrix's complete Q from zero reflectors appended) give NumPy's
+    factors, shapes and C-contiguous results of the input's dtype, empty inputs included."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    a = a.astype(dtype)
+    tol = 1e-4 if dtype in (np.float32, np.complex64) else 1e-10
+    for mode in ("reduced", "complete", "r"):
+        q, r = et.linalg.qr(et.tensor(a), mode=mode)
+        want_q, want_r = (np.zeros(0), np.linalg.qr(a, mode="r")) if mode == "r" else \
+            np.linalg.qr(a, mode=mode)
+        for got, want in ((q.numpy(), want_q), (r.numpy(), want_r)):
+            assert got.dtype == a.dtype and got.flags.c_contiguous
+            assert got.shape == want.shape, (mode, got.shape, want.shape)
+            np.testing.assert_allclose(got, want, atol=tol)
+    h, tau = et.geqrf(et.tensor(a))
+    want_h, want_tau = np.linalg.qr(a, mode="raw")
+    assert h.numpy().dtype == tau.numpy().dtype == a.dtype
+    np.testing.assert_allclose(h.numpy(), np.swapaxes(want_h, -1, -2), atol=tol)
+    np.testing.assert_allclose(tau.numpy(), want_tau, atol=tol)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(6, 4), (2, 5, 5), (40, 12)])
 def test_householder_product_of_geqrf_is_the_q_of_qr(dtype, shape):
