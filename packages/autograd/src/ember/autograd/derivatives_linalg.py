@@ -144,7 +144,8 @@ def _qr_square_or_tall(Q, R, gQ, gR):
     """gA for A = QR with m >= n (reduced)."""
     M = R @ gR.mH - gQ.mH @ Q
     # copyltu: the Hermitian matrix with M's lower triangle (R's diagonal is real)
-    M = et.tril(M, -1) + et.tril(M, -1).mH + _diag(et.real(et.diagonal(M, 0, -2, -1)))
+    L = et.tril(M, -1)
+    M = L + L.mH + _diag(et.real(et.diagonal(M, 0, -2, -1)))
     return _tri_solve(R.mH, gQ + Q @ M, upper=False, left=False)
 
 
@@ -170,8 +171,7 @@ def _qr(c, g):
     # m < n: A = Q [X | Y] with X = Q R1 square; Y = Q R2
     R1, R2 = R.narrow(-1, 0, m), R.narrow(-1, m, n - m)
     gR1, gR2 = gR.narrow(-1, 0, m), gR.narrow(-1, m, n - m)
-    Y = Q @ R2
-    gX = _qr_square_or_tall(Q, R1, gQ + Y @ gR2.mH, gR1)
+    gX = _qr_square_or_tall(Q, R1, gQ + Q @ (R2 @ gR2.mH), gR1)  # (Y gR2^H, Y = Q R2)
     gY = Q @ gR2
     return (et.cat([gX, gY], -1),)
 
