@@ -351,7 +351,8 @@ def _lu_factor_ex(c, g):
     M = et.tril(Lo.mH @ gL, -1) + et.triu(gU @ U.mH)
     X = _tri_solve(Lo.mH, M, upper=True, unitriangular=True)   # L^{-H} M
     X = _tri_solve(U.mH, X, upper=False, left=False)            # ... U^{-H}
-    P = et.lu_unpack(LU.detach(), piv).P  # A = P L U: the rows of X go back through P
+    # A = P L U: the rows of X go back through P (unpacked alone: L and U are above)
+    P = et.lu_unpack(LU.detach(), piv, unpack_data=False).P
     return (P.to(X.dtype) @ X,)
 
 
