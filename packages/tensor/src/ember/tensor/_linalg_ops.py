@@ -223,7 +223,23 @@ class _NumPyLinalg:
         return self._call(self._singular, _G.solve, a, b)
 
     def cholesky(self, a):
-        return self._call(self._nonposdef, _G.cholesky_lo, a)
+        """The lower Cholesky factor of each matrix of ``a`` (of its lower triangle), by
+        LAPACK's potrf in place on one C-order copy: each matrix's memory is, in Fortran
+        order, its transpose, whose upper triangle is the lower one read, and the upper
+        factor potrf writes there (``clean``: zeros below it) is, read back in C order, the
+        lower factor. NumPy's gufunc copies each matrix into and out of a Fortran-order
+        buffer around the same routine, 2x slower at 512 x 512."""
+        out = np.array(a, order="C")
+        n = a.shape[-1]
+        if out.size:
+            potrf = _lapack("potrf", a.dtype)
+            for m in out.reshape((-1, n, n)):
+                c, info = potrf(m.T, lower=0, clean=1, overwrite_a=1)
+                if info > 0:
+                    raise np.linalg.LinAlgError("Matrix is not positive definite")
+                if not np.may_share_memory(c, m):  # (a wrapper that copied after all)
+                    m.T[...] = c
+        return out
 
     def eigh(self, a, UPLO="L"):
         return self._call(self._eig, _G.eigh_lo if UPLO == "L" else _G.eigh_up, a)
