@@ -265,22 +265,22 @@ class _NumPyLinalg:
             return np.linalg.qr(a, mode=mode)
         k = _min(m, n)
         hs, taus = _geqrf_host(a)
-        r = np.ascontiguousarray(_T(hs)[..., :k if mode != "complete" else m, :])
-        # R: the upper triangle (LAPACK's reflectors below it zeroed in place)
+        q = None
+        if mode != "r":
+            cols = m if mode == "complete" else k
+            orgqr = _lapack("ungqr" if a.dtype.kind == "c" else "orgqr", a.dtype)
+            lwork = _orgqr_lwork(a.dtype, m, cols, k)
+            q = np.empty(a.shape[:-2] + (m, cols), a.dtype)
+            for h, tau, qi in zip(hs.reshape((-1, m, n)), taus.reshape((-1, k)),
+                                  q.reshape((-1, m, cols))):
+                if cols > n:  # the complete Q of a tall matrix: zero reflectors appended
+                    h = np.concatenate([h, np.zeros((m, cols - n), h.dtype)], 1)
+                qi[...] = orgqr(h[:, :cols], tau, lwork=lwork)[0]
+        # R: the upper triangle of the first rows (the reflectors below it zeroed in place,
+        # once Q is made from them)
+        r = np.ascontiguousarray(hs[..., :k if mode != "complete" else m, :])
         _kernel("triangle_zero", np)(r.reshape((-1,) + r.shape[-2:]), 0, True)
-        if mode == "r":
-            return r
-        cols = m if mode == "complete" else k
-        orgqr = _lapack("ungqr" if a.dtype.kind == "c" else "orgqr", a.dtype)
-        lwork = _orgqr_lwork(a.dtype, m, cols, k)
-        q = np.empty(a.shape[:-2] + (m, cols), a.dtype)
-        for h, tau, qi in zip(hs.reshape((-1, n, m)), taus.reshape((-1, k)),
-                              q.reshape((-1, m, cols))):
-            if cols > n:  # the complete Q of a tall matrix: zero reflectors appended
-                h = np.concatenate([h, np.zeros((cols - n, m), h.dtype)])
-            # (h[:cols].T: the reflectors as the Fortran-order matrix LAPACK reads)
-            qi[...] = orgqr(h[:cols].T, tau, lwork=lwork)[0]
-        return q, r
+        return r if q is None else (q, r)
 
     def __getattr__(self, name):  # the rest (lstsq ...): numpy.linalg's own
         return getattr(np.linalg, name)
@@ -928,19 +928,17 @@ def _orgqr_lwork(dt, m: int, cols: int, k: int) -> int:
 
 def _geqrf_host(a):
     """LAPACK's geqrf on each matrix of the non-empty host array ``a`` (``(*, m, n)``), at
-    its precision: ``(h, tau)``, ``h`` of shape ``(*, n, m)`` the transposes of the packed
-    factors (each matrix's Fortran-order result, R in its upper triangle, as NumPy's
-    ``qr(mode="raw")`` returns it), ``tau`` of shape ``(*, min(m, n))``."""
+    its precision: ``(h, tau)``, ``h`` the packed factors (R in the upper triangle, the
+    reflectors below it) in C order, ``tau`` of shape ``(*, min(m, n))``."""
     m, n = a.shape[-2:]
     geqrf = _lapack("geqrf", a.dtype)
     lwork = _geqrf_lwork(a.dtype, m, n)
-    hs = np.empty(a.shape[:-2] + (n, m), a.dtype)
+    hs = np.empty(a.shape, a.dtype)
     taus = np.empty(a.shape[:-2] + (_min(m, n),), a.dtype)
-    for mat, h, tau in zip(a.reshape((-1, m, n)), hs.reshape((-1, n, m)),
+    for mat, h, tau in zip(a.reshape((-1, m, n)), hs.reshape((-1, m, n)),
                            taus.reshape((-1, taus.shape[-1]))):
-        # h.T: a Fortran-order view of h's row-major memory, written by the wrapper's result
         r = geqrf(mat, lwork=lwork)
-        h.T[...], tau[...] = r[0], r[1]
+        h[...], tau[...] = r[0], r[1]
     return hs, taus
 
 
@@ -950,9 +948,12 @@ def _geqrf(input: Tensor):
     _check_matrix("geqrf", a, "input")
     _check_float("geqrf", a, kernel="geqrf_cpu", complex_ok=True)
     h = _host(a)
-    h, tau = _geqrf_host(h) if h.size else np.linalg.qr(h, mode="raw")
-    return _on_device_of(a, np.ascontiguousarray(_T(h), dtype=a.dtype),
-                         np.ascontiguousarray(tau, dtype=a.dtype))
+    if h.size:
+        h, tau = _geqrf_host(h)
+    else:  # (LAPACK takes no empty matrix: NumPy's shapes)
+        h, tau = np.linalg.qr(h, mode="raw")
+        h, tau = np.ascontiguousarray(_T(h), dtype=a.dtype), tau.astype(a.dtype)
+    return _on_device_of(a, h, tau)
 
 
 def geqrf(input: Tensor, *, out=None):
