@@ -71,12 +71,15 @@ def _det(c, g):
 def _slogdet(c, g):
     gs, gl = _g(g, 0), _g(g, 1)
     A = c.args.A
-    if not A.is_complex():  # the sign is locally constant
-        if gl is None:
-            return (None,)
+    # a gradient of the sign alone (the engine's zeros for logabsdet) needs no inverse: a
+    # real sign is locally constant, a complex one's gradient is zero with it
+    no_gl = _absent(gl)
+    if no_gl and (not A.is_complex() or _absent(gs)):
+        return (None,) if gl is None else (et.zeros_like(A),)
+    if not A.is_complex():
         return (gl.unsqueeze(-1).unsqueeze(-1) * et.linalg.inv(A).mH,)
     # log det A = logabsdet + i angle: the phase's gradient enters as the imaginary part
-    q = et.zeros_like(c.out[0]) if gl is None else gl.to(c.out[0].dtype)
+    q = et.zeros_like(c.out[0]) if no_gl else gl.to(c.out[0].dtype)
     if gs is not None:
         q = q + 1j * et.imag(gs * et.conj(c.out[0]))
     return (q.unsqueeze(-1).unsqueeze(-1) * et.linalg.inv(A).mH,)
