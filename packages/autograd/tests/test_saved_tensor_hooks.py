@@ -233,3 +233,19 @@ def test_allow_mutation_on_saved_tensors():
         b = (x.clone() * x).sum()
     with pytest.raises(AssertionError, match="outside of the 'allow_mutation_on_saved_tensors'"):
         b.backward()
+
+
+def test_pack_hooks_run_without_recording():
+    x = _x(3)
+    seen = []
+
+    def pack(t):
+        y = t * 2  # an op on a tensor that requires grad: recorded, it would save and pack
+        seen.append((ag.is_grad_enabled(), y.grad_fn is None))
+        return t
+
+    with saved_tensors_hooks(pack, lambda p: p):
+        z = x.exp().sum()
+    z.backward()
+    assert seen == [(False, True)]
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(x.detach().numpy()))

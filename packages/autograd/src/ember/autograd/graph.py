@@ -761,7 +761,12 @@ class _Packed:
     __slots__ = ("obj", "unpack", "edge")
 
     def __init__(self, t: Tensor, hooks: tuple, edge) -> None:
-        self.obj = hooks[0](t)
+        prev = state.enabled
+        state.enabled = False  # the pack hook's own ops record nothing (as in PyTorch), so
+        try:  # they save nothing and pack nothing in turn
+            self.obj = hooks[0](t)
+        finally:
+            state.enabled = prev
         self.unpack = hooks[1]
         self.edge = edge
 
