@@ -205,18 +205,21 @@ def checked_scalar(op: str, value, np_dtype):
     np.int64(2)
     """
     kind = np_dtype.kind
-    if value.__class__ is int and not -(1 << 63) <= value < (1 << 64):
-        raise OverflowError(f"{op}(): Python int too large to convert to C long: {value}")
-    if isinstance(value, complex) or (isinstance(value, np.generic) and value.dtype.kind == "c"):
+    c = value.__class__  # (a Python int or float, the common values, tested by identity)
+    if c is int:
+        if not -(1 << 63) <= value < (1 << 64):
+            raise OverflowError(f"{op}(): Python int too large to convert to C long: {value}")
+    elif c is not float and (isinstance(value, complex) or
+                             (isinstance(value, np.generic) and value.dtype.kind == "c")):
         if kind != "c":
             if value.imag:
                 raise _overflow(op, value, np_dtype)
             value = value.real
-    if kind == "b" or isinstance(value, (bool, np.bool_)):
+    if kind == "b" or (c is not int and c is not float and isinstance(value, (bool, np.bool_))):
         return np_dtype.type(bool(value)) if kind == "b" else np_dtype.type(int(value))
     if kind in "iu":
         lo, hi = int_bounds(np_dtype)
-        if isinstance(value, (int, np.integer)):
+        if c is int or isinstance(value, (int, np.integer)):
             v = int(value)
             if lo <= v <= hi:
                 return np_dtype.type(v)

@@ -211,6 +211,11 @@ def _combine(higher: dtype | None, lower: dtype | None) -> dtype | None:
 
 def scalar_dtype(v) -> dtype:
     """The dtype a Python scalar takes when it wraps into a tensor."""
+    c = v.__class__  # the common classes by identity first: no isinstance chain for them
+    if c is _builtin_float:
+        return _default[0]
+    if c is _builtin_int:
+        return int64
     if isinstance(v, _builtin_bool) or isinstance(v, np.bool_):
         return bool
     if isinstance(v, (_builtin_int, np.integer)):
