@@ -153,32 +153,15 @@ class Node:
     def apply(self, grads):
         """Gradients w.r.t. the op's inputs given gradients w.r.t. its outputs (a list, one
         per output)."""
-        if self._packed:
-            return self._apply_packed(grads)
+        # (a node that saved nothing is never packed: only those that did read _packed)
         if self._nsaved or self.args is None:
+            if self._packed:
+                return self._apply_packed(grads)
             self._check_saved()
         if self._out_data is not None:
+            if self._packed:
+                return self._apply_packed(grads)
             self.out = self._saved_out()
-        return self._vjp(grads)
-
-    def _apply_packed(self, grads):
-        """:meth:`apply` with the saved tensors back from their unpack hook, each time (as
-        PyTorch, no version check: the hooks own what they keep)."""
-        args, data = self.args, self._out_data
-        if args is None:
-            self._check_saved()  # freed: raises
-        try:
-            self.args = tuple.__new__(args.__class__, [_unpacked(a) for a in args])
-            if data is not None:
-                self._out_data = (_unwrap(data.tensor()) if self._n_out == 1 else
-                                  tuple(_unwrap(d.tensor()) for d in data))
-                self.out = self._saved_out(False)
-            return self._vjp(grads)
-        finally:
-            if self.args is not None:  # (not released meanwhile)
-                self.args, self._out_data = args, data
-
-    def _vjp(self, grads):
         try:
             result = self.entry.vjp(self, grads[0] if self._n_out == 1 else grads)
         except Exception as exc:
@@ -192,6 +175,25 @@ class Node:
         if not isinstance(result, (tuple, list)):
             result = (result,)
         return result
+
+    def _apply_packed(self, grads):
+        """:meth:`apply` with the saved tensors back from their unpack hook, each time (their
+        versions are not checked, as in PyTorch: the hooks own what they keep; see
+        :func:`_pack_saved`)."""
+        args, data = self.args, self._out_data
+        if args is None:
+            self._check_saved()  # freed: raises
+        self._packed = False
+        try:
+            self.args = tuple.__new__(args.__class__, [_unpacked(a) for a in args])
+            if data is not None:
+                self._out_data = (_unwrap(data.tensor()) if self._n_out == 1 else
+                                  tuple(_unwrap(d.tensor()) for d in data))
+            return self.apply(grads)
+        finally:
+            self._packed = True
+            if self.args is not None:  # (not released meanwhile)
+                self.args, self._out_data = args, data
 
     def release(self) -> None:
         """Free what the node saved (PyTorch frees saved tensors, not nodes: a node that saved
@@ -332,7 +334,7 @@ def record(op, bound):
     if not state.enabled or not _requires(bound):
         return op.run(*bound)
     if op.inplace:
-        if not _saved_hooks.stack:
+        if not (_hooks_open[0] and _saved_hooks.stack):
             return _record_inplace(op, bound)
         before = bound[0].grad_fn
         out = _record_inplace(op, bound)
@@ -349,7 +351,7 @@ def record(op, bound):
     if f is None:  # the op's attacher, kept on its table entry (an op has one arity)
         f = entry.attach = _attacher(len(bound), entry.save, entry.save_for is not None)
     out = f(op, entry, bound, out)
-    if _saved_hooks.stack:
+    if _hooks_open[0] and _saved_hooks.stack:
         _pack_saved(out)
     return out
 
@@ -752,6 +754,9 @@ class _SavedHooks(threading.local):
 
 
 _saved_hooks = _SavedHooks()
+# how many saved_tensors_hooks are open in any thread: a plain read that spares recording the
+# thread-local lookup while none is (the common case)
+_hooks_open = [0]
 
 
 class _Packed:
@@ -828,12 +833,17 @@ def _pack_saved(out) -> None:
                 args[i] = a.__class__(_Packed(b, hooks, _edge(b)) if isinstance(b, _TensorType)
                                       else b for b in a)
         node.args = tuple.__new__(node.args.__class__, args)
+        node._vers = None  # (each unpacked tensor is a fresh one, at version 0)
         node._packed = True
     if node._out_data is not None:
         outs = tuple(out) if out.__class__ is tuple or out.__class__ is list else (out,)
         packed = tuple(_Packed(x, hooks, None) for x in outs)
         node._out_data = packed[0] if node._n_out == 1 else packed
+        node._out_vc, node._out_v = _UNTRACKED, 0  # the output's later writes: not checked
         node._packed = True
+
+
+_UNTRACKED = (0,)  # the version "counter" of a packed output: never bumped
 
 
 class saved_tensors_hooks:
@@ -851,9 +861,11 @@ class saved_tensors_hooks:
         if _saved_hooks.disabled is not None:
             raise RuntimeError(_saved_hooks.disabled)
         _saved_hooks.stack = _saved_hooks.stack + ((self.pack_hook, self.unpack_hook),)
+        _hooks_open[0] += 1
 
     def __exit__(self, *exc) -> None:
         _saved_hooks.stack = _saved_hooks.stack[:-1]
+        _hooks_open[0] -= 1
 
 
 class save_on_cpu(saved_tensors_hooks):
