@@ -319,19 +319,16 @@ def _binary_arrays(op: str, a, b):
     ref = a._data if ta else b._data
     xp = np if ref.__class__ is np.ndarray else array_module(ref)
     calc = _F32 if dt == _F16 else dt  # (dtypes: a scalar type is converted per comparison)
-    if ta:
-        x = a._data
-        if x.dtype != calc:
-            x = x.astype(calc)
-    else:
-        x = xp.asarray(a, dtype=calc)
-    if tb:
-        y = b._data
-        if y.dtype != calc:
-            y = y.astype(calc)
-    else:
-        y = xp.asarray(b, dtype=calc)
-    return xp, x, y, dt
+    return xp, _in_dtype(xp, a, ta, calc), _in_dtype(xp, b, tb, calc), dt
+
+
+def _in_dtype(xp, v, is_tensor: bool, calc):
+    """The operand ``v`` (a tensor when ``is_tensor``, else a number) as an array of ``calc``
+    (a tensor's own array where it already is)."""
+    if is_tensor:
+        d = v._data
+        return d if d.dtype == calc else d.astype(calc)
+    return xp.asarray(v, dtype=calc)
 
 
 def _binary(name: str, compute, doc: str, first="input", second="other"):
