@@ -118,3 +118,30 @@ def test_integer_pow_with_negative_tensor_exponents(bdt):
     assert (2 ** ee).tolist() == (2 ** te).tolist()
     x, y = eb.clone(), tb.clone()
     assert x.pow_(ee).tolist() == y.pow_(te).tolist()
+
+
+@pytest.mark.parametrize("size", [0, 2, 5])
+def test_nonzero_static_matches_pytorch(size):
+    a = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])
+    for kw in ({}, {"fill_value": 9}):
+        t = torch.nonzero_static(torch.tensor(a), size=size, **kw)
+        e = et.nonzero_static(et.tensor(a), size=size, **kw)
+        assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_dim_order_output_nr_and_predicates_match_pytorch():
+    # (layouts of one dim order: no two strides equal, no dim of size 1)
+    shapes = [((2, 3, 4), None), ((2, 3, 4), (2, 0, 1)), ((3, 5, 2), (1, 2, 0))]
+    for shape, perm in shapes:
+        t, e = torch.zeros(shape), et.zeros(shape)
+        if perm is not None:
+            t, e = t.permute(perm), e.permute(perm)
+        assert e.dim_order() == t.dim_order()
+    tx = torch.ones(2, 4, requires_grad=True)
+    ex = et.ones(2, 4, requires_grad=True)
+    assert [o.output_nr for o in (tx * 2).chunk(2, 1)] == \
+        [o.output_nr for o in (ex * 2).chunk(2, 1)]
+    assert et.is_distributed(ex) == torch.is_distributed(tx)
+    y = et.tensor([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(torch.from_dlpack(et.to_dlpack(y)).numpy(), [1.0, 2.0, 3.0])

@@ -255,3 +255,38 @@ def test_array_stand_ins_answer_their_module_and_device():
     check_same_device("take", StandIn(), np.ones(2))
     with pytest.raises(TypeError, match="expected a NumPy or CuPy array, got object"):
         array_module(object())
+
+
+@pytest.mark.parametrize("size", [0, 1, 3, 6])
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 2, 3)])
+def test_nonzero_static_pads_or_cuts_numpys_indices(size, shape):
+    a = np.random.default_rng(sum(shape) + size).integers(0, 2, shape).astype(np.float32)
+    want = np.argwhere(a)[:size]
+    want = np.concatenate([want, np.full((size - len(want), a.ndim), -7)]) if \
+        len(want) < size else want
+    got = et.nonzero_static(et.tensor(a), size=size, fill_value=-7)
+    assert got.dtype == et.int64 and got.shape == (size, a.ndim)
+    np.testing.assert_array_equal(got.numpy(), want)
+    n = min(size, int(np.count_nonzero(a)))  # the method, fill_value's default -1
+    method = et.tensor(a).nonzero_static(size=size).numpy()
+    np.testing.assert_array_equal(method[:n], np.argwhere(a)[:n])
+    assert (method[n:] == -1).all()
+    with pytest.raises(RuntimeError, match="'size' must be an non-negative integer"):
+        et.nonzero_static(et.tensor(a), size=-1)
+
+
+def test_layout_and_process_predicates():
+    x = et.zeros(2, 3, 4)
+    assert x.dim_order() == (0, 1, 2)
+    assert x.permute(2, 0, 1).dim_order() == (1, 2, 0)
+    assert x.transpose(0, 2).dim_order() == (2, 1, 0)
+    assert x.const_data_ptr() == x.data_ptr()
+    assert x.output_nr == 0 and not et.is_distributed(x)
+    prev = et.get_autocast_dtype("cpu")
+    et.set_autocast_dtype("cpu", et.float16)
+    try:
+        assert et.get_autocast_dtype("cpu") == et.float16
+        with et.autocast("cpu"):
+            assert (et.ones(2, 2) @ et.ones(2, 2)).dtype == et.float16
+    finally:
+        et.set_autocast_dtype("cpu", prev)

@@ -40,7 +40,7 @@ from . import (  # noqa: E402
     special,
 )
 from ._activation_ops import *
-from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
+from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled, set_autocast_dtype
 from ._bfloat16 import install as _install_bfloat16_opmath
 from ._complex import *
 from ._composite import declare_composites as _declare_composites
@@ -96,7 +96,7 @@ from ._scatter import *
 from ._serialization import load, save
 from ._shape import *
 from ._special_ops import *
-from ._tensor import Size, Storage, Tensor, is_storage, is_tensor
+from ._tensor import Size, Storage, Tensor, is_distributed, is_storage, is_tensor, to_dlpack
 from .amp import GradScaler
 
 FloatTensor = _legacy_class("FloatTensor", float32)
@@ -139,8 +139,9 @@ _tune_malloc()  # freed large blocks stay for reuse (see _malloc)
 __all__ = sorted(
     {"Tensor", "Storage", "Size", "device", "dtype", "OPS", "save", "load", "cuda",
      "return_types", "amp", "backends", "autocast", "is_autocast_enabled",
-     "get_autocast_dtype", "GradScaler",
-     "set_printoptions", "get_printoptions", "printoptions", "is_tensor",
+     "get_autocast_dtype", "set_autocast_dtype", "GradScaler",
+     "set_printoptions", "get_printoptions", "printoptions", "is_tensor", "is_distributed",
+     "to_dlpack",
      "is_storage", "can_cast", "is_floating_point", "is_complex", "numel",
      "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
      "float64", "complex64", "complex128", "cfloat", "cdouble",

@@ -216,8 +216,8 @@ class autocast:
             raise RuntimeError(f"User specified an unsupported autocast device_type "
                                f"'{device_type}'")
         self.device = dev
-        self.fast_dtype = _DEFAULT_DTYPE[dev] if dtype is None else D.to_dtype(dtype,
-                                                                               "autocast")
+        # (no dtype: the thread's autocast dtype of the device, set_autocast_dtype's)
+        self.fast_dtype = _tls.cur[dev][1] if dtype is None else D.to_dtype(dtype, "autocast")
         self._enabled = bool(enabled)
         self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
         if self._enabled and self.fast_dtype not in _ALLOWED[dev]:

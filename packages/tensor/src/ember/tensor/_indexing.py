@@ -37,7 +37,8 @@ from .kernels import get as _kernel
 
 __all__ = [
     "getitem", "getitem_backward", "setitem", "setitem_copy", "index_put", "index_put_",
-    "index_select", "masked_select", "masked_scatter", "masked_scatter_", "nonzero", "argwhere",
+    "index_select", "masked_select", "masked_scatter", "masked_scatter_", "nonzero",
+    "nonzero_static", "argwhere",
     "take", "take_along_dim", "put", "put_", "unravel_index",
 ]
 
@@ -861,6 +862,24 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
         return tuple(_make(c.astype(np.int64, copy=False)) for c in coords)
     # PyTorch returns the (n, ndim) result in column-major layout: strides (1, n)
     return _make(xp.array(coords, dtype=np.int64).T)
+
+
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """:func:`nonzero` with exactly ``size`` rows: the first ``size`` indices, or all of them
+    followed by rows of ``fill_value`` (a shape known before the values are).
+
+    >>> nonzero_static(tensor([0, 3, 0, 4]), size=3).tolist()
+    [[1], [3], [-1]]
+    """
+    if size.__class__ is not int or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    idx = nonzero(input)._data
+    n = idx.shape[0]
+    if n >= size:
+        return _make(idx[:size].copy())
+    out = array_module(idx).full((size, idx.shape[1]), fill_value, dtype=np.int64)
+    out[:n] = idx
+    return _make(out)
 
 
 def argwhere(input: Tensor) -> Tensor:

@@ -107,6 +107,18 @@ def is_storage(obj) -> bool:
     return isinstance(obj, Storage)
 
 
+def is_distributed(input) -> bool:
+    """False: an ember tensor lives in one process (``torch.is_distributed``; data-parallel
+    training is ``ember.distributed``'s, over ordinary tensors)."""
+    return False
+
+
+def to_dlpack(tensor) -> object:
+    """A DLPack capsule of ``tensor``'s memory (``torch.to_dlpack``; ``tensor.__dlpack__()``
+    is the protocol's own form)."""
+    return tensor.__dlpack__()
+
+
 class Size(tuple):
     """A tensor's shape: a tuple of ints (``torch.Size``)."""
 
@@ -252,6 +264,23 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of its ``grad_fn`` this tensor is (0 for a leaf)."""
+        m = self._autograd_meta
+        return 0 if m is None else m.output_nr
+
+    def dim_order(self) -> tuple:
+        """The dims from the outermost in memory to the innermost: by decreasing stride
+        (dims of equal strides, where size-1 dims make a layout fit several orders, in their
+        own order; PyTorch picks one of those orders by its own rule)."""
+        st = self.stride()
+        return tuple(sorted(range(len(st)), key=lambda d: -st[d]))
+
+    def const_data_ptr(self) -> int:
+        """:meth:`data_ptr` (ember has no read-only pointer of its own)."""
+        return self.data_ptr()
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f" or self._data.dtype == D.BF16_NP
