@@ -57,6 +57,20 @@ def test_clamp_tensor_bound_by_keyword_gets_the_same_gradient():
     np.testing.assert_array_equal(ey.grad.numpy(), ty.grad.numpy())
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("bounds", [("t", None), (None, "t"), ("t", "u")])
+def test_clamp_with_tensor_bounds_matches_torch(dtype, bounds):
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(dtype)
+    b = {"t": np.random.default_rng(2).standard_normal(4).astype(dtype) - 0.5,
+         "u": np.random.default_rng(3).standard_normal((3, 1)).astype(dtype) + 0.5}
+    got = []
+    for T in (torch, et):
+        lo, hi = (None if v is None else T.tensor(b[v]) for v in bounds)
+        got.append(T.clamp(T.tensor(x), min=lo, max=hi))
+    assert str(got[1].dtype).split(".")[-1] == str(got[0].dtype).split(".")[-1]
+    np.testing.assert_array_equal(got[1].numpy(), got[0].numpy())
+
+
 OUT_CALLS = {
     "add": lambda T, a, o: T.add(a, a, out=o),
     "mul": lambda T, a, o: T.mul(a, 2.0, out=o),

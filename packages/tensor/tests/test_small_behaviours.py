@@ -290,3 +290,17 @@ def test_layout_and_process_predicates():
             assert (et.ones(2, 2) @ et.ones(2, 2)).dtype == et.float16
     finally:
         et.set_autocast_dtype("cpu", prev)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bounds", [(-0.5, "t"), ("t", 0.25), (0, "t")])
+def test_clamp_takes_a_number_beside_a_tensor_bound(dtype, bounds):
+    # (PyTorch refuses the mix; ember takes it, as NumPy's maximum / minimum do. float64's
+    # dtype compares equal to None: the number was once taken for an array of x's dtype)
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(dtype)
+    b = np.random.default_rng(2).standard_normal(4).astype(dtype)
+    lo, hi = (b if v == "t" else v for v in bounds)
+    got = et.clamp(et.tensor(x), min=et.tensor(lo) if bounds[0] == "t" else lo,
+                   max=et.tensor(hi) if bounds[1] == "t" else hi)
+    assert got.dtype == et.tensor(x).dtype
+    np.testing.assert_array_equal(got.numpy(), np.minimum(np.maximum(x, lo), hi).astype(dtype))

@@ -985,8 +985,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
             raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
         lo = min._data if isinstance(min, Tensor) else min
         hi = max._data if isinstance(max, Tensor) else max
-        if not ((lo is None or getattr(lo, "dtype", None) == dt) and
-                (hi is None or getattr(hi, "dtype", None) == dt)):  # (bounds of x's dtype)
+        if not (_bound_of(lo, dt) and _bound_of(hi, dt)):  # (bounds of x's dtype)
             # PyTorch's promotion (a float tensor keeps its dtype with Python-number bounds)
             dt = D.result_type(input, min, max).np  # (None is skipped)
             d = d.astype(dt, copy=False)
@@ -1011,8 +1010,7 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     # float64 bounds of x's dtype: one pass of the device's kernel (a missing bound is an
     # infinity); others the two passes, the second into the first's result
     xp = np if d.__class__ is _ndarray else array_module(d)
-    if dt.char in "fd" and (lo is None or getattr(lo, "dtype", None) == dt) and \
-            (hi is None or getattr(hi, "dtype", None) == dt):
+    if dt.char in "fd" and _bound_of(lo, dt) and _bound_of(hi, dt):
         return _make(_special_kernels.clamp(xp, d, xp.asarray(-_INF, dt) if lo is None else lo,
                                             xp.asarray(_INF, dt) if hi is None else hi))
     out = d if lo is None else xp.maximum(d, lo)
@@ -1023,6 +1021,13 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
         except ValueError:  # the upper bound broadcasts the result further
             out = xp.minimum(out, hi)
     return _make(xp.asarray(out).astype(dt, copy=False))
+
+
+def _bound_of(b, dt) -> bool:
+    """Is the clamp bound ``b`` missing or an array of dtype ``dt``? (A Python number is
+    not: NumPy's float64 dtype compares equal to None, which getattr(b, "dtype", None) gives
+    for a number.)"""
+    return b is None or (hasattr(b, "dtype") and b.dtype == dt)
 
 
 _INF = float("inf")
