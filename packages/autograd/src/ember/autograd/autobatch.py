@@ -39,7 +39,8 @@ from ember.tensor.extension import unwrap as _unwrap
 from ember.tensor.extension import wrap as _wrap
 
 from . import _batching, engine, graph
-from .grad_mode import state as _grad
+from .grad_mode import grad_enabled as _grad_on
+from .grad_mode import set_grad_flag as _set_grad
 
 __all__ = ["autobatch", "is_pending", "flush"]
 
@@ -286,15 +287,15 @@ def _made(g, c):
         if g.phys is not None:
             r = int(g.phys[r])
         f = g.outm[k][0].r
-        prev = _grad.enabled
-        _grad.enabled = g.gm
+        prev = _grad_on()
+        _set_grad(g.gm)
         try:
             if f:  # flat: the example's rows
                 v = g.st.inner(_SLICE, (g.outs[k], 0, r * f, (r + 1) * f, 1))
             else:
                 v = g.st.inner(_SELECT, (g.outs[k], 0, r))
         finally:
-            _grad.enabled = prev
+            _set_grad(prev)
     elif g.same is not None:
         v = g.same[k]
     elif g.vals is not None:
@@ -404,8 +405,8 @@ class _Pending(Tensor):
             g.st.flush()
             if self.__class__ is not _Pending:  # a call run one at a time in the flush read it
                 return self
-        prev = _grad.enabled
-        _grad.enabled = g.gm
+        prev = _grad_on()
+        _set_grad(g.gm)
         try:
             c = self._c
             if g.views is None:
@@ -426,7 +427,7 @@ class _Pending(Tensor):
                 if g.kind is not None:
                     v = v[((c >> _ROW_BITS) - g.bid) % _BID_WRAP]
         finally:
-            _grad.enabled = prev
+            _set_grad(prev)
         d = self.__dict__
         for k in ("_g", "_c", "_t", "_data", "_rd"):
             d.pop(k, None)
@@ -691,7 +692,7 @@ def _spec_source(pats):
                 lines.append(f"    if {x}_d > d:")
                 lines.append(f"        d = {x}_d")
         lines.append(f"    rg = {' or '.join(rg) if rg else 'False'}")
-        lines.append(f"    grp = groups.get((op, grad.enabled, {', '.join(keys)}, rg, d + 1))")
+        lines.append(f"    grp = groups.get((op, _grad_on(), {', '.join(keys)}, rg, d + 1))")
         lines.append("    if grp is None:")
         lines.append("        return None")
         lines.append("    row = grp.n")
@@ -746,7 +747,7 @@ def _spec_factory(pats):
     f = _FACTORIES.get(pats)
     if f is None:
         src, classes = _spec_source(pats)
-        env = {"Pending": _Pending, "new": _new, "grad": _grad, "results": _results,
+        env = {"Pending": _Pending, "new": _new, "_grad_on": _grad_on, "results": _results,
                "id": id}
         env.update(classes)
         exec(compile(src, f"<autobatch recorder {len(_FACTORIES)}>", "exec"), env)
@@ -839,7 +840,6 @@ class _State:
         tid = self.tid
         groups = self.groups
         inner = self.inner
-        grad = _grad
         opkind = _OPKIND
         Pending = _Pending
         unwrap = _unwrap
@@ -880,7 +880,7 @@ class _State:
             # grad (a call that needs no gradient never shares a group, and so a batched node,
             # with one that does), then the depth. The codes of the tensor arguments go to
             # ``codes``; the call itself is not kept.
-            gm = grad.enabled
+            gm = _grad_on()
             key = [op, gm]
             codes = []
             depth = 0
@@ -1051,7 +1051,7 @@ class _State:
             L, drop = len(range(start, stop, step)), False
             if not L:
                 return None
-        gm = _grad.enabled
+        gm = _grad_on()
         key = (_ROWS_KEY, gm, t.dtype, t.dev, t.shape[1:], drop, L, step)
         if c is _Pending:
             code = x._c
@@ -1268,7 +1268,7 @@ class _State:
         self.flushing = True
         prev_rec = get_recorder()
         set_recorder(self.inner)
-        prev = _grad.enabled
+        prev = _grad_on()
         try:
             while self.levels:
                 levels, self.levels = self.levels, {}
@@ -1281,7 +1281,7 @@ class _State:
                         if grp.alias is None and grp.depth:
                             self.run_group(grp)
         finally:
-            _grad.enabled = prev
+            _set_grad(prev)
             set_recorder(prev_rec)
             self.flushing = False
             self.table, self.consts, self.cids = {}, [], {}
@@ -1386,7 +1386,7 @@ class _State:
     def run_group(self, grp):
         n = grp.n
         op = grp.op
-        _grad.enabled = grp.gm
+        _set_grad(grp.gm)
         self.groups_run += 1
         self.calls_run += n
         C = grp.C
@@ -1457,7 +1457,7 @@ class _State:
             if min(sizes) <= 0:
                 continue
             n = gs[0].n
-            _grad.enabled = gm
+            _set_grad(gm)
             try:
                 x, stacked = self.gather(np.array(gs[0].codes, dtype=np.int64), shape)
                 if not stacked:
@@ -1849,7 +1849,7 @@ class _GatherEntry:
     def vjp(c, g):
         _, rows, places = c.args
         grads = []
-        if not _grad.enabled:
+        if not _grad_on():
             d = _unwrap(g)
             cpu = d.__class__ is _ndarray
             for (shape, _), r, q in zip(c.meta[0], rows, places):
@@ -1923,7 +1923,7 @@ def _gather(pieces, rows, places, total):
                     out[q if q.__class__ is slice else cupy.asarray(q)] = \
                         _unwrap(P)[cupy.asarray(r)]
                 t = _wrap(out)
-    if _grad.enabled and d0.dtype.kind in "fcV" and any(P._requires_grad for P in pieces):
+    if _grad_on() and d0.dtype.kind in "fcV" and any(P._requires_grad for P in pieces):
         graph.attach(_GATHER_OP, _GATHER_ENTRY, (list(pieces), rows, places), t)
     return t
 

@@ -19,7 +19,7 @@ import ember.tensor as et
 from ember.tensor import extension as _ext
 
 from .engine import _Rows
-from .grad_mode import state
+from .grad_mode import grad_enabled as _grad_on
 
 __all__ = ["TABLE", "vjp"]
 
@@ -1147,7 +1147,7 @@ def _index_put(c, g):
 @vjp("index_select", save=(2,), complex="linear")
 def _index_select(c, g):
     _, dim, index = c.args
-    if not state.enabled:  # a first-order backward: the engine sums the rows lazily
+    if not _grad_on():  # a first-order backward: the engine sums the rows lazily
         return _Rows(c.meta[0][0], dim, index, g), None, None
     # accumulate in place into fresh zeros (recorded as index_add when create_graph=True)
     return et.zeros(c.meta[0][0], dtype=g.dtype, device=g.device).index_add_(dim, index, g), \

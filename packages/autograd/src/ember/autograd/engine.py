@@ -17,6 +17,8 @@ from ember.tensor import extension as _ext
 from ember.tensor.sparse import SparseTensor as _Sparse
 
 from . import sparse_grads
+from .grad_mode import grad_enabled as _grad_on
+from .grad_mode import set_grad_flag as _set_grad
 from .grad_mode import state
 from .graph import AccumulateGrad, _edge, _running, input_edge
 
@@ -182,8 +184,8 @@ def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=N
     ready = [fn for fn in starts if deps[fn] == 0]
     check_nan = state.anomaly and state.anomaly_check_nan
     owned = set()  # (node, output_nr) slots holding a sum that only this engine references
-    prev = state.enabled
-    state.enabled = create_graph
+    prev = _grad_on()
+    _set_grad(create_graph)
     try:
         while ready:
             fn = ready.pop()
@@ -262,7 +264,7 @@ def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=N
             # drop local references so sinks can take gradient buffers over (_exclusive)
             in_grads = out_grads = g = d = None
     finally:
-        state.enabled = prev
+        _set_grad(prev)
         _running[0] = outer_pass
     if capture is not None:
         del keep_alive

@@ -24,7 +24,8 @@ from ember.tensor import Tensor
 from ember.tensor.extension import bump_version
 
 from . import graph
-from .grad_mode import no_grad, state
+from .grad_mode import grad_enabled as _grad_on
+from .grad_mode import no_grad
 
 __all__ = ["Function", "FunctionCtx", "InplaceFunction", "NestedIOFunction",
            "once_differentiable"]
@@ -153,7 +154,7 @@ def _apply(cls_name: str, ctx, forward, backward, args):
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
     with no_grad():
         out = forward(*args)
-    needs = state.enabled and graph._requires(args)
+    needs = _grad_on() and graph._requires(args)
     multi = isinstance(out, tuple)
     outs = list(out) if multi else [out]
     dirty = getattr(ctx, "_dirty", set())

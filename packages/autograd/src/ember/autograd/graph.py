@@ -20,6 +20,8 @@ import numpy as np
 from ember.tensor import Tensor
 from ember.tensor import extension as _ext
 
+from .grad_mode import grad_enabled as _grad_on
+from .grad_mode import set_grad_flag as _set_grad
 from .grad_mode import state
 
 __all__ = ["Node", "AccumulateGrad", "AutogradMeta", "autograd_meta", "record", "attach", "install",
@@ -331,7 +333,7 @@ _requires = _ext.any_requires_grad  # does a tensor of a bound call require grad
 def record(op, bound):
     """The recorder installed into the op registry: ``bound`` holds every parameter of the
     op, in declared order, however the call passed it."""
-    if not state.enabled or not _requires(bound):
+    if not _grad_on() or not _requires(bound):
         return op.run(*bound)
     if op.inplace:
         if not (_hooks_open[0] and _saved_hooks.stack):
@@ -729,13 +731,13 @@ def fresh_view_grad_fn(v: Tensor):
     base = m.view_base
     if not base._requires_grad:
         return v.grad_fn
-    prev = state.enabled
-    state.enabled = True
+    prev = _grad_on()
+    _set_grad(True)
     try:
         idx = _logical_index(base, v).reshape(-1)
         new = base.reshape(-1)[idx].view(tuple(v.shape))
     finally:
-        state.enabled = prev
+        _set_grad(prev)
     v.grad_fn = new.grad_fn
     m.output_nr = 0
     m.view_version = version
@@ -766,12 +768,12 @@ class _Packed:
     __slots__ = ("obj", "unpack", "edge")
 
     def __init__(self, t: Tensor, hooks: tuple, edge) -> None:
-        prev = state.enabled
-        state.enabled = False  # the pack hook's own ops record nothing (as in PyTorch), so
+        prev = _grad_on()
+        _set_grad(False)  # the pack hook's own ops record nothing (as in PyTorch), so
         try:  # they save nothing and pack nothing in turn
             self.obj = hooks[0](t)
         finally:
-            state.enabled = prev
+            _set_grad(prev)
         self.unpack = hooks[1]
         self.edge = edge
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from ._codegen import compiled, named, parameter_source
 from ._composite import arg_specs, diagnose, op_names
-from ._grad_mode import state as _grad_mode
+from ._grad_mode import grad_enabled as _grad_enabled
 from ._out import array_module, write_out
 from ._tensor import Tensor
 
@@ -147,8 +147,8 @@ def _compile(op: OpDef, out_casting: str = "same_kind"):
     terms = [f"({p.name}._requires_grad if {p.name}.__class__ is _T else _rg({p.name}))"
              for p in params if p.kind is not _P.VAR_KEYWORD and
              str(p.annotation) not in _PLAIN_ANNOTATIONS]
-    env["_T"], env["_rg"], env["_gm"] = Tensor, _requires_grad, _grad_mode
-    grad_test = (f"    if _state[1] and not (({' or '.join(terms)}) and _gm.enabled):\n"
+    env["_T"], env["_rg"], env["_ge"] = Tensor, _requires_grad, _grad_enabled
+    grad_test = (f"    if _state[1] and not (({' or '.join(terms)}) and _ge()):\n"
                  f"        return _impl({', '.join(call)})\n") if terms else \
         (f"    if _state[1]:\n"
          f"        return _impl({', '.join(call)})\n")

@@ -33,9 +33,11 @@ Floating-point warnings
     a sixth of ``np.errstate``'s cost: PyTorch never warns about an inf or a nan it computes.
 
 Grad mode
-    :data:`grad_mode` is the thread-local state of ``no_grad`` / ``enable_grad`` /
-    ``inference_mode`` and the anomaly switches (``enabled``, ``inference``, ``anomaly``,
-    ``anomaly_check_nan``), which the recorder reads on every call.
+    :func:`grad_enabled` says whether grad mode is on (in this thread), which the recorder
+    reads on every call; :func:`set_grad_flag` turns it on or off (``no_grad`` and the other
+    modes restore it on exit; code that sets it restores it itself). :data:`grad_mode` holds
+    the thread-local switches of ``inference_mode`` and anomaly detection (``inference``,
+    ``anomaly``, ``anomaly_check_nan``, ``forward_ad``).
 
 >>> import numpy as np
 >>> from ember.tensor import extension as ext
@@ -56,6 +58,7 @@ from . import kernels as _kernels
 from ._checks import check_inplace, has_internal_overlap
 from ._dtype import from_numpy_dtype
 from ._fpstate import quiet
+from ._grad_mode import grad_enabled, set_grad_flag
 from ._grad_mode import state as grad_mode
 from ._registry import OPS, OpDef, _state, any_requires_grad, defop, set_recorder, write_out
 from ._registry import array_module as _array_module_of
@@ -65,7 +68,8 @@ from ._tensor import parse_to_args as _parse_to_args
 __all__ = ["wrap", "unwrap", "version_counter", "canonical_dims", "canonical_dim",
            "bump_version", "dtype_of", "array_module", "get_kernel", "OPS", "OpDef", "defop",
            "set_recorder", "get_recorder", "set_autograd", "write_out", "parse_to_args",
-           "ntuple", "pool_geometry", "check_lookup_indices", "grad_mode", "quiet",
+           "ntuple", "pool_geometry", "check_lookup_indices", "grad_mode", "grad_enabled",
+           "set_grad_flag", "quiet",
            "any_requires_grad", "check_inplace", "has_internal_overlap"]
 
 
