@@ -985,10 +985,21 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
             raise RuntimeError("clamp(): At least one of 'min' or 'max' must not be None")
         lo = min._data if isinstance(min, Tensor) else min
         hi = max._data if isinstance(max, Tensor) else max
-        if not (_bound_of(lo, dt) and _bound_of(hi, dt)):  # (bounds of x's dtype)
+        # bounds missing or arrays of x's dtype (a number has no dtype: None is never one)
+        own = (lo is None or getattr(lo, "dtype", None) is dt) and \
+            (hi is None or getattr(hi, "dtype", None) is dt)
+        if not own:
             # PyTorch's promotion (a float tensor keeps its dtype with Python-number bounds)
             dt = D.result_type(input, min, max).np  # (None is skipped)
             d = d.astype(dt, copy=False)
+            own = _bound_of(lo, dt) and _bound_of(hi, dt)
+        if dt.char in "fd" and own:
+            # float32 / float64 tensor bounds of x's dtype: one pass of the device's kernel
+            # (a missing bound is an infinity)
+            xp = np if d.__class__ is _ndarray else array_module(d)
+            return _make(_special_kernels.clamp(
+                xp, d, xp.asarray(-_INF, dt) if lo is None else lo,
+                xp.asarray(_INF, dt) if hi is None else hi))
         if dt.kind == "c":
             _no_complex("clamp", np.empty(0, dt))
     if dt.kind in "fiu" and lo.__class__ in _PLAIN_BOUND and hi.__class__ in _PLAIN_BOUND:
@@ -1005,14 +1016,10 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
         if dt.kind == "f" and d.__class__ is _ndarray:  # the ufunc itself: the array's clip
             return _make(_clip(d, lo, hi))  # method adds a Python wrapper (integer bounds)
         return _make(d.clip(lo, hi).astype(dt, copy=False))
-    # tensor bounds: maximum then minimum (clip with broadcast array bounds takes NumPy's
-    # generic loop: 2.5x slower at 256x1024); NaN in x or a bound propagates. Float32 and
-    # float64 bounds of x's dtype: one pass of the device's kernel (a missing bound is an
-    # infinity); others the two passes, the second into the first's result
+    # other tensor bounds: maximum then minimum (clip with broadcast array bounds takes
+    # NumPy's generic loop: 2.5x slower at 256x1024), the second into the first's result; NaN
+    # in x or a bound propagates
     xp = np if d.__class__ is _ndarray else array_module(d)
-    if dt.char in "fd" and _bound_of(lo, dt) and _bound_of(hi, dt):
-        return _make(_special_kernels.clamp(xp, d, xp.asarray(-_INF, dt) if lo is None else lo,
-                                            xp.asarray(_INF, dt) if hi is None else hi))
     out = d if lo is None else xp.maximum(d, lo)
     if hi is not None:
         try:

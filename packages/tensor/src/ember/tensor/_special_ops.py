@@ -29,6 +29,8 @@ from .kernels import get as _kernel
 from .kernels import special as _special_kernels
 
 _make = Tensor._make
+_new = object.__new__
+_nd = np.ndarray
 # the functions of kernels.special that compute these ops (Numba loops: no floating-point
 # warning to silence)
 _KERNELS = {_special_kernels.i0, _special_kernels.i0e, _special_kernels.i1, _special_kernels.i1e,
@@ -66,6 +68,7 @@ def _k(name: str):
             f = fns[xp] = getattr(_sp(xp), name)
         return f(*arrays)
 
+    compute.sp_name = name  # (:func:`_unary` calls the function itself)
     return compute
 
 
@@ -116,12 +119,45 @@ def _run(d, compute, op: str, complex_ok: bool = False, no_half: str | None = No
 
 def _unary(name: str, compute, doc: str, differentiable: bool = True, half_ok: bool = True,
            complex_ok: bool = False):
+    """The registry op ``name`` over ``compute(xp, array)`` (a :func:`_k` function or a kernel of
+    ``kernels.special``): :func:`_run`'s steps in the op's own frame, with the function of each
+    array module looked up once (``f(array)``: SciPy's or CuPy's ufunc itself, or the kernel
+    bound to the module), the array wrapped as it comes (the frames of ``_run``, ``compute`` and
+    ``Tensor._make`` were a third of a 4x64 call's ember time)."""
     op = name.replace("special_", "")
     no_half = None if half_ok else name
     quiet = compute not in _KERNELS
+    sp_name = getattr(compute, "sp_name", None)
+    fns = {}
+
+    def resolve(xp):
+        f = fns[xp] = getattr(_sp(xp), sp_name) if sp_name else partial(compute, xp)
+        return f
 
     def impl(input: Tensor) -> Tensor:
-        return _run(input._data, compute, op, complex_ok, no_half, quiet)
+        d = input._data
+        dt = d.dtype
+        if dt.kind != "f" or dt.itemsize <= 2:  # float16 / bfloat16, integers, complex
+            if no_half is not None:
+                check_dtype(no_half, dt, half_ok=False)
+            d, dt = _float_in(d, op, complex_ok)
+        xp = np if d.__class__ is _nd else array_module(d)
+        f = fns.get(xp) or resolve(xp)
+        if quiet:
+            token = quiet_begin()
+            try:
+                r = f(d)
+            finally:
+                quiet_end(token)
+        else:
+            r = f(d)
+        if r.dtype != dt:
+            r = r.astype(dt)
+        if r.__class__ is not _nd:  # a NumPy scalar of a 0-d array, a CuPy array
+            return _make(r)
+        t = _new(Tensor)
+        t._data = r
+        return t
 
     impl.__name__ = op
     impl.__qualname__ = impl.__name__
