@@ -143,16 +143,23 @@ def _run(name: str, *arrays: np.ndarray) -> np.ndarray:
     if f is None:
         _build()
         f = _ufuncs[name]
-    dtype = arrays[0].dtype
+    a = arrays[0]
+    dtype = a.dtype
     # a strided or broadcast operand (the expanded ones of sum()'s backward) takes NumPy's
     # buffered loop through a Numba ufunc, about 18x slower: such operands are copied first
-    for a in arrays:
-        if a.__class__ is _nd and not a.flags.c_contiguous:
-            arrays = [b if b.__class__ is not _nd or b.flags.c_contiguous else
-                      np.ascontiguousarray(b) for b in arrays]
-            break
+    if len(arrays) == 1:  # (one array: its flags alone, no loop)
+        if not a.flags.c_contiguous:
+            arrays = (np.ascontiguousarray(a),)
+        one = True
+    else:
+        for a in arrays:
+            if a.__class__ is _nd and not a.flags.c_contiguous:
+                arrays = [b if b.__class__ is not _nd or b.flags.c_contiguous else
+                          np.ascontiguousarray(b) for b in arrays]
+                break
+        one = arrays[1].dtype == dtype
     # (the dtype's character: a search of a tuple of dtypes compares each, 0.1 us)
-    if dtype.char in "fd" and (len(arrays) == 1 or arrays[1].dtype == dtype):
+    if dtype.char in "fd" and one:
         if name in _QUIET_UFUNCS:  # (quiet_call's two steps here: no wrapper call)
             token = quiet_begin()
             try:
