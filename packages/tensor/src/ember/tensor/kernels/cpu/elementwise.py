@@ -259,14 +259,15 @@ def _rows_form(a, b, work):
 
 
 def _logaddexp(a, b, base2: bool, out):
-    if a.__class__ is _nd and b.__class__ is _nd and a.shape == b.shape \
-            and a.dtype == b.dtype and a.dtype.char in "fd" \
-            and a.flags.c_contiguous and b.flags.c_contiguous:  # same shape: one row
-        res = np.empty(a.shape, a.dtype)
-        n = res.size
-        if n:
-            _lae_rows(a.reshape(1, n), b.reshape(1, n), res.reshape(1, n), base2)
-        return _deliver(res, res.dtype, out)
+    if a.__class__ is _nd and b.__class__ is _nd and a.dtype == b.dtype \
+            and a.dtype.char in "fd":  # one float dtype: the row form straight away
+        shape, form = _two_d(a, b)
+        if form is not None:
+            (R, C), (va, vb) = form
+            res = np.empty(shape, a.dtype)
+            if R * C:
+                _lae_rows(va, vb, res.reshape(R, C), base2)
+            return res if out is None else _deliver(res, res.dtype, out)
     dt = _result_dtype(a, b)
     if dt.kind != "f":
         raise TypeError(f"{'logaddexp2' if base2 else 'logaddexp'}: no kernel for dtype {dt}")
@@ -730,14 +731,16 @@ def _two_d(a, b):
 
 
 def _binary(a, b, mode: int, out):
-    if a.__class__ is _nd and b.__class__ is _nd and a.shape == b.shape \
-            and a.dtype == b.dtype and a.dtype in _FLOATS \
-            and a.flags.c_contiguous and b.flags.c_contiguous:  # same shape: no broadcasting
-        res = np.empty(a.shape, a.dtype)
-        n = res.size
-        if n:
-            _float_rows(a.reshape(1, n), b.reshape(1, n), res.reshape(1, n), mode)
-    else:
+    res = None
+    if a.__class__ is _nd and b.__class__ is _nd and a.dtype == b.dtype \
+            and a.dtype.char in "fd":  # float32 / float64 arrays of one dtype: their row form
+        shape, form = _two_d(a, b)  # straight away (one shape, or a row broadcast)
+        if form is not None:
+            (R, C), (va, vb) = form
+            res = np.empty(shape, a.dtype)
+            if R * C:
+                _float_rows(va, vb, res.reshape(R, C), mode)
+    if res is None:
         res = _general(a, b, mode)
     if out is None:
         return res
