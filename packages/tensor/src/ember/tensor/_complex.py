@@ -221,7 +221,7 @@ def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002
 
 
 def _sgn(d):
-    xp = array_module(d)
+    xp = np if d.__class__ is np.ndarray else array_module(d)
     if d.dtype.kind != "c":
         return _sign(xp, d)  # sign's, for a real tensor
     mag = xp.abs(d)

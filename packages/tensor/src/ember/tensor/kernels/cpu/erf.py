@@ -366,14 +366,16 @@ _WHICH = {"erf": 0, "erfc": 1, "erfinv": 2, "ndtr": 3}
 
 
 def _apply(name: str, x: np.ndarray) -> np.ndarray:
-    single = x.dtype == _F32
-    if not (single or x.dtype == _F64):
-        raise TypeError(f"{name}(): no kernel for dtype {x.dtype}")
-    if not (x.flags.c_contiguous or x.flags.f_contiguous):
+    dt = x.dtype
+    single = dt == _F32
+    if not (single or dt == _F64):
+        raise TypeError(f"{name}(): no kernel for dtype {dt}")
+    flags = x.flags  # (each read of flags builds an object)
+    if not (flags.c_contiguous or flags.f_contiguous):
         x = np.ascontiguousarray(x)
     out = np.empty_like(x)  # same memory order
     # (ravel: a view of either contiguous order, cheaper than reshape)
-    (_loop32 if single else _loop64)(x.ravel(order="A"), out.ravel(order="A"), _WHICH[name])
+    (_loop32 if single else _loop64)(x.ravel("A"), out.ravel("A"), _WHICH[name])
     return out
 
 
