@@ -1530,8 +1530,8 @@ def nextafter_(input: Tensor, other: Tensor) -> Tensor:
 
 def _no_bf16_nextafter(op: str, input, other) -> None:
     # computed in float32 the step would be float32's, not bfloat16's
-    for t in (input, other):
-        if isinstance(t, Tensor) and t._data.dtype == _BF16:
+    for t in (input, other):  # (bfloat16's kind is "V": compared with it only then)
+        if isinstance(t, Tensor) and t._data.dtype.kind == "V" and t._data.dtype == _BF16:
             raise not_implemented(op, t._data.dtype)
 
 

@@ -600,12 +600,17 @@ def nextafter(a, b):
     """C's ``nextafter(a, b)``: the next float after ``a`` towards ``b`` (``b`` where they
     are equal, NaN where either is), float16, float32 or float64 arrays (or numbers) of one
     dtype, broadcasting; a new array. Other dtypes raise TypeError."""
-    dt = _result_dtype(a, b)
+    if a.__class__ is _nd and b.__class__ is _nd and a.dtype == b.dtype:
+        dt = a.dtype  # (two arrays of one dtype: the operands as they are)
+    else:
+        dt = _result_dtype(a, b)
+        a, b = _operand(a, dt), _operand(b, dt)
     bits = _NEXT_BITS.get(dt)
     if bits is None:
         raise TypeError(f"nextafter: no kernel for dtype {dt}")
-    r = _ufunc(bits[1])(_operand(a, dt).view(bits[0]), _operand(b, dt).view(bits[0]))
-    return _array(r).view(dt)
+    ints, name = bits
+    r = (_UFUNCS.get(name) or _ufunc(name))(a.view(ints), b.view(ints))
+    return (r if r.__class__ is _nd else np.asarray(r)).view(dt)
 
 
 # float dtype -> its bits' signed integer dtype and the ufunc over them
