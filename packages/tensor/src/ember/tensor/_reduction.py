@@ -475,12 +475,15 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     d = input._data
     if dim is not None:
         dims = (_one_dim(dim, d.ndim, "prod"),) if d.ndim else ()
+    if dtype is None:  # (_out_dtype inline: integers and bool give int64)
+        out = _int64 if d.dtype.kind in "biu" else d.dtype
     else:
-        dims = tuple(range(d.ndim))
-    out = _out_dtype(d, dtype, "prod")
+        out = D.to_dtype(dtype, "prod").np
     r = _on_kernel("prod", d, dim, keepdim, "prod_reduce") if out == d.dtype else None
     if r is not None:
         return _make(r)
+    if dim is None:
+        dims = tuple(range(d.ndim))
     with quiet():  # an overflow to inf is PyTorch's result, no warning
         r = array_module(d).prod(d, axis=_axes(d, dims), dtype=_acc(out), keepdims=keepdim)
         return _make(_own(r.astype(out, copy=False), d))

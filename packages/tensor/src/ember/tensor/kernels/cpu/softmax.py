@@ -256,6 +256,12 @@ def _forward(op: str, x: np.ndarray, log: bool) -> np.ndarray:
         check_ndim(op, "x", x, 2, "(rows, cols)")
         (xc,), dtype = float_inputs(op, x)  # a float16 copy in float32, a contiguous copy
         return _forward(op, xc, log).astype(dtype, copy=False)
+    return _rows_forward(x, log)
+
+
+def _rows_forward(x: np.ndarray, log: bool) -> np.ndarray:
+    """:func:`_forward` of a C-contiguous float32 / float64 (rows, cols) array, unchecked:
+    ``ember.tensor._nn_ops`` calls it directly with an array it has checked."""
     y = _empty(x.shape, x.dtype)  # (np.empty_like costs more)
     if x.size >= _PAR_SIZE and _go(x):
         parallel_call(_softmax_parallel, x, y, log)
