@@ -74,6 +74,7 @@ def _prod(xs) -> int:
 
 
 _bounds = None  # kernels/cpu/scatter.py's index_bounds, imported on the first check (Numba)
+_ksc = None  # kernels/cpu/scatter.py, imported by the first index_add on it (Numba)
 
 
 def _first_bad(arr, lo: int, hi: int):
@@ -155,7 +156,13 @@ def _kernel_index_add(out3, index, src3, alpha) -> None:
         real = out3.real.dtype
         out3, src3, kind = out3.view(real), src3.view(real), "f"
     if kind == "f" or (kind in "iu" and xp is np):
-        _kernel("index_add", xp)(out3, index, src3, alpha)
+        if xp is np:  # the CPU kernel, without its checks of what its callers checked
+            global _ksc
+            if _ksc is None:
+                from .kernels.cpu import scatter as _ksc
+            _ksc._index_add_run(out3, index, src3, alpha)
+        else:
+            _kernel("index_add", xp)(out3, index, src3, alpha)
         return
     if kind == "b":
         if not alpha:  # adding is a logical or; a zero alpha adds nothing

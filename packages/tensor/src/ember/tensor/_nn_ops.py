@@ -1072,7 +1072,6 @@ def _softmax_op(op: str, log: bool, doc: str):
     """The registry op ``op``: softmax (log_softmax with ``log``) of ``input`` along ``dim``,
     in its dtype (float32 with ``half_to_float``); a 0-d input is one row of one element.
     (The op's own function, not a wrapper's call: a frame costs 0.1 us of a 2 us call.)"""
-    kname = "log_softmax_forward" if log else "softmax_forward"
 
     def impl(input: Tensor, dim: int, half_to_float: bool = False) -> Tensor:
         # ``input`` not a Tensor fails at ``._data``: the registry then raises PyTorch's
@@ -1097,7 +1096,7 @@ def _softmax_op(op: str, log: bool, doc: str):
             if xp is np and dt in _KERNEL_DTYPES:  # the CPU kernel's rows, checked here
                 y = (_sm or _softmax_kernels())._rows_forward(rows, log)
             else:  # CuPy's kernel; float16 through the CPU kernel's float32 copy
-                y = _kernel(kname, xp)(rows)
+                y = _kernel("log_softmax_forward" if log else "softmax_forward", xp)(rows)
             return _make(y if rows is x else y.reshape(shape))
         if nd == 0:
             x = x.reshape(1)

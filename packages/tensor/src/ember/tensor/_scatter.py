@@ -38,6 +38,16 @@ _check_inplace = check_inplace
 
 
 # ------------------------------------------------------------------------------ gather / scatter
+_ksc = None  # kernels/cpu/scatter.py, imported by the first gather or scatter on it (Numba)
+
+
+def _cpu_kernels():
+    global _ksc
+    if _ksc is None:
+        from .kernels.cpu import scatter as _ksc
+    return _ksc
+
+
 def _nonempty(shape: tuple) -> tuple:
     return shape or (1,)
 
@@ -109,7 +119,10 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False)
     dim, sl, x3, i3shape = plan
     x = data if sl is None else data[sl]  # the input restricted to the index's extents
     i3 = a.reshape(i3shape)
-    out, bad = _kernel("gather_dim", array_module(data))(x.reshape(x3), i3)
+    if data.__class__ is _ndarray:  # the CPU kernel, without its checks of what these made
+        out, bad = (_ksc or _cpu_kernels())._gather_run(x.reshape(x3), i3)
+    else:
+        out, bad = _kernel("gather_dim", array_module(data))(x.reshape(x3), i3)
     if bad >= 0:
         _raise_bad(op, i3, bad, x3[1], dim)
     return _make(out.reshape(a.shape))
@@ -245,7 +258,10 @@ def _scatter_raw(out, op: str, a, dim: int, dshape: tuple, ishape: tuple, src,
             s3 = s3[:, :i3s[1]]
     else:
         s3 = xp.full(i3s, src, dtype=out.dtype)  # the kernel would copy a broadcast
-    bad = _kernel("scatter_dim", xp)(w3, i3, s3, mode)
+    if xp is np:  # the CPU kernel, without its checks of what this function made
+        bad = (_ksc or _cpu_kernels())._scatter_run(w3, i3, s3, mode)
+    else:
+        bad = _kernel("scatter_dim", xp)(w3, i3, s3, mode)
     if bad >= 0:
         _raise_bad(op, i3, bad, dshape[dim], dim)
     if not w.flags.c_contiguous:

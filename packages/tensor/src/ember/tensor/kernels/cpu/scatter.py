@@ -111,18 +111,30 @@ def index_add(out: np.ndarray, index: np.ndarray, src: np.ndarray, alpha=1) -> N
         raise RuntimeError(f"{op}(): src dtype {src.dtype} does not match out dtype {out.dtype}")
     if not out.flags.writeable:
         raise RuntimeError(f"{op}(): out is read-only")
-    index = _checked_indices(op, index, M)
+    _index_add_run(out, _checked_indices(op, index, M), src, alpha)
+
+
+_NO_SCALE: dict = {}  # dtype -> an empty array: the kernel's "no scale" (never written)
+
+
+def _index_add_run(out: np.ndarray, index: np.ndarray, src: np.ndarray, alpha) -> None:
+    """:func:`index_add` of arrays it has checked (``ember.tensor._indexing`` calls it
+    directly with its own checked arrays): ``out`` (P, M, Q) writable, ``index`` (N,)
+    contiguous int64 in ``[0, M)``, ``src`` (P, N, Q) of ``out``'s dtype."""
     if src.size == 0:
         return
-    if out.dtype.kind == "f":
-        (work, srcc), dtype = float_inputs(op, out, src)
-    elif out.dtype.kind in "iu":
+    kind = out.dtype.kind
+    if kind == "f":
+        (work, srcc), dtype = float_inputs("index_add", out, src)
+    elif kind in "iu":
         work, srcc = np.ascontiguousarray(out), np.ascontiguousarray(src)
     else:
-        raise RuntimeError(f"{op}(): unsupported dtype {out.dtype}")
+        raise RuntimeError(f"index_add(): unsupported dtype {out.dtype}")
     # Python scalars, not NumPy ones: Numba dispatches on NumPy scalars ~100x slower
     a = float(alpha) if work.dtype.kind == "f" else int(alpha)
-    empty = np.empty(0, dtype=work.dtype)
+    empty = _NO_SCALE.get(work.dtype)
+    if empty is None:
+        empty = _NO_SCALE[work.dtype] = np.empty(0, dtype=work.dtype)
     _scatter(work, index, srcc, a, empty, -1)
     if work is not out:  # non-contiguous or float16 out: write the result back
         out[...] = work
@@ -411,16 +423,24 @@ def gather_dim(x: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, int]:
         check_ndim(op, "index", index, 3, "(P, N, Q)")
     if index.dtype.kind not in "iu":
         raise TypeError(f"{op}(): expected an integer index array, got dtype {index.dtype}")
-    if not index.flags.c_contiguous:
-        index = np.ascontiguousarray(index)
     if x.ndim != 3:
         check_ndim(op, "x", x, 3, "(P, M, Q)")
     P, N, Q = index.shape
     if x.shape[0] != P or x.shape[2] != Q:
         raise RuntimeError(f"{op}(): index of shape {tuple(index.shape)} does not match x of "
                            f"shape {tuple(x.shape)} outside dim 1")
+    return _gather_run(x, index)
+
+
+def _gather_run(x: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, int]:
+    """:func:`gather_dim` of arrays it has checked (``ember.tensor._scatter``'s gather calls
+    it directly with its own checked arrays): ``x`` (P, M, Q), ``index`` (P, N, Q) of an
+    integer dtype."""
+    if not index.flags.c_contiguous:
+        index = np.ascontiguousarray(index)
     # (a view, a copy or a reshape costs more than a small gather: each is made only if needed)
-    work = x if _numba_dtype(x) else x.view(_BITS[x.dtype.itemsize])
+    dt = x.dtype
+    work = x if dt.kind in "biuc" or dt in _FLOATS else x.view(_BITS[dt.itemsize])
     if not work.flags.c_contiguous:
         work = np.ascontiguousarray(work)
     out = np.empty(index.shape, dtype=work.dtype)
@@ -469,12 +489,21 @@ def scatter_dim(out: np.ndarray, index: np.ndarray, src: np.ndarray, reduce: str
                            "match")
     if src.dtype != out.dtype:
         raise RuntimeError(f"{op}(): src dtype {src.dtype} does not match out dtype {out.dtype}")
-    mode = _MODES.get(reduce)
-    if mode is None:
+    if reduce not in _MODES:
         raise ValueError(f"{op}(): reduce must be 'set', 'add', 'multiply', 'amax' or 'amin', "
                          f"got {reduce!r}")
+    return _scatter_run(out, index, src, reduce)
+
+
+def _scatter_run(out: np.ndarray, index: np.ndarray, src: np.ndarray, reduce: str) -> int:
+    """:func:`scatter_dim` of arrays it has checked (``ember.tensor._scatter`` calls it
+    directly with its own checked arrays): ``out`` (P, M, Q), ``index`` (P, N, Q) of an
+    integer dtype, ``src`` (P, N, Q) of ``out``'s dtype, ``reduce`` one of its modes."""
+    op = "scatter_dim"
+    P, N, Q = index.shape
     if not (P and N and Q):
         return -1
+    mode = _MODES[reduce]
     # an index broadcast along dim 2 (index_reduce's, an expanded one) is read as its (P, N)
     # rows, never copied out to (P, N, Q)
     rows = Q > 1 and index.strides[2] == 0
