@@ -455,10 +455,17 @@ def _index_fill_mask(op: str, input: Tensor, dim, index, value):
     dshape = _nonempty(data.shape)
     dim = _wrap_dim(dim, data.ndim, op)
     M = dshape[dim]
-    _check_range(a, M, dim, op, negative=True)
     xp = array_module(data)
     mask = xp.zeros((M, 1), dtype=bool)
-    mask[a] = True  # negative indices count from the end, as PyTorch's do
+    if xp is np:  # NumPy's write checks the range [-M, M) itself (a check first costs as much)
+        try:
+            mask[a] = True  # negative indices count from the end, as PyTorch's do
+        except IndexError:
+            _check_range(a, M, dim, op, negative=True)  # PyTorch's error
+            raise
+    else:  # (CuPy's write does not check it)
+        _check_range(a, M, dim, op, negative=True)
+        mask[a] = True
     return data.reshape(prod(dshape[:dim]), M, prod(dshape[dim + 1:])), mask, v, xp
 
 
