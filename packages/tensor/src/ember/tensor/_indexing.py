@@ -434,10 +434,11 @@ def _basic_view(data, index):
     return r if r.size else None
 
 
-def _rows_index(data, index):
+def _rows_index(data, index, check: bool = True):
     """For ``index`` integer tensors of at least one dim each, one per leading dim, alone or
     in a tuple (``x[idx]``, ``x[i, j]``, index_put's indices: the commonest advanced indices)
-    on NumPy memory: the checked index arrays, else None."""
+    on NumPy memory: the index arrays, checked to be in range (unless not ``check``: NumPy's
+    reading through them checks that), else None."""
     if index.__class__ is Tensor:
         index = (index,)
     elif index.__class__ is not tuple or not index:
@@ -453,11 +454,13 @@ def _rows_index(data, index):
                 a.dtype.kind == "i" or (a.dtype.kind == "u" and a.dtype.itemsize > 1)):
             return None
     if len(index) == 1:  # (a is the only array)
-        _check_range(a, shape[0], 0, None, negative=True)
+        if check:
+            _check_range(a, shape[0], 0, None, negative=True)
         return [a]
     arrays = [it._data for it in index]
-    for d, a in enumerate(arrays):
-        _check_range(a, shape[d], d, None, negative=True)
+    if check:
+        for d, a in enumerate(arrays):
+            _check_range(a, shape[d], d, None, negative=True)
     return arrays
 
 
@@ -480,17 +483,18 @@ def _mask_index(data, index):
     return m
 
 
-def _resolve(data, index, zero_d_as_int: bool = True):
+def _resolve(data, index, zero_d_as_int: bool = True, check: bool = True):
     """(view array, advanced index tuple or None, result shape, adv list); the adv list is
     None for a mask, whose positions never repeat (a write or an addition through the index
-    needs no accumulation of duplicates)."""
+    needs no accumulation of duplicates). Without ``check``, integer index tensors of the
+    leading dims (:func:`_rows_index`) are left to the caller's NumPy indexing to check."""
     view = _basic_view(data, index)
     if view is not None:
         return view, None, view.shape, []
     m = _mask_index(data, index)
     if m is not None:
         return data, (m,), (int(np.count_nonzero(m)),) + data.shape[m.ndim:], None
-    rows = _rows_index(data, index)
+    rows = _rows_index(data, index, check)
     if rows is not None:  # the indexed dims lead: the result's dims go in their place
         if len(rows) == 1:
             a = rows[0]
@@ -526,11 +530,16 @@ def getitem(input: Tensor, index) -> Tensor:
     [1, 9]
     """
     data = input._data
-    view, idx, _, _ = _resolve(data, index)
+    # NumPy's reading checks the range of leading index tensors (a check first costs as much)
+    view, idx, _, _ = _resolve(data, index, check=False)
     if idx is None:
         return input._view_of(view)
-    xp = array_module(data)
-    return _make(xp.ascontiguousarray(view[idx]))
+    try:
+        r = view[idx]
+    except IndexError:
+        _rows_index(data, index)  # PyTorch's error where an index tensor is out of range
+        raise
+    return _make(array_module(data).ascontiguousarray(r))
 
 
 @defop("getitem_backward")
@@ -663,7 +672,9 @@ def _put_items(input: Tensor, indices, op: str) -> tuple:
 def _index_put_into(out, input: Tensor, indices, values, accumulate: bool, op: str) -> None:
     _need_tensor(values, op, "values")
     items = _put_items(input, indices, op)
-    view, idx, rshape, adv = _resolve(out, items, zero_d_as_int=False)
+    # a plain write leaves the range of leading index tensors to NumPy's write, which checks
+    # it before it writes anything; the accumulating kernel needs them checked first
+    view, idx, rshape, adv = _resolve(out, items, zero_d_as_int=False, check=accumulate)
     v = values._data
     _same_device(op, out, v)
     if v.dtype != out.dtype:
@@ -686,7 +697,11 @@ def _index_put_into(out, input: Tensor, indices, values, accumulate: bool, op: s
             xp = array_module(out)
             _accumulate(view, adv, xp.broadcast_to(v, rshape))
     else:
-        view[idx] = v
+        try:
+            view[idx] = v
+        except IndexError:
+            _rows_index(out, items)  # PyTorch's error where an index tensor is out of range
+            raise
 
 
 @defop("index_put_", inplace=True)
