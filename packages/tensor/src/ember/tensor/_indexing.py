@@ -790,6 +790,8 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     m = _bool_mask(mask, op, "masked_select: expected BoolTensor for mask")
     data = input._data
     _same_device(op, data, m)
+    if m.shape == data.shape:  # (no broadcast: the commonest)
+        return getitem(input, mask)
     bshape = broadcast_shapes(op, data.shape, m.shape)
     if tuple(data.shape) == bshape and tuple(m.shape) == bshape:
         return getitem(input, mask)
@@ -836,9 +838,12 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     m = _bool_mask(mask, op, _MS_MASK)
     data = input._data
     _same_device(op, data, m)
-    bshape = broadcast_shapes(op, data.shape, m.shape)
-    out = array_module(data).empty(bshape, dtype=data.dtype)
-    out[...] = data
+    shape = data.shape
+    if m.shape == shape:  # (a mask of the input's shape, the commonest: no broadcast)
+        out = data.copy()  # (C order)
+    else:
+        out = array_module(data).empty(broadcast_shapes(op, shape, m.shape), dtype=data.dtype)
+        out[...] = data
     _masked_scatter_into(out, op, m, source)
     return _make(out)
 
@@ -854,7 +859,7 @@ def masked_scatter_(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     m = _bool_mask(mask, op, _MS_MASK.replace("masked_scatter()", "masked_scatter_()"))
     data = input._data
     _same_device(op, data, m)
-    if broadcast_shapes(op, data.shape, m.shape) != tuple(data.shape):
+    if m.shape != data.shape and broadcast_shapes(op, data.shape, m.shape) != data.shape:
         raise RuntimeError(f"{op}(): mask of shape {list(m.shape)} cannot be broadcast to "
                            f"self of shape {list(data.shape)}")
     _check_inplace(input, op)
