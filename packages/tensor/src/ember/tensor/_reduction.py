@@ -986,13 +986,14 @@ def _sorted_at(d, ax: int, pos):
 
 def _select_sorted(d, ax: int, pos, keepdim: bool):
     """Values and indices at positions ``pos`` of the stable ascending sort along ``ax``
-    (see :func:`_sorted_at`)."""
-    vals, idx = _sorted_at(d, ax, pos)
-    if d.ndim == 0:
-        return _make(vals.reshape(())), _make(idx.reshape(()))
-    if not keepdim:
-        vals, idx = vals.squeeze(ax), idx.squeeze(ax)
-    return _make(vals), _make(idx)
+    (see :func:`_sorted_at`), shaped as the op's result by one reshape each."""
+    a = d.reshape(1) if d.ndim == 0 else d
+    xp = array_module(d)
+    pos = xp.array(pos, _int64, ndmin=3) if pos.__class__ is int else _pmq(xp, pos, ax)
+    vals, idx = _kernel("select_dim", xp)(_pmq(xp, a, ax), pos)
+    s = d.shape
+    shape = () if not s else s[:ax] + (1,) + s[ax + 1:] if keepdim else s[:ax] + s[ax + 1:]
+    return _make(vals.reshape(shape)), _make(idx.reshape(shape))
 
 
 def _empty_pair(d, ax: int, keepdim: bool):

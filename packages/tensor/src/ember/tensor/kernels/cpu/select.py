@@ -160,6 +160,7 @@ def _topk(x, k, desc, vals, out):
 
 
 _F16 = np.dtype(np.float16)
+_I64 = np.dtype(np.int64)
 
 
 def _work(name: str, x: np.ndarray) -> np.ndarray:
@@ -187,7 +188,8 @@ def select_dim(x: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     dt = x.dtype
     x = _work(name, x)
     P, M, Q = x.shape
-    if pos.__class__ is not np.ndarray or pos.dtype != np.int64:
+    if pos.__class__ is not np.ndarray or pos.dtype != _I64:  # (a dtype, not the type:
+        # comparing with np.int64 converts it on each call)
         pos = np.asarray(pos, dtype=np.int64)
     if pos.ndim != 3 or pos.shape[1] != 1 or pos.shape[0] not in (1, P) \
             or pos.shape[2] not in (1, Q):
