@@ -1451,7 +1451,14 @@ def cross_entropy_loss(input: Tensor, target: Tensor, weight: Tensor | None = No
         loss = xp.zeros(0, dtype=dt)
     elif _ce_kernel_ok(rows):
         try:  # the kernel checks the targets itself; PyTorch's message only when one is bad
-            loss, _ = _kernel("cross_entropy_forward", xp)(rows, flat, w, ignore_index, eps)
+            if xp is np and dt in _KERNEL_DTYPES:  # the CPU kernel's rows, checked here
+                sm, asc = _sm or _softmax_kernels(), np.ascontiguousarray
+                loss = sm._ce_forward_rows(
+                    asc(rows), asc(flat), sm._unit_weights(rows.shape[1], dt) if w is None
+                    else asc(w), ignore_index, eps)[0]
+            else:  # CuPy's kernel; float16 through the CPU kernel's float32 copy
+                loss, _ = _kernel("cross_entropy_forward", xp)(rows, flat, w, ignore_index,
+                                                               eps)
         except IndexError:
             _ce_check_targets(rows.shape[1], flat, ignore_index)
             raise

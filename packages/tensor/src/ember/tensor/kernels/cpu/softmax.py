@@ -399,20 +399,29 @@ def cross_entropy_forward(
     op = "cross_entropy_forward"
     x, t, w, ignore, eps, dtype = _ce_inputs(op, logits, target, weight, ignore_index,
                                              label_smoothing)
-    loss = np.empty(x.shape[0], dtype=x.dtype)
-    lse = np.empty(x.shape[0], dtype=x.dtype)
+    if x.shape[0] and x.shape[1] == 0:
+        _check_targets(op, target, 0, ignore)  # every target not ignored is out of range
+        raise RuntimeError(f"{op}(): logits of shape {tuple(x.shape)} have no classes")
+    loss, lse = _ce_forward_rows(x, t, w, ignore, eps)
+    return loss.astype(dtype, copy=False), lse.astype(dtype, copy=False)
+
+
+def _ce_forward_rows(x, t, w, ignore: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cross_entropy_forward` of arrays it has checked (``ember.tensor._nn_ops`` calls
+    it directly with its own checked arrays): ``x`` C-contiguous float32 / float64 (N, C) with
+    ``C > 0``, ``t`` contiguous int64 (N,), ``w`` contiguous (C,) of ``x``'s dtype; ``loss``
+    and ``lse`` in ``x``'s dtype. A target out of range raises IndexError."""
+    loss = _empty(x.shape[0], dtype=x.dtype)
+    lse = _empty(x.shape[0], dtype=x.dtype)
     if x.shape[0]:
-        if x.shape[1] == 0:
-            _check_targets(op, target, 0, ignore)  # every target not ignored is out of range
-            raise RuntimeError(f"{op}(): logits of shape {tuple(x.shape)} have no classes")
         args = (x, t, w, ignore, eps, loss, lse)
         if _go(x):
             bad = parallel_call(_ce_fwd_parallel, *args)
         else:
             bad = _ce_fwd_serial(*args)
         if bad >= 0:
-            _check_targets(op, target, x.shape[1], ignore)  # raises IndexError
-    return loss.astype(dtype, copy=False), lse.astype(dtype, copy=False)
+            _check_targets("cross_entropy_forward", t, x.shape[1], ignore)  # IndexError
+    return loss, lse
 
 
 def cross_entropy_backward(
