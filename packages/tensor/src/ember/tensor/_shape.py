@@ -757,8 +757,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
     """
     arrs, dt = _arrays(tensors, "stack")
     ref = arrs[0].shape
-    dim = _wrap_dim(dim, len(ref) + 1, "stack")
-    new = (slice(None),) * dim + (None,)  # a new axis at dim: an index, cheaper than reshape
+    dim, new = _stack_index(dim, len(ref))
     xp = np if arrs[0].__class__ is np.ndarray else array_module(arrs[0])
     try:
         return _make(xp.concatenate([a[new] for a in arrs], axis=dim, dtype=dt,
@@ -770,6 +769,15 @@ def stack(tensors, dim: int = 0) -> Tensor:
                                    f"{list(ref)} at entry 0 and {list(a.shape)} at entry {i}"
                                    ) from None
         raise
+
+
+@functools.lru_cache(maxsize=256)
+def _stack_index(dim: int, nd: int) -> tuple:
+    """``stack``'s dim wrapped for pieces of ``nd`` dims and the index that views a piece with
+    a new axis there (cheaper than a reshape), worked out once per dim and rank (an error is
+    raised, not cached)."""
+    dim = _wrap_dim(dim, nd + 1, "stack")
+    return dim, (slice(None),) * dim + (None,)
 
 
 @with_out(casting="cat")
