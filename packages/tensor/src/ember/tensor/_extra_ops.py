@@ -737,18 +737,22 @@ def fill_diagonal_(input: Tensor, fill_value, wrap: bool = False) -> Tensor:
     tensor([[1., 0., 0.],
             [0., 1., 0.]])
     """
-    nd = input.dim()
+    d = input._data
+    shape = d.shape
+    nd = len(shape)
     if nd < 2:
         raise RuntimeError("fill_diagonal_(): dimensions must larger than 1")
-    shape = tuple(input.shape)
     if nd > 2 and len(set(shape)) != 1:
         raise RuntimeError("fill_diagonal_(): all dimensions of input must be of equal length")
     # NumPy's fill_diagonal by hand, on the input's device: a flat mask's elements one step
-    # (the sum of its C-order strides) apart; a matrix's stop after its last column unless
-    # ``wrap``
-    mask = array_module(input._data).zeros(shape, bool)
+    # (the sum of its C-order strides, accumulated from the last dim) apart; a matrix's stop
+    # after its last column unless ``wrap``
+    mask = array_module(d).zeros(shape, bool)
+    step, stride = 0, 1
+    for n in reversed(shape):
+        step += stride
+        stride *= n
     cols = shape[-1]
-    step = sum(math.prod(shape[i + 1:]) for i in range(nd))
     mask.reshape(-1)[:None if wrap or nd > 2 else cols * cols:step] = True
     return input.masked_fill_(_make(mask), fill_value)
 
