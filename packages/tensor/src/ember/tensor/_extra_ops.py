@@ -494,6 +494,12 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- scatter_reduce
+# the scatter kernel's mode of each reduction, and the neutral fill of the positions that
+# ``include_self=False`` resets (amax / amin: by dtype, below)
+_SCATTER_MODE = {"sum": "add", "mean": "add", "prod": "multiply"}
+_SCATTER_FILL = {"sum": 0, "mean": 0, "prod": 1}
+
+
 @defop("scatter_reduce", out=True)
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
@@ -525,14 +531,14 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         _scatter_raw(cnt, "scatter_reduce", idx, ax, dshape, ishape, 1, "add")
         hit = cnt > 0
     if not include_self:
-        fill = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+        fill = _SCATTER_FILL.get(reduce)
         if fill is None:
             fill = -np.inf if reduce == "amax" else np.inf
             if x.dtype.kind in "iu":
                 info = np.iinfo(x.dtype)
                 fill = info.min if reduce == "amax" else info.max
         xp.copyto(out, out.dtype.type(fill), where=hit)
-    mode = {"sum": "add", "mean": "add", "prod": "multiply"}.get(reduce, reduce)
+    mode = _SCATTER_MODE.get(reduce, reduce)
     _scatter_raw(out, "scatter_reduce", idx, ax, dshape, ishape, s, mode)
     if reduce == "mean":  # the sums divided by the counts (in the input's dtype)
         if include_self:
@@ -648,6 +654,7 @@ kaiser_window.__doc__ = """Kaiser window with shape parameter ``beta``.
 
 # ---------------------------------------------------------------------------- index_reduce
 _switches = {"matmul_precision": "highest", "warn_always": False}
+_umin, _umax = np.minimum.reduce, np.maximum.reduce
 _INDEX_REDUCE = ("prod", "mean", "amax", "amin")
 
 
@@ -697,20 +704,31 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
                            f"({ss[d] if sd else 1})")
     a = a.reshape(-1)
     size = xs[d] if nd else 1
-    # the range in two reductions (the first index out of it found only for the error)
-    if n_idx and (int(a.min()) < -size or int(a.max()) >= size):
+    # the range in two reductions (the first index out of it found only for the error); on
+    # NumPy its ufunc reductions themselves (the array's min and max methods add a Python
+    # wrapper each)
+    numpy = a.__class__ is np.ndarray
+    if n_idx and (int(_umin(a, None) if numpy else a.min()) < -size or
+                  int(_umax(a, None) if numpy else a.max()) >= size):
         bad = int(a[(a < -size) | (a >= size)][0])
         raise IndexError(f"index_reduce(): index out of range in self: index {bad} is out of "
                          f"bounds for dimension {d} with size {size}")
     if nd == 0:
         return scatter_reduce(input.reshape(1), 0, index.reshape(-1).long(), source.reshape(1),
                               reduce, include_self=include_self).reshape(())
-    shape = [1] * nd
-    shape[d] = n_idx
-    xp = array_module(a)
     # the index spread over the slices as a broadcast view (the scatter kernel reads it one
-    # row per slice; a copy of it was as large as the source); a % size: negatives wrapped
-    full = xp.broadcast_to((a % size).astype(np.int64, copy=False).reshape(shape), ss)
+    # row per slice; a copy of it was as large as the source); a % size: negatives wrapped,
+    # a new contiguous array. On NumPy the view is built by ndarray's constructor (stride 0
+    # but along d), where broadcast_to's Python wrapper cost some 2 us
+    wrapped = (a % size).astype(np.int64, copy=False)
+    if numpy:
+        strides = [0] * nd
+        strides[d] = 8
+        full = np.ndarray(ss, np.int64, wrapped, 0, tuple(strides))
+    else:
+        shape = [1] * nd
+        shape[d] = n_idx
+        full = array_module(a).broadcast_to(wrapped.reshape(shape), ss)
     return scatter_reduce(input, d, _make(full), source, reduce, include_self=include_self)
 
 
