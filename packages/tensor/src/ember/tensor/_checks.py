@@ -95,7 +95,10 @@ def broadcast_shapes(op: str | None, *shapes) -> tuple:
     """The shape ``shapes`` broadcast to, or :func:`broadcast_error` naming ``op``."""
     acc = tuple(shapes[0]) if shapes else ()
     for s in shapes[1:]:
-        acc, bad = _broadcast_pair(acc, tuple(s))
+        s = tuple(s)
+        if s == acc:  # (the common case: no per-dim walk)
+            continue
+        acc, bad = _broadcast_pair(acc, s)
         if bad is not None:
             raise broadcast_error(op, *shapes)
     return acc

@@ -1247,10 +1247,12 @@ def masked_fill_(input: Tensor, mask: Tensor, value) -> Tensor:
     """Fill ``value`` where ``mask`` is True, in place."""
     m, value = _masked_fill_args("masked_fill_", input, mask, value)
     d = input._data
-    try:
-        shape = np.broadcast_shapes(m.shape, d.shape)
-    except ValueError:
-        shape = None
+    shape = d.shape
+    if m.shape != shape:  # (NumPy's broadcast_shapes costs ~1 us: only where the shapes differ)
+        try:
+            shape = np.broadcast_shapes(m.shape, d.shape)
+        except ValueError:
+            shape = None
     if shape != d.shape:
         raise RuntimeError(f"masked_fill_(): The size of mask {list(m.shape)} must be "
                            f"broadcastable to the size of input {list(d.shape)}")
