@@ -32,12 +32,14 @@ from ._checks import scalar_type_name
 from ._complex import conj
 from ._creation import eye, full_like, ones_like, tril, triu, zeros
 from ._fpstate import built_state, call_in_state, quiet
+from ._grad_mode import grad_wanted
 from ._linalg import _add_scaled, diag, dot, matmul, outer, tensordot
 from ._pointwise import add, log, where
 from ._reduction import _dims, _on_kernel, _return_type, amax, amin
 from ._reduction import sum as _sum
 from ._registry import array_module, defop, with_out, write_out
 from ._scatter import gather
+from ._shape import _view, cat, diagonal_scatter, meshgrid, narrow, reshape, stack
 from ._tensor import Tensor, _wrap_dim
 from .kernels import get as _kernel
 
@@ -565,8 +567,6 @@ def _svdvals(A: Tensor, driver=None) -> Tensor:
     """The singular values of ``A`` (``linalg.svdvals``): where a gradient is wanted,
     :func:`linalg_svd`'s (its gradient needs the vectors); else the values alone (LAPACK's
     ``gesdd`` without vectors), as PyTorch's ``svdvals``."""
-    from ._grad_mode import grad_wanted
-
     if grad_wanted(A):
         return linalg_svd(A, False, driver=driver)[1]
     a = A._data
@@ -970,12 +970,6 @@ def geqrf(input: Tensor, *, out=None):
 
 
 # ---------------------------------------------------------------------------- composites
-def _et():
-    from . import _creation, _indexing, _linalg, _pointwise, _reduction, _shape
-
-    return _creation, _indexing, _linalg, _pointwise, _reduction, _shape
-
-
 def _eye_like(A: Tensor, n: int | None = None) -> Tensor:
     n = A.shape[-1] if n is None else n
     return eye(n, dtype=A.dtype, device=A.device)
@@ -988,8 +982,6 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     >>> diag_embed(tensor([[1., 2.]])).shape
     ember.Size([1, 2, 2])
     """
-    from ._shape import diagonal_scatter, movedim  # noqa: F401
-
     n = input.shape[-1] + _abs(offset) if input.dim() else 1
     out_dim = input.dim() + 1
     d1 = _wrap_dim(dim1, out_dim, "diag_embed")
@@ -1002,9 +994,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     shape.insert(lo, n)
     shape.insert(hi, n)
     base = zeros(*shape, dtype=input.dtype, device=input.device)
-    from ._shape import diagonal_scatter as ds
-
-    return ds(base, input, offset, d1, d2)
+    return diagonal_scatter(base, input, offset, d1, d2)
 
 
 def _diag(v: Tensor) -> Tensor:
@@ -1050,8 +1040,6 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     tensor([[1., 0.],
             [0., 1.]])
     """
-    from ._shape import narrow
-
     m, n = LU_data.shape[-2:]
     k = _min(m, n)
     if unpack_data:
@@ -1317,8 +1305,6 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     tensor([[1., 0.],
             [0., 1.]])
     """
-    from ._shape import narrow
-
     op = "torch.linalg.householder_product"
     _check_matrix(op, A._data)
     if tau._data.dtype != A._data.dtype:
@@ -1373,8 +1359,6 @@ def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
     tensor([[1., 0.],
             [0., 1.]])
     """
-    from ._shape import cat
-
     m = input.shape[-2]
     A = input
     if A.shape[-1] < m:  # the full m x m Q: pad with zero reflectors
@@ -1569,8 +1553,6 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     tensor([[1., 1., 0., 0.],
             [0., 0., 1., 1.]])
     """
-    from ._shape import _view, reshape
-
     sa, sb = input._data.shape, other._data.shape
     n = _max(len(sa), len(sb))
     sa, sb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
@@ -1621,8 +1603,6 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
 
 
 def _vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
-    from ._shape import stack
-
     n = x.shape[-1] if N is None else N
     if n < 0:
         raise RuntimeError("N must be non-negative.")
@@ -1716,8 +1696,6 @@ def _euclidean_dist(x1: Tensor, x2: Tensor) -> Tensor:
     ``[-2 x1, |x1|^2, 1] @ [x2, 1, |x2|^2]^T``, clamped at 0 before the square root. Where
     that is 0 the gradient is 0, as in PyTorch's ``_euclidean_dist_backward`` (the square
     root only sees the positive entries)."""
-    from ._shape import cat
-
     n1 = (x1 * x1).sum(-1, keepdim=True)
     n2 = (x2 * x2).sum(-1, keepdim=True)
     a = cat([x1 * -2, n1, ones_like(n1)], -1)
@@ -1736,8 +1714,6 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
             [2, 3],
             [2, 4]])
     """
-    from ._shape import meshgrid, stack
-
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
@@ -1752,32 +1728,39 @@ def block_diag(*tensors: Tensor) -> Tensor:
     tensor([[1, 0, 0],
             [0, 2, 3]])
     """
-    from ._shape import cat
-
-    mats = []
+    mats, shapes = [], []
     for i, t in enumerate(tensors):
-        if t.dim() > 2:
+        shape = t._data.shape
+        if len(shape) > 2:
             raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
-                               f"dimensions. Input {i} has {t.dim()} dimensions")
-        mats.append(t.reshape(1, -1) if t.dim() < 2 else t)
+                               f"dimensions. Input {i} has {len(shape)} dimensions")
+        if len(shape) < 2:
+            t = t.reshape(1, -1)
+            shape = t._data.shape
+        mats.append(t)
+        shapes.append(shape)
     if not mats:
         return zeros(1, 0)
     dt = mats[0].dtype
     for m in mats[1:]:
-        dt = D.promote_types(dt, m.dtype)
-    cols = builtins.sum(m.shape[1] for m in mats)
-    rows = []
-    at = 0
-    for m in mats:
-        parts = []
-        if at:
-            parts.append(zeros(m.shape[0], at, dtype=dt, device=m.device))
-        parts.append(m.to(dtype=dt))
-        rest = cols - at - m.shape[1]
-        if rest:
-            parts.append(zeros(m.shape[0], rest, dtype=dt, device=m.device))
-        rows.append(cat(parts, 1) if len(parts) > 1 else parts[0])
-        at += m.shape[1]
+        if m.dtype is not dt:
+            dt = D.promote_types(dt, m.dtype)
+    cols = builtins.sum([s[1] for s in shapes])
+    # each block's rows padded by views of one zero (expanded: no zeros allocated or read
+    # from fresh pages); cat casts every piece to dt (its gradient is cast back)
+    rows, at, zero = [], 0, None
+    for m, (r, c) in zip(mats, shapes):
+        rest = cols - at - c
+        if at or rest:
+            dev = m.device
+            if zero is None or zero.device != dev:
+                zero = zeros((), dtype=dt, device=dev)
+            parts = [zero.expand(r, at), m] if at else [m]
+            if rest:
+                parts.append(zero.expand(r, rest))
+            m = cat(parts, 1)
+        rows.append(m)
+        at += c
     return cat(rows, 0)
 
 
@@ -1791,8 +1774,6 @@ def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None =
     X = A if M is None else A - M
     q = _min(6 if q is None else q, *X.shape[-2:])
     U, S, Vh = linalg_svd(X, False)
-    from ._shape import narrow
-
     return narrow(U, -1, 0, q), narrow(S, -1, 0, q), narrow(Vh, -2, 0, q).mT
 
 

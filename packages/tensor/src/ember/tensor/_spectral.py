@@ -22,6 +22,7 @@ import warnings
 
 from ._complex import real, view_as_real
 from ._creation import ones, zeros
+from ._fft_ops import fft, ifft, irfft, rfft
 from ._registry import array_module
 from ._scatter import index_add
 from ._shape import cat, narrow
@@ -122,8 +123,6 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     ...      return_complex=True).squeeze(-1)
     tensor([1.+0.j, 1.+0.j, 1.+0.j])
     """
-    from ._fft_ops import fft, rfft
-
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
     x = input
@@ -219,8 +218,6 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     >>> istft(S, 4, window=ones(4)).round()
     tensor([1., 2., 3., 4., 5., 6., 7., 8.])
     """
-    from ._fft_ops import ifft, irfft
-
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
     if window is None:

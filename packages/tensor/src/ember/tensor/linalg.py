@@ -13,11 +13,20 @@ in ember-autograd's table)::
 from __future__ import annotations
 
 from . import _linalg_ops as _L
+from ._complex import conj as _conj
 from ._composite import declare_composites as _declare_composites
+from ._creation import zeros as _zeros
+from ._dtype import int32 as _int32
 from ._fpstate import quiet as _quiet
+from ._grad_mode import grad_wanted as _grad_wanted
 from ._linalg import cross as _cross
 from ._linalg import matmul as _matmul
+from ._reduction import amax as _amax
+from ._reduction import amin as _amin
+from ._reduction import sum as _sum
 from ._registry import with_out as _with_out
+from ._shape import broadcast_tensors as _broadcast_tensors
+from ._shape import diagonal as _diagonal
 from ._tensor import Tensor as _Tensor
 
 __all__ = [
@@ -38,10 +47,7 @@ def _ret(kind, values, out, name):
 
 
 def _zeros_info(A: _Tensor) -> _Tensor:
-    from ._creation import zeros
-    from ._dtype import int32
-
-    return zeros(*A.shape[:-2], dtype=int32, device=A.device)
+    return _zeros(*A.shape[:-2], dtype=_int32, device=A.device)
 
 
 det = _L.linalg_det
@@ -110,9 +116,7 @@ def eigvals(A: _Tensor) -> _Tensor:
     >>> eigvals(tensor([[0., -1.], [1., 0.]]))
     tensor([0.+1.j, 0.-1.j])
     """
-    from ._grad_mode import grad_wanted
-
-    if grad_wanted(A):  # the vectors too: eig's gradient needs them
+    if _grad_wanted(A):  # the vectors too: eig's gradient needs them
         _L._check_eig("linalg.eigvals", A._data, finite=False)
         return _L.linalg_eig(A)[0]
     return _L._eigvals(A)
@@ -125,9 +129,7 @@ def eigvalsh(A: _Tensor, UPLO: str = "L") -> _Tensor:
     >>> eigvalsh(tensor([[2., 0.], [0., 1.]]))
     tensor([1., 2.])
     """
-    from ._grad_mode import grad_wanted
-
-    if grad_wanted(A):  # the vectors too: eigh's gradient needs them
+    if _grad_wanted(A):  # the vectors too: eigh's gradient needs them
         return _L.linalg_eigh(A, UPLO)[0]
     return _L._eigvalsh(A, UPLO)
 
@@ -329,8 +331,6 @@ def lstsq(A: _Tensor, B: _Tensor, rcond=None, *, driver=None):
     >>> lstsq(tensor([[1.], [1.]]), tensor([[1.], [3.]])).solution
     tensor([[2.0000]])
     """
-    from ._creation import zeros
-
     op = "torch.linalg.lstsq"
     _L._check_matrix(op, A._data)
     _L._check_float(op, A._data, complex_ok=True)
@@ -346,7 +346,7 @@ def lstsq(A: _Tensor, B: _Tensor, rcond=None, *, driver=None):
     rtol = eps * max(m, n) if rcond is None or rcond < 0 else rcond
     X = _L.linalg_pinv(A, rtol=rtol) @ Bm
     rank = _L.linalg_matrix_rank(A, rtol=rtol)
-    empty = zeros(0, dtype=A.dtype, device=A.device)
+    empty = _zeros(0, dtype=A.dtype, device=A.device)
     sv = residuals = empty
     if driver in ("gelsd", "gelss"):
         sv = _L._svdvals(A)
@@ -368,11 +368,9 @@ def cond(A: _Tensor, p=None) -> _Tensor:
     >>> cond(tensor([[2., 0.], [0., 1.]]))
     tensor(2.)
     """
-    from ._reduction import amax, amin
-
     if p in (None, 2, -2):
         s = _L._svdvals(A)
-        return amax(s, -1) / amin(s, -1) if p in (None, 2) else amin(s, -1) / amax(s, -1)
+        return _amax(s, -1) / _amin(s, -1) if p in (None, 2) else _amin(s, -1) / _amax(s, -1)
     _L._check_square("linalg.cond", A._data)
     return _L._matrix_norm(A, p) * _L._matrix_norm(_L.linalg_inv(A), p)
 
@@ -384,15 +382,11 @@ def vecdot(x: _Tensor, y: _Tensor, *, dim: int = -1) -> _Tensor:
     >>> vecdot(tensor([[1., 2.]]), tensor([3., 4.]))
     tensor([11.])
     """
-    from ._reduction import sum as _sum
-
     if x.dtype != y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but "
                            f"found x of type {x.dtype} and y of type {y.dtype} instead")
     if x.is_complex():
-        from ._complex import conj
-
-        x = conj(x)
+        x = _conj(x)
     return _sum(x * y, dim)
 
 
@@ -403,14 +397,12 @@ def cross(input: _Tensor, other: _Tensor, *, dim: int = -1) -> _Tensor:
     >>> cross(tensor([1., 0., 0.]), tensor([0., 1., 0.]))
     tensor([0., 0., 1.])
     """
-    from ._shape import broadcast_tensors
-
     if input.dim() != other.dim():
-        a, b = broadcast_tensors(input, other)
+        a, b = _broadcast_tensors(input, other)
     else:
         a, b = input, other
     if a.shape != b.shape:
-        a, b = broadcast_tensors(a, b)
+        a, b = _broadcast_tensors(a, b)
     return _cross(a, b, dim)
 
 
@@ -421,8 +413,6 @@ def diagonal(A: _Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> 
     >>> diagonal(eye(2))
     tensor([1., 1.])
     """
-    from ._shape import diagonal as _diagonal
-
     return _diagonal(A, offset, dim1, dim2)
 
 
