@@ -1334,8 +1334,9 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
         return I.expand(*A.shape[:-2], m, n).clone()
     V = add(tril(narrow(A, -1, 0, k), -1), narrow(I, -1, 0, k))
     Vt = V.mT
-    W = tau.unsqueeze(-1) * narrow(Vt, -1, 0, n)  # diag(tau) V[:n]^T
-    Y = _solve_tri(tau.unsqueeze(-1) * (Vt @ V), W, upper=True, unitriangular=True)
+    t = tau.unsqueeze(-1)
+    W = t * narrow(Vt, -1, 0, n)  # diag(tau) V[:n]^T
+    Y = _solve_tri(t * (Vt @ V), W, upper=True, unitriangular=True)
     return I - V @ Y
 
 
@@ -1663,25 +1664,26 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     >>> cdist(tensor([[0., 0.]]), tensor([[3., 4.], [0., 1.]]))
     tensor([[5., 1.]])
     """
-    if x1.dim() < 2 or x2.dim() < 2:
-        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D")
-    for n, t in (("X1", x1), ("X2", x2)):
-        if t.is_complex():
-            raise RuntimeError(f"cdist only supports floating-point dtypes, {n} got: "
-                               f"{scalar_type_name(t._data.dtype)}")
-    if x1.shape[-1] != x2.shape[-1]:
+    a1, a2 = x1._data, x2._data  # (the checks read the arrays: no Size or dtype objects)
+    if a1.ndim < 2 or a2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {a1.ndim}D")
+    if a1.dtype.kind == "c" or a2.dtype.kind == "c":
+        n, a = ("X1", a1) if a1.dtype.kind == "c" else ("X2", a2)
+        raise RuntimeError(f"cdist only supports floating-point dtypes, {n} got: "
+                           f"{scalar_type_name(a.dtype)}")
+    if a1.shape[-1] != a2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
-                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+                           f"{a1.shape[-1]} X2: {a2.shape[-1]}")
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
-    if x1.dtype != x2.dtype:
+    if a1.dtype != a2.dtype:
         raise RuntimeError(f"cdist: X1 and X2 must have the same dtype, got {x1.dtype} and "
                            f"{x2.dtype}")
     mode = _CDIST_MODES.get(compute_mode)
     if mode is None:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
-    if p == 2 and x1.numel() and x2.numel() and \
-            (mode == 1 or (mode == 0 and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
+    if p == 2 and a1.size and a2.size and \
+            (mode == 1 or (mode == 0 and (a1.shape[-2] > 25 or a2.shape[-2] > 25))):
         return _euclidean_dist(x1, x2)
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return linalg_vector_norm(diff, p, -1)
