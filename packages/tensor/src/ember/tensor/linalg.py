@@ -42,8 +42,7 @@ LinAlgError = _L.LinAlgError
 _RT = _L.RT
 
 
-def _ret(kind, values, out, name):
-    return _L._ret(kind, values, out, name)
+_ret = _L._ret
 
 
 def _zeros_info(A: _Tensor) -> _Tensor:
