@@ -125,7 +125,8 @@ def _check_matrix(op: str, d, name: str = "A") -> None:
 
 
 def _check_square(op: str, d, name: str = "A") -> None:
-    _check_matrix(op, d, name)
+    if d.ndim < 2:
+        _check_matrix(op, d, name)
     if d.shape[-1] != d.shape[-2]:
         raise RuntimeError(f"{op}: {name} must be batches of square matrices, but they are "
                            f"{d.shape[-2]} by {d.shape[-1]} matrices")
@@ -177,10 +178,10 @@ def _host(a):
 def _on_device_of(a, *results) -> tuple:
     """Tensors of the host arrays ``results``, on the device of the array ``a``."""
     if isinstance(a, np.ndarray):
-        return tuple(_make(r) for r in results)
+        return tuple([_make(r) for r in results])
     xp = _xp(a)
     with a.device:
-        return tuple(_make(xp.asarray(r)) for r in results)
+        return tuple([_make(xp.asarray(r)) for r in results])
 
 
 # ---------------------------------------------------------------------------- NumPy's LAPACK
