@@ -62,6 +62,28 @@ def test_flags_are_per_thread():
     assert seen == [True]
 
 
+def test_a_thread_turning_grad_off_leaves_the_others_on():
+    from ember.tensor import extension as ext
+
+    seen = []
+
+    def worker():
+        et.set_grad_enabled(False)  # the function form: no restore in this thread
+        seen.append((et.is_grad_enabled(), ext.grad_enabled()))
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen == [(False, False)]
+    assert et.is_grad_enabled() and ext.grad_enabled()
+    ext.set_grad_flag(False)  # the seam the autograd layer sets it through
+    try:
+        assert not et.is_grad_enabled()
+    finally:
+        ext.set_grad_flag(True)
+    assert et.is_grad_enabled()
+
+
 def test_anomaly_switches():
     assert not et.is_anomaly_enabled() and et.is_anomaly_check_nan_enabled()
     et.set_anomaly_enabled(True, check_nan=False)
