@@ -33,7 +33,6 @@ __all__ = ["silu", "silu_backward", "gelu", "gelu_backward", "softplus", "softpl
            "hardswish_backward", "mish", "mish_backward", "log_sigmoid", "log_sigmoid_backward"]
 
 _make = Tensor._make
-_new = object.__new__
 _nd = np.ndarray
 _F32 = np.dtype(np.float32)
 _KBETA = math.sqrt(2 / math.pi)  # the tanh approximation's constants
@@ -69,10 +68,6 @@ def _act_kernel(op: str, tensors: tuple, *params) -> Tensor:
     dt = d.dtype
     if len(tensors) == 1 and dt.itemsize >= 4 and dt.kind == "f":  # (no conversion to make)
         r = _kernel(op, np if d.__class__ is _nd else array_module(d))(d, *params)
-        if r.__class__ is _nd and r.dtype == dt:  # (wrapped inline: _make's call and its
-            t = _new(Tensor)  # test for a NumPy scalar were a tenth of a 4x64 call)
-            t._data = r
-            return t
         return _make(r if r.dtype == dt else r.astype(dt))
     xp, arrays, dt = _arrays(op, *tensors)
     return _done(_kernel(op, xp)(*arrays, *params), dt)

@@ -29,7 +29,6 @@ from .kernels import get as _kernel
 from .kernels import special as _special_kernels
 
 _make = Tensor._make
-_new = object.__new__
 _nd = np.ndarray
 # the functions of kernels.special that compute these ops (Numba loops: no floating-point
 # warning to silence)
@@ -122,8 +121,8 @@ def _unary(name: str, compute, doc: str, differentiable: bool = True, half_ok: b
     """The registry op ``name`` over ``compute(xp, array)`` (a :func:`_k` function or a kernel of
     ``kernels.special``): :func:`_run`'s steps in the op's own frame, with the function of each
     array module looked up once (``f(array)``: SciPy's or CuPy's ufunc itself, or the kernel
-    bound to the module), the array wrapped as it comes (the frames of ``_run``, ``compute`` and
-    ``Tensor._make`` were a third of a 4x64 call's ember time)."""
+    bound to the module): no frames of ``_run`` and ``compute`` (with ``Tensor._make``'s, a
+    third of a 4x64 call's ember time)."""
     op = name.replace("special_", "")
     no_half = None if half_ok else name
     quiet = compute not in _KERNELS
@@ -151,13 +150,7 @@ def _unary(name: str, compute, doc: str, differentiable: bool = True, half_ok: b
                 quiet_end(token)
         else:
             r = f(d)
-        if r.dtype != dt:
-            r = r.astype(dt)
-        if r.__class__ is not _nd:  # a NumPy scalar of a 0-d array, a CuPy array
-            return _make(r)
-        t = _new(Tensor)
-        t._data = r
-        return t
+        return _make(r if r.dtype == dt else r.astype(dt))
 
     impl.__name__ = op
     impl.__qualname__ = impl.__name__
