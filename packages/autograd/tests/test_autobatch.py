@@ -1297,3 +1297,39 @@ def test_square_matrix_ops_wait_like_any_op():
         loss_fn()
     # one group per call site (five examples each), not a group per call
     assert ctx.stats["groups"] * 4 < ctx.stats["calls"], ctx.stats
+
+
+def test_compiled_recorders_in_front_of_ops_defer_only_this_threads_calls():
+    # after a few calls, an op's compiled recorder sits in front of its calls (the registry's
+    # op recorder): another thread's calls still run at once, an autocast entered inside the
+    # context still casts them, and none is left in front after the exit
+    import threading
+
+    rng = np.random.default_rng(31)
+    w = param(rng, 4, 4, dtype="float32")
+    x = et.tensor(rng.standard_normal((2, 4)), dtype=et.float32)
+    other = {}
+    with autobatch():
+        ys = [et.sigmoid(et.linear(x * float(i), w)) for i in range(5)]
+        assert all(is_pending(y) for y in ys)
+
+        def worker():
+            other["y"] = et.sigmoid(et.linear(x * 2.0, w))
+
+        th = threading.Thread(target=worker)
+        th.start()
+        th.join(10)
+        assert not is_pending(other["y"])
+        with et.autocast("cpu"):
+            z = et.sigmoid(et.linear(x * 3.0, w))
+            assert is_pending(z) and z.dtype == et.bfloat16
+        more = [et.sigmoid(et.linear(x * float(i), w)) for i in range(5)]
+        assert all(is_pending(y) and y.dtype == et.float32 for y in more)
+    after = et.sigmoid(et.linear(x * 2.0, w))
+    assert not is_pending(after)
+    expect = 1 / (1 + np.exp(-(x.numpy() * 2.0) @ w.detach().numpy().T))
+    for got in (other["y"], ys[2], more[2], after):
+        np.testing.assert_allclose(got.detach().numpy(), expect, rtol=1e-5, atol=1e-6)
+    with et.autocast("cpu"):
+        expect_z = et.sigmoid(et.linear(x * 3.0, w))
+    np.testing.assert_array_equal(z.detach().float().numpy(), expect_z.detach().float().numpy())

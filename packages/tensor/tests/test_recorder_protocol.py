@@ -89,3 +89,23 @@ def test_a_grad_only_recorder_sees_nothing_with_grad_mode_off(counting):
     assert calls == []
     et.add(g, g)
     assert calls == ["add"]
+
+
+def test_an_op_recorder_takes_its_ops_calls_until_the_next_set_recorder(counting):
+    calls = counting(grad_only=True)  # autograd's kind: it sees none of these calls
+    seen = []
+
+    def mul_rec(op, bound):
+        seen.append(op.name)
+        return op.run(*bound)
+
+    a, b = _leaf((2, 3), False), _leaf((2, 3), False)
+    ext.set_op_recorder(ext.OPS["mul"], mul_rec)
+    np.testing.assert_array_equal(ext.unwrap(a * b), np.ones((2, 3), np.float32))
+    et.mul(a, b)
+    np.testing.assert_array_equal(ext.unwrap(a + b), np.full((2, 3), 2, np.float32))
+    assert seen == ["mul", "mul"]  # every call of mul (grad mode aside), no other op's
+    assert calls == []
+    ext.set_recorder(ext.get_recorder())  # installing a recorder removes every op recorder
+    et.mul(a, b)
+    assert seen == ["mul", "mul"]

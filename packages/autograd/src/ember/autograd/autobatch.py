@@ -34,7 +34,14 @@ import numpy as np
 
 from ember.tensor import Tensor
 from ember.tensor import device as _device
-from ember.tensor.extension import OPS, array_module, get_recorder, quiet, set_recorder
+from ember.tensor.extension import (
+    OPS,
+    array_module,
+    get_recorder,
+    quiet,
+    set_op_recorder,
+    set_recorder,
+)
 from ember.tensor.extension import unwrap as _unwrap
 from ember.tensor.extension import wrap as _wrap
 
@@ -608,9 +615,12 @@ def _pattern(bound):
 
 
 def _spec_source(pats):
-    """Python source of ``factory(st) -> spec``; ``spec(op, bound)`` records a call matching one
-    of ``pats`` exactly as the generic recorder would (same key, codes, depth, results), or
-    returns None (no pattern matches, or its group does not exist yet)."""
+    """Python source of ``factory(st, tid, inner, generic) -> spec``; ``spec(op, bound)``
+    records a call matching one of ``pats`` exactly as the generic recorder would (same key,
+    codes, depth, results), and hands any other call (no pattern matches, or its group does
+    not exist yet) to ``generic``; a call of another thread, or one made while the graph runs,
+    to ``inner``, as the recorder does. The recorder installs it in front of the op's calls
+    (``set_op_recorder``)."""
     n = len(pats[0])
     args = [f"a{i}" for i in range(n)]
     classes = {}
@@ -667,7 +677,7 @@ def _spec_source(pats):
         for x in pend:
             lines += [f"    g = {x}._g", f"    {x}_d = g.depth", f"    if not {x}_d:",
                       "        if g.views is not None and st.wrote:",
-                      "            return None",  # (the generic recorder makes it anew)
+                      "            return generic(op, bound)",  # (it makes the view anew)
                       "        keep(g)", f"    {x}._rd = True"]
             rg.append(f"{x}._requires_grad")
         if tens:
@@ -694,7 +704,7 @@ def _spec_source(pats):
         lines.append(f"    rg = {' or '.join(rg) if rg else 'False'}")
         lines.append(f"    grp = groups.get((op, _grad_on(), {', '.join(keys)}, rg, d + 1))")
         lines.append("    if grp is None:")
-        lines.append("        return None")
+        lines.append("        return generic(op, bound)")
         lines.append("    row = grp.n")
         lines.append("    grp.n = row + 1")
         if tens:
@@ -719,12 +729,15 @@ def _spec_source(pats):
                   "        grp.views.append((op, bound))",
                   "    return results(grp, row, rg)"]
         body += ["        " + line for line in lines]
-    head = ["def factory(st):",
+    head = ["def factory(st, tid, inner, generic):",
             "    groups, wkeys, keep, tkey = st.groups, st.wkeys, st.keep, st.tkey",
             "",
             "    def spec(op, bound):",
+            "        if get_ident() != tid or st.flushing:",
+            "            return inner(op, bound)",
             f"        {', '.join(args)}, = bound"]
-    return "\n".join(head + body + ["        return None", "", "    return spec", ""]), \
+    return "\n".join(head + body + ["        return generic(op, bound)", "", "    return spec",
+                                     ""]), \
         {v: k for k, v in classes.items()}
 
 
@@ -748,7 +761,7 @@ def _spec_factory(pats):
     if f is None:
         src, classes = _spec_source(pats)
         env = {"Pending": _Pending, "new": _new, "_grad_on": _grad_on, "results": _results,
-               "id": id}
+               "id": id, "get_ident": _get_ident}
         env.update(classes)
         exec(compile(src, f"<autobatch recorder {len(_FACTORIES)}>", "exec"), env)
         f = _FACTORIES[pats] = env["factory"]
@@ -835,7 +848,9 @@ class _State:
     def recorder(self):
         """The recorder installed in front of autograd's: ``record(op, bound)`` defers the
         call and returns its pending result(s). A closure over this state, so the hot path
-        reads its state from cells, not attributes."""
+        reads its state from cells, not attributes. An op with argument patterns compiled
+        (``specs``) gets its compiled recorder installed in front of its calls while this one
+        is the installed recorder: its calls then reach it directly."""
         st = self
         tid = self.tid
         groups = self.groups
@@ -854,10 +869,15 @@ class _State:
             if _get_ident() != tid or st.flushing:
                 return inner(op, bound)
             sp = specs.get(op)
-            if sp is not None:  # the argument patterns seen before, compiled (see _spec_source)
-                p = sp(op, bound)
-                if p is not None:
-                    return p
+            if sp is None:
+                return generic(op, bound)
+            # the argument patterns seen before, compiled (see _spec_source), from now on in
+            # front of the op's calls (until the next set_recorder: a flush, another recorder)
+            if get_recorder() is record:
+                set_op_recorder(op, sp)
+            return sp(op, bound)
+
+        def generic(op, bound):
             kind = opkind.get(op, -1)
             if kind:
                 if kind < 0:
@@ -979,6 +999,7 @@ class _State:
             return _results(grp, row, rg)
 
         record.autobatch_state = st  # (see _live)
+        self.generic = generic
         return record
 
     def learn(self, op, bound):
@@ -992,7 +1013,9 @@ class _State:
                 pats = _PATTERNS[op] = pats + (pat,)
         if pats and self.spec_pats.get(op) is not pats:
             self.spec_pats[op] = pats
-            self.specs[op] = _spec_factory(pats)(self)
+            sp = self.specs[op] = _spec_factory(pats)(self, self.tid, self.inner, self.generic)
+            if get_recorder() is self.record:
+                set_op_recorder(op, sp)
 
     def record_rows(self, op, bound):
         """``x[i]``, ``x[a:b:s]``, ``select(x, 0, i)``, ``narrow(x, 0, a, n)``: calls that
@@ -2160,7 +2183,7 @@ class autobatch:
             engine.run_backward = self._prev_engine
             if self._gc:
                 gc.enable()
-            st.record = None  # the recorder closes over the state: no cycle left behind
+            st.record = st.generic = None  # they close over the state: no cycle left behind
             _local.state = None
             self.stats = {"groups": st.groups_run, "calls": st.calls_run,
                           "unbatched": dict(st.unbatched)}

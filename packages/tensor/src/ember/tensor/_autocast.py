@@ -92,7 +92,9 @@ _inner = [None]  # the recorder the autocast recorder wraps
 
 
 def _device_type(t: Tensor) -> str:
-    return "cpu" if t._data.__class__ is np.ndarray else "cuda"
+    # (an array that is not NumPy's: CuPy's, or a stand-in for a value not computed yet, as
+    # autobatch's pending tensors hold: the tensor knows its device)
+    return "cpu" if t._data.__class__ is np.ndarray or not t.is_cuda else "cuda"
 
 
 def _cast(t, dtype: D.dtype, dev: str):

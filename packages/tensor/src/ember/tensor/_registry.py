@@ -31,8 +31,8 @@ from ._grad_mode import grad_enabled as _grad_enabled
 from ._out import array_module, write_out
 from ._tensor import Tensor
 
-__all__ = ["OpDef", "OPS", "defop", "replace_impl", "set_recorder", "array_module", "write_out",
-           "with_out"]
+__all__ = ["OpDef", "OPS", "defop", "replace_impl", "set_recorder", "set_op_recorder",
+           "array_module", "write_out", "with_out"]
 
 _P = inspect.Parameter
 
@@ -80,12 +80,31 @@ OPS: dict[str, OpDef] = {}
 _state = [None, False]
 
 
+# op -> its compiled functions' globals, where an op recorder is installed (set_op_recorder)
+_overridden: dict = {}
+
+
 def set_recorder(fn: Callable | None) -> None:
     """Install the recorder every op call goes through: ``fn(op, bound) -> result``. A
     recorder with a true ``grad_only`` attribute sees only the calls made with grad mode on
     where a tensor argument (or a tensor in a list argument) requires grad; any other (a
-    tracer, autocast, autobatch) sees every call."""
+    tracer, autocast, autobatch) sees every call. Removes every op recorder."""
     _state[0], _state[1] = fn, bool(getattr(fn, "grad_only", False))
+    if _overridden:
+        for env in _overridden.values():
+            env["_state"] = _state
+        _overridden.clear()
+
+
+def set_op_recorder(op: OpDef, fn: Callable) -> None:
+    """Send the calls of ``op`` alone to ``fn(op, bound)`` (every call: grad mode and
+    ``requires_grad`` aside) in place of the installed recorder, until the next
+    :func:`set_recorder`. For a recorder that keeps code specialized per op (autobatch's):
+    installed in front by that recorder itself, it saves the recorder's own dispatch on the
+    op (a call and a lookup); ``fn`` passes what it does not handle to the recorder."""
+    env = op._env
+    env["_state"] = [fn, False]
+    _overridden[op] = env
 
 
 # parameters whose annotation says they never hold a tensor (sizes and dims declared as a

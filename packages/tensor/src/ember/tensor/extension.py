@@ -21,7 +21,9 @@ Ops
     :data:`OPS` is the registry (name -> :class:`OpDef`), :func:`defop` declares an op.
     :func:`set_recorder` installs the one recorder every op call goes through
     (``recorder(op, bound)``, ``bound`` holding every parameter in declared order) and
-    :func:`get_recorder` returns the installed one, so a tracer can wrap it. A recorder with
+    :func:`get_recorder` returns the installed one, so a tracer can wrap it;
+    :func:`set_op_recorder` lets the installed recorder put code of its own in front of one
+    op's calls (until the next :func:`set_recorder`). A recorder with
     a true ``grad_only`` attribute (autograd's) is called only with grad mode on and where a
     tensor argument (or a tensor in a list argument) requires grad; the registry runs every
     other call at once.
@@ -60,14 +62,24 @@ from ._dtype import from_numpy_dtype
 from ._fpstate import quiet
 from ._grad_mode import grad_enabled, set_grad_flag
 from ._grad_mode import state as grad_mode
-from ._registry import OPS, OpDef, _state, any_requires_grad, defop, set_recorder, write_out
+from ._registry import (
+    OPS,
+    OpDef,
+    _state,
+    any_requires_grad,
+    defop,
+    set_op_recorder,
+    set_recorder,
+    write_out,
+)
 from ._registry import array_module as _array_module_of
 from ._tensor import Tensor
 from ._tensor import parse_to_args as _parse_to_args
 
 __all__ = ["wrap", "unwrap", "version_counter", "canonical_dims", "canonical_dim",
            "bump_version", "dtype_of", "array_module", "get_kernel", "OPS", "OpDef", "defop",
-           "set_recorder", "get_recorder", "set_autograd", "write_out", "parse_to_args",
+           "set_recorder", "get_recorder", "set_op_recorder", "set_autograd", "write_out",
+           "parse_to_args",
            "ntuple", "pool_geometry", "check_lookup_indices", "grad_mode", "grad_enabled",
            "set_grad_flag", "quiet",
            "any_requires_grad", "check_inplace", "has_internal_overlap"]
