@@ -93,9 +93,11 @@ def _select(x, pos, vals, out):
                     n += 1
             if kth < n:  # the value, then its index: the (kth - #smaller)-th of its equals
                 vk = _kth_number(v, n, kth)
+                # the selection left every number below vk in v[:kth]: count them there (a
+                # contiguous, vectorized pass over kth elements, not a strided one over M)
                 r = kth
-                for m in range(M):
-                    if x[p, m, q] < vk:
+                for m in range(kth):
+                    if v[m] < vk:
                         r -= 1
                 for m in range(M):
                     if x[p, m, q] == vk:
