@@ -944,7 +944,9 @@ def _ctc(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity
     if _ctc_batch is None:  # (an import statement per call costs a microsecond or more)
         from .kernels.cpu.ctc import ctc_batch as _ctc_batch
     lp = log_probs._data
-    lp = (lp if isinstance(lp, np.ndarray) else lp.get()).astype(np.float64)
+    lp = lp if isinstance(lp, np.ndarray) else lp.get()
+    if lp.dtype != np.float32:  # (the kernel reads float32 as float64 itself: no copy)
+        lp = lp.astype(np.float64, copy=False)
     batched = lp.ndim == 3
     if not batched:
         lp = lp[:, None, :]

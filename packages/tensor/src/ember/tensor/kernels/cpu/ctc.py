@@ -38,6 +38,20 @@ def _lse(a, b):
     return b + math.log1p(math.exp(a - b))
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _lse3(a, b, c):
+    """log(exp(a) + exp(b) + exp(c)), exact for -inf operands: the largest plus the log1p of
+    the other two's exponentials relative to it (two exps and one log1p, where two nested
+    :func:`_lse` take two of each)."""
+    if a < b:
+        a, b = b, a
+    if a < c:
+        a, c = c, a
+    if a == _NINF:
+        return a
+    return a + math.log1p(math.exp(b - a) + math.exp(c - a))
+
+
 @numba.njit(cache=True, nogil=True)
 def _one(lp, b, ext, T, want_grad, grad):
     """The negative log likelihood of the extended sequence ``ext`` under ``lp[:T, b]``; adds
@@ -50,10 +64,10 @@ def _one(lp, b, ext, T, want_grad, grad):
     for t in range(1, T):
         for s in range(S):
             a = alpha[t - 1, s]
-            if s >= 1:
-                a = _lse(a, alpha[t - 1, s - 1])
             if s >= 2 and ext[s] != ext[0] and ext[s] != ext[s - 2]:
-                a = _lse(a, alpha[t - 1, s - 2])
+                a = _lse3(a, alpha[t - 1, s - 1], alpha[t - 1, s - 2])
+            elif s >= 1:
+                a = _lse(a, alpha[t - 1, s - 1])
             alpha[t, s] = a + lp[t, b, ext[s]]
     ll = alpha[T - 1, S - 1] if S == 1 else _lse(alpha[T - 1, S - 1], alpha[T - 1, S - 2])
     if not want_grad or not math.isfinite(ll):
@@ -65,10 +79,10 @@ def _one(lp, b, ext, T, want_grad, grad):
     for t in range(T - 2, -1, -1):
         for s in range(S):
             v = beta[t + 1, s]
-            if s + 1 < S:
-                v = _lse(v, beta[t + 1, s + 1])
             if s + 2 < S and ext[s + 2] != ext[0] and ext[s + 2] != ext[s]:
-                v = _lse(v, beta[t + 1, s + 2])
+                v = _lse3(v, beta[t + 1, s + 1], beta[t + 1, s + 2])
+            elif s + 1 < S:
+                v = _lse(v, beta[t + 1, s + 1])
             beta[t, s] = v + lp[t, b, ext[s]]
     for t in range(T):
         for s in range(S):
@@ -82,8 +96,9 @@ def _one(lp, b, ext, T, want_grad, grad):
 @numba.njit(cache=True, nogil=True)
 def ctc_batch(lp, targets, starts, target_lengths, input_lengths, blank, want_grad,
               zero_infinity):
-    """Per-sequence CTC losses of ``lp`` (T, N, C) float64 and, when ``want_grad``, the
-    gradient of their sum (T, N, C) (zeros otherwise). Sequence ``b`` has the labels
+    """Per-sequence CTC losses of ``lp`` (T, N, C) float32 or float64 (the recursions run in
+    float64 either way) and, when ``want_grad``, the gradient of their sum (T, N, C) float64
+    (zeros otherwise). Sequence ``b`` has the labels
     ``targets[starts[b]:starts[b] + target_lengths[b]]`` and the first ``input_lengths[b]``
     steps. ``zero_infinity``: an impossible sequence gets loss 0 and no gradient."""
     T, N, C = lp.shape
