@@ -1,6 +1,7 @@
 """The derivative table's entries for the ops of ``ember.tensor._extra_ops``: ``nan_to_num``
 (the gradient passes where the input is finite, as PyTorch's) and ``scatter_reduce`` are the
-differentiable registry ops there (the rest are composites, or not differentiable).
+differentiable registry ops there (the rest are composites, or not differentiable); and
+``put``'s (``ember.tensor._indexing``), a linear map: its gradients are ``put`` and ``take``.
 ``scatter_reduce``'s formulas follow PyTorch's: ``sum`` and ``mean`` spread the gradient,
 ``amax``/``amin`` share it evenly among the elements equal to the result, ``prod`` divides
 the result by each factor (inputs must be non-zero).
@@ -47,3 +48,58 @@ def _scatter_reduce(c, g):
 @vjp("nan_to_num", save=(0,), complex="linear")
 def _nan_to_num(c, g):
     return (g * c.args.input.isfinite(),)
+
+
+@vjp("put", save=(1,), complex="linear")
+def _put(c, g):
+    """``input``'s gradient passes except where a plain write replaced its elements (with
+    ``accumulate`` it all passes); ``source``'s is the gradient at the flat indices."""
+    a = c.args
+    index, accumulate = a.index, a.accumulate
+    gi = gs = None
+    if c.needs[0]:
+        gi = g if accumulate else g.put(index, et.zeros(index.shape, dtype=g.dtype,
+                                                        device=g.device))
+    if c.needs[2]:
+        gs = g.take(index).reshape(c.meta[2][0])
+    return gi, None, gs
+
+
+@vjp("renorm", save=(0,))
+def _renorm(c, g):
+    """y = x * s(n), n the p-norm of each slice along ``dim``, s = maxnorm / (n + 1e-7) where
+    n > maxnorm, else 1: the gradient through the scale (g * s) and through the norm
+    (sum(g * x) * s'(n) * dn/dx, where s' = -maxnorm / (n + 1e-7)^2 is zero wherever n is not
+    above maxnorm >= 0, so the norm's derivative is only read where n > 0)."""
+    a = c.args
+    x, p, maxnorm = a.input, a.p, a.maxnorm
+    if isinstance(maxnorm, et.Tensor):
+        maxnorm = maxnorm.item()
+    nd = x.dim()
+    d = a.dim % nd
+    dims = [i for i in range(nd) if i != d]
+    n = x.norm(p, dims, keepdim=True)
+    over = n > maxnorm
+    den = n + 1e-7
+    gx = g * et.where(over, maxnorm / den, 1.0)
+    gn = et.where(over, (g * x).sum(dims, keepdim=True) * (-maxnorm) / (den * den), 0.0)
+    safe = et.where(over, n, 1.0)
+    if p == 2:
+        dn = x / safe
+    elif p == 1:
+        dn = et.sgn(x)
+    elif p == float("inf"):  # ties share the norm's gradient evenly
+        hit = (x.abs() == n).to(x.dtype)
+        dn = et.sgn(x) * hit / hit.sum(dims, keepdim=True)
+    else:
+        dn = et.sgn(x) * x.abs() ** (p - 1) / safe ** (p - 1)
+    return gx + gn * dn, None, None, None
+
+
+@vjp("take", save=(1,), complex="linear")
+def _take(c, g):
+    """The gradient added at the flat indices of zeros of ``input``'s shape (repeated
+    indices accumulate)."""
+    shape, dtype = c.meta[0]
+    zeros = et.zeros(shape, dtype=g.dtype, device=g.device)
+    return zeros.put(c.args.index, g, accumulate=True), None

@@ -26,8 +26,8 @@ from ._creation import empty_strided, ones_like, tensor, tril, triu
 from ._device import CPU, DEFAULT_DEVICE, to_device
 from ._fpstate import quiet
 from ._nn_ops import _log_softmax, _softmax
-from ._pointwise import exp, log, where
-from ._reduction import _one_dim, _pmq, _return_type, _wrap, sort
+from ._pointwise import exp, log
+from ._reduction import _on_kernel, _one_dim, _pmq, _return_type, _wrap, sort
 from ._registry import array_module, defop, with_out, write_out
 from ._scatter import _scatter_check, _scatter_raw, gather
 from ._shape import _permute, _transpose_perm, cat, flip, slice_view
@@ -35,6 +35,7 @@ from ._tensor import Tensor, _autograd, _legacy_dtype_from_name
 from .kernels import get as _kernel
 
 _make = Tensor._make
+_F32 = np.dtype(np.float32)
 
 __all__ = [
     "softmax", "log_softmax", "nan_to_num", "nan_to_num_", "diff", "rot90", "isin",
@@ -879,10 +880,11 @@ def corrcoef(input: Tensor) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- renorm
-@with_out
+@defop("renorm", out=True)
 def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
     """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to norm
-    ``maxnorm`` (PyTorch's composite, so gradients flow through the scale too).
+    ``maxnorm`` (by ``maxnorm / (norm + 1e-7)``, as PyTorch's). The norms accumulate in
+    float32 for the half-precision dtypes and the scale is applied once, rounded once.
 
     >>> renorm(tensor([[3., 4.], [0.3, 0.4]]), 2, 0, 1)
     tensor([[0.6000, 0.8000],
@@ -899,7 +901,8 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
         raise TypeError(f"renorm(): argument 'maxnorm' (position 4) must be Number, not "
                         f"{type(maxnorm).__name__}")
     check_int("renorm", "dim", 3, dim)
-    nd = input.dim()
+    data = input._data
+    nd = data.ndim
     if nd <= 1:
         raise RuntimeError(f"renorm(): renorm: input needs at least 2 dimensions, got {nd} "
                            "dimensions")
@@ -910,9 +913,26 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
         raise RuntimeError(f"renorm(): renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     if not input.is_floating_point():
         raise RuntimeError(f"renorm(): Expected a floating point or complex tensor as input. "
-                           f"Got {scalar_type_name(input._data.dtype)}")
-    norms = input.norm(p, [i for i in range(nd) if i != d], keepdim=True)
-    return input * where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+                           f"Got {scalar_type_name(data.dtype)}")
+    xp = array_module(data)
+    axes = tuple([i for i in range(nd) if i != d])
+    acc = data.dtype if data.dtype.itemsize >= 4 else _F32  # (float16, bfloat16: float32)
+    # the 1- and 2-norms by norm's one-pass kernel where it applies (float32 / float64 on the
+    # CPU, the reduced dims adjacent in memory), else by NumPy
+    n = _on_kernel("renorm", data, axes, True, "sum_reduce", 1 + int(p)) \
+        if p == 1 or p == 2 else None
+    if n is None:
+        a = xp.abs(data, dtype=acc)
+        if p == 2:
+            n = xp.sqrt(xp.multiply(a, a).sum(axis=axes, keepdims=True))
+        elif p == 1:
+            n = a.sum(axis=axes, keepdims=True)
+        elif p == math.inf:  # (the max of no elements: 0, their sum)
+            n = a.max(axis=axes, keepdims=True) if a.size else a.sum(axis=axes, keepdims=True)
+        else:
+            n = xp.power(xp.power(a, p).sum(axis=axes, keepdims=True), 1 / p)
+    scale = xp.where(n > maxnorm, maxnorm / (n + 1e-7), 1.0)
+    return _make(xp.multiply(data, scale, dtype=acc).astype(data.dtype, copy=False))
 
 
 # ---------------------------------------------------------------------------- in-place forms

@@ -919,6 +919,7 @@ def argwhere(input: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ take
+@defop("take")
 def take(input: Tensor, index: Tensor) -> Tensor:
     """Elements of ``input`` seen as 1-D at ``index`` (int64; negatives count from the end);
     the result has ``index``'s shape.
@@ -931,11 +932,12 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     a = index._data
     if a.dtype != _INT64:
         raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {_tname(a.dtype)}")
-    _same_device(op, input._data, a)
-    try:  # getitem checks the index; its error is reworded as PyTorch's take words it
-        return getitem(input.reshape(-1), index)
+    data = input._data
+    _same_device(op, data, a)
+    try:  # NumPy's indexing checks the index (a copy, in index's shape)
+        return _make(data.reshape(-1)[a])
     except IndexError:
-        raise _flat_range_error(op, a, input._data.size) from None
+        raise _flat_range_error(op, a, data.size) from None
 
 
 def _flat_range_error(op: str, a, n: int) -> IndexError:
@@ -1007,20 +1009,24 @@ def _put_args(op: str, input: Tensor, index: Tensor, source: Tensor) -> None:
                          f"index.numel() = {a.size}")
 
 
-def _put_flat(op: str, input: Tensor, index: Tensor, source: Tensor, accumulate: bool) -> Tensor:
-    """``index_put`` into ``input`` seen as 1-D at the flat ``index`` (negatives count from the
-    end), with ``source`` in ``index``'s shape, reshaped back."""
+def _put_into(op: str, out, input: Tensor, index: Tensor, source: Tensor,
+              accumulate: bool) -> None:
+    """Write (or add, with ``accumulate``) ``source``'s elements into the array ``out``, of
+    ``input``'s shape, at the flat ``index`` (negatives count from the end): one
+    ``index_put`` into ``out`` seen as 1-D, with ``source`` in ``index``'s shape."""
     _put_args(op, input, index, source)
-    # (a source already in index's shape is used as it is: a reshape to its own shape is a
-    # registry call for nothing)
-    values = source if source._data.shape == index._data.shape else source.reshape(index.shape)
-    try:  # index_put checks the index; its error is reworded as PyTorch's put words it
-        flat = index_put(input.reshape(-1), (index,), values, accumulate)
+    a = index._data
+    flat = out.reshape(-1)
+    values = source if source._data.shape == a.shape else _make(source._data.reshape(a.shape))
+    try:  # the index is checked before anything is written; its error is PyTorch's put's
+        _index_put_into(flat, _make(flat), (index,), values, accumulate, op)
     except IndexError:
-        raise _flat_range_error(op, index._data, input._data.size) from None
-    return flat.reshape(input.shape)
+        raise _flat_range_error(op, a, out.size) from None
+    if not out.flags.c_contiguous:  # flat was a copy: write it back
+        out[...] = flat.reshape(out.shape)
 
 
+@defop("put")
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy of ``input`` with ``source``'s elements written at the flat indices ``index``
     (added there with ``accumulate``), as if ``input`` were 1-D.
@@ -1029,16 +1035,22 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     tensor([[1., 0.],
             [0., 2.]])
     """
-    return _put_flat("put", input, index, source, accumulate)
+    out = array_module(input._data).array(input._data, copy=True, order="C")
+    _put_into("put", out, input, index, source, accumulate)
+    return _make(out)
 
 
+@defop("put_", inplace=True)
 def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """In-place :func:`put`.
 
     >>> zeros(3).put_(tensor([1, 1]), tensor([2., 3.]), accumulate=True)
     tensor([0., 5., 0.])
     """
-    return input.copy_(_put_flat("put_", input, index, source, accumulate))
+    _check_inplace(input, "put_")
+    _put_into("put_", input._data, input, index, source, accumulate)
+    input._bump()
+    return input
 
 
 def unravel_index(indices: Tensor, shape) -> tuple:

@@ -1009,7 +1009,7 @@ _add(
       dtypes=FLOAT, ops=("gather",)),
     E("take", et.take, lambda x, i: x.reshape(-1)[i],
       lambda d, rng: [_S(_rand((3, 4), d, rng), _idx([[0, 5], [11, 5]]))],
-      dtypes=FLOAT, ops=("getitem",)),
+      dtypes=FLOAT, ops=("take",)),
     E("scatter", et.scatter, _np_scatter,
       lambda d, rng: [_S(_rand((3, 4), d, rng), 1, _idx([[0, 1], [3, 2], [2, 0]]),
                          _rand((3, 2), d, rng), grad=(0, 3))],

@@ -909,7 +909,7 @@ _POINTWISE = [
       lambda d, rng: [_S(_rand((3, 4), d, rng), 2, 0, 1.0), _S(_rand((3, 4), d, rng), 1, 1, 1.5),
                       _S(_rand((2, 3, 4), d, rng), 3.0, -1, 1.0),
                       _S(_rand((3, 4), d, rng), math.inf, 0, 1.0)],
-      inplace="renorm_", ops=("norm", "where", "mul")),
+      inplace="renorm_", ops=("renorm",)),
 ]
 for _n in ("arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh"):
     _lo, _hi = (1.2, 3.0) if _n == "arccosh" else (-0.8, 0.8)
@@ -1270,7 +1270,7 @@ _SHAPE = [
                          _rand((3,), d, rng), grad=(0, 2)),
                       _S(_rand((3, 4), d, rng), np.asarray([[0, 0], [11, 3]], np.int64),
                          _rand((2, 2), d, rng), True, grad=(0, 2))],
-      dtypes=FLOAT + INT, inplace="put_", ops=("index_put",)),
+      dtypes=FLOAT + INT, inplace="put_", ops=("put",)),
     E("unravel_index", et.unravel_index,
       lambda i, s: tuple(np.asarray(c, np.int64) for c in np.unravel_index(i % np.prod(s), s)),
       lambda d, rng: [_S(np.asarray([4, 11, 0, 7], np.int64), (3, 4)),
