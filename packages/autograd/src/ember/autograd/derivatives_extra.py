@@ -1,12 +1,16 @@
 """The derivative table's entries for the ops of ``ember.tensor._extra_ops``: ``nan_to_num``
 (the gradient passes where the input is finite, as PyTorch's) and ``scatter_reduce`` are the
-differentiable registry ops there (the rest are composites, or not differentiable); and
-``put``'s (``ember.tensor._indexing``), a linear map: its gradients are ``put`` and ``take``.
+differentiable registry ops there (the rest are composites, or not differentiable), with
+``renorm`` (through its scale and its norm); and ``put``'s and ``take``'s
+(``ember.tensor._indexing``), linear maps whose gradients are ``put``, ``take`` and
+``getitem_backward``.
 ``scatter_reduce``'s formulas follow PyTorch's: ``sum`` and ``mean`` spread the gradient,
 ``amax``/``amin`` share it evenly among the elements equal to the result, ``prod`` divides
 the result by each factor (inputs must be non-zero).
 """
 from __future__ import annotations
+
+import math
 
 import ember.tensor as et
 
@@ -99,7 +103,6 @@ def _renorm(c, g):
 @vjp("take", save=(1,), complex="linear")
 def _take(c, g):
     """The gradient added at the flat indices of zeros of ``input``'s shape (repeated
-    indices accumulate)."""
-    shape, dtype = c.meta[0]
-    zeros = et.zeros(shape, dtype=g.dtype, device=g.device)
-    return zeros.put(c.args.index, g, accumulate=True), None
+    indices accumulate): getitem's backward of the flat input, viewed in its shape."""
+    shape = c.meta[0][0]
+    return et.getitem_backward(g, (math.prod(shape),), (c.args.index,)).view(shape), None
