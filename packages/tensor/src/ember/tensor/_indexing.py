@@ -990,11 +990,8 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
 # ---------------------------------------------------------------------------- put, unravel_index
 def _put_args(op: str, input: Tensor, index: Tensor, source: Tensor) -> None:
     """:func:`put`'s arguments checked as PyTorch does: integer indices, one source element per
-    index, one dtype (the range is checked by index_put)."""
-    for name, pos, v in (("input", 1, input), ("index", 2, index), ("source", 3, source)):
-        if not isinstance(v, Tensor):
-            raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not "
-                            f"{type(v).__name__}")
+    index, one dtype (the range is checked by index_put; an argument that is not a tensor
+    fails on its ``_data``, which the registry reports as PyTorch's TypeError)."""
     a = index._data
     if a.dtype != _INT64:
         raise RuntimeError(f"{op}(): Expected a long tensor for index, but got "
