@@ -60,12 +60,16 @@ def _wide(a: np.ndarray) -> np.ndarray:
     return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
 
 
-def _check_value(got: Tensor, ref, exp_dtype: str, ctx: str) -> None:
+def _check_value(got: Tensor, ref, exp_dtype: str, ctx: str, gauge: str | None = None) -> None:
+    """``gauge``: the entry's gauge of this output (vectors defined up to a sign or a phase,
+    compared after :func:`fix_gauge`)."""
     assert isinstance(got, Tensor), f"{ctx}: expected a Tensor, got {type(got).__name__}"
     ref = np.asarray(ref)
     assert tuple(got.shape) == ref.shape, f"{ctx}: shape {tuple(got.shape)} != {ref.shape}"
     assert got.dtype.name == exp_dtype, f"{ctx}: dtype {got.dtype.name} != {exp_dtype}"
     g = _np(got)
+    if gauge is not None:
+        g, ref = T.fix_gauge(g, gauge), T.fix_gauge(ref, gauge)
     if ref.dtype.kind in "biu" and g.dtype.kind in "biu":
         np.testing.assert_array_equal(g, ref, err_msg=ctx)
         return
@@ -83,7 +87,7 @@ def _check(entry, sample, out, dtype, ctx):
     assert len(outs) == len(refs), f"{ctx}: {len(outs)} outputs, expected {len(refs)}"
     exps = list(exp) if isinstance(exp, tuple) else [exp] * len(refs)
     for k, (o, r, e) in enumerate(zip(outs, refs, exps)):
-        _check_value(o, r, e, f"{ctx} output {k}")
+        _check_value(o, r, e, f"{ctx} output {k}", entry.gauge.get(k))
 
 
 # --------------------------------------------------------------------------- forward

@@ -831,7 +831,7 @@ def _istft_dtype(s, d):
 
 _EIG_STFT = [
     E("linalg_eig", LA.eig, _np_eig, _eig_samples, dtypes=FLOAT + COMPLEX, method=None,
-      out_dtype=_complex_pair, differentiable=False),
+      out_dtype=_complex_pair, differentiable=False, gauge={1: "col"}),
     E("linalg_eig_grad", lambda a: _phase_free(LA.eig(a), et.conj),
       lambda a: _phase_free(_np_eig(a), np.conj), _eig_samples, dtypes=FLOAT, method=None,
       out_dtype=_complex_pair, ops=("linalg_eig",)),
