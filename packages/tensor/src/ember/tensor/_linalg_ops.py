@@ -291,8 +291,12 @@ class _NumPyLinalg:
         no single-precision loops, so it factors a float32 input in float64 and casts back,
         twice the work (and its wrapper's checks and copies on every call)."""
         m, n = a.shape[-2:]
-        if not a.size:  # (LAPACK takes no empty matrix; NumPy's shapes and identity Q)
-            return np.linalg.qr(a, mode=mode)
+        if not a.size:  # (LAPACK takes no empty matrix; NumPy's shapes and identity Q,
+            # column-major as the rest)
+            res = np.linalg.qr(a, mode=mode)
+            if mode == "r":
+                return _T(np.ascontiguousarray(_T(res)))
+            return tuple([_T(np.ascontiguousarray(_T(x))) for x in res])
         k = _min(m, n)
         hs, taus = _geqrf_host(a)
         q = None
@@ -300,16 +304,19 @@ class _NumPyLinalg:
             cols = m if mode == "complete" else k
             orgqr = _lapack("ungqr" if a.dtype.kind == "c" else "orgqr", a.dtype)
             lwork = _orgqr_lwork(a.dtype, m, cols, k)
-            q = np.empty(a.shape[:-2] + (m, cols), a.dtype)
-            for h, tau, qi in zip(hs.reshape((-1, m, n)), taus.reshape((-1, k)),
-                                  q.reshape((-1, m, cols))):
+            # column-major, as orgqr writes it (and as PyTorch's Q is): no transposing copy
+            qf = np.empty((math.prod(a.shape[:-2]), cols, m), a.dtype).swapaxes(-1, -2)
+            for h, tau, qi in zip(hs.reshape((-1, m, n)), taus.reshape((-1, k)), qf):
                 if cols > n:  # the complete Q of a tall matrix: zero reflectors appended
-                    h = np.concatenate([h, np.zeros((m, cols - n), h.dtype)], 1)
+                    h = np.asfortranarray(np.concatenate([h, np.zeros((m, cols - n), h.dtype)],
+                                                         1))
                 qi[...] = orgqr(h[:, :cols], tau, lwork=lwork)[0]
-        # R: the upper triangle of the first rows (the reflectors below it zeroed in place,
-        # once Q is made from them)
-        r = np.ascontiguousarray(hs[..., :k if mode != "complete" else m, :])
-        _kernel("triangle_zero", np)(r.reshape((-1,) + r.shape[-2:]), 0, True)
+            q = qf.reshape(a.shape[:-2] + (m, cols))
+        # R: the upper triangle of the first rows, column-major (its transpose's rows are
+        # contiguous in the factors; the reflectors above that transpose's diagonal zeroed)
+        rt = np.ascontiguousarray(hs[..., :k if mode != "complete" else m, :].swapaxes(-1, -2))
+        _kernel("triangle_zero", np)(rt.reshape((-1,) + rt.shape[-2:]), 0, False)
+        r = rt.swapaxes(-1, -2)
         return r if q is None else (q, r)
 
     def __getattr__(self, name):  # the rest (lstsq ...): numpy.linalg's own
@@ -503,12 +510,12 @@ def linalg_qr(A: Tensor, mode: str = "reduced"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
     xp = _xp(a)
+    # (fresh arrays, in LAPACK's column-major order on the CPU as PyTorch's)
     if mode == "r":
         r = _la(xp).qr(a, mode="r")
-        return _make(xp.zeros((0,), a.dtype)), _make(_own(xp, r).astype(a.dtype, copy=False))
+        return _make(xp.zeros((0,), a.dtype)), _make(r.astype(a.dtype, copy=False))
     q, r = _la(xp).qr(a, mode=mode)
-    return (_make(_own(xp, q).astype(a.dtype, copy=False)),
-            _make(_own(xp, r).astype(a.dtype, copy=False)))
+    return _make(q.astype(a.dtype, copy=False)), _make(r.astype(a.dtype, copy=False))
 
 
 def _check_eigh(a, UPLO: str) -> None:
@@ -967,17 +974,21 @@ def _orgqr_lwork(dt, m: int, cols: int, k: int) -> int:
 def _geqrf_host(a):
     """LAPACK's geqrf on each matrix of the non-empty host array ``a`` (``(*, m, n)``), at
     its precision: ``(h, tau)``, ``h`` the packed factors (R in the upper triangle, the
-    reflectors below it) in C order, ``tau`` of shape ``(*, min(m, n))``."""
+    reflectors below it) with each matrix in column-major order (LAPACK's, and the strides
+    of PyTorch's geqrf: factored in place, one transposing copy in and none out), ``tau`` of
+    shape ``(*, min(m, n))``."""
     m, n = a.shape[-2:]
     geqrf = _lapack("geqrf", a.dtype)
     lwork = _geqrf_lwork(a.dtype, m, n)
-    hs = np.empty(a.shape, a.dtype)
-    taus = np.empty(a.shape[:-2] + (_min(m, n),), a.dtype)
-    for mat, h, tau in zip(a.reshape((-1, m, n)), hs.reshape((-1, m, n)),
-                           taus.reshape((-1, taus.shape[-1]))):
-        r = geqrf(mat, lwork=lwork)
-        h[...], tau[...] = r[0], r[1]
-    return hs, taus
+    hs = np.empty((math.prod(a.shape[:-2]), n, m), a.dtype).swapaxes(-1, -2)
+    hs[...] = a.reshape(hs.shape)
+    taus = np.empty((hs.shape[0], _min(m, n)), a.dtype)
+    for h, tau in zip(hs, taus):
+        r = geqrf(h, lwork=lwork, overwrite_a=1)
+        if not np.may_share_memory(r[0], h):  # (a wrapper that copied after all)
+            h[...] = r[0]
+        tau[...] = r[1]
+    return hs.reshape(a.shape), taus.reshape(a.shape[:-2] + taus.shape[-1:])
 
 
 @defop("geqrf", out=True, differentiable=False)
