@@ -975,19 +975,16 @@ def _geqrf_host(a):
     """LAPACK's geqrf on each matrix of the non-empty host array ``a`` (``(*, m, n)``), at
     its precision: ``(h, tau)``, ``h`` the packed factors (R in the upper triangle, the
     reflectors below it) with each matrix in column-major order (LAPACK's, and the strides
-    of PyTorch's geqrf: factored in place, one transposing copy in and none out), ``tau`` of
-    shape ``(*, min(m, n))``."""
+    of PyTorch's geqrf: the wrapper's transposing copy in, a plain one out), ``tau`` of shape
+    ``(*, min(m, n))``."""
     m, n = a.shape[-2:]
     geqrf = _lapack("geqrf", a.dtype)
     lwork = _geqrf_lwork(a.dtype, m, n)
     hs = np.empty((math.prod(a.shape[:-2]), n, m), a.dtype).swapaxes(-1, -2)
-    hs[...] = a.reshape(hs.shape)
     taus = np.empty((hs.shape[0], _min(m, n)), a.dtype)
-    for h, tau in zip(hs, taus):
-        r = geqrf(h, lwork=lwork, overwrite_a=1)
-        if not np.may_share_memory(r[0], h):  # (a wrapper that copied after all)
-            h[...] = r[0]
-        tau[...] = r[1]
+    for mat, h, tau in zip(a.reshape(hs.shape), hs, taus):
+        r = geqrf(mat, lwork=lwork)
+        h[...], tau[...] = r[0], r[1]
     return hs.reshape(a.shape), taus.reshape(a.shape[:-2] + taus.shape[-1:])
 
 
