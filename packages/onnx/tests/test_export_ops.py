@@ -156,6 +156,12 @@ SHAPE = {
     "movedim": lambda x: x.movedim(0, -1), "clone": lambda x: x.clone() + 1,
     "to_double": lambda x: x.double() * 2, "scatter_add": lambda x: et.zeros(3, 4, 5).scatter_add(
         2, et.tensor([[[0, 1, 0, 1, 0]] * 4] * 3), x),
+    "take": lambda x: x.take(et.tensor([[0, 59], [-1, 17]])),
+    "put": lambda x: x.put(et.tensor([3, -2, 40]), et.tensor([1.0, 2.0, 3.0])),
+    "put_accumulate": lambda x: x.put(et.tensor([3, 3, -60]), et.tensor([1.0, 2.0, 3.0]),
+                                      accumulate=True),
+    "renorm": lambda x: x.renorm(2, 1, 1.5), "renorm_p1": lambda x: x.renorm(1, 0, 4.0),
+    "renorm_inf": lambda x: x.renorm(float("inf"), 2, 1.0),
 }
 
 

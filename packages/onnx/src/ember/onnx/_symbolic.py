@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import numpy as np
@@ -830,6 +831,45 @@ def _index_put(g, a, out):
         return g.node("ScatterND", [g.v(a.input, dt), i, vals],
                       reduction="add" if a.accumulate else None)
     raise g.unsupported("index_put with indices other than one integer tensor")
+
+
+@register("take")
+def _take(g, a, out):
+    # the input seen as 1-D at the index (Gather counts negative positions from the end, as
+    # PyTorch's take does); the result has the index's shape
+    flat = g.node("Reshape", [g.v(a.input, _out_dtype(out)), g.ints([-1])])
+    return g.node("Gather", [flat, g.v(a.index, np.int64)], axis=0)
+
+
+@register("put")
+def _put(g, a, out):
+    dt = _out_dtype(out)
+    shape = list(g.shape(a.input))
+    n = int(np.prod(shape))
+    flat = g.node("Reshape", [g.v(a.input, dt), g.ints([-1])])
+    idx = g.node("Reshape", [g.v(a.index, np.int64), g.ints([-1, 1])])
+    # negative positions count from the end, as in PyTorch's put
+    idx = g.node("Where", [g.node("Less", [idx, g.const(0, np.int64)]),
+                           g.node("Add", [idx, g.const(n, np.int64)]), idx])
+    src = g.node("Reshape", [g.v(a.source, dt), g.ints([-1])])
+    r = g.node("ScatterND", [flat, idx, src], reduction="add" if a.accumulate else None)
+    return g.node("Reshape", [r, g.ints(shape)])
+
+
+@register("renorm")
+def _renorm(g, a, out):
+    # each slice along dim scaled by maxnorm / (norm + 1e-7) where its p-norm exceeds maxnorm
+    dt = _out_dtype(out)
+    nd = len(g.shape(a.input))
+    d = _wrap(a.dim, nd)
+    spec = SimpleNamespace(input=a.input, dim=[i for i in range(nd) if i != d], p=a.p,
+                           keepdim=True)
+    norm = _norm(g, spec, out)
+    maxnorm = g.const(float(a.maxnorm), dt)
+    scale = g.node("Where", [g.node("Greater", [norm, maxnorm]),
+                             g.node("Div", [maxnorm, g.node("Add", [norm, g.const(1e-7, dt)])]),
+                             g.const(1.0, dt)])
+    return g.node("Mul", [g.v(a.input, dt), scale])
 
 
 # ------------------------------------------------------------------ indexing

@@ -55,7 +55,7 @@ _CUDA_FP32 = ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", 
               "log1p", "reciprocal", "rsqrt", "sinh", "tan", "pow", "_softmax", "_log_softmax",
               "layer_norm", "native_layer_norm", "group_norm", "native_group_norm",
               "logsumexp", "cumprod", "cumsum", "prod", "sum", "norm", "linalg_vector_norm",
-              "cross_entropy_loss", "_ctc_loss", "trace")
+              "cross_entropy_loss", "_ctc_loss", "trace", "renorm")
 _CUDA_PROMOTE = ("atan2", "cross", "tensordot", "index_put", "scatter_add", "cat", "stack",
                  "index_copy")
 
