@@ -527,6 +527,22 @@ def _lerp(c, g):
     return ga, ge, gw
 
 
+@vjp("addcmul", save={1: (2,), 2: (1,)}, complex="holomorphic")
+def _addcmul(c, g):
+    a, b, value = c.args[1], c.args[2], c.args.value
+    gv = g if value == 1 else g * value
+    return g, (gv * b if c.needs[1] else None), (gv * a if c.needs[2] else None)
+
+
+@vjp("addcdiv", save={1: (2,), 2: (1, 2)}, complex="holomorphic")
+def _addcdiv(c, g):
+    a, b, value = c.args[1], c.args[2], c.args.value
+    gv = g if value == 1 else g * value
+    ga = gv / b if c.needs[1] else None
+    gb = -(gv * a / (b * b)) if c.needs[2] else None
+    return g, ga, gb
+
+
 @vjp("masked_fill", save=(1,), complex="linear")
 def _masked_fill(c, g):
     mask = c.args[1]

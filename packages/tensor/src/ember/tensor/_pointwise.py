@@ -1148,27 +1148,45 @@ def lerp_(input: Tensor, end: Tensor, weight) -> Tensor:
     return _write(input, lerp.op.impl(input, end, weight)._data, "lerp_")
 
 
-@with_out
+def _addc(name: str, input, tensor1, tensor2, value, div: bool) -> Tensor:
+    """``input + value * tensor1 * tensor2`` (``/`` where ``div``): one pass of the device's
+    kernel for float32 / float64 tensors of one dtype and a Python number ``value``; other
+    operands through ``mul`` (or ``div``) and ``add``, whose promotion and errors they are."""
+    if input.__class__ is Tensor and tensor1.__class__ is Tensor and \
+            tensor2.__class__ is Tensor and (value.__class__ is float or value.__class__ is int):
+        x, a, b = input._data, tensor1._data, tensor2._data
+        dt = x.dtype
+        if dt.char in "fd" and a.dtype == dt and b.dtype == dt and \
+                x.__class__ is a.__class__ is b.__class__:  # (one device)
+            xp = np if x.__class__ is _ndarray else array_module(x)
+            try:
+                return _make(getattr(_special_kernels, name)(xp, x, a, b, value))
+            except ValueError:
+                pass  # operands that do not broadcast: the steps below name them
+    if div:
+        _check_addcdiv(tensor1, tensor2)
+    q = (true_divide if div else mul).op.impl(tensor1, tensor2)
+    return _add_plain.op.impl(input, q if value == 1 else mul.op.impl(q, value))
+
+
+@defop("addcmul", out=True)
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
     """``input + value * tensor1 * tensor2``.
 
     >>> addcmul(tensor([1.]), tensor([2.]), tensor([3.]), value=2)
     tensor([13.])
     """
-    prod = mul(tensor1, tensor2)
-    return _add_plain(input, prod if value == 1 else mul(prod, value))
+    return _addc("addcmul", input, tensor1, tensor2, value, False)
 
 
-@with_out
+@defop("addcdiv", out=True)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
     """``input + value * tensor1 / tensor2``.
 
     >>> addcdiv(tensor([1.]), tensor([2.]), tensor([4.]), value=2)
     tensor([2.])
     """
-    _check_addcdiv(tensor1, tensor2)
-    q = true_divide(tensor1, tensor2)
-    return _add_plain(input, q if value == 1 else mul(q, value))
+    return _addc("addcdiv", input, tensor1, tensor2, value, True)
 
 
 def _check_addcdiv(tensor1, tensor2) -> None:
@@ -1181,19 +1199,26 @@ def _check_addcdiv(tensor1, tensor2) -> None:
                            "input + value * (tensor1 // tensor2) for floor division")
 
 
+@defop("addcmul_", inplace=True)
 def addcmul_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
     """In-place :func:`addcmul`."""
-    prod = mul(tensor1, tensor2)
-    _check_out_shape("addcmul_", prod._data, input._data.shape)
-    return add_(input, prod if value == 1 else mul(prod, value))
+    return _addc_inplace("addcmul_", input, addcmul.op.impl(input, tensor1, tensor2,
+                                                             value=value))
 
 
+@defop("addcdiv_", inplace=True)
 def addcdiv_(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
     """In-place :func:`addcdiv`."""
-    _check_addcdiv(tensor1, tensor2)
-    q = true_divide(tensor1, tensor2)
-    _check_out_shape("addcdiv_", q._data, input._data.shape)
-    return add_(input, q if value == 1 else mul(q, value))
+    return _addc_inplace("addcdiv_", input, addcdiv.op.impl(input, tensor1, tensor2,
+                                                             value=value))
+
+
+def _addc_inplace(name: str, input: Tensor, r: Tensor) -> Tensor:
+    """Write the result ``r`` of an ``addc*`` into ``input`` (its dtype and shape must take
+    it, as ``add_``'s)."""
+    _check_cast(name, r._data.dtype, input._data.dtype)
+    _check_out_shape(name, r._data, input._data.shape)
+    return _write(input, r._data, name)
 
 
 # ---------------------------------------------------------------------------------- copies

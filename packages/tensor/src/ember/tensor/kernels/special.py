@@ -5,9 +5,9 @@ from ``cupyx.scipy.special``.
 
 Also device kernels that are not in the kernel table: ``nextafter`` (CPU: a branch-free loop
 over the bits in ``cpu/elementwise.py``, where NumPy's calls libm per element, 15x slower at
-256x1024 float32; CUDA: CuPy's ufunc), ``heaviside``, ``clamp`` (of tensor bounds), ``lerp``
-and ``rsqrt`` (CPU: one Numba loop each where NumPy's expressions make three, two, three and
-two passes; CUDA: CuPy's expressions)."""
+256x1024 float32; CUDA: CuPy's ufunc), ``heaviside``, ``clamp`` (of tensor bounds), ``lerp``,
+``rsqrt``, ``addcmul`` and ``addcdiv`` (CPU: one Numba loop each where NumPy's expressions
+make three, two, three, two and two or three passes; CUDA: CuPy's expressions)."""
 from __future__ import annotations
 
 import importlib
@@ -23,7 +23,8 @@ _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "c
            "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise",
            "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs",
            "sinc": "sinc", "spherical_j0": "sinc", "lerp": "elementwise",
-           "heaviside": "elementwise", "clamp": "elementwise",
+           "heaviside": "elementwise", "clamp": "elementwise", "addcmul": "elementwise",
+           "addcdiv": "elementwise",
            "rsqrt": "elementwise"}
 
 
@@ -180,6 +181,21 @@ def clamp(xp, x, lo, hi):
         return xp.minimum(out, hi, out=out)  # (into the first pass's result)
     except ValueError:  # the upper bound broadcasts the result further
         return xp.minimum(out, hi)
+
+
+def addcmul(xp, x, a, b, value):
+    """``x + value * a * b`` of float32 or float64 arrays of one dtype and a Python number,
+    broadcasting, each step rounded to the dtype in PyTorch's order."""
+    if xp is np:
+        return _cpu_kernel("addcmul")(x, a, b, value)
+    return x + value * a * b
+
+
+def addcdiv(xp, x, a, b, value):
+    """``x + value * a / b``, as :func:`addcmul`."""
+    if xp is np:
+        return _cpu_kernel("addcdiv")(x, a, b, value)
+    return x + value * a / b
 
 
 def lerp(xp, a, b, w):
