@@ -448,6 +448,16 @@ def _complex(c, g):
     return (et.real(g) if c.needs[0] else None), (et.imag(g) if c.needs[1] else None)
 
 
+@vjp("polar", save={1: (0,)}, out=True, complex="own")
+def _polar(c, g):
+    # z = abs (cos t + i sin t): dL/d abs = Re(g) cos t + Im(g) sin t, dL/dt = Im(g conj(z))
+    t, z = c.args[1], c.out
+    gr, gi = et.real(g), et.imag(g)
+    ga = gr * et.cos(t) + gi * et.sin(t) if c.needs[0] else None
+    gt = gi * et.real(z) - gr * et.imag(z) if c.needs[1] else None
+    return ga, gt
+
+
 def _off_zero(z, value, g):
     """``value`` where ``z != 0``, else 0 (``z / |z|`` has no derivative at 0: PyTorch's
     gradient there is 0)."""

@@ -20,7 +20,7 @@ import numpy as np
 from . import _dtype as D
 from ._checks import broadcast_error, check_inplace, scalar_type_name
 from ._fpstate import quiet as _quiet
-from ._pointwise import _sign, cos, mul, sin
+from ._pointwise import _sign
 from ._registry import array_module, defop, with_out
 from ._tensor import Tensor
 from .kernels import get as _kernel
@@ -208,7 +208,7 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001
     return _make(_kernel("make_complex", array_module(dr))(dr, imag._data))
 
 
-@with_out
+@defop("polar", out=True)
 def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002
     """The complex tensor with magnitude ``abs`` and argument ``angle``:
     ``abs * (cos(angle) + i sin(angle))``.
@@ -216,8 +216,16 @@ def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002
     >>> polar(tensor([2.]), tensor([0.]))
     tensor([2.+0.j])
     """
-    _check_parts("polar", abs, angle, ("abs", "angle"))
-    return complex(mul(abs, cos(angle)), mul(abs, sin(angle)))
+    shape = _check_parts("polar", abs, angle, ("abs", "angle"))
+    a, t = abs._data, angle._data
+    xp = np if a.__class__ is np.ndarray else array_module(a)
+    with _quiet():  # (an infinite angle, an infinite magnitude times 0: NaN, no warning)
+        c, s = xp.cos(t), xp.sin(t)
+        if t.shape == shape:  # each product into its factor's array
+            re, im = xp.multiply(a, c, out=c), xp.multiply(a, s, out=s)
+        else:
+            re, im = a * c, a * s
+    return _make(_kernel("make_complex", xp)(re, im))
 
 
 def _sgn(d):

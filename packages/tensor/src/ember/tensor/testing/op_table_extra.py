@@ -687,7 +687,7 @@ _COMPLEX_OPS = [
     E("complex", et.complex, lambda a, b: a + 1j * b, _parts, dtypes=FLOAT,
       out_dtype=_complex_of, operands=(0, 1), method=None),
     E("polar", et.polar, lambda r, t: r * np.exp(1j * t), _parts, dtypes=FLOAT,
-      out_dtype=_complex_of, operands=(0, 1), method=None, ops=("complex", "cos", "sin")),
+      out_dtype=_complex_of, operands=(0, 1), method=None),
 ]
 
 
