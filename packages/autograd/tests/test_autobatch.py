@@ -1333,3 +1333,28 @@ def test_compiled_recorders_in_front_of_ops_defer_only_this_threads_calls():
     with et.autocast("cpu"):
         expect_z = et.sigmoid(et.linear(x * 3.0, w))
     np.testing.assert_array_equal(z.detach().float().numpy(), expect_z.detach().float().numpy())
+
+
+def test_fused_pointwise_ops_batch_as_elementwise():
+    # addcmul / addcdiv / polar are single registry ops: one batched call per group
+    rng = np.random.default_rng(37)
+    w = param(rng, 3)
+    xs = [et.tensor(rng.standard_normal((2, 3))) for _ in range(4)]
+
+    def f(x):
+        a = et.addcmul(x, x, w, value=0.5)
+        b = et.addcdiv(a, w, x.abs() + 1.0)
+        return et.view_as_real(et.polar(b.abs(), a)).sum()
+
+    eager = [f(x) for x in xs]
+    ctx = autobatch()
+    with ctx:
+        got = [f(x) for x in xs]
+    assert not {"addcmul", "addcdiv", "polar"} & set(ctx.stats["unbatched"])
+    for g, e in zip(got, eager):
+        np.testing.assert_allclose(g.item(), e.item(), **TOL["float64"])
+    et.stack(got).sum().backward()
+    gb = w.grad.numpy().copy()
+    w.grad = None
+    et.stack(eager).sum().backward()
+    np.testing.assert_allclose(gb, w.grad.numpy(), **TOL["float64"])

@@ -162,7 +162,15 @@ SHAPE = {
                                       accumulate=True),
     "renorm": lambda x: x.renorm(2, 1, 1.5), "renorm_p1": lambda x: x.renorm(1, 0, 4.0),
     "renorm_inf": lambda x: x.renorm(float("inf"), 2, 1.0),
+    "addcmul": lambda x: et.addcmul(x, x[:, :1], x.flip(2), value=0.5),
+    "addcdiv": lambda x: et.addcdiv(x, x, x.abs() + 1), "addcmul_inplace": lambda x: _addcmul_(x),
 }
+
+
+def _addcmul_(x):
+    y = x.clone()
+    y.addcmul_(x, x, value=2.0)
+    return y
 
 
 def _setitem(x):

@@ -736,7 +736,7 @@ special_zeta special_chebyshev_polynomial_t special_chebyshev_polynomial_u
 special_chebyshev_polynomial_v special_chebyshev_polynomial_w special_shifted_chebyshev_polynomial_t
 special_shifted_chebyshev_polynomial_u special_shifted_chebyshev_polynomial_v
 special_shifted_chebyshev_polynomial_w special_hermite_polynomial_h special_hermite_polynomial_he
-special_laguerre_polynomial_l special_legendre_polynomial_p""".split()
+special_laguerre_polynomial_l special_legendre_polynomial_p addcmul addcdiv polar""".split()
 for _n in _UNARY + _BINARY:
     RULES[_n] = elementwise
 for _n in ("sum", "mean", "nansum", "amax", "amin", "all", "any", "count_nonzero", "norm",

@@ -355,6 +355,20 @@ def _lerp(g, a, out):
     return g.node("Add", [x, g.node("Mul", [w, g.node("Sub", [e, x])])])
 
 
+
+def _addc(op_type):
+    def conv(g, a, out):  # input + value * (tensor1 op tensor2)
+        dt = _out_dtype(out)
+        q = g.node(op_type, [g.v(a.tensor1, dt), g.v(a.tensor2, dt)])
+        if a.value != 1:
+            q = g.node("Mul", [q, g.const(a.value, dt)])
+        return g.node("Add", [g.v(a.input, dt), q])
+    return conv
+
+
+SYMBOLICS["addcmul"], SYMBOLICS["addcdiv"] = _addc("Mul"), _addc("Div")
+
+
 @register("isclose")
 def _isclose(g, a, out):
     dt = et.result_type(a.input, a.other).np
