@@ -889,19 +889,30 @@ def clamp(x, lo, hi):
     bound do not vectorize (256x1024 float32 with a (1024,) and a (256, 1) bound: 150 us
     against 37); a new C-contiguous array. ValueError where they do not broadcast; other
     dtypes raise TypeError."""
-    dt = x.dtype
-    if dt.char not in "fd" or lo.dtype != dt or hi.dtype != dt:
-        raise TypeError(f"clamp: no kernel for dtypes {dt}, {lo.dtype} and {hi.dtype}")
-    shape = x.shape
-    if lo.shape != shape or hi.shape != shape:
-        shape = np.broadcast(x, lo, hi).shape  # (C; broadcast_shapes is Python)
-    out = np.empty(shape, dt)
-    if out.size:
-        C = shape[-1] if shape else 1
-        R = out.size // C
-        _clamp_rows(_rows_of(x, shape, R, C), _rows_of(lo, shape, R, C),
-                    _rows_of(hi, shape, R, C), out if shape == (R, C) else out.reshape(R, C))
+    out, rows = _three_rows("clamp", x, lo, hi)
+    if rows is not None:
+        _clamp_rows(*rows)
     return out
+
+
+def _three_rows(name, x, a, b):
+    """``(out, rows)`` for a one-pass kernel over three float32 or float64 arrays of one dtype
+    broadcast together: ``out`` a new C-contiguous array of the broadcast shape, ``rows`` the
+    (R or 1, C or 1) row forms of ``x``, ``a``, ``b`` and ``out``'s (R, C) view (None when
+    ``out`` is empty). ValueError where they do not broadcast; other dtypes raise TypeError."""
+    dt = x.dtype
+    if dt.char not in "fd" or a.dtype != dt or b.dtype != dt:
+        raise TypeError(f"{name}: no kernel for dtypes {dt}, {a.dtype} and {b.dtype}")
+    shape = x.shape
+    if a.shape != shape or b.shape != shape:
+        shape = np.broadcast(x, a, b).shape  # (C; broadcast_shapes is Python)
+    out = np.empty(shape, dt)
+    if not out.size:
+        return out, None
+    C = shape[-1] if shape else 1
+    R = out.size // C
+    return out, (_rows_of(x, shape, R, C), _rows_of(a, shape, R, C), _rows_of(b, shape, R, C),
+                 out if shape == (R, C) else out.reshape(R, C))
 
 
 # --------------------------------------------------------------------------- addcmul, addcdiv
@@ -936,18 +947,10 @@ def _addc_rows(x, a, b, v, div, out):
 
 
 def _addc(x, a, b, value, div: bool):
-    dt = x.dtype
-    if dt.char not in "fd" or a.dtype != dt or b.dtype != dt:
-        raise TypeError(f"addcmul/addcdiv: no kernel for dtypes {dt}, {a.dtype} and {b.dtype}")
-    shape = x.shape
-    if a.shape != shape or b.shape != shape:
-        shape = np.broadcast(x, a, b).shape  # (C; broadcast_shapes is Python)
-    out = np.empty(shape, dt)
-    if out.size:
-        C = shape[-1] if shape else 1
-        R = out.size // C
-        _addc_rows(_rows_of(x, shape, R, C), _rows_of(a, shape, R, C), _rows_of(b, shape, R, C),
-                   float(value), div, out if shape == (R, C) else out.reshape(R, C))
+    out, rows = _three_rows("addcmul/addcdiv", x, a, b)
+    if rows is not None:
+        xr, ar, br, o = rows
+        _addc_rows(xr, ar, br, float(value), div, o)
     return out
 
 
