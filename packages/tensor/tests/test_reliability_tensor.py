@@ -101,3 +101,17 @@ def test_ldl_solve_refuses_out_of_range_pivots():  # found by the bad-input diff
     for bad in ([1, 10_000], [0, 2], [-10_000, 2]):
         with pytest.raises(RuntimeError, match="ldl_solve"):
             et.linalg.ldl_solve(ld, et.tensor(bad, dtype=et.int32), b)
+
+
+def test_tensor_of_python_numbers_beyond_a_dtype_like_pytorch():
+    # a float beyond the dtype's range is inf, with no warning (this suite turns warnings into
+    # errors); an int beyond int64's range is PyTorch's ValueError, one beyond a smaller
+    # integer dtype's its RuntimeError
+    assert et.tensor([1e308, -1e308]).tolist() == [float("inf"), -float("inf")]
+    assert et.tensor([[1e39]], dtype=et.float16).tolist() == [[float("inf")]]
+    assert et.tensor([2**70], dtype=et.float32).item() == np.float32(2**70)
+    for data, dtype in (([2**63], None), ([1, [2**64]][1:], et.int32), ([-2**63 - 1], et.int64)):
+        with pytest.raises(ValueError, match=r"^tensor\(\): Overflow when unpacking long long"):
+            et.tensor(data, dtype=dtype)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        et.tensor([300], dtype=et.uint8)

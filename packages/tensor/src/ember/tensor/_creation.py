@@ -214,12 +214,23 @@ def _to_array(data, dtype: D.dtype | None, op: str):
 
 def _np_array(data, dtype: D.dtype, op: str):
     try:
-        return np.array(data, dtype=dtype.np)
+        with quiet():  # a float beyond the dtype's range is inf, as PyTorch's, with no warning
+            return np.array(data, dtype=dtype.np)
     except ValueError as exc:
         raise ValueError(f"{op}(): {exc}") from None
     except OverflowError as exc:
+        if _beyond_int64(data):  # PyTorch's error where it unpacks such an int
+            raise ValueError(f"{op}(): Overflow when unpacking long long (a Python int "
+                             f"outside int64's range)") from None
         raise RuntimeError(f"{op}(): value cannot be converted to type {dtype} without "
                            f"overflow ({exc})") from None
+
+
+def _beyond_int64(data) -> bool:
+    """Does ``data`` (nested lists and tuples) hold a Python int outside int64's range?"""
+    if isinstance(data, (list, tuple)):
+        return any(_beyond_int64(x) for x in data)
+    return isinstance(data, int) and not -2**63 <= data < 2**63
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
