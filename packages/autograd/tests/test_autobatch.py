@@ -581,6 +581,36 @@ def test_inplace_on_one_examples_value_leaves_the_others_saved_values():
     np.testing.assert_allclose(w.grad.numpy(), g_e, rtol=1e-10)
 
 
+def test_values_made_before_an_error_in_the_context_keep_them():
+    """An exception of the user's code inside the context (or a generator closed there) leaves
+    the values made before it as the unbatched run would: the pending graph runs at the exit."""
+    rng = np.random.default_rng(12)
+    w = param(rng, 4, 3)
+    xs = [et.tensor(rng.standard_normal((2, 4))) for _ in range(3)]
+    want = [float((x @ w).tanh().sum()) for x in xs]
+    made = []
+    with pytest.raises(KeyError):
+        with autobatch():
+            for i, x in enumerate(xs):
+                if i == 2:
+                    raise KeyError("a bad example")
+                made.append((x @ w).tanh().sum())
+    np.testing.assert_allclose([m.item() for m in made], want[:2], rtol=1e-12)
+    made[0].backward()
+    x0, w0 = xs[0].numpy(), w.detach().numpy()
+    np.testing.assert_allclose(w.grad.numpy(), x0.T @ (1 - np.tanh(x0 @ w0) ** 2), rtol=1e-12)
+
+    def gen():
+        with autobatch():
+            for x in xs:
+                yield (x @ w).sum()
+
+    g = gen()
+    first = next(g)
+    g.close()  # GeneratorExit inside the context
+    assert first.item() == pytest.approx(float((xs[0] @ w).sum()), rel=1e-12)
+
+
 def test_decorator_with_and_without_parentheses():
     rng = np.random.default_rng(36)
     w = param(rng, 3, 2)

@@ -2172,6 +2172,14 @@ class autobatch:
         try:
             if exc_type is None:
                 st.flush()
+            elif issubclass(exc_type, (Exception, GeneratorExit)):
+                # an error of the user's code (or a generator closed inside the context): the
+                # values made before it keep theirs, as they would without the context; an
+                # error of that run leaves them unrun and the user's error goes on
+                try:
+                    st.flush()
+                except Exception:
+                    pass
         finally:
             # contexts of different threads may end in any order: a recorder another thread's
             # context chains to stays, passing every call through (``flushing``); the one
