@@ -1121,6 +1121,27 @@ def test_pending_layout_is_the_unbatched_runs(device):
     run_both([w], loss_fn, "float64")
 
 
+def test_batched_results_keep_the_layout_the_unbatched_run_gives():
+    # einsum's result here is column-major unbatched; its batched rows are not: a value taken
+    # from them gets the promised layout, so ``t()`` of it is contiguous and views as promised
+    rng = np.random.default_rng(23)
+    w = param(rng, 5, 5)
+    x = et.tensor(rng.standard_normal((2, 5)))
+    eager = et.einsum("rd,de->re", x + x, w)
+    assert not eager.is_contiguous()
+
+    def loss_fn():
+        et.einsum("rd,de->re", x, w)  # a call of the same signature joins the group
+        y = et.einsum("rd,de->re", x + x, w)
+        return y.t().contiguous().view(-1).tanh().sum()
+
+    run_both([w], loss_fn, "float64")
+    with autobatch():
+        ys = [et.einsum("rd,de->re", x * k, w) for k in (1.0, 2.0, 3.0)]
+    assert [y.stride() for y in ys] == [eager.stride()] * 3
+    np.testing.assert_allclose(ys[1].detach().numpy(), eager.detach().numpy(), rtol=1e-12)
+
+
 def test_empty_dim_tuples_and_later_patterns():
     # ``x.max()`` passes ``dim=()``: the compiled recorder of that pattern is valid code, and
     # the calls after it (other patterns of the op, in later contexts) record as before

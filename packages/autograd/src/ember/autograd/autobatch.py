@@ -71,6 +71,8 @@ _INDEX_SELECT = OPS["index_select"]
 _INDEX_ADD = OPS["index_add"]
 _SLICE = OPS["slice_view"]
 _CLONE = OPS["clone"]
+_PERMUTE = OPS["permute"]
+_ASCONTIGUOUS = OPS["_ascontiguous"]
 _SPLIT = OPS["split_with_sizes"]
 _CAT = OPS["cat"]
 _STACK = OPS["stack"]
@@ -247,6 +249,29 @@ def _dense(shape, strides, itemsize, fortran):
     return True
 
 
+def _keeps_layout(t, strides):
+    """Do an example's values in a batched result (their ``strides``) have the layout its
+    pending values promised (``t``: the unbatched run's, which contiguous(), view() and the
+    strides seen inside the context went by)? Size-1 dims aside, as NumPy's."""
+    if t.layout is None:
+        return _dense(t.shape, strides, t.dtype.itemsize, False)
+    return all(n <= 1 or a == b for n, a, b in zip(t.shape, strides, t.layout))
+
+
+def _relayout(inner, v, t):
+    """``v`` (an example's value) copied into the layout ``t`` promised: row-major, or a dense
+    permutation of it (a column-major matrix); ``v`` itself for any other layout."""
+    if t.layout is None:
+        return inner(_ASCONTIGUOUS, (v,))
+    order = sorted(range(len(t.shape)), key=lambda i: -t.layout[i])
+    if not _dense([t.shape[i] for i in order], [t.layout[i] for i in order],
+                  t.dtype.itemsize, False):
+        return v
+    back = tuple(sorted(range(len(order)), key=order.__getitem__))
+    dense = inner(_ASCONTIGUOUS, (inner(_PERMUTE, (v, tuple(order))),))
+    return inner(_PERMUTE, (dense, back))
+
+
 def _flat_rows(shape):
     """Rows per example in a batched buffer: values of rank 2 or more are kept *flat*, the
     examples' rows one after another, ``(n * shape[0],) + shape[1:]`` (so row-wise ops run on
@@ -301,6 +326,8 @@ def _made(g, c):
                 v = g.st.inner(_SLICE, (g.outs[k], 0, r * f, (r + 1) * f, 1))
             else:
                 v = g.st.inner(_SELECT, (g.outs[k], 0, r))
+            if g.relayout is not None and g.relayout[k]:
+                v = _relayout(g.st.inner, v, g.outm[k][0])
         finally:
             _set_grad(prev)
     elif g.same is not None:
@@ -522,7 +549,7 @@ class _Group:
     __slots__ = ("op", "gm", "st", "depth", "first", "n", "codes", "m", "plan", "shapes",
                  "kind", "outm", "one", "diff", "bid", "base", "outs", "same", "vals", "made",
                  "rows", "phys", "mkey", "views", "alias", "merged", "latest", "fdepth",
-                 "C", "lo", "hi")
+                 "C", "lo", "hi", "relayout")
 
 
 def _plan(bound):
@@ -1160,7 +1187,7 @@ class _State:
         g.diff = gm and op.differentiable
         g.first, g.n, g.codes = bound, 0, []
         g.plan, g.shapes, g.m = _plan(bound)
-        g.outs = g.same = g.vals = g.made = g.rows = g.phys = g.alias = g.merged = None
+        g.outs = g.same = g.vals = g.made = g.rows = g.phys = g.alias = g.merged = g.relayout = None
         g.mkey = mkey
         g.views = [] if mkey in _VIEWLIKE else None
         g.C = None
@@ -1624,6 +1651,13 @@ class _State:
             d = _unwrap(o)
             if d.shape != _phys(n, t.shape) or d.dtype != t.dtype:
                 return False
+        # an example's value taken from a result computed anew (not a view: a view's later
+        # views are taken from its base) gets the layout its pending values promised, where
+        # the batched result's rows have another (einsum's, a solve's column-major results:
+        # a ``t()`` of one was promised contiguous and viewed so)
+        relayout = [grp.views is None and not _keeps_layout(t, s if t.r else s[1:])
+                    for s, (t, _, _) in zip([_unwrap(o).strides for o in outs], outm)]
+        grp.relayout = tuple(relayout) if any(relayout) else None
         grp.outs = outs
         if perm is not None:  # the results are in the order ``perm``
             phys = grp.phys = np.empty(n, dtype=np.int64)
