@@ -1142,6 +1142,31 @@ def test_batched_results_keep_the_layout_the_unbatched_run_gives():
     np.testing.assert_allclose(ys[1].detach().numpy(), eager.detach().numpy(), rtol=1e-12)
 
 
+def test_list_arguments_are_read_at_the_call():
+    # a list the caller appends to (or changes) after the call, before the group runs: the
+    # deferred call uses its contents at the call, as without the context (attention over a
+    # history of states, stacked at every step)
+    rng = np.random.default_rng(24)
+    w = param(rng, 3, 3)
+    xs = [et.tensor(rng.standard_normal((1, 3))) for _ in range(4)]
+    base = et.tensor(rng.standard_normal((2, 3, 4)))
+
+    def loss_fn():
+        hist, out, dims = [], [], [0]
+        h = et.zeros(1, 3, dtype=et.float64)
+        for x in xs:
+            hist.append(h)
+            keys = et.cat(hist, 0)                      # one more row every step
+            att = et.softmax((keys @ w @ x.t()).t(), 1)
+            h = et.tanh(att @ keys + x @ w)
+            out.append(et.stack(hist).sum() + (base * h.sum()).sum(dim=dims).sum() +
+                       (base * h.sum()).flip(dims).sum() + base[[0, 1], :, [1]].sum() * h.sum())
+            dims[0] = (dims[0] + 1) % 3                 # the list argument changes after
+        return et.stack(out).sum()
+
+    run_both([w], loss_fn, "float64")
+
+
 def test_empty_dim_tuples_and_later_patterns():
     # ``x.max()`` passes ``dim=()``: the compiled recorder of that pattern is valid code, and
     # the calls after it (other patterns of the op, in later contexts) record as before

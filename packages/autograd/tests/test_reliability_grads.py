@@ -143,3 +143,24 @@ def test_einsum_ellipsis_that_broadcasts_names_the_shapes_in_backward():
     y = et.einsum("...ij,...jk->...ik", a, et.ones(2, 4, 5))
     with pytest.raises(RuntimeError, match=r"'\.\.\.' stands for broadcast .*\[1, 3, 4\]"):
         y.sum().backward()
+
+
+def test_list_arguments_changed_after_the_call_leave_backward_alone():
+    # a node keeps the list arguments as they were at the call (PyTorch reads them into sizes
+    # at once): dims, an index with lists, the tensors of a cat the caller appends to later
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 3, 4))
+    x = et.tensor(a, requires_grad=True)
+    dims, rows, parts = [0], [0, 1], [x[0]]
+    w = et.tensor(rng.standard_normal((3, 4)))
+    ys = [x.sum(dim=dims), x[rows, :, [1]], et.cat(parts, 0)]
+    dims[0] = 2
+    rows.append(0)
+    parts.append(x[1])
+    loss = (ys[0] * w).sum() + ys[1].sum() * 2.0 + (ys[2] * et.cat([w, w], 0)[:3]).sum()
+    loss.backward()
+    wn = w.numpy()
+    want = np.broadcast_to(wn, a.shape).copy()  # the sum over dim 0, times w
+    want[:, :, 1] += 2.0  # x[[0, 1], :, [1]], twice
+    want[0] += wn  # cat([x[0]])
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)

@@ -4,6 +4,7 @@ No torch import: the reference below is written from PyTorch's documented formul
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import pickle
 import subprocess
@@ -843,3 +844,27 @@ def test_fused_group_sees_a_replaced_param_data_and_state():
     opt.step()
     np.testing.assert_allclose(p.detach().numpy(), 5.0 - 0.1, rtol=1e-6)
     assert opt.state[q]["exp_avg"].tolist() != [0.0] * 4
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta",
+                                  "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"])
+def test_step_inside_autobatch_runs_the_deferred_calls_first(name):
+    # a step writes the parameters in place outside the op registry: a call deferred by
+    # autobatch() before it reads them as they were at the call, as without the context
+    from ember.autograd import autobatch
+
+    rng = np.random.default_rng(5)
+    w0 = rng.standard_normal((3, 2))
+    x1, x2 = (et.tensor(rng.standard_normal((2, 3))) for _ in range(2))
+    seen = []
+    for batched in (False, True):
+        w = et.tensor(w0, requires_grad=True)
+        opt = getattr(optim, name)([w], lr=0.5)
+        with autobatch() if batched else contextlib.nullcontext():
+            (x1 @ w).pow(2).sum().backward()
+            monitor = (x2 @ w).pow(2).sum()   # deferred inside the context
+            opt.step()
+            seen.append((monitor.item(), w.detach().numpy().copy()))
+    np.testing.assert_allclose(seen[1][0], seen[0][0], rtol=1e-12)
+    np.testing.assert_allclose(seen[1][0], ((x2.numpy() @ w0) ** 2).sum(), rtol=1e-12)
+    np.testing.assert_allclose(seen[1][1], seen[0][1], rtol=1e-12)

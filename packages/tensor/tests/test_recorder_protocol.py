@@ -109,3 +109,30 @@ def test_an_op_recorder_takes_its_ops_calls_until_the_next_set_recorder(counting
     ext.set_recorder(ext.get_recorder())  # installing a recorder removes every op recorder
     et.mul(a, b)
     assert seen == ["mul", "mul"]
+
+
+def test_a_deferring_recorders_flush_runs_before_state_changes_outside_the_registry():
+    # a recorder that defers calls (autobatch's) has ``flush``: a ``.data`` assignment and a
+    # ``requires_grad`` change call it first, so deferred calls read the state they were made
+    # with; a recorder without one is not asked
+    prev = ext.get_recorder()
+    flushed = []
+
+    def rec(op, bound):
+        return op.run(*bound)
+
+    rec.flush = lambda: flushed.append(1)
+    ext.set_recorder(rec)
+    try:
+        t = et.ones(2)
+        t.data = et.zeros(2)
+        assert flushed == [1]
+        np.testing.assert_array_equal(ext.unwrap(t), np.zeros(2, np.float32))
+        t.requires_grad = False
+        assert flushed == [1, 1]
+        del rec.flush
+        ext.set_recorder(rec)  # (the registry notes a recorder's flush as it is installed)
+        t.data = et.ones(2)
+        assert flushed == [1, 1]
+    finally:
+        ext.set_recorder(prev)

@@ -258,6 +258,30 @@ def _keeps_layout(t, strides):
     return all(n <= 1 or a == b for n, a, b in zip(t.shape, strides, t.layout))
 
 
+def _rows_layout(t, drop, step, out):
+    """The layout (``_type``'s) of rows of a value of type ``t``: one row (``drop``), or
+    every ``step``-th, as the unbatched run's view of them has it."""
+    st = t.layout
+    if st is None:
+        if drop or step == 1:
+            return None  # rows of a row-major array
+        st, acc = [], t.dtype.itemsize
+        for n in reversed(t.shape):
+            st.append(acc)
+            acc *= n
+        st.reverse()
+    st = tuple(st[1:]) if drop else (st[0] * step,) + tuple(st[1:])
+    return None if _dense(out, st, t.dtype.itemsize, False) else st
+
+
+def _snapshot(bound):
+    """``bound`` with each list in it (also inside a tuple: an index) copied."""
+    for a in bound:
+        if a.__class__ is list or a.__class__ is tuple:
+            return tuple([graph.frozen(a) for a in bound])
+    return bound
+
+
 def _relayout(inner, v, t):
     """``v`` (an example's value) copied into the layout ``t`` promised: row-major, or a dense
     permutation of it (a column-major matrix); ``v`` itself for any other layout."""
@@ -1026,6 +1050,7 @@ class _State:
             return _results(grp, row, rg)
 
         record.autobatch_state = st  # (see _live)
+        record.flush = flush  # (this thread's context: see ember.tensor.extension)
         self.generic = generic
         return record
 
@@ -1102,7 +1127,7 @@ class _State:
             if not L:
                 return None
         gm = _grad_on()
-        key = (_ROWS_KEY, gm, t.dtype, t.dev, t.shape[1:], drop, L, step)
+        key = (_ROWS_KEY, gm, t.dtype, t.dev, t.shape[1:], t.layout, drop, L, step)
         if c is _Pending:
             code = x._c
             x._rd = True
@@ -1123,7 +1148,8 @@ class _State:
             out = t.shape[1:] if drop else (L,) + t.shape[1:]
             canon = (x, 0, start) if drop else (x, 0, start, start + L * step, step)
             grp = self.new_group(_SELECT if drop else _SLICE, canon, key, gm, depth + 1,
-                                 (None, [(_type(out, t.dtype, t.dev),
+                                 (None, [(_type(out, t.dtype, t.dev, _rows_layout(t, drop,
+                                                                                   step, out)),
                                           t.dtype.kind in _GRAD_KINDS)]))
             grp.rows = (drop, L, step)
             grp.views = []
@@ -1185,7 +1211,9 @@ class _State:
         # what makes the results' container from a list of them (None: one tensor)
         g.kind = (lambda res, cls=kind: cls(*res)) if hasattr(kind, "_fields") else kind
         g.diff = gm and op.differentiable
-        g.first, g.n, g.codes = bound, 0, []
+        # (a list argument as it is now: the caller may append to it before the group runs,
+        # a history of states stacked at every step)
+        g.first, g.n, g.codes = _snapshot(bound), 0, []
         g.plan, g.shapes, g.m = _plan(bound)
         g.outs = g.same = g.vals = g.made = g.rows = g.phys = g.alias = g.merged = g.relayout = None
         g.mkey = mkey

@@ -430,6 +430,20 @@ def _intern(key, cls, saved):
     return args
 
 
+def frozen(a):
+    """A list argument as it is now (copied; also a list inside a tuple: an index), so that a
+    later change to the caller's list reaches neither what a node saved nor a deferred call;
+    anything else as it is."""
+    c = a.__class__
+    if c is list:
+        return [frozen(b) for b in a]
+    if c is tuple:
+        for b in a:
+            if b.__class__ is list or b.__class__ is tuple:
+                return tuple([frozen(b) for b in a])
+    return a
+
+
 def _has_tensor(seq) -> bool:
     for b in seq:
         if isinstance(b, _TensorType):
@@ -540,12 +554,13 @@ def _attacher(n: int, save: frozenset, drops: bool):
               f"            mask |= {1 << i}",
               f"        if same and last[{i}] != _arg_meta({a}):",
               "            same = False",
-              f"        s{i} = {a if keep else 'None'}",
+              f"        s{i} = {f'_frozen({a})' if keep else 'None'}",
               "    else:",
               f"        e{i} = None",
               f"        if same and last[{i}] is not None:",
               "            same = False",
-              f"        s{i} = {a}"]
+              f"        s{i} = {a} if {a}.__class__ is not list and {a}.__class__ is not tuple "
+              f"else _frozen({a})"]
     saved = [f"s{i}" for i in range(n)]
     kept = sorted(i for i in save if i < n)
     if drops:
@@ -614,6 +629,7 @@ def _attacher(n: int, save: frozenset, drops: bool):
           "            _mark_view(out, args)",
           "    return out"]
     env = {"_T": _TensorType, "_unwrap": _unwrap, "_new": _new, "_node_class": _node_class,
+           "_frozen": frozen,
            "_accumulator": _accumulator, "_edge_of": _edge_of, "_has_tensor": _has_tensor,
            "_list_edges": _list_edges, "_arg_meta": _arg_meta, "_new_meta": _new_meta,
            "_drop_unwanted": _drop_unwanted, "_save": _save,

@@ -13,7 +13,7 @@ from typing import Any
 from ember.tensor import Tensor
 from ember.tensor.extension import bump_version, unwrap, wrap
 
-from .optimizer import Optimizer, _enable_grad, _no_grad, _xp
+from .optimizer import Optimizer, _enable_grad, _no_grad, _run_pending, _xp
 
 __all__ = ["LBFGS"]
 
@@ -205,6 +205,7 @@ class LBFGS(Optimizer):
         """Run up to ``max_iter`` L-BFGS iterations; returns the closure's first loss."""
         if closure is None:
             raise RuntimeError("LBFGS.step() requires a closure that reevaluates the model")
+        _run_pending()
         with _no_grad():
             return self._step(closure)
 

@@ -94,6 +94,17 @@ def _no_grad() -> Any:
     return _grad_mode("no_grad")
 
 
+def _run_pending() -> None:
+    """Run the pending graph of an ``ember.autograd.autobatch()`` context first (no-op
+    outside one): a step writes the parameters in place, outside the op registry, and the
+    calls deferred before it read them as they were, as they would without the context."""
+    try:
+        autobatch = importlib.import_module("ember.autograd.autobatch")
+    except ImportError:  # pragma: no cover - ember-optim declares ember-autograd
+        return
+    autobatch.flush()
+
+
 def _enable_grad() -> Any:
     return _grad_mode("enable_grad")
 
@@ -358,6 +369,7 @@ class Optimizer:
         if closure is not None:
             with _enable_grad():
                 loss = closure()
+        _run_pending()
         with _no_grad():
             for group in self.param_groups:
                 update(group)

@@ -29,7 +29,7 @@ from ._codegen import compiled, named, parameter_source
 from ._composite import arg_specs, diagnose, op_names
 from ._grad_mode import grad_enabled as _grad_enabled
 from ._out import array_module, write_out
-from ._tensor import Tensor
+from ._tensor import Tensor, _deferring
 
 __all__ = ["OpDef", "OPS", "defop", "replace_impl", "set_recorder", "set_op_recorder",
            "array_module", "write_out", "with_out"]
@@ -88,8 +88,11 @@ def set_recorder(fn: Callable | None) -> None:
     """Install the recorder every op call goes through: ``fn(op, bound) -> result``. A
     recorder with a true ``grad_only`` attribute sees only the calls made with grad mode on
     where a tensor argument (or a tensor in a list argument) requires grad; any other (a
-    tracer, autocast, autobatch) sees every call. Removes every op recorder."""
+    tracer, autocast, autobatch) sees every call. A recorder's ``flush`` attribute (one that
+    defers calls) is called before a tensor's array or ``requires_grad`` changes outside the
+    registry. Removes every op recorder."""
     _state[0], _state[1] = fn, bool(getattr(fn, "grad_only", False))
+    _deferring[0] = getattr(fn, "flush", None)  # (see _tensor._run_deferred)
     if _overridden:
         for env in _overridden.values():
             env["_state"] = _state

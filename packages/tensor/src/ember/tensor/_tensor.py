@@ -376,6 +376,7 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        _run_deferred()
         if value and not self._requires_grad:
             _autograd().check_requires_grad(self)
         elif not value and self.grad_fn is not None:
@@ -399,6 +400,7 @@ class Tensor:
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        _run_deferred()
         self._data = value._data
         self._vc = value._vc
 
@@ -664,6 +666,19 @@ def _legacy_dtype_from_name(name: str) -> D.dtype:
 
 
 _autograd_api = [None]  # set by ember.autograd through extension.set_autograd
+
+
+# the installed recorder's ``flush`` where it defers calls (autobatch's), set by the registry's
+# set_recorder
+_deferring: list = [None]
+
+
+def _run_deferred() -> None:
+    """Run the calls the installed recorder deferred: a tensor's array or flags change outside
+    the registry, and those calls read them as they were."""
+    flush = _deferring[0]
+    if flush is not None:
+        flush()
 
 
 def _autograd():

@@ -27,7 +27,10 @@ Ops
     a true ``grad_only`` attribute (autograd's) is called only with grad mode on and where a
     tensor argument (or a tensor in a list argument) requires grad; the registry runs every
     other call at once.
-    Recorders without it (tracers, autocast, autobatch) see every call.
+    Recorders without it (tracers, autocast, autobatch) see every call. A recorder that
+    defers calls (autobatch's) has a ``flush`` attribute that runs them: it is called before a
+    tensor's array or ``requires_grad`` changes outside the registry (``.data = ...``,
+    ``requires_grad_``), so the calls deferred before read the state they were made with.
     :func:`any_requires_grad` is that test for a bound call.
 
 Floating-point warnings
