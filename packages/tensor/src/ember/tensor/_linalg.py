@@ -210,14 +210,16 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         xp = array_module(a)
     if dt == _float16 and xp is np:  # (BLAS has no half gemm; float32 also accumulates
         a, b = a.astype(_float32), b.astype(_float32)  # like PyTorch)
-    if not a.flags.c_contiguous:
-        a = _blas_ready(xp, a)
-    if not b.flags.c_contiguous:
-        b = _blas_ready(xp, b)
     na, nb = a.ndim, b.ndim
     token = quiet_begin()
     try:  # NumPy's shape rules are PyTorch's: a mismatch raises, and only then is diagnosed
         if na > 2 or nb > 2:
+            # (the matmul ufunc loops without BLAS over operands BLAS cannot take as they
+            # are; ``dot`` below copies such an operand itself, so only this branch asks)
+            if not a.flags.c_contiguous:
+                a = _blas_ready(xp, a)
+            if not b.flags.c_contiguous:
+                b = _blas_ready(xp, b)
             if nb == 2 and a.flags.c_contiguous:
                 # a batch of rows times one matrix: one GEMM over the folded rows, about
                 # twice as fast as NumPy's loop of one GEMM per batch entry
@@ -271,15 +273,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if a.dtype != w.dtype:
         _check_same_dtype("linear", a, w)
     # the leading dims folded into the rows of one BLAS call (a strided input is copied:
-    # cheaper than a GEMM per leading index)
-    n, k = _prod(a.shape[:-1]), a.shape[-1]
-    x, wt = a.reshape(n, k), w
+    # cheaper than a GEMM per leading index); ``dot`` copies an operand BLAS cannot take
+    lead, k = a.shape[:-1], a.shape[-1]
+    n = lead[0] if len(lead) == 1 else _prod(lead)
+    x, wt = a if len(lead) == 1 else a.reshape(n, k), w
     if a.dtype == _float16:
         x, wt = _upcast(xp, x), _upcast(xp, wt)
-    if not x.flags.c_contiguous:
-        x = _blas_ready(xp, x)
-    if not wt.flags.c_contiguous:
-        wt = _blas_ready(xp, wt)
     token = quiet_begin()
     try:
         if xp is np and x.dtype.kind == "f" and _transpose_wins(n, k, wt.shape[0]) and \
@@ -297,7 +296,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         quiet_end(token)
     if r.dtype != a.dtype:  # float16, multiplied in float32
         r = r.astype(a.dtype)
-    return _make(r.reshape(a.shape[:-1] + r.shape[-1:]))
+    return _make(r if len(lead) == 1 else r.reshape(lead + r.shape[-1:]))
 
 
 @with_out(casting="no")
