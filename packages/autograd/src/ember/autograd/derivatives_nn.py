@@ -712,3 +712,15 @@ def _log_sigmoid_backward(c, g):
         s = et.sigmoid(x)
         d_x = -(g * go * s * (1 - s))
     return (_log_sigmoid_bw(g, x, x) if c.needs[0] else None), d_x, None
+
+
+# --------------------------------------------------------------------------- cummax / cummin
+# (ops of ``ember.tensor._extra_ops``: the values' gradient goes back to the positions the
+# indices name, added where one element is the running extreme of several)
+@vjp("cummax", "cummin", out=True)
+def _cummax(c, g):
+    gv = g[0] if isinstance(g, (tuple, list)) else g
+    if not c.meta[0][0]:  # a 0-d input: its value is its running extreme
+        return (gv,)
+    return (et.zeros(c.meta[0][0], dtype=gv.dtype, device=gv.device)
+            .scatter_add_(c.args.dim, c.out[1], gv),)

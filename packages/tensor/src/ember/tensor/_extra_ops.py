@@ -5,9 +5,9 @@ scatter_reduce, tril_indices / triu_indices, the window functions, the in-place 
 ``addmm_``, ...), thread-count and determinism switches.
 
 Composites of registry ops get their gradients from those ops; the new registry ops are
-``scatter_reduce`` (differentiable, derivative in ember-autograd's ``derivatives_extra.py``)
-and the non-differentiable ``isin``, ``bucketize``, ``searchsorted``, ``bincount``, ``histc``
-and ``cummax_indices`` / ``cummin_indices``.
+``scatter_reduce`` (differentiable, derivative in ember-autograd's ``derivatives_extra.py``),
+``cummax`` / ``cummin`` (differentiable, derivative in ``derivatives_nn.py``) and the
+non-differentiable ``isin``, ``bucketize``, ``searchsorted``, ``bincount`` and ``histc``.
 """
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from ._fpstate import quiet
 from ._nn_ops import _log_softmax, _softmax
 from ._pointwise import exp, log
 from ._reduction import _on_kernel, _one_dim, _pmq, _return_type, _wrap, sort
-from ._registry import array_module, defop, with_out, write_out
-from ._scatter import _scatter_check, _scatter_raw, gather
+from ._registry import array_module, defop, with_out
+from ._scatter import _scatter_check, _scatter_raw
 from ._shape import _permute, _transpose_perm, cat, flip, slice_view
 from ._tensor import Tensor, _autograd, _legacy_dtype_from_name
 from .kernels import get as _kernel
@@ -434,44 +434,35 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:  # noqa: A002
 
 
 # ---------------------------------------------------------------------------- scans
-def _cum_indices(name: str, largest: bool):
-    def impl(input: Tensor, dim: int) -> Tensor:
+def _cum(kind, name: str, largest: bool):
+    # one registry op (its derivative: the gradient scattered back to the indices), one
+    # kernel call for the values and the indices
+    def impl(input: Tensor, dim: int):
         d = input._data
         xp = array_module(d)
         if d.ndim == 0:
             _one_dim(dim, 1, name)  # a 0-d tensor takes dim 0 or -1 only
-            return _make(xp.zeros((), np.int64))
+            return _make(d.copy()), _make(xp.zeros((), np.int64))
         ax = _one_dim(dim, d.ndim, name)
-        _, idx = _kernel("scan_dim", xp)(_pmq(xp, d, ax), "max" if largest else "min")
-        return _make(idx.reshape(d.shape))
+        vals, idx = _kernel("scan_dim", xp)(_pmq(xp, d, ax), "max" if largest else "min")
+        return _make(vals.reshape(d.shape)), _make(idx.reshape(d.shape))
 
-    impl.__name__ = name + "_indices"
-    return defop(name + "_indices", differentiable=False)(impl)
+    impl.__name__ = "_" + name
+    op = defop(name, out=True)(impl)
 
-
-_cummax_indices = _cum_indices("cummax", True)
-_cummin_indices = _cum_indices("cummin", False)
-
-
-def _cum(kind, fn_idx, name):
-    def public(input: Tensor, dim: int, *, out=None):
-        idx = fn_idx(input, dim)
-        vals = gather(input, dim, idx) if input.dim() else input.clone()
-        r = kind(vals, idx)
-        if out is not None:
-            return kind(*write_out(name, (vals, idx), out))
-        return r
+    def public(input: Tensor, dim: int):
+        return kind(*op(input, dim))
 
     public.__name__ = name
     public.__doc__ = (f"Running {'maximum' if name == 'cummax' else 'minimum'} along ``dim``: "
                       f"``(values, indices)``.\n\n    >>> {name}(tensor([1, 3, 2]), 0).values"
                       f"\n    tensor([1, {3 if name == 'cummax' else 1}, "
                       f"{3 if name == 'cummax' else 1}])\n")
-    return public
+    return with_out(casting="no")(public)
 
 
-cummax = _cum(extra_return_types.cummax, _cummax_indices, "cummax")
-cummin = _cum(extra_return_types.cummin, _cummin_indices, "cummin")
+cummax = _cum(extra_return_types.cummax, "cummax", True)
+cummin = _cum(extra_return_types.cummin, "cummin", False)
 
 
 @with_out
