@@ -217,7 +217,7 @@ def test_scan_dim(dtype, Q):
     rng = np.random.default_rng(0)
     x = rng.integers(-3, 4, (2, 9, Q)).astype(dtype)
     if dtype != np.int64:
-        x[0, 4, 0] = np.nan
+        x[0, 4, 0] = x[0, 7, 0] = np.nan  # (a NaN after a NaN moves the index on)
     acc = np.float64 if dtype != np.int64 else np.int64
     out, none = cpu.scan_dim(x, "sum", acc)
     assert none is None and out.dtype == x.dtype
