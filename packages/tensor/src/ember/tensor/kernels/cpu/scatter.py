@@ -265,11 +265,12 @@ def _gather_kernel(x3, index3, out3):
     bad = _first_bad(index, M)
     if bad >= 0:
         return bad
-    if Q == 1:
+    if Q == 1:  # (each plane's slices indexed from 0: no wraparound test on k)
         for p in range(P):
             xp = x[p * M:p * M + M]
-            for k in range(p * N, p * N + N):
-                out[k] = xp[np.uint64(index[k])]
+            ip, op = index[p * N:p * N + N], out[p * N:p * N + N]
+            for k in range(N):
+                op[k] = xp[np.uint64(ip[k])]
         return -1
     UQ = np.uint64(Q)
     for p in range(P):
@@ -313,11 +314,12 @@ def _scatter_kernel(out3, index3, src3, mode):
     bad = _first_bad(index, M)
     if bad >= 0:
         return bad
-    if Q == 1:
+    if Q == 1:  # (each plane's slices indexed from 0: no wraparound test on k)
         for p in range(P):
             op = out[p * M:p * M + M]
-            for k in range(p * N, p * N + N):
-                _scatter_one(op, np.uint64(index[k]), src, k, mode)
+            ip, sp = index[p * N:p * N + N], src[p * N:p * N + N]
+            for k in range(N):
+                _scatter_one(op, np.uint64(ip[k]), sp, k, mode)
         return -1
     UQ = np.uint64(Q)
     k = 0
