@@ -743,8 +743,8 @@ for _n in ("sum", "mean", "nansum", "amax", "amin", "all", "any", "count_nonzero
            "var", "prod"):
     RULES[_n] = reduction("dim", "all")
 for _n in ("logsumexp", "cumsum", "cumprod", "max_dim", "min_dim", "median_dim", "mode",
-           "sort", "argsort", "topk", "kthvalue", "_softmax", "_log_softmax", "cummax_indices",
-           "cummin_indices"):
+           "sort", "argsort", "topk", "kthvalue", "_softmax", "_log_softmax", "cummax",
+           "cummin"):
     RULES[_n] = reduction("dim", None)
 RULES["linalg_vector_norm"] = reduction("dim", "all")
 for _n in ("view_as_real", "view_as_complex", "geqrf", "linalg_det", "linalg_slogdet",
