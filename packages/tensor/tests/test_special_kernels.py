@@ -1,8 +1,9 @@
 """The special-function kernels of ``ember.tensor.kernels.special`` (Numba loops of
-``kernels/cpu/cephes.py`` and ``kernels/cpu/erf.py``: polygamma, i0, i0e, i1, i1e, ndtr) against
-SciPy: float32 as SciPy's float64 result rounded once, float64 within a few ulp; specials
-(inf, NaN, -0.0, poles, the series' boundary at 8), strided, Fortran-ordered and 0-d inputs;
-float16 through float32. On a GPU, the CUDA side (``cupyx.scipy.special``) against the CPU."""
+``kernels/cpu/cephes.py`` and ``kernels/cpu/erf.py``: polygamma, i0, i0e, i1, i1e, lgamma,
+ndtr) against SciPy: float32 as SciPy's float64 result rounded once, float64 within a few
+ulp; specials (inf, NaN, -0.0, poles, the series' boundary at 8), strided, Fortran-ordered and
+0-d inputs; float16 through float32. On a GPU, the CUDA side (``cupyx.scipy.special``)
+against the CPU."""
 
 from __future__ import annotations
 
@@ -68,7 +69,30 @@ def test_polygamma_matches_scipy(n, dtype):
     _check(got, want, dtype, 1e-15 * (n + 10))
 
 
-@pytest.mark.parametrize("name", ["i0", "i0e", "i1", "i1e", "ndtr", "polygamma"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lgamma_matches_scipy(dtype):
+    # and a dense grid over the poles, Cephes' boundaries (2, 3, 13, -34) and near the zeros
+    # at 1 and 2, where the result is small
+    x = np.concatenate([_inputs(dtype), np.linspace(-40, 40, 80001).astype(dtype),
+                        1 + np.linspace(-1e-5, 1e-5, 2001).astype(dtype),
+                        2 + np.linspace(-1e-5, 1e-5, 2001).astype(dtype)])
+    with np.errstate(all="raise"):
+        got = S.lgamma(np, x)
+    want = _scipy("gammaln", x)
+    assert got.dtype == dtype
+    assert np.all(want[x == -np.inf] == -np.inf)
+    want[x == -np.inf] = np.inf  # PyTorch's value
+    if dtype == np.float32:
+        np.testing.assert_array_equal(got, want)
+    else:  # within 4 ulp of max(1, |result|) (near a zero, both lose relative accuracy)
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(got[~finite], want[~finite])
+        err = np.abs(got[finite] - want[finite])
+        assert np.all(err <= 4 * np.spacing(np.maximum(np.abs(want[finite]), 1.0)))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("name", ["i0", "i0e", "i1", "i1e", "lgamma", "ndtr", "polygamma"])
 def test_layouts_and_half(name):
     def f(a):
         return S.polygamma(np, 2, a) if name == "polygamma" else getattr(S, name)(np, a)
@@ -99,11 +123,13 @@ def test_kernels_reject_other_dtypes():
         erf.ndtr(np.arange(3))
     with pytest.raises(ValueError, match="n >= 1"):
         cephes.polygamma(0, np.ones(3))
+    with pytest.raises(TypeError, match="no kernel for dtype int64"):
+        cephes.lgamma(np.arange(3))
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("name", ["i0e", "i1", "i1e", "ndtr", "polygamma"])
+@pytest.mark.parametrize("name", ["i0e", "i1", "i1e", "lgamma", "ndtr", "polygamma"])
 def test_cuda_matches_the_cpu_kernels(cp, name, dtype):
     x = np.concatenate([np.linspace(-12, 12, 241), [0.5, 8.0, np.inf, np.nan]]).astype(dtype)
     if name == "polygamma":

@@ -1,9 +1,9 @@
 """``torch.special`` and the special functions of ``torch.*`` (``lgamma``, ``digamma``,
 ``polygamma``, ``mvlgamma``, ``i0``, ``sinc``, ``logit``, ``xlogy``, ``igamma``,
 ``igammac``): registry ops over SciPy's ``scipy.special`` (CPU) and CuPy's
-``cupyx.scipy.special`` (CUDA); ``polygamma``, ``ndtr`` and the ``i0`` / ``i0e`` / ``i1`` /
-``i1e`` Bessel functions over ``ember.tensor.kernels.special`` (Numba loops on the CPU, where
-SciPy's scalar Cephes code is several times slower).
+``cupyx.scipy.special`` (CUDA); ``lgamma``, ``polygamma``, ``ndtr`` and the ``i0`` / ``i0e``
+/ ``i1`` / ``i1e`` Bessel functions over ``ember.tensor.kernels.special`` (Numba loops on the
+CPU, where SciPy's scalar Cephes code is several times slower).
 
 SciPy is imported on the first call of such an op, never when ember.tensor is imported.
 Integer and bool inputs compute in the default float dtype, float16 in float32 (the result is
@@ -32,9 +32,10 @@ _make = Tensor._make
 _nd = np.ndarray
 # the functions of kernels.special that compute these ops (Numba loops: no floating-point
 # warning to silence)
-_KERNELS = {_special_kernels.i0, _special_kernels.i0e, _special_kernels.i1, _special_kernels.i1e,
-            _special_kernels.ndtr, _special_kernels.entr, _special_kernels.xlogy,
-            _special_kernels.xlog1py, _special_kernels.sinc, _special_kernels.spherical_j0}
+_KERNELS = {_special_kernels.lgamma, _special_kernels.i0, _special_kernels.i0e,
+            _special_kernels.i1, _special_kernels.i1e, _special_kernels.ndtr,
+            _special_kernels.entr, _special_kernels.xlogy, _special_kernels.xlog1py,
+            _special_kernels.sinc, _special_kernels.spherical_j0}
 
 __all__ = ["lgamma", "lgamma_", "digamma", "digamma_", "polygamma", "polygamma_", "mvlgamma",
            "mvlgamma_", "i0", "i0_", "sinc", "sinc_", "logit", "logit_", "xlogy", "xlogy_",
@@ -172,7 +173,7 @@ def _write_inplace(input: Tensor, result: Tensor, name: str) -> Tensor:
 
 
 # --------------------------------------------------------------------------- gamma family
-lgamma = _unary("lgamma", _k("gammaln"),
+lgamma = _unary("lgamma", _special_kernels.lgamma,
                 "Natural log of the absolute value of the gamma function.\n\n"
                 "    >>> lgamma(tensor([1., 3.]))\n    tensor([0.0000, 0.6931])\n")
 digamma = _unary("digamma", _k("psi"),

@@ -1,5 +1,5 @@
-"""Special functions: erf, erfc, erfinv, ndtr (NumPy has none), i0, i0e, i1, i1e and polygamma
-(SciPy's are scalar Cephes code per element). The CPU versions are the Numba loops of
+"""Special functions: erf, erfc, erfinv, ndtr (NumPy has none), i0, i0e, i1, i1e, lgamma and
+polygamma (SciPy's are scalar Cephes code per element). The CPU versions are the Numba loops of
 ``cpu/erf.py`` and ``cpu/cephes.py`` (compiled on first use, cached); the CUDA versions come
 from ``cupyx.scipy.special``.
 
@@ -19,6 +19,7 @@ from .._fpstate import quiet_call
 
 _cpu = {}  # "erf", "cephes", "elementwise" -> its cpu module, imported by the first CPU call
 _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "cephes",
+           "lgamma": "cephes",
            "i0e": "cephes",
            "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise",
            "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs",
@@ -75,6 +76,20 @@ def _unary(name: str):
 
 erf, erfc, erfinv, ndtr, i0, i0e, i1, i1e = map(_unary, ("erf", "erfc", "erfinv", "ndtr",
                                                          "i0", "i0e", "i1", "i1e"))
+
+
+def lgamma(xp, d):
+    """``log |gamma(d)|``, ``inf`` at ``-inf`` as PyTorch (SciPy's ``gammaln`` gives ``-inf``;
+    CUDA: CuPy's ``gammaln``, that point replaced)."""
+    work = d if d.dtype.char in "fd" else _work(d)
+    if xp is np:
+        out = _cpu_kernel("lgamma")(work)
+    else:
+        from .._cupy import special_functions
+
+        out = special_functions("lgamma").gammaln(work)
+        out = xp.where(work == -xp.inf, xp.inf, out).astype(out.dtype, copy=False)
+    return out if out.dtype == d.dtype else out.astype(d.dtype)
 
 
 def polygamma(xp, n: int, d):

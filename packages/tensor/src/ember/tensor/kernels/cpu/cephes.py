@@ -19,6 +19,16 @@ function per element; these are the same algorithms and coefficients, in float64
   evaluated and one is selected.
   float32 leaves out the leading terms below 1e-12 (as erf.py's float32 series, truncation far
   below float32's rounding).
+- ``lgamma``: Cephes' ``lgam`` (SciPy's ``gammaln``) on ``a = |x|``: below 13, ``a`` is
+  shifted into ``[2, 3)`` (up to ten factors ``a - k`` down, each taken or not by a select, or
+  two up: a numerator and a denominator) and its rational function there is added to the log
+  of their quotient; from 13 on, Stirling's series with Cephes' five terms. Negative ``x``
+  take the reflection ``log(pi / |x sin(pi x)|) - lgamma(|x|)`` (Cephes' from -34 down; above
+  it Cephes shifts up to 36 steps), ``sin(pi f)`` for ``f`` in ``[0, 1/2]`` as its Taylor
+  series. Both branches and both logs are computed and one is selected, so the loop vectorizes
+  (SciPy's float32 loop calls the float64 scalar function per element: 256x1024 float32 took
+  3.8 ms against PyTorch's 1.2 ms). ``lgamma(-inf)`` is ``inf``, as PyTorch (SciPy's is
+  ``-inf``).
 """
 
 from __future__ import annotations
@@ -28,9 +38,9 @@ import math
 import numba
 import numpy as np
 
-from ._vmath import _FM, vexp
+from ._vmath import _FM, vexp, vlog
 
-__all__ = ["polygamma", "i0", "i0e", "i1", "i1e"]
+__all__ = ["polygamma", "i0", "i0e", "i1", "i1e", "lgamma"]
 
 _jit_opts = dict(nogil=True, error_model="numpy", fastmath=set(_FM), inline="always")
 _loop = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=set(_FM))
@@ -251,6 +261,89 @@ def _bessel64(x, out, order, scaled):
         out[i] = _bessel_f64(x[i], order, scaled)
 
 
+# --------------------------------------------------------------------------- lgamma
+# Cephes' gamma.c: Stirling's series (A, in 1/x^2), the rational function of lgamma on [2, 3)
+# (B / C in x - 2, C's leading 1 included)
+_LG_A = (8.11614167470508450300E-4, -5.95061904284301438324E-4, 7.93650340457716943945E-4,
+         -2.77777777730099687205E-3, 8.33333333333331927722E-2)
+_LG_B = (-1.37825152569120859100E3, -3.88016315134637840924E4, -3.31612992738871184744E5,
+         -1.16237097492762307383E6, -1.72173700820839662146E6, -8.53555664245765465627E5)
+_LG_C = (1.0, -3.51815701436523470549E2, -1.70642106651881159223E4,
+         -2.20528590553854454839E5, -1.13933444367982507207E6, -2.53252307177582951285E6,
+         -2.01889141433532773231E6)
+_LS2PI = 0.91893853320467274178  # log(sqrt(2 pi))
+# sin(t) / t in u = t^2, (-1)^k / (2k+1)! highest first (t <= pi/2: the next term is 1e-18)
+_SIN = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(11, -1, -1))
+
+
+def _poly_src(var: str, cs, name: str) -> str:
+    """Source lines setting ``name`` to the polynomial ``cs`` (highest first) in ``var``."""
+    lines = f"    {name} = {cs[0]!r}\n"
+    for c in cs[1:]:
+        lines += f"    {name} = {name} * {var} + {c!r}\n"
+    return lines
+
+
+def _make_lgamma():
+    """``lgamma(x)`` of one float64, branch-free (every step unrolled: a loop left in the body
+    stops the loop around it from vectorizing)."""
+    src = ["def lgamma(x):",
+           "    a = abs(x)",
+           "    small = a < 13.0",
+           "    fl = np.floor(a)",
+           # below 13, a shifted into [2, 3) is 2 + t (t exact); the shift's product: the
+           # factors a - k >= 2 (k = 1.., at most 10) over a and a + 1 where below 2
+           "    t = a - fl",
+           "    num = 1.0"]
+    for k in range(1, 11):
+        src += [f"    c = a - {float(k)!r}",
+                "    num = num * c if c >= 2.0 else num"]
+    src += ["    den = (a if a < 2.0 else 1.0) * (a + 1.0 if a < 1.0 else 1.0)"]
+    body = "\n".join(src) + "\n"
+    body += _poly_src("t", _LG_B, "pb") + _poly_src("t", _LG_C, "qc")
+    body += "    ia = 1.0 / a\n    w = ia * ia\n" + _poly_src("w", _LG_A, "pa")
+    body += "\n".join([
+        "    lz = vlog(num / den if small else a)",
+        "    tail = t * pb / qc",
+        "    far = (a - 0.5) * lz - a + _LS2PI + pa * ia",
+        "    g = lz + tail if small else far",
+        "    g = a if a == np.inf else g",
+        # reflection: f = distance of a to the nearest integer, in [0, 1/2]
+        "    f = t",
+        "    f = fl + 1.0 - a if f > 0.5 else f",
+        "    ts = 3.14159265358979323846 * f",
+        "    uu = ts * ts"]) + "\n"
+    body += _poly_src("uu", _SIN, "sn")
+    # log(pi / (a sin(pi f))) - lgamma(a) with one log: below 13 the product's log joins it,
+    # and a cancels against the denominator's first factor first (a * sin(pi a) underflows
+    # for a tiny a, whose result is finite)
+    body += "\n".join([
+        "    s = ts * sn",
+        "    arg = (s * num) * (a / den) if small else a * s",
+        "    arg = arg * 0.31830988618379067154",  # 1 / pi
+        "    refl = -vlog(arg) - (tail if small else far)",
+        "    refl = np.inf if fl == a else refl",
+        "    return refl if x < 0.0 else g"]) + "\n"
+    ns = {"vlog": vlog, "np": np, "_LS2PI": _LS2PI}
+    exec(body, ns)
+    return numba.njit(**_jit_opts)(ns["lgamma"])
+
+
+_lgamma = _make_lgamma()
+
+
+@_loop
+def _lgamma32(x, out):
+    for i in range(x.shape[0]):
+        out[i] = np.float32(_lgamma(np.float64(x[i])))
+
+
+@_loop
+def _lgamma64(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _lgamma(x[i])
+
+
 # --------------------------------------------------------------------------- wrappers
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
@@ -299,3 +392,10 @@ i0 = _bessel("i0", 0, False, "``I0(x)``")
 i0e = _bessel("i0e", 0, True, "``exp(-|x|) I0(x)``")
 i1 = _bessel("i1", 1, False, "``I1(x)``")
 i1e = _bessel("i1e", 1, True, "``exp(-|x|) I1(x)``")
+
+
+def lgamma(x: np.ndarray) -> np.ndarray:
+    """``log |gamma(x)|`` of a float32 / float64 array (a new array)."""
+    flat, out, single = _flat("lgamma", x)
+    (_lgamma32 if single else _lgamma64)(flat, out.ravel("K"))
+    return out
