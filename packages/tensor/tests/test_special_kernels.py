@@ -1,9 +1,9 @@
 """The special-function kernels of ``ember.tensor.kernels.special`` (Numba loops of
-``kernels/cpu/cephes.py`` and ``kernels/cpu/erf.py``: polygamma, i0, i0e, i1, i1e, lgamma,
-ndtr) against SciPy: float32 as SciPy's float64 result rounded once, float64 within a few
-ulp; specials (inf, NaN, -0.0, poles, the series' boundary at 8), strided, Fortran-ordered and
-0-d inputs; float16 through float32. On a GPU, the CUDA side (``cupyx.scipy.special``)
-against the CPU."""
+``kernels/cpu/cephes.py`` and ``kernels/cpu/erf.py``: polygamma, i0, i0e, i1, i1e, k0, k0e,
+k1, k1e, lgamma, ndtr, ndtri) against SciPy: float32 as SciPy's float64 result rounded once,
+float64 within a few ulp; specials (inf, NaN, -0.0, poles, the series' boundary at 8),
+strided, Fortran-ordered and 0-d inputs; float16 through float32. On a GPU, the CUDA side
+(``cupyx.scipy.special``) against the CPU."""
 
 from __future__ import annotations
 
@@ -92,21 +92,57 @@ def test_lgamma_matches_scipy(dtype):
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
-@pytest.mark.parametrize("name", ["i0", "i0e", "i1", "i1e", "lgamma", "ndtr", "polygamma"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["k0", "k0e", "k1", "k1e"])
+def test_bessel_k_matches_scipy(name, dtype):
+    x = np.concatenate([_inputs(dtype), np.linspace(0, 4, 4001).astype(dtype)])  # (2: a seam)
+    with np.errstate(all="raise"):
+        got = getattr(S, name)(np, x)
+    want = _scipy(name, x)
+    nan = np.isnan(want)  # (below 0 and at NaN; a NaN's sign is not compared)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    # float64: vexp / vlog against libm, within 2e-15 of SciPy
+    _check(got[~nan], want[~nan], dtype, 3e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ndtri_matches_scipy(dtype):
+    rng = np.random.default_rng(1)
+    # the centre, both tails down to the smallest subnormal and up to the last float below 1,
+    # Cephes' boundaries (exp(-2), exp(-32)), 0, 1 and outside [0, 1]
+    x = np.concatenate([rng.uniform(0, 1, 20000), np.exp(rng.uniform(-745, 0, 10000)),
+                        1 - np.exp(rng.uniform(-37, 0, 10000)),
+                        [0.0, -0.0, 1.0, 0.5, np.nan, -1.0, 2.0, np.inf, -np.inf, 5e-324, 1e-300,
+                         np.exp(-2.0), 1 - np.exp(-2.0), np.exp(-32.0), np.nextafter(1.0, 0.0),
+                         np.nextafter(0.0, 1.0)]])
+    with np.errstate(all="ignore"):
+        x = x.astype(dtype)
+    with np.errstate(all="raise"):
+        got = S.ndtri(np, x)
+    want = _scipy("ndtri", x)
+    nan = np.isnan(want)  # (the sign of a NaN result is SciPy's arithmetic's: not compared)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    # float64: the logs' rounding (vlog against libm) moves the tail by up to 6 ulp
+    _check(got[~nan], want[~nan], dtype, 2e-15)
+
+
+@pytest.mark.parametrize("name", ["i0", "i0e", "i1", "i1e", "k0", "k0e", "k1", "k1e", "lgamma",
+                                  "ndtr", "ndtri", "polygamma"])
 def test_layouts_and_half(name):
     def f(a):
         return S.polygamma(np, 2, a) if name == "polygamma" else getattr(S, name)(np, a)
 
-    base = np.linspace(0.25, 12.0, 60).reshape(6, 10)
+    hi = 0.99 if name == "ndtri" else 12.0  # (ndtri's domain: [0, 1])
+    base = np.linspace(0.25, hi, 60).reshape(6, 10)
     want = f(base)
-    strided = np.linspace(0.25, 12.0, 120).reshape(6, 20)[:, ::2]
+    strided = np.linspace(0.25, hi, 120).reshape(6, 20)[:, ::2]
     np.testing.assert_array_equal(f(strided), f(np.ascontiguousarray(strided)))
     fortran = np.asfortranarray(base)
     got = f(fortran)
     assert got.flags.f_contiguous
     np.testing.assert_array_equal(got, want)
-    zero_d = f(np.float64(3.5) * np.ones(()))
-    assert zero_d.shape == () and zero_d == f(np.array([3.5]))[0]
+    zero_d = f(np.float64(0.75) * np.ones(()))
+    assert zero_d.shape == () and zero_d == f(np.array([0.75]))[0]
     half = f(base.astype(np.float16))
     assert half.dtype == np.float16
     np.testing.assert_array_equal(half, f(base.astype(np.float16).astype(np.float32))
@@ -129,9 +165,14 @@ def test_kernels_reject_other_dtypes():
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("name", ["i0e", "i1", "i1e", "lgamma", "ndtr", "polygamma"])
+@pytest.mark.parametrize("name", ["i0e", "i1", "i1e", "k0", "k0e", "k1", "k1e", "lgamma", "ndtr",
+                                  "ndtri", "polygamma"])
 def test_cuda_matches_the_cpu_kernels(cp, name, dtype):
     x = np.concatenate([np.linspace(-12, 12, 241), [0.5, 8.0, np.inf, np.nan]]).astype(dtype)
+    if name[0] == "k":  # (K's domain: [0, inf])
+        x = np.abs(x)
+    if name == "ndtri":
+        x = np.concatenate([np.linspace(0, 1, 241), [1e-30, np.nan]]).astype(dtype)
     if name == "polygamma":
         x = np.abs(x) + 0.25
         got, want = S.polygamma(cp, 3, cp.asarray(x)), S.polygamma(np, 3, x)

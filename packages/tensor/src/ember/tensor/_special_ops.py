@@ -1,9 +1,10 @@
 """``torch.special`` and the special functions of ``torch.*`` (``lgamma``, ``digamma``,
 ``polygamma``, ``mvlgamma``, ``i0``, ``sinc``, ``logit``, ``xlogy``, ``igamma``,
 ``igammac``): registry ops over SciPy's ``scipy.special`` (CPU) and CuPy's
-``cupyx.scipy.special`` (CUDA); ``lgamma``, ``polygamma``, ``ndtr`` and the ``i0`` / ``i0e``
-/ ``i1`` / ``i1e`` Bessel functions over ``ember.tensor.kernels.special`` (Numba loops on the
-CPU, where SciPy's scalar Cephes code is several times slower).
+``cupyx.scipy.special`` (CUDA); ``lgamma``, ``polygamma``, ``ndtr``, ``ndtri`` and the
+``i0`` / ``i0e`` / ``i1`` / ``i1e`` / ``k0`` / ``k0e`` / ``k1`` / ``k1e`` Bessel functions
+over ``ember.tensor.kernels.special`` (Numba loops on the CPU, where SciPy's scalar Cephes
+code is several times slower).
 
 SciPy is imported on the first call of such an op, never when ember.tensor is imported.
 Integer and bool inputs compute in the default float dtype, float16 in float32 (the result is
@@ -34,8 +35,9 @@ _nd = np.ndarray
 # warning to silence)
 _KERNELS = {_special_kernels.lgamma, _special_kernels.i0, _special_kernels.i0e,
             _special_kernels.i1, _special_kernels.i1e, _special_kernels.ndtr,
-            _special_kernels.entr, _special_kernels.xlogy, _special_kernels.xlog1py,
-            _special_kernels.sinc, _special_kernels.spherical_j0}
+            _special_kernels.ndtri, _special_kernels.entr, _special_kernels.xlogy,
+            _special_kernels.xlog1py, _special_kernels.sinc, _special_kernels.spherical_j0,
+            _special_kernels.k0, _special_kernels.k0e, _special_kernels.k1, _special_kernels.k1e}
 
 __all__ = ["lgamma", "lgamma_", "digamma", "digamma_", "polygamma", "polygamma_", "mvlgamma",
            "mvlgamma_", "i0", "i0_", "sinc", "sinc_", "logit", "logit_", "xlogy", "xlogy_",
@@ -289,7 +291,7 @@ _SPECIAL_UNARY = {
     "i1": (_special_kernels.i1, "Modified Bessel function of the first kind, order 1."),
     "i1e": (_special_kernels.i1e, "Exponentially scaled ``i1``: ``exp(-|x|) i1(x)``."),
     "ndtr": (_special_kernels.ndtr, "Standard normal CDF."),
-    "ndtri": (_k("ndtri"), "Inverse of the standard normal CDF."),
+    "ndtri": (_special_kernels.ndtri, "Inverse of the standard normal CDF."),
     "log_ndtr": (_k("log_ndtr"), "Log of the standard normal CDF."),
     "entr": (_special_kernels.entr, "Elementwise entropy ``-x log x`` (0 at 0, -inf below)."),
     "bessel_j0": (_k("j0"), "Bessel function of the first kind, order 0."),
@@ -300,10 +302,14 @@ _SPECIAL_UNARY = {
                            "Modified Bessel function of the first kind, order 0."),
     "modified_bessel_i1": (_special_kernels.i1,
                            "Modified Bessel function of the first kind, order 1."),
-    "modified_bessel_k0": (_k("k0"), "Modified Bessel function of the second kind, order 0."),
-    "modified_bessel_k1": (_k("k1"), "Modified Bessel function of the second kind, order 1."),
-    "scaled_modified_bessel_k0": (_k("k0e"), "Exponentially scaled ``k0``: ``exp(x) k0(x)``."),
-    "scaled_modified_bessel_k1": (_k("k1e"), "Exponentially scaled ``k1``: ``exp(x) k1(x)``."),
+    "modified_bessel_k0": (_special_kernels.k0,
+                           "Modified Bessel function of the second kind, order 0."),
+    "modified_bessel_k1": (_special_kernels.k1,
+                           "Modified Bessel function of the second kind, order 1."),
+    "scaled_modified_bessel_k0": (_special_kernels.k0e,
+                                  "Exponentially scaled ``k0``: ``exp(x) k0(x)``."),
+    "scaled_modified_bessel_k1": (_special_kernels.k1e,
+                                  "Exponentially scaled ``k1``: ``exp(x) k1(x)``."),
     "spherical_bessel_j0": (_special_kernels.spherical_j0, "Spherical Bessel function of the "
                             "first kind, order 0: ``sin(x) / x``."),
     "airy_ai": (_airy_ai, "Airy function Ai."),

@@ -1,7 +1,7 @@
-"""Special functions: erf, erfc, erfinv, ndtr (NumPy has none), i0, i0e, i1, i1e, lgamma and
-polygamma (SciPy's are scalar Cephes code per element). The CPU versions are the Numba loops of
-``cpu/erf.py`` and ``cpu/cephes.py`` (compiled on first use, cached); the CUDA versions come
-from ``cupyx.scipy.special``.
+"""Special functions: erf, erfc, erfinv, ndtr (NumPy has none), ndtri, i0, i0e, i1, i1e, k0,
+k0e, k1, k1e, lgamma and polygamma (SciPy's are scalar Cephes code per element). The CPU
+versions are the Numba loops of ``cpu/erf.py`` and ``cpu/cephes.py`` (compiled on first use,
+cached); the CUDA versions come from ``cupyx.scipy.special``.
 
 Also device kernels that are not in the kernel table: ``nextafter`` (CPU: a branch-free loop
 over the bits in ``cpu/elementwise.py``, where NumPy's calls libm per element, 15x slower at
@@ -19,7 +19,8 @@ from .._fpstate import quiet_call
 
 _cpu = {}  # "erf", "cephes", "elementwise" -> its cpu module, imported by the first CPU call
 _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "cephes",
-           "lgamma": "cephes",
+           "lgamma": "cephes", "ndtri": "cephes", "k0": "cephes", "k0e": "cephes",
+           "k1": "cephes", "k1e": "cephes",
            "i0e": "cephes",
            "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise",
            "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs",
@@ -74,8 +75,9 @@ def _unary(name: str):
     return f
 
 
-erf, erfc, erfinv, ndtr, i0, i0e, i1, i1e = map(_unary, ("erf", "erfc", "erfinv", "ndtr",
-                                                         "i0", "i0e", "i1", "i1e"))
+erf, erfc, erfinv, ndtr, ndtri, i0, i0e, i1, i1e, k0, k0e, k1, k1e = map(_unary, (
+    "erf", "erfc", "erfinv", "ndtr", "ndtri", "i0", "i0e", "i1", "i1e", "k0", "k0e", "k1",
+    "k1e"))
 
 
 def lgamma(xp, d):

@@ -19,6 +19,10 @@ function per element; these are the same algorithms and coefficients, in float64
   evaluated and one is selected.
   float32 leaves out the leading terms below 1e-12 (as erf.py's float32 series, truncation far
   below float32's rounding).
+- ``k0``, ``k0e``, ``k1``, ``k1e``: Cephes' Chebyshev series of ``K0(x) + log(x/2) I0(x)``
+  (``K1(x) - log(x/2) I1(x)``, over ``x``) in ``x^2 - 2`` up to 2 (10 and 11 terms), with ``I0``
+  / ``I1`` above, and of ``exp(x) sqrt(x) K(x)`` in ``8 / x - 2`` above (25 terms); both
+  evaluated and one selected (``K(0) = inf``, NaN below 0).
 - ``lgamma``: Cephes' ``lgam`` (SciPy's ``gammaln``) on ``a = |x|``: below 13, ``a`` is
   shifted into ``[2, 3)`` (up to ten factors ``a - k`` down, each taken or not by a select, or
   two up: a numerator and a denominator) and its rational function there is added to the log
@@ -29,6 +33,11 @@ function per element; these are the same algorithms and coefficients, in float64
   (SciPy's float32 loop calls the float64 scalar function per element: 256x1024 float32 took
   3.8 ms against PyTorch's 1.2 ms). ``lgamma(-inf)`` is ``inf``, as PyTorch (SciPy's is
   ``-inf``).
+- ``ndtri``: Cephes' (SciPy's): ``sqrt(2 pi) (w + w^3 P0(w^2) / Q0(w^2))`` for ``w = y - 1/2``
+  on ``(exp(-2), 1 - exp(-2)]``, else ``z - log(z) / z - P(1/z) / (z Q(1/z))`` for
+  ``z = sqrt(-2 log(min(y, 1 - y)))``, signed, with one of two coefficient sets (``z < 8`` or
+  not) selected per term; both branches computed (SciPy's float32 loop: 1.8 ms at 256x1024
+  against PyTorch's 0.95).
 """
 
 from __future__ import annotations
@@ -40,7 +49,7 @@ import numpy as np
 
 from ._vmath import _FM, vexp, vlog
 
-__all__ = ["polygamma", "i0", "i0e", "i1", "i1e", "lgamma"]
+__all__ = ["polygamma", "i0", "i0e", "i1", "i1e", "k0", "k0e", "k1", "k1e", "lgamma", "ndtri"]
 
 _jit_opts = dict(nogil=True, error_model="numpy", fastmath=set(_FM), inline="always")
 _loop = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=set(_FM))
@@ -261,6 +270,83 @@ def _bessel64(x, out, order, scaled):
         out[i] = _bessel_f64(x[i], order, scaled)
 
 
+# --------------------------------------------------------------------------- Bessel K0, K1
+# Chebyshev coefficients (Cephes' k0.c, k1.c): K0(x) + log(x/2) I0(x) and
+# x K1(x) - x log(x/2) I1(x) in x^2 - 2 on [0, 2], exp(x) sqrt(x) K0(x) and exp(x) sqrt(x) K1(x)
+# in 8 / x - 2 above 2
+_K0A = (1.37446543561352307156E-16, 4.25981614279661018399E-14, 1.03496952576338420167E-11,
+        1.90451637722020886025E-9, 2.53479107902614945675E-7, 2.28621210311945178607E-5,
+        1.26461541144692592338E-3, 3.59799365153615016266E-2, 3.44289899924628486886E-1,
+        -5.35327393233902768720E-1)
+_K0B = (5.30043377268626276149E-18, -1.64758043015242134646E-17, 5.21039150503902756861E-17,
+        -1.67823109680541210385E-16, 5.51205597852431940784E-16, -1.84859337734377901440E-15,
+        6.34007647740507060557E-15, -2.22751332699166985548E-14, 8.03289077536357521100E-14,
+        -2.98009692317273043925E-13, 1.14034058820847496303E-12, -4.51459788337394416547E-12,
+        1.85594911495471785253E-11, -7.95748924447710747776E-11, 3.57739728140030116597E-10,
+        -1.69753450938905987466E-9, 8.57403401741422608519E-9, -4.66048989768794782956E-8,
+        2.76681363944501510342E-7, -1.83175552271911948767E-6, 1.39498137188764993662E-5,
+        -1.28495495816278026384E-4, 1.56988388573005337491E-3, -3.14481013119645005427E-2,
+        2.44030308206595545468E0)
+_K1A = (-7.02386347938628759343E-18, -2.42744985051936593393E-15, -6.66690169419932900609E-13,
+        -1.41148839263352776110E-10, -2.21338763073472585583E-8, -2.43340614156596823496E-6,
+        -1.73028895751305206302E-4, -6.97572385963986435018E-3, -1.22611180822657148235E-1,
+        -3.53155960776544875667E-1, 1.52530022733894777053E0)
+_K1B = (-5.75674448366501715755E-18, 1.79405087314755922667E-17, -5.68946255844285935196E-17,
+        1.83809354436663880070E-16, -6.05704724837331885336E-16, 2.03870316562433424052E-15,
+        -7.01983709041831346144E-15, 2.47715442448130437068E-14, -8.97670518232499435011E-14,
+        3.34841966607842919884E-13, -1.28917396095102890680E-12, 5.13963967348173025100E-12,
+        -2.12996783842756842877E-11, 9.21831518760500529508E-11, -4.19035475934189648750E-10,
+        2.01504975519703286596E-9, -1.03457624656780970260E-8, 5.74108412545004946722E-8,
+        -3.50196060308781257119E-7, 2.40648494783721712015E-6, -1.93619797416608296024E-5,
+        1.95215518471351631108E-4, -2.85781685962277938680E-3, 1.03923736576817238437E-1,
+        2.72062619048444266945E0)
+
+
+def _make_kbessel():
+    """``kbessel(x, order, scaled)``: ``k0`` / ``k1`` (``exp(x)`` times them: ``scaled``) of
+    one float64, Cephes' operations in order; both series evaluated (each on its argument
+    clamped into its range) and one selected."""
+    c_k0a, c_k0b, c_k1a, c_k1b = (_chbevl(c) for c in (_K0A, _K0B, _K1A, _K1B))
+
+    def kbessel(x, order, scaled):
+        inside = not x > 2.0
+        near = x if inside else 2.0
+        far = 2.0 if inside else x
+        y = near * near - 2.0
+        u = 8.0 / far - 2.0
+        lg = vlog(0.5 * near)
+        if order == 0:
+            a = c_k0a(y) - lg * _bessel_f64(near, 0, False)
+            b = c_k0b(u)
+        else:
+            a = lg * _bessel_f64(near, 1, False) + c_k1a(y) / near
+            b = c_k1b(u)
+        if scaled:
+            a = a * vexp(near)
+        else:
+            b = b * vexp(-far)
+        r = a if inside else b / math.sqrt(far)
+        r = np.inf if x == 0.0 else r
+        return np.nan if x < 0.0 else r
+
+    return numba.njit(**_jit_opts)(kbessel)
+
+
+_kbessel = _make_kbessel()
+
+
+@_loop
+def _kbessel32(x, out, order, scaled):
+    for i in range(x.shape[0]):
+        out[i] = np.float32(_kbessel(np.float64(x[i]), order, scaled))
+
+
+@_loop
+def _kbessel64(x, out, order, scaled):
+    for i in range(x.shape[0]):
+        out[i] = _kbessel(x[i], order, scaled)
+
+
 # --------------------------------------------------------------------------- lgamma
 # Cephes' gamma.c: Stirling's series (A, in 1/x^2), the rational function of lgamma on [2, 3)
 # (B / C in x - 2, C's leading 1 included)
@@ -344,6 +430,76 @@ def _lgamma64(x, out):
         out[i] = _lgamma(x[i])
 
 
+# --------------------------------------------------------------------------- ndtri
+# Cephes' ndtri.c: P0 / Q0 on the centre (in w^2), P1 / Q1 for z in [2, 8), P2 / Q2 from 8
+# (in 1/z); the Q's leading 1 included
+_ND_P0 = (-5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
+          1.39312609387279679503E1, -1.23916583867381258016E0)
+_ND_Q0 = (1.0, 1.95448858338141759834E0, 4.67627912898881538453E0, 8.63602421390890590575E1,
+          -2.25462687854119370527E2, 2.00260212380060660359E2, -8.20372256168333339912E1,
+          1.59056225126211695515E1, -1.18331621121330003142E0)
+_ND_P1 = (4.05544892305962419923E0, 3.15251094599893866154E1, 5.71628192246421288162E1,
+          4.40805073893200834700E1, 1.46849561928858024014E1, 2.18663306850790267539E0,
+          -1.40256079171354495875E-1, -3.50424626827848203418E-2, -8.57456785154685413611E-4)
+_ND_Q1 = (1.0, 1.57799883256466749731E1, 4.53907635128879210584E1, 4.13172038254672030440E1,
+          1.50425385692907503408E1, 2.50464946208309415979E0, -1.42182922854787788574E-1,
+          -3.80806407691578277194E-2, -9.33259480895457427372E-4)
+_ND_P2 = (3.23774891776946035970E0, 6.91522889068984211695E0, 3.93881025292474443415E0,
+          1.33303460815807542389E0, 2.01485389549179081538E-1, 1.23716634817820021358E-2,
+          3.01581553508235416007E-4, 2.65806974686737550832E-6, 6.23974539184983293730E-9)
+_ND_Q2 = (1.0, 6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099489081330271E0,
+          2.16236993594496635890E-1, 1.34204006088543189037E-2, 3.28014464682127739104E-4,
+          2.89247864745380683936E-6, 6.79019408009981274425E-9)
+_EXP_M2 = 0.13533528323661269189  # exp(-2)
+_S2PI = 2.50662827463100050242  # sqrt(2 pi)
+
+
+def _make_ndtri():
+    """``ndtri(y)`` of one float64, branch-free (as :func:`_make_lgamma`)."""
+    body = "\n".join([
+        "def ndtri(y0):",
+        "    hi = y0 > 1.0 - _EXP_M2",
+        "    y = 1.0 - y0 if hi else y0",
+        "    w = y0 - 0.5",
+        "    w2 = w * w"]) + "\n"
+    body += _poly_src("w2", _ND_P0, "p0") + _poly_src("w2", _ND_Q0, "q0")
+    body += "\n".join([
+        "    centre = (w + w * (w2 * p0 / q0)) * _S2PI",
+        "    yt = y if y > 0.0 else 1.0",  # (the tail's log only of a positive number)
+        "    z = np.sqrt(-2.0 * vlog(yt))",
+        "    iz = 1.0 / z",
+        "    near = z < 8.0"]) + "\n"
+    for name, (c1, c2) in (("pt", (_ND_P1, _ND_P2)), ("qt", (_ND_Q1, _ND_Q2))):
+        body += f"    {name} = {c1[0]!r} if near else {c2[0]!r}\n"
+        for a, b in zip(c1[1:], c2[1:]):
+            body += f"    {name} = {name} * iz + ({a!r} if near else {b!r})\n"
+    body += "\n".join([
+        "    tail = z - vlog(z) * iz - iz * pt / qt",
+        "    tail = tail if hi else -tail",
+        "    r = centre if y > _EXP_M2 else tail",
+        "    r = -np.inf if y0 == 0.0 else r",
+        "    r = np.inf if y0 == 1.0 else r",
+        "    return np.nan if (y0 < 0.0) | (y0 > 1.0) else r"]) + "\n"
+    ns = {"vlog": vlog, "np": np, "_EXP_M2": _EXP_M2, "_S2PI": _S2PI}
+    exec(body, ns)
+    return numba.njit(**_jit_opts)(ns["ndtri"])
+
+
+_ndtri = _make_ndtri()
+
+
+@_loop
+def _ndtri32(x, out):
+    for i in range(x.shape[0]):
+        out[i] = np.float32(_ndtri(np.float64(x[i])))
+
+
+@_loop
+def _ndtri64(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _ndtri(x[i])
+
+
 # --------------------------------------------------------------------------- wrappers
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
@@ -394,8 +550,32 @@ i1 = _bessel("i1", 1, False, "``I1(x)``")
 i1e = _bessel("i1e", 1, True, "``exp(-|x|) I1(x)``")
 
 
+def _kbessel_fn(name: str, order: int, scaled: bool, doc: str):
+    def f(x: np.ndarray) -> np.ndarray:
+        flat, out, single = _flat(name, x)
+        (_kbessel32 if single else _kbessel64)(flat, out.ravel("K"), order, scaled)
+        return out
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{doc} of a float32 / float64 array (a new array)."
+    return f
+
+
+k0 = _kbessel_fn("k0", 0, False, "``K0(x)``")
+k0e = _kbessel_fn("k0e", 0, True, "``exp(x) K0(x)``")
+k1 = _kbessel_fn("k1", 1, False, "``K1(x)``")
+k1e = _kbessel_fn("k1e", 1, True, "``exp(x) K1(x)``")
+
+
 def lgamma(x: np.ndarray) -> np.ndarray:
     """``log |gamma(x)|`` of a float32 / float64 array (a new array)."""
     flat, out, single = _flat("lgamma", x)
     (_lgamma32 if single else _lgamma64)(flat, out.ravel("K"))
+    return out
+
+
+def ndtri(x: np.ndarray) -> np.ndarray:
+    """The inverse of the standard normal CDF of a float32 / float64 array (a new array)."""
+    flat, out, single = _flat("ndtri", x)
+    (_ndtri32 if single else _ndtri64)(flat, out.ravel("K"))
     return out
