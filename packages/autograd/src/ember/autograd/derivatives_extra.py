@@ -1,9 +1,9 @@
 """The derivative table's entries for the ops of ``ember.tensor._extra_ops``: ``nan_to_num``
 (the gradient passes where the input is finite, as PyTorch's) and ``scatter_reduce`` are the
 differentiable registry ops there (the rest are composites, or not differentiable), with
-``renorm`` (through its scale and its norm); and ``put``'s and ``take``'s
-(``ember.tensor._indexing``), linear maps whose gradients are ``put``, ``take`` and
-``getitem_backward``.
+``renorm`` (through its scale and its norm); ``as_strided_scatter``'s (``ember.tensor._shape``);
+and ``put``'s and ``take``'s (``ember.tensor._indexing``), linear maps whose gradients are
+``put``, ``take`` and ``getitem_backward``.
 ``scatter_reduce``'s formulas follow PyTorch's: ``sum`` and ``mean`` spread the gradient,
 ``amax``/``amin`` share it evenly among the elements equal to the result, ``prod`` divides
 the result by each factor (inputs must be non-zero).
@@ -106,3 +106,19 @@ def _take(c, g):
     indices accumulate): getitem's backward of the flat input, viewed in its shape."""
     shape = c.meta[0][0]
     return et.getitem_backward(g, (math.prod(shape),), (c.args.index,)).view(shape), None
+
+
+@vjp("as_strided_scatter", save=(0,), complex="linear")
+def _as_strided_scatter(c, g):
+    """``g`` laid out as the output was (a copy of ``input``'s layout, where the view's
+    geometry applies): ``input``'s gradient is it with the view cleared, ``src``'s the view."""
+    a = c.args
+    offset = a.storage_offset
+    gl = a.input.detach().clone().copy_(g)
+    gi = gs = None
+    if c.needs[0]:
+        gi = et.as_strided_scatter(gl, et.zeros(c.meta[1][0], dtype=g.dtype, device=g.device),
+                                   a.size, a.stride, offset)
+    if c.needs[1]:
+        gs = et.as_strided(gl, a.size, a.stride, 0 if offset is None else offset)
+    return gi, gs, None, None, None

@@ -1418,10 +1418,12 @@ def as_strided_(input: Tensor, size, stride, storage_offset: int | None = None) 
     return input
 
 
-def as_strided_scatter(input: Tensor, src: Tensor, size, stride,
+@defop("as_strided_scatter")
+def as_strided_scatter(input: Tensor, src: Tensor, size: tuple, stride: tuple,
                        storage_offset: int | None = None) -> Tensor:
-    """A copy of ``input`` with ``src`` written into its :func:`as_strided` view (composed of
-    registry ops: the gradient flows to both).
+    """A copy of ``input`` (its layout kept, as :func:`clone`) with ``src`` written into its
+    :func:`as_strided` view; one registry op, whose gradient is ``input``'s with the view's
+    elements cleared and ``src``'s as that view of it.
 
     >>> as_strided_scatter(zeros(4), ones(2), (2,), (2,))
     tensor([1., 0., 1., 0.])
@@ -1431,13 +1433,18 @@ def as_strided_scatter(input: Tensor, src: Tensor, size, stride,
                         f"not {type(src).__name__}")
     if storage_offset is not None:
         check_int("as_strided_scatter", "storage_offset", 5, storage_offset)
-    out = clone(input)
-    view = as_strided(out, size, stride, storage_offset)
-    if view._data.shape != src._data.shape:
+    out = _make(input._data.copy(order="K"))  # its own storage: the view's offset is absolute
+    size, stride = _ints(size), _ints(stride)
+    offset = 0 if storage_offset is None else int(storage_offset)
+    d = out._data
+    view = _restride_bytes(out, size, _strided_bytes(size, stride, offset, d.size, d.itemsize),
+                           offset * d.itemsize)._data
+    s = src._data
+    if view.shape != s.shape:
         raise RuntimeError(f"as_strided_scatter(): expected src to have a size equal to the "
-                           f"slice of self. src size = {list(src.shape)}, slice size = "
+                           f"slice of self. src size = {list(s.shape)}, slice size = "
                            f"{list(view.shape)}")
-    view.copy_(src)
+    view[...] = s
     return out
 
 

@@ -1259,7 +1259,7 @@ _SHAPE = [
     E("as_strided_scatter", et.as_strided_scatter, _np_as_strided_scatter,
       lambda d, rng: [_S(_rand((6,), d, rng), _rand((2, 2), d, rng), (2, 2), (1, 2)),
                       _S(_rand((3, 4), d, rng), _rand((3,), d, rng), (3,), (5,), 0)],
-      operands=(0, 1), ops=("as_strided", "clone", "copy_"),
+      operands=(0, 1), ops=("as_strided_scatter",),
       layouts=("contig",)),  # a strided input's clone keeps its strides: as_strided reads them
     E("unique_consecutive", et.unique_consecutive, _np_unique_consecutive, _uc_samples,
       dtypes=FLOAT + INT, differentiable=False,
