@@ -20,11 +20,19 @@ import ml_dtypes
 import numpy as np
 
 from . import _dtype as D
-from ._checks import arg_type_error, check_dtype, check_int, not_implemented, scalar_type_name
+from ._checks import (
+    arg_type_error,
+    check_dtype,
+    check_int,
+    checked_scalar,
+    not_implemented,
+    scalar_type_name,
+)
 from ._complex import complex as _complex
 from ._creation import empty_strided, ones_like, tensor, tril, triu
 from ._device import CPU, DEFAULT_DEVICE, to_device
 from ._fpstate import quiet
+from ._indexing import put_
 from ._nn_ops import _log_softmax, _softmax
 from ._pointwise import exp, log
 from ._reduction import _on_kernel, _one_dim, _pmq, _return_type, _wrap, sort
@@ -747,6 +755,9 @@ def fill_diagonal_(input: Tensor, fill_value, wrap: bool = False) -> Tensor:
     tensor([[1., 0., 0.],
             [0., 1., 0.]])
     """
+    if isinstance(fill_value, Tensor):
+        raise TypeError("fill_diagonal_(): argument 'fill_value' (position 1) must be Number, "
+                        "not Tensor")
     d = input._data
     shape = d.shape
     nd = len(shape)
@@ -754,17 +765,19 @@ def fill_diagonal_(input: Tensor, fill_value, wrap: bool = False) -> Tensor:
         raise RuntimeError("fill_diagonal_(): dimensions must larger than 1")
     if nd > 2 and len(set(shape)) != 1:
         raise RuntimeError("fill_diagonal_(): all dimensions of input must be of equal length")
-    # NumPy's fill_diagonal by hand, on the input's device: a flat mask's elements one step
-    # (the sum of its C-order strides, accumulated from the last dim) apart; a matrix's stop
-    # after its last column unless ``wrap``
-    mask = array_module(d).zeros(shape, bool)
+    value = checked_scalar("fill_diagonal_", fill_value, d.dtype)
+    # NumPy's fill_diagonal by hand: the flat (C-order) positions one step (the sum of the
+    # C-order strides, accumulated from the last dim) apart; a matrix's stop after its last
+    # column unless ``wrap``; written by one ``put_`` of the value there (its
+    # gradient clears just those positions, not a full-size mask's)
     step, stride = 0, 1
     for n in reversed(shape):
         step += stride
         stride *= n
-    cols = shape[-1]
-    mask.reshape(-1)[:None if wrap or nd > 2 else cols * cols:step] = True
-    return input.masked_fill_(_make(mask), fill_value)
+    stop = stride if wrap or nd > 2 else min(stride, shape[-1] * shape[-1])
+    xp = array_module(d)
+    index = xp.arange(0, stop, step, dtype=np.int64)
+    return put_(input, _make(index), _make(xp.full(index.shape, value, d.dtype)))
 
 
 # ---------------------------------------------------------------------------- cov, corrcoef

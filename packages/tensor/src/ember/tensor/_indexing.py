@@ -1009,14 +1009,21 @@ def _put_args(op: str, input: Tensor, index: Tensor, source: Tensor) -> None:
 def _put_into(op: str, out, input: Tensor, index: Tensor, source: Tensor,
               accumulate: bool) -> None:
     """Write (or add, with ``accumulate``) ``source``'s elements into the array ``out``, of
-    ``input``'s shape, at the flat ``index`` (negatives count from the end): one
-    ``index_put`` into ``out`` seen as 1-D, with ``source`` in ``index``'s shape."""
+    ``input``'s shape, at the flat ``index`` (negatives count from the end): ``out`` seen as
+    1-D, indexed by ``index`` and ``source`` flattened (one NumPy write, which checks the range
+    before it writes; the accumulating kernel gets the range checked first)."""
     _put_args(op, input, index, source)
-    a = index._data
+    a = index._data.reshape(-1)
+    v = source._data
+    _same_device(op, out, a)
+    _same_device(op, out, v)
     flat = out.reshape(-1)
-    values = source if source._data.shape == a.shape else _make(source._data.reshape(a.shape))
     try:  # the index is checked before anything is written; its error is PyTorch's put's
-        _index_put_into(flat, _make(flat), (index,), values, accumulate, op)
+        if accumulate:
+            _check_range(a, flat.size, 0, None, negative=True)
+            _accumulate(flat, [(0, a)], v.reshape(-1))
+        else:
+            flat[a] = v.reshape(-1)
     except IndexError:
         raise _flat_range_error(op, a, out.size) from None
     if not out.flags.c_contiguous:  # flat was a copy: write it back

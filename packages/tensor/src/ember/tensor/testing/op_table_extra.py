@@ -1288,7 +1288,7 @@ _SHAPE = [
       _np_fill_diagonal,
       lambda d, rng: [_S(_rand((3, 4), d, rng), 2.0), _S(_rand((7, 3), d, rng), -1.0, True),
                       _S(_rand((3, 3, 3), d, rng), 0.5)],
-      dtypes=FLOAT + INT, method=None, ops=("masked_fill_",)),
+      dtypes=FLOAT + INT, method=None, ops=("put_",)),
 ]
 
 EXTRA_ENTRIES: list[OpEntry] = (_LINALG + _SPECIAL + _EXTRA + _POINTWISE + _COMPLEX_OPS + _STATS +
