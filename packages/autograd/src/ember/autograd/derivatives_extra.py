@@ -2,8 +2,8 @@
 (the gradient passes where the input is finite, as PyTorch's) and ``scatter_reduce`` are the
 differentiable registry ops there (the rest are composites, or not differentiable), with
 ``renorm`` (through its scale and its norm); ``as_strided_scatter``'s (``ember.tensor._shape``);
-and ``put``'s and ``take``'s (``ember.tensor._indexing``), linear maps whose gradients are
-``put``, ``take`` and ``getitem_backward``.
+``unbind``'s (a ``stack``); and ``put``'s and ``take``'s (``ember.tensor._indexing``), linear maps
+whose gradients are ``put``, ``take`` and ``getitem_backward``.
 ``scatter_reduce``'s formulas follow PyTorch's: ``sum`` and ``mean`` spread the gradient,
 ``amax``/``amin`` share it evenly among the elements equal to the result, ``prod`` divides
 the result by each factor (inputs must be non-zero).
@@ -122,3 +122,22 @@ def _as_strided_scatter(c, g):
     if c.needs[1]:
         gs = et.as_strided(gl, a.size, a.stride, 0 if offset is None else offset)
     return gi, gs, None, None, None
+
+
+@vjp("unbind", complex="linear")
+def _unbind(c, g):
+    """The slices' gradients stacked back along ``dim``; a slice without one is zeros."""
+    shape = c.meta[0][0]
+    dim = c.args.dim % len(shape)
+    if shape[dim] == 1:  # one slice: the engine hands its gradient, not a 1-tuple
+        return (g.unsqueeze(dim),)
+    like = next(x for x in g if x is not None)
+    zero = None
+    parts = []
+    for x in g:
+        if x is None:
+            if zero is None:
+                zero = et.zeros(like.shape, dtype=like.dtype, device=like.device)
+            x = zero
+        parts.append(x)
+    return (et.stack(parts, dim),)

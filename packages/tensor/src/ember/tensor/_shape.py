@@ -676,10 +676,19 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
     return tuple(out)
 
 
+@defop("unbind")
 def unbind(input: Tensor, dim: int = 0) -> tuple:
-    """All slices along ``dim`` (views)."""
-    dim = _wrap_dim(dim, input._data.ndim, "unbind")
-    return tuple([_select(input, dim, i) for i in range(input._data.shape[dim])])
+    """All slices along ``dim`` (views); one node in a graph, whose backward is one ``stack``
+    (a ``select`` each recorded a node, and a full-size gradient, per slice).
+
+    >>> unbind(tensor([[1, 2], [3, 4]]), 1)
+    (tensor([1, 3]), tensor([2, 4]))
+    """
+    d = input._data
+    dim = _wrap_dim(dim, d.ndim, "unbind")
+    # the trailing Ellipsis keeps a 1-d input's slices 0-d array views, not NumPy scalars
+    pre = (slice(None),) * dim
+    return tuple(input._views_of([d[(*pre, i, Ellipsis)] for i in range(d.shape[dim])]))
 
 
 def _arrays(tensors, op: str):

@@ -928,7 +928,7 @@ _add(
       dtypes=FLOAT + INT, view=True, ops=("slice_view",)),
     E("unbind", et.unbind, lambda x, d=0: tuple(np.moveaxis(x, d, 0)),
       _shape_gen(((3, 2), (), {}), ((2, 3), (1,), {})), dtypes=FLOAT, view=True,
-      ops=("select",)),
+      ops=("unbind",)),
     E("broadcast_to", et.broadcast_to, lambda x, s: np.broadcast_to(x, s),
       _shape_gen(((3, 1), ((2, 3, 4),), {})), dtypes=FLOAT, view=True, ops=("expand",)),
     E("contiguous", et.contiguous, lambda x: x, unary_samples(), dtypes=FLOAT + INT,
