@@ -777,7 +777,7 @@ def fill_diagonal_(input: Tensor, fill_value, wrap: bool = False) -> Tensor:
     stop = stride if wrap or nd > 2 else min(stride, shape[-1] * shape[-1])
     xp = array_module(d)
     index = xp.arange(0, stop, step, dtype=np.int64)
-    return put_(input, _make(index), _make(xp.full(index.shape, value, d.dtype)))
+    return put_(input, _make(index), _make(xp.asarray(value).repeat(index.shape[0])))
 
 
 # ---------------------------------------------------------------------------- cov, corrcoef
