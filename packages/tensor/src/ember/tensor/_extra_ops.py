@@ -898,10 +898,14 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
         raise arg_type_error("renorm", "input", 1, input)
     if isinstance(maxnorm, Tensor):
         maxnorm = maxnorm.item()
-    if not isinstance(p, numbers.Real) or isinstance(p, bool):
+    # (a Python float or int, the common values, tested by identity before the ABC check)
+    c = p.__class__
+    if c is not float and c is not int and (not isinstance(p, numbers.Real) or c is bool):
         raise TypeError(f"renorm(): argument 'p' (position 2) must be Number, not "
                         f"{type(p).__name__}")
-    if not isinstance(maxnorm, numbers.Real) or isinstance(maxnorm, bool):
+    c = maxnorm.__class__
+    if c is not float and c is not int and (not isinstance(maxnorm, numbers.Real) or
+                                            c is bool):
         raise TypeError(f"renorm(): argument 'maxnorm' (position 4) must be Number, not "
                         f"{type(maxnorm).__name__}")
     check_int("renorm", "dim", 3, dim)
@@ -922,9 +926,10 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
     axes = tuple([i for i in range(nd) if i != d])
     acc = data.dtype if data.dtype.itemsize >= 4 else _F32  # (float16, bfloat16: float32)
     # the 1- and 2-norms by norm's one-pass kernel where it applies (float32 / float64 on the
-    # CPU, the reduced dims adjacent in memory), else by NumPy
-    n = _on_kernel("renorm", data, axes, True, "sum_reduce", 1 + int(p)) \
-        if p == 1 or p == 2 else None
+    # CPU, the reduced dims adjacent in memory), else by NumPy; one reduced dim passed as an
+    # int (the kernel's plans are memoized by it: a tuple is normalized first on every call)
+    n = _on_kernel("renorm", data, axes[0] if nd == 2 else axes, True, "sum_reduce",
+                   1 + int(p)) if p == 1 or p == 2 else None
     if n is None:
         a = xp.abs(data, dtype=acc)
         if p == 2:
