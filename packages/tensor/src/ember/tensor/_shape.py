@@ -389,7 +389,12 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
 
 
 def broadcast_to(input: Tensor, size) -> Tensor:
-    return expand(input, tuple(size))
+    """:func:`expand` to ``size`` (a view).
+
+    >>> broadcast_to(tensor([1, 2]), (2, 2)).stride()
+    (0, 1)
+    """
+    return _expand(input, _ints(size))
 
 
 def broadcast_shapes(*shapes) -> Size:
