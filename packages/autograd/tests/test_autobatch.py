@@ -689,6 +689,8 @@ RULE_CASES = [
     ("cat_neg", lambda a, b: et.cat([a, b], -1), [(2, 3), (2, 1)]),
     ("stack", lambda a, b: et.stack([a, b], 1), [(2, 3), (2, 3)]),
     ("chunk", lambda a: a.chunk(3, 1)[1] * a.chunk(3, 1)[2], [(2, 6)]),
+    ("unbind", lambda a, b: a.unbind(1)[2] + a.unbind(0)[1][:3] + b.unbind(-1)[1].sum(0),
+     [(3, 4), (2, 3, 4)]),
     ("view", lambda a: a.view(6, 2).t().reshape(-1), [(3, 4)]),
     ("permute", lambda a: a.permute(2, 0, 1) * 1, [(2, 3, 4)]),
     ("unsqueeze_squeeze", lambda a: a.unsqueeze(-1).squeeze(0), [(1, 3)]),

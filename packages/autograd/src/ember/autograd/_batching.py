@@ -466,6 +466,10 @@ def select(b: Batch):
     return b.run(b.args[0], _wrap(b.args[1], len(b.shapes[0])) + 1, b.args[2])
 
 
+def unbind(b: Batch):
+    return b.run(b.args[0], _wrap(b.args[1], len(b.shapes[0])) + 1)
+
+
 def diagonal(b: Batch):
     nd = len(b.shapes[0])
     return b.run(b.args[0], b.args[1], _wrap(b.args[2], nd) + 1, _wrap(b.args[3], nd) + 1)
@@ -761,6 +765,7 @@ RULES.update({
     "cat": cat, "stack": stack, "view": view, "permute": permute, "expand": expand,
     "unsqueeze": unsqueeze, "squeeze": squeeze, "getitem": getitem, "setitem": setitem,
     "split_with_sizes": split_with_sizes, "slice_view": slice_view, "select": select,
+    "unbind": unbind,
     "diagonal": diagonal, "tril": last_dims, "triu": last_dims,
     "roll": roll, "cross": cross_dim, "gather": dim_op(("dim",)),
     "scatter": dim_op(("dim",)), "scatter_add": dim_op(("dim",)),

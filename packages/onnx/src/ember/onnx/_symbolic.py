@@ -708,6 +708,16 @@ def _select(g, a, out):
     return g.node("Gather", [g.v(a.input), g.int_scalar(int(a.index))], axis=d)
 
 
+@register("unbind")
+def _unbind(g, a, out):
+    shape = g.shape(a.input)
+    d = _wrap(int(a.dim), len(shape))
+    if not shape[d]:
+        return []
+    parts = g.node("Split", [g.v(a.input), g.ints([1] * shape[d])], n_out=shape[d], axis=d)
+    return [g.squeeze(p, [d]) for p in ([parts] if isinstance(parts, str) else parts)]
+
+
 @register("cat")
 def _cat(g, a, out):
     dt = _out_dtype(out)
