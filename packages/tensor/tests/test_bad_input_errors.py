@@ -77,6 +77,24 @@ def test_a_float_where_an_int_belongs_is_pytorchs_type_error(op, call, arg):
     assert f"argument '{arg}'" in str(e) and str(e).endswith("must be int, not float")
 
 
+@pytest.mark.parametrize("op, call, arg, kind", [
+    ("expand", lambda: et.ones(1, 2).expand(2.5, 2), "size", "float"),
+    ("expand", lambda: et.ones(1, 2).expand(True, 2), "size", "bool"),
+    ("broadcast_to", lambda: et.broadcast_to(et.ones(2), (2.0, 2)), "size", "float"),
+    ("as_strided", lambda: et.as_strided(et.ones(4), (2,), (1.5,)), "stride", "float"),
+])
+def test_a_size_element_that_is_no_integer_is_pytorchs_type_error(op, call, arg, kind):
+    # (truncated to an int before; an integer 0-d tensor or a NumPy integer converts)
+    e = _raises(TypeError, op, call)
+    assert f"argument '{arg}' must be tuple of ints, but found element of type {kind}" in str(e)
+    assert et.ones(1, 2).expand(et.tensor(3), np.int64(2)).shape == (3, 2)
+
+
+def test_unbind_of_a_0d_tensor_is_pytorchs_index_error():
+    e = _raises(IndexError, "unbind", lambda: et.tensor(1.0).unbind())
+    assert "Dimension specified as 0 but tensor has no dimensions" in str(e)
+
+
 def test_a_non_tensor_operand_of_einsum_names_its_element():
     e = _raises(TypeError, "einsum", et.einsum, "ij,jk->ik", [[1.0]], et.ones(1, 1))
     assert "expected Tensor as element 0 in argument 1, but got list" in str(e)

@@ -378,10 +378,7 @@ def expand(input: Tensor, *sizes) -> Tensor:
     """
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)):
         sizes = tuple(sizes[0])
-    for n in sizes:
-        if n.__class__ is not int:
-            return _expand(input, tuple(int(s) for s in sizes))
-    return _expand(input, sizes)
+    return _expand(input, _ints(sizes, "expand"))
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
@@ -394,7 +391,7 @@ def broadcast_to(input: Tensor, size) -> Tensor:
     >>> broadcast_to(tensor([1, 2]), (2, 2)).stride()
     (0, 1)
     """
-    return _expand(input, _ints(size))
+    return _expand(input, _ints(size, "broadcast_to"))
 
 
 def broadcast_shapes(*shapes) -> Size:
@@ -519,13 +516,25 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
     return _select(input, dim, index + size if index < 0 else index)
 
 
-def _ints(seq) -> tuple:
+def _ints(seq, op: str, arg: str = "size") -> tuple:
     """``seq`` as a tuple of ints (converted only where an element is not exactly an int)."""
     out = tuple(seq)
     for s in out:
         if s.__class__ is not int:
-            return tuple([int(s) for s in out])
+            return tuple([_index(x, op, arg) for x in out])
     return out
+
+
+def _index(x, op: str, arg: str) -> int:
+    """An element of a size: an int, or what converts to one losslessly (``__index__``: a
+    NumPy integer, a 0-d integer tensor); a bool or anything else is PyTorch's TypeError."""
+    if x.__class__ is not bool:
+        try:
+            return operator.index(x)
+        except TypeError:
+            pass
+    raise TypeError(f"{op}(): argument '{arg}' must be tuple of ints, but found element of "
+                    f"type {type(x).__name__}")
 
 
 # (size and stride are declared ``tuple``: they hold no tensor, so the public function's
@@ -534,7 +543,7 @@ def _ints(seq) -> tuple:
 def as_strided(input: Tensor, size: tuple, stride: tuple,
                storage_offset: int | None = None) -> Tensor:
     """A view with explicit size, stride and storage offset (in elements) over the storage."""
-    size, stride = _ints(size), _ints(stride)
+    size, stride = _ints(size, "as_strided"), _ints(stride, "as_strided", "stride")
     d = input._data
     root = _root(d)
     item = d.itemsize
@@ -690,6 +699,8 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     (tensor([1, 3]), tensor([2, 4]))
     """
     d = input._data
+    if not d.ndim:
+        raise IndexError("unbind(): Dimension specified as 0 but tensor has no dimensions")
     dim = _wrap_dim(dim, d.ndim, "unbind")
     # the trailing Ellipsis keeps a 1-d input's slices 0-d array views, not NumPy scalars
     pre = (slice(None),) * dim
@@ -1448,7 +1459,8 @@ def as_strided_scatter(input: Tensor, src: Tensor, size: tuple, stride: tuple,
     if storage_offset is not None:
         check_int("as_strided_scatter", "storage_offset", 5, storage_offset)
     out = _make(input._data.copy(order="K"))  # its own storage: the view's offset is absolute
-    size, stride = _ints(size), _ints(stride)
+    size = _ints(size, "as_strided_scatter")
+    stride = _ints(stride, "as_strided_scatter", "stride")
     offset = 0 if storage_offset is None else int(storage_offset)
     d = out._data
     view = _restride_bytes(out, size, _strided_bytes(size, stride, offset, d.size, d.itemsize),
