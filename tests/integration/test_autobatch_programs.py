@@ -1800,6 +1800,14 @@ ERROR_CASES = {
                                                                            .sum())],
                        RuntimeError, ["second time"]),
     "leaf_inplace": (lambda: _L().weight.add_(1.0), RuntimeError, ["leaf"]),
+    "inplace_on_saved_output": (
+        lambda: sum((lambda y: (y.mul_(2), y)[1])(_L()(T.randn(2, 5)).sigmoid()).sum()
+                    for _ in range(3)).backward(),
+        RuntimeError, ["modified by an inplace operation"]),
+    "inplace_on_saved_exp": (
+        lambda: sum((lambda y: (y.add_(1), y)[1])(_L()(T.randn(2, 5)).exp()).sum()
+                    for _ in range(3)).backward(),
+        RuntimeError, ["modified by an inplace operation"]),
     "inplace_after_row_loop_of_a_cell": (lambda: _row_loop_cell().backward(), RuntimeError,
                                          ["modified by an inplace operation"]),
 }

@@ -274,6 +274,12 @@ def _rows_layout(t, drop, step, out):
     return None if _dense(out, st, t.dtype.itemsize, False) else st
 
 
+def _saves_output(op) -> bool:
+    """Does the derivative of ``op`` keep its result (sigmoid's, exp's)?"""
+    ent = graph.derivative_entry(op.name)
+    return ent is not None and bool(ent.save_out)
+
+
 def _snapshot(bound):
     """``bound`` with each list in it (also inside a tuple: an index) copied."""
     for a in bound:
@@ -487,7 +493,7 @@ class _Pending(Tensor):
         finally:
             _set_grad(prev)
         d = self.__dict__
-        for k in ("_g", "_c", "_t", "_data", "_rd"):
+        for k in ("_g", "_c", "_t", "_data", "_rd", "_tw"):
             d.pop(k, None)
         d.update(v.__dict__)
         self.__class__ = Tensor
@@ -1249,6 +1255,11 @@ class _State:
         g = x._g
         if x._rd or not g.depth or g.views is not None:
             return None
+        if x._requires_grad and g.gm and "_tw" not in x.__dict__ and _saves_output(g.op):
+            # its node keeps the value: the write is made at once, and backward refuses it
+            # as PyTorch's version check does (a value an in-place op made is left to that
+            # op's node, which keeps what it needs, as without the context)
+            return None
         twin = _TWINS.get(op, False)
         if twin is False:
             twin = _TWINS[op] = _twin(op)
@@ -1269,6 +1280,7 @@ class _State:
         d = x.__dict__
         d.pop(_DATA, None)  # the stand-in of the value it had
         d.pop("_rd", None)
+        d["_tw"] = True
         x._g, x._c, x._t = r._g, r._c, r._t
         if r._requires_grad:
             x._requires_grad = True
