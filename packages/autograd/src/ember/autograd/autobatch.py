@@ -280,14 +280,6 @@ def _saves_output(op) -> bool:
     return ent is not None and bool(ent.save_out)
 
 
-def _snapshot(bound):
-    """``bound`` with each list in it (also inside a tuple: an index) copied."""
-    for a in bound:
-        if a.__class__ is list or a.__class__ is tuple:
-            return tuple([graph.frozen(a) for a in bound])
-    return bound
-
-
 def _relayout(inner, v, t):
     """``v`` (an example's value) copied into the layout ``t`` promised: row-major, or a dense
     permutation of it (a column-major matrix); ``v`` itself for any other layout."""
@@ -1219,7 +1211,7 @@ class _State:
         g.diff = gm and op.differentiable
         # (a list argument as it is now: the caller may append to it before the group runs,
         # a history of states stacked at every step)
-        g.first, g.n, g.codes = _snapshot(bound), 0, []
+        g.first, g.n, g.codes = graph.frozen(bound), 0, []
         g.plan, g.shapes, g.m = _plan(bound)
         g.outs = g.same = g.vals = g.made = g.rows = g.phys = g.alias = g.merged = g.relayout = None
         g.mkey = mkey
