@@ -112,27 +112,38 @@ def test_an_op_recorder_takes_its_ops_calls_until_the_next_set_recorder(counting
 
 
 def test_a_deferring_recorders_flush_runs_before_state_changes_outside_the_registry():
-    # a recorder that defers calls (autobatch's) has ``flush``: a ``.data`` assignment and a
-    # ``requires_grad`` change call it first, so deferred calls read the state they were made
-    # with; a recorder without one is not asked
+    # a recorder that defers calls (autobatch's) has ``flush(*tensors)``: a ``.data``
+    # assignment, a ``requires_grad`` change, an in-place view op and ``resize_`` call it
+    # first, with the tensors whose arrays they read or replace, so deferred calls read the
+    # state they were made with; a recorder without one is not asked
     prev = ext.get_recorder()
     flushed = []
 
     def rec(op, bound):
         return op.run(*bound)
 
-    rec.flush = lambda: flushed.append(1)
+    rec.flush = lambda *ts: flushed.append(ts)
     ext.set_recorder(rec)
     try:
         t = et.ones(2)
-        t.data = et.zeros(2)
-        assert flushed == [1]
+        z = et.zeros(2)
+        t.data = z
+        assert len(flushed) == 1 and flushed[0][0] is t and flushed[0][1] is z
         np.testing.assert_array_equal(ext.unwrap(t), np.zeros(2, np.float32))
         t.requires_grad = False
-        assert flushed == [1, 1]
+        assert len(flushed) == 2
+        m = et.arange(6.0).reshape(2, 3)
+        m.t_()
+        assert flushed[2][0] is m and tuple(flushed[2][1].shape) == (3, 2)
+        assert tuple(m.shape) == (3, 2)
+        m.as_strided_((2,), (2,))
+        assert flushed[3][0] is m
+        np.testing.assert_array_equal(ext.unwrap(m), [0.0, 2.0])
+        m.resize_(3)
+        assert flushed[4] == (m,)
         del rec.flush
         ext.set_recorder(rec)  # (the registry notes a recorder's flush as it is installed)
         t.data = et.ones(2)
-        assert flushed == [1, 1]
+        assert len(flushed) == 5
     finally:
         ext.set_recorder(prev)

@@ -27,6 +27,7 @@ rank at once and runs the pending graph for anything else. See docs/autobatch.md
 from __future__ import annotations
 
 import gc
+import operator
 import threading
 from bisect import bisect_left
 
@@ -497,6 +498,10 @@ class _Pending(Tensor):
             Tensor.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
+# (Python's own messages name an argument's class: "must be int, not Tensor", as eagerly)
+_Pending.__name__ = _Pending.__qualname__ = "Tensor"
+
+
 def _resolving_property(name):
     def get(self):
         self._materialize()
@@ -817,6 +822,26 @@ def _spec_factory(pats):
     return f
 
 
+def _int_slices(idx):
+    """An index with each slice's tensor bounds read as ints, as Python's slicing reads them
+    (through ``__index__``: a pending one runs the pending graph); ``idx`` itself when it has
+    none (``h[:, :k]``, ``k`` a 0-d count computed in the context)."""
+    c = idx.__class__
+    if c is slice:
+        return _int_slice(idx)
+    if c is tuple and slice in map(type, idx):
+        out = tuple([_int_slice(b) if b.__class__ is slice else b for b in idx])
+        return idx if all(a is b for a, b in zip(out, idx)) else out
+    return idx
+
+
+def _int_slice(s):
+    parts = (s.start, s.stop, s.step)
+    if not any(isinstance(v, _TensorType) for v in parts):
+        return s
+    return slice(*[operator.index(v) if isinstance(v, _TensorType) else v for v in parts])
+
+
 def _twin(op):
     """The out-of-place op that computes what in-place ``op`` writes (``add`` for ``add_``),
     with the same parameters; None where there is none (``bernoulli_`` draws with a
@@ -938,6 +963,10 @@ class _State:
                         if p is not None:
                             return p
                     return st.eager(op, bound)
+                if kind == 2 and op.name == "getitem":
+                    idx = _int_slices(bound[1])
+                    if idx is not bound[1]:
+                        bound = (bound[0], idx) + bound[2:]
                 if kind == 2 and (op.name == "getitem" or (bound[1].__class__ is int and
                                                            bound[1] <= 0)):
                     p = st.record_rows(op, bound)
@@ -1494,8 +1523,7 @@ class _State:
             try:
                 out = inner(op, b)
             except Exception as exc:
-                _note(exc, op, b)
-                raise
+                _reraise(exc, op, b)
             vals.append((out,) if isinstance(out, _TensorType) else tuple(out))
         grp.vals = vals
         self.ran(grp)
@@ -2131,6 +2159,18 @@ def _shape_str(a):
     return repr(a)
 
 
+def _reraise(exc, op, bound):
+    """Raise what the deferred call ``op(*bound)`` would have raised when made: PyTorch's
+    error where its arguments are the cause, else ``exc`` with its message naming the op (as
+    the op's public function makes them), noted as deferred."""
+    try:
+        op.diagnose(bound, exc)
+    except Exception as err:
+        exc = err
+    _note(exc, op, bound)
+    raise exc
+
+
 def _note(exc, op, bound):
     try:
         args = ", ".join(f"{name}={_shape_str(a)}" for name, a in zip(op.names, bound))
@@ -2283,8 +2323,14 @@ def _live(rec):
     return rec
 
 
-def flush() -> None:
-    """Run the pending graph of the active :func:`autobatch` context now (no-op outside)."""
+def flush(*tensors) -> None:
+    """Run the pending graph of the active :func:`autobatch` context now (no-op outside);
+    each pending tensor of ``tensors`` becomes an ordinary tensor holding its value (what the
+    tensor layer asks before it reads or replaces a tensor's array itself: ``.data = ...``,
+    ``t_()``, ``resize_()``)."""
     st = getattr(_local, "state", None)
     if st is not None and st.active:
         st.flush()
+    for t in tensors:
+        if t.__class__ is _Pending:
+            t._materialize()

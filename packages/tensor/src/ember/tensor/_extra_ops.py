@@ -39,7 +39,7 @@ from ._reduction import _on_kernel, _one_dim, _pmq, _return_type, _wrap, sort
 from ._registry import array_module, defop, with_out
 from ._scatter import _scatter_check, _scatter_raw
 from ._shape import _permute, _transpose_perm, cat, flip, slice_view
-from ._tensor import Tensor, _autograd, _legacy_dtype_from_name
+from ._tensor import Tensor, _legacy_dtype_from_name, become
 from .kernels import get as _kernel
 
 _make = Tensor._make
@@ -945,55 +945,38 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
 
 
 # ---------------------------------------------------------------------------- in-place forms
-def _check_leaf(t: Tensor, op: str) -> None:
-    if t.requires_grad and t.grad_fn is None:
-        raise RuntimeError(f"{op}(): a leaf Variable that requires grad is being used in an "
-                           "in-place operation.")
-
-
-def _become(self: Tensor, view: Tensor, op: str) -> Tensor:
-    """Make ``self`` the view ``view`` of itself (PyTorch's in-place view ops: ``t_``,
-    ``transpose_``, ``squeeze_``, ``unsqueeze_``): same storage, new shape and strides."""
-    _check_leaf(self, op)
-    self._data = view._data
-    if view.grad_fn is not None:  # the view's history: output 0 of its node
-        _autograd().set_history(self, view.grad_fn)
-    self._bump()
-    return self
-
-
 def t_(input: Tensor) -> Tensor:
     """In-place :meth:`t`.
 
     >>> ones(2, 3).t_().shape
     ember.Size([3, 2])
     """
-    return _become(input, input.t(), "t_")
+    return become(input, input.t(), "t_")
 
 
 def transpose_(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """In-place :meth:`transpose`."""
-    return _become(input, input.transpose(dim0, dim1), "transpose_")
+    return become(input, input.transpose(dim0, dim1), "transpose_")
 
 
 def swapaxes_(input: Tensor, axis0: int, axis1: int) -> Tensor:
     """In-place :meth:`swapaxes`."""
-    return _become(input, input.transpose(axis0, axis1), "swapaxes_")
+    return become(input, input.transpose(axis0, axis1), "swapaxes_")
 
 
 def swapdims_(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """In-place :meth:`swapdims`."""
-    return _become(input, input.transpose(dim0, dim1), "swapdims_")
+    return become(input, input.transpose(dim0, dim1), "swapdims_")
 
 
 def squeeze_(input: Tensor, dim=None) -> Tensor:
     """In-place :meth:`squeeze`."""
-    return _become(input, input.squeeze() if dim is None else input.squeeze(dim), "squeeze_")
+    return become(input, input.squeeze() if dim is None else input.squeeze(dim), "squeeze_")
 
 
 def unsqueeze_(input: Tensor, dim: int) -> Tensor:
     """In-place :meth:`unsqueeze`."""
-    return _become(input, input.unsqueeze(dim), "unsqueeze_")
+    return become(input, input.unsqueeze(dim), "unsqueeze_")
 
 
 def clamp_min_(input: Tensor, min) -> Tensor:  # noqa: A002

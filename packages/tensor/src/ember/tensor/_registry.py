@@ -67,6 +67,13 @@ class OpDef:
             raise KeyError(f"op {self.name!r} has no parameter {name!r} "
                            f"(parameters: {', '.join(self.names)})") from None
 
+    def diagnose(self, bound, exc: BaseException) -> None:
+        """What the public function does when a call fails with ``exc``: raise PyTorch's
+        error where the arguments ``bound`` are its cause, else make ``exc``'s message name
+        the op and return (the caller re-raises it). For a caller that ran ``run`` itself
+        (a recorder that deferred the call)."""
+        _check_tensor_args(self, bound, exc)
+
     def __repr__(self) -> str:
         kind = "differentiable" if self.differentiable else "non-differentiable"
         return f"<op {self.name}{self.signature} ({kind}{', in-place' if self.inplace else ''})>"
@@ -88,9 +95,10 @@ def set_recorder(fn: Callable | None) -> None:
     """Install the recorder every op call goes through: ``fn(op, bound) -> result``. A
     recorder with a true ``grad_only`` attribute sees only the calls made with grad mode on
     where a tensor argument (or a tensor in a list argument) requires grad; any other (a
-    tracer, autocast, autobatch) sees every call. A recorder's ``flush`` attribute (one that
-    defers calls) is called before a tensor's array or ``requires_grad`` changes outside the
-    registry. Removes every op recorder."""
+    tracer, autocast, autobatch) sees every call. A recorder's ``flush(*tensors)`` attribute
+    (one that defers calls) is called before a tensor's array or ``requires_grad`` changes
+    outside the registry, with the tensors whose arrays are read or replaced then. Removes
+    every op recorder."""
     _state[0], _state[1] = fn, bool(getattr(fn, "grad_only", False))
     _deferring[0] = getattr(fn, "flush", None)  # (see _tensor._run_deferred)
     if _overridden:

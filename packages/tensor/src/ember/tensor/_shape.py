@@ -19,7 +19,7 @@ from ._checks import arg_type_error, check_int, check_same_device, device_error
 from ._creation import clone
 from ._indexing import _dims_arg, _tname, getitem, index_select
 from ._registry import array_module, defop, with_out
-from ._tensor import Size, Tensor, _ptr, _root, _wrap_dim
+from ._tensor import Size, Tensor, _ptr, _root, _run_deferred, _wrap_dim, become
 
 __all__ = [
     "view", "view_as", "reshape", "reshape_as", "permute", "transpose", "swapaxes", "swapdims",
@@ -1434,13 +1434,7 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
 def as_strided_(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
     """In-place :func:`as_strided`: ``input`` becomes the view of its storage with the given
     size, stride and offset."""
-    if input.requires_grad and input.grad_fn is None:
-        raise RuntimeError("as_strided_(): a leaf Variable that requires grad is being used in "
-                           "an in-place operation.")
-    view = as_strided(input, size, stride, storage_offset)
-    input._data = view._data
-    input._bump()
-    return input
+    return become(input, as_strided(input, size, stride, storage_offset), "as_strided_")
 
 
 @defop("as_strided_scatter")
@@ -1486,6 +1480,7 @@ def resize_(input: Tensor, *sizes, memory_format=None) -> Tensor:
                            f"{min(sizes)}: {list(sizes)}")
     if input.requires_grad:
         raise RuntimeError("resize_(): cannot resize variables that require grad")
+    _run_deferred(input)
     d = input._data
     if sizes == d.shape:
         return input

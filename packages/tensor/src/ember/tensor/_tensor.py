@@ -400,7 +400,7 @@ class Tensor:
     def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
-        _run_deferred()
+        _run_deferred(self, value)
         self._data = value._data
         self._vc = value._vc
 
@@ -673,12 +673,29 @@ _autograd_api = [None]  # set by ember.autograd through extension.set_autograd
 _deferring: list = [None]
 
 
-def _run_deferred() -> None:
+def _run_deferred(*tensors: Tensor) -> None:
     """Run the calls the installed recorder deferred: a tensor's array or flags change outside
-    the registry, and those calls read them as they were."""
+    the registry, and those calls read them as they were. ``tensors``: the ones whose arrays
+    are about to be read or replaced so; a deferred one among them becomes an ordinary tensor
+    holding its value."""
     flush = _deferring[0]
     if flush is not None:
-        flush()
+        flush(*tensors)
+
+
+def become(self: Tensor, view: Tensor, op: str) -> Tensor:
+    """Make ``self`` the view ``view`` of itself (PyTorch's in-place view ops: ``t_``,
+    ``transpose_``, ``squeeze_``, ``unsqueeze_``, ``as_strided_``): the same storage with the
+    view's shape, strides and offset, and the view's history (its node's output 0)."""
+    _run_deferred(self, view)
+    if self._requires_grad and self.grad_fn is None:
+        raise RuntimeError(f"{op}(): a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    self._data = view._data
+    if view.grad_fn is not None:
+        _autograd().set_history(self, view.grad_fn)
+    self._bump()
+    return self
 
 
 def _autograd():

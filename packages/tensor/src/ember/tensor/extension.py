@@ -28,9 +28,12 @@ Ops
     tensor argument (or a tensor in a list argument) requires grad; the registry runs every
     other call at once.
     Recorders without it (tracers, autocast, autobatch) see every call. A recorder that
-    defers calls (autobatch's) has a ``flush`` attribute that runs them: it is called before a
-    tensor's array or ``requires_grad`` changes outside the registry (``.data = ...``,
-    ``requires_grad_``), so the calls deferred before read the state they were made with.
+    defers calls (autobatch's) has a ``flush(*tensors)`` attribute that runs them and makes
+    each deferred tensor among ``tensors`` an ordinary one: it is called before a tensor's
+    array or ``requires_grad`` changes outside the registry (``.data = ...``,
+    ``requires_grad_``, the in-place view ops ``t_`` / ``as_strided_``, ``resize_``), with the
+    tensors whose arrays are read or replaced, so the calls deferred before read the state
+    they were made with.
     :func:`any_requires_grad` is that test for a bound call.
 
 Floating-point warnings
