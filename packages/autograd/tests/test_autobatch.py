@@ -1149,6 +1149,52 @@ def test_slice_bounds_that_are_pending_counts(expr):
     run_both([w], loss_fn, "float64")
 
 
+def test_separate_backward_passes_over_the_examples():
+    # examples share batched nodes; a backward through some examples' results (without
+    # retain_graph) leaves what those nodes saved for the others, as the unbatched run's
+    # separate graphs do: an actor's loss then a critic's, per-example input gradients
+    rng = np.random.default_rng(34)
+    wa, wc = param(rng, 3, 4), param(rng, 3, 4)
+    states = [et.tensor(rng.standard_normal((n, 3)), requires_grad=True) for n in (1, 3, 2, 3)]
+
+    def run(batched, per_example):
+        for p in (wa, wc, *states):
+            p.grad = None
+        with autobatch() if batched else contextlib.nullcontext():
+            a = [(s @ wa).tanh().sum() for s in states]
+            c = [(s @ wc).tanh().pow(2).sum() for s in states]
+        if per_example:
+            gs = [grad(o, s)[0].numpy() for o, s in zip(a, states)]
+            gs += [grad(o, s)[0].numpy() for o, s in zip(c, states)]
+            return gs
+        sum(a).backward()
+        sum(c).backward()
+        return [wa.grad.numpy(), wc.grad.numpy()] + [s.grad.numpy() for s in states]
+
+    for per_example in (False, True):
+        for e, b in zip(run(False, per_example), run(True, per_example)):
+            np.testing.assert_allclose(b, e, **TOL["float64"])
+
+
+def test_a_second_backward_through_freed_batched_nodes_raises():
+    # once every example has been through a backward without retain_graph, the batched nodes
+    # free what they saved: a second backward raises as without the context; retain_graph
+    # keeps them for it
+    rng = np.random.default_rng(35)
+    w = param(rng, 3, 4)
+    xs = [et.tensor(rng.standard_normal((n, 3))) for n in (2, 3, 2)]
+    for batched in (False, True):
+        with autobatch() if batched else contextlib.nullcontext():
+            loss = et.stack([(x @ w).sigmoid().sum() for x in xs]).sum()
+        w.grad = None
+        loss.backward(retain_graph=True)
+        loss.backward()
+        np.testing.assert_allclose(w.grad.numpy() / 2, grad(
+            et.stack([(x @ w).sigmoid().sum() for x in xs]).sum(), w)[0].numpy(), rtol=1e-12)
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            loss.backward()
+
+
 def test_type_errors_name_a_pending_value_tensor():
     # Python's own messages name an argument's class: a pending value is a Tensor there too
     h = et.ones(2, 3) * 2

@@ -60,6 +60,14 @@ _EAGER_KEYS: set = set()  # signatures that could not be deferred (run at once)
 _VIEWLIKE: set = set()    # signatures whose result shares memory with an argument
 _TWINS: dict = {}         # in-place op -> its out-of-place twin, None (see _twin)
 _local = threading.local()
+_ALWAYS = [1]  # the rows left of a node kept through every backward (see _State.share)
+
+
+class _Waits(list):
+    """The counts of rows left that a batch's nodes wait for (an example's own node waits on
+    a plain list)."""
+
+    __slots__ = ()
 _RULES = _batching.RULES
 _FLAT_RULES = _batching.FLAT_RULES
 _EAGER_OPS = _batching.EAGER
@@ -323,6 +331,43 @@ def _value(u):
     return _made(g, u._c)
 
 
+def _collecting(inner, made):
+    """``inner`` (the recorder the pending calls run through), noting in ``made`` the node of
+    each result it records."""
+    def collect(op, bound):
+        out = inner(op, bound)
+        if out.__class__ is _TensorType or isinstance(out, _TensorType):
+            fn = out.grad_fn
+            if fn is not None:
+                made.append(fn)
+        elif out.__class__ is tuple or out.__class__ is list or isinstance(out, tuple):
+            for o in out:
+                if isinstance(o, _TensorType) and o.grad_fn is not None:
+                    made.append(o.grad_fn)
+        return out
+
+    collect.grad_only = getattr(inner, "grad_only", False)
+    return collect
+
+
+def _wait(y, hold):
+    """Make ``y``, an example's own node made while the graph ran, and those of its example
+    it reads, wait for the rows ``hold`` of a batch it feeds (see ``_State.share``)."""
+    stack = [y]
+    while stack:
+        y = stack.pop()
+        waits = getattr(y, "_hold", None)
+        if waits.__class__ is not list or hold in waits:
+            continue  # (made before the graph ran, a batch's node, or met before)
+        waits.append(hold)
+        for e in y._edges:
+            for z in (e if e.__class__ is list else (e,)):
+                if z.__class__ is tuple:
+                    z = z[0]
+                if z is not None:
+                    stack.append(z)
+
+
 def _made(g, c):
     """The value coded ``c`` of the (run) group ``g``: a row of its batched result, its own
     result when the group ran one call at a time, or the one result of a call every example
@@ -349,6 +394,13 @@ def _made(g, c):
                 v = g.st.inner(_SLICE, (g.outs[k], 0, r * f, (r + 1) * f, 1))
             else:
                 v = g.st.inner(_SELECT, (g.outs[k], 0, r))
+            if v.grad_fn is not None and g.hold is not None:
+                # an example's row: a backward through it lets go of that row of the batch
+                # (once the batches it feeds, if any, let go of it: see _State.share)
+                fn = v.grad_fn
+                fn._hold = []
+                fn._feeds = [(g.hold, g.done[k], slice(r * f, (r + 1) * f) if f
+                              else slice(r, r + 1))]
             if g.relayout is not None and g.relayout[k]:
                 v = _relayout(g.st.inner, v, g.outm[k][0])
         finally:
@@ -576,7 +628,7 @@ class _Group:
     __slots__ = ("op", "gm", "st", "depth", "first", "n", "codes", "m", "plan", "shapes",
                  "kind", "outm", "one", "diff", "bid", "base", "outs", "same", "vals", "made",
                  "rows", "phys", "mkey", "views", "alias", "merged", "latest", "fdepth",
-                 "C", "lo", "hi", "relayout")
+                 "C", "lo", "hi", "relayout", "hold", "done")
 
 
 def _plan(bound):
@@ -915,6 +967,8 @@ class _State:
         self.consts: list = []
         self.cids: dict = {}
         self.specs: dict = {}  # op -> its specialized recorder (see _spec_factory)
+        # (id(node), output number) -> (node, group, k): the nodes of batched results (share)
+        self.outs_of: dict = {}
         self.spec_pats: dict = {}  # op -> the patterns its specialized recorder covers
         self.record = self.recorder()
 
@@ -1243,6 +1297,7 @@ class _State:
         g.first, g.n, g.codes = graph.frozen(bound), 0, []
         g.plan, g.shapes, g.m = _plan(bound)
         g.outs = g.same = g.vals = g.made = g.rows = g.phys = g.alias = g.merged = g.relayout = None
+        g.hold = g.done = None
         g.mkey = mkey
         g.views = [] if mkey in _VIEWLIKE else None
         g.C = None
@@ -1378,6 +1433,10 @@ class _State:
             return
         self.flushing = True
         prev_rec = get_recorder()
+        inner = self.inner
+        # the nodes the calls below make, to share (see _share)
+        made = _local.made = []
+        self.inner = _collecting(inner, made)
         set_recorder(self.inner)
         prev = _grad_on()
         try:
@@ -1391,7 +1450,13 @@ class _State:
                     for grp in grps:
                         if grp.alias is None and grp.depth:
                             self.run_group(grp)
+                            if made:
+                                self.share([grp] if grp.outs is not None else
+                                           _ALWAYS if grp.same is not None else None)
         finally:
+            self.inner = inner
+            made.clear()
+            _local.made = None
             _set_grad(prev)
             set_recorder(prev_rec)
             self.flushing = False
@@ -1494,6 +1559,63 @@ class _State:
                 args[pos] = seq if first[pos].__class__ is list else tuple(seq)
         return tuple(args)
 
+    def share(self, grps):
+        """Count the rows of the batch that ``grps`` (groups run as one call, or one split of
+        a value into several) computed, for the nodes the call made (``_local.made``). Each
+        row stands for an example's node, which a backward through that example frees, so a
+        node of the batch keeps what it saved until every row has been through a backward
+        without ``retain_graph``; a node reading rows of another batch (an example's row of
+        it, a gather, a later batched call) lets go of them then, and the examples' own nodes
+        made while the graph ran (calls run one at a time) that feed the batch wait for it
+        too (a backward through one example reaches them with zeros). See
+        ``engine._let_go``: ``node._hold``, the counts of rows left it waits for;
+        ``node._feeds``, the rows it reads. ``_ALWAYS``: a call every example made alike (its
+        readers are not counted: it is kept); None: calls run one at a time."""
+        made = _local.made
+        outs = self.outs_of
+        hold = None
+        if grps is _ALWAYS:
+            hold = _ALWAYS
+        elif grps is not None:
+            hold = [0]
+            for g in grps:
+                g.hold = hold
+                g.done = []
+                for k, o in enumerate(g.outs):
+                    d = _unwrap(o)
+                    n = d.shape[0] if d.ndim else 1
+                    g.done.append(np.zeros(n, dtype=bool))
+                    hold[0] += n
+                    fn = o.grad_fn
+                    if fn is not None:
+                        outs.setdefault((id(fn), graph.output_nr(o)), (fn, g, k))
+        waits = None if hold is None else _Waits((hold,))
+        for x in made:
+            if x._hold is not None or x._feeds is not None:
+                continue  # (a node handed back by an op, an example's row)
+            x._hold = [] if waits is None else waits
+            feeds = None
+            for i, e in enumerate(x._edges):
+                for j, y in enumerate(e if e.__class__ is list else (e,)):
+                    nr = 0
+                    if y.__class__ is tuple:
+                        y, nr = y
+                    if y is None:
+                        continue
+                    ent = outs.get((id(y), nr))
+                    if ent is None or ent[0] is not y:
+                        if hold is not None:
+                            _wait(y, hold)
+                        continue
+                    g = ent[1]
+                    if g.hold is hold:
+                        continue
+                    rows = x.args[1][j] if x.entry is _GATHER_ENTRY and i == 0 else None
+                    if feeds is None:
+                        feeds = x._feeds = []
+                    feeds.append((g.hold, g.done[ent[2]], rows))
+        made.clear()
+
     def run_group(self, grp):
         n = grp.n
         op = grp.op
@@ -1581,6 +1703,7 @@ class _State:
             for pc, g in zip(pieces, gs):
                 g.outs = (pc,)
                 self.ran(g)
+            self.share(gs)
             self.groups_run += len(gs)
             self.calls_run += n * len(gs)
 
@@ -2042,6 +2165,9 @@ def _gather(pieces, rows, places, total):
                 t = _wrap(out)
     if _grad_on() and d0.dtype.kind in "fcV" and any(P._requires_grad for P in pieces):
         graph.attach(_GATHER_OP, _GATHER_ENTRY, (list(pieces), rows, places), t)
+        made = getattr(_local, "made", None)
+        if made is not None:
+            made.append(t.grad_fn)
     return t
 
 
@@ -2298,6 +2424,7 @@ class autobatch:
             if self._gc:
                 gc.enable()
             st.record = st.generic = None  # they close over the state: no cycle left behind
+            st.outs_of = {}
             _local.state = None
             self.stats = {"groups": st.groups_run, "calls": st.calls_run,
                           "unbatched": dict(st.unbatched)}

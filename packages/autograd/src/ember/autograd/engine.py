@@ -150,6 +150,34 @@ def plain_backward() -> bool:
     return _plain
 
 
+def _let_go(fn) -> None:
+    """``fn`` has run in a backward without ``retain_graph``, and other examples' graphs may
+    share it (autobatch's batched nodes): it frees what it saved only once every row of the
+    batches it waits for has been through such a backward (``_hold``: their counts of rows
+    left), as each example's own node would be freed by a backward through that example;
+    then it lets go of the rows of other batches it reads (``_feeds``: the count of rows
+    left, the rows done, the rows it reads: None for all, a slice, or row numbers)."""
+    hold = fn._hold
+    if hold is not None:
+        for left in hold:
+            if left[0] > 0:
+                return
+    if fn._nsaved or fn._out_data is not None or fn.entry.release is not None:
+        fn.release()
+    feeds, fn._feeds = fn._feeds, None
+    if feeds is not None:
+        count = np.count_nonzero
+        for left, done, rows in feeds:
+            if rows is None or rows.__class__ is slice:
+                part = done if rows is None else done[rows]
+                left[0] -= part.size - count(part)
+                part.fill(True)
+            else:  # (rows read twice count once)
+                before = count(done)
+                done[rows] = True
+                left[0] -= count(done) - before
+
+
 def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=None,
                   accumulate: bool = True):
     """The pass itself (see :func:`run_backward`)."""
@@ -215,9 +243,11 @@ def _run_backward(roots, grads, retain_graph: bool, create_graph: bool, inputs=N
                 in_grads = fn.apply(_fill_missing(fn, out_grads))
             if check_nan and in_grads:
                 _check_nan(fn, in_grads)
-            if not retain_graph and (fn._nsaved or fn._out_data is not None or
-                                     fn.entry.release is not None):
-                fn.release()
+            if not retain_graph:
+                if fn._feeds is not None or fn._hold is not None:
+                    _let_go(fn)
+                elif fn._nsaved or fn._out_data is not None or fn.entry.release is not None:
+                    fn.release()
             # hand each input's gradient to the node that produced the input
             meta = fn.meta
             n_in = len(in_grads)

@@ -66,6 +66,13 @@ class Node:
     _packed = False  # True: what the node saved went through a pack hook (saved_tensors_hooks)
     _out_tangents = None  # forward AD's tangents of the saved outputs, by output number
     _last_meta = [()]  # the meta of the op's previous node (each node class has its own cell)
+    # several examples' graphs sharing nodes (autobatch's batched calls): ``_hold``, the
+    # counts of rows of batches that no backward without retain_graph has been through yet,
+    # which the node waits for (what it saved stays while one is left); ``_feeds``, the rows
+    # of such batches a node reads, let go of once a backward without retain_graph has run
+    # it (see engine._let_go)
+    _hold = None
+    _feeds = None
 
     def name(self) -> str:
         return type(self).__name__
