@@ -1410,25 +1410,36 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
     if len(size) == 1 and isinstance(size[0], (list, tuple, Size)):
         size = tuple(size[0])
     size = tuple([int(s) for s in size])
-    shape = input._data.shape
+    dims, keepdim, view = _sum_to_size_plan(input._data.shape, size)
+    if not dims:
+        return input
+    s = input.sum(dims, keepdim=keepdim)
+    return _view(s, size) if view else s
+
+
+# sum_to_size's reduction depends on the two shapes only: worked out once per pair (an error
+# is raised, not cached)
+@functools.lru_cache(maxsize=512)
+def _sum_to_size_plan(shape: tuple, size: tuple) -> tuple:
+    """The sorted dims that ``sum_to_size`` sums (the leading dims, and those of size 1 in
+    ``size``), whether the sum keeps them, and whether its result still needs a view to
+    ``size`` (only when it sums leading dims and dims of size 1 both)."""
     lead = len(shape) - len(size)
     ok = lead >= 0
-    dims = list(range(lead))
+    inner = []
     if ok:
         for i, s in enumerate(size, lead):
             if s != shape[i]:
                 if s != 1:
                     ok = False
                     break
-                dims.append(i)
+                inner.append(i)
     if not ok:
         raise RuntimeError(f"sum_to_size(): size {{{list(size)}}} is not expandable to size "
                            f"{{{list(shape)}}}.")
-    if not dims:
-        return input
-    # the sum over sorted, distinct dims, and a view of its contiguous result without the
-    # leading dims
-    return _view(input.sum(tuple(dims), keepdim=True), size)
+    # keepdim=True gives ``size`` itself when there are no leading dims; keepdim=False gives
+    # it when only leading dims are summed
+    return tuple(range(lead)) + tuple(inner), not lead, bool(lead and inner)
 
 
 def as_strided_(input: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
