@@ -582,6 +582,8 @@ def _value_array(value, target, op: str, rshape: tuple, advanced: bool):
                 f"Index put requires the source and destination dtypes match, got "
                 f"{_tname(target.dtype)} for the destination and {_tname(v.dtype)} for the source.")
         vshape = tuple(v.shape)
+        if vshape == rshape:  # (the value of the result's shape, the commonest: stored as is)
+            return v if v.dtype == target.dtype else _cast(v, target.dtype)
         while vshape and vshape[0] == 1:  # PyTorch drops leading unit dims of the value
             vshape = vshape[1:]
         ok = len(vshape) <= len(rshape) and all(
@@ -602,16 +604,18 @@ def _value_array(value, target, op: str, rshape: tuple, advanced: bool):
                         f"size ({vshape[-i]}) at non-singleton dimension {len(rshape) - i}.  "
                         f"Target sizes: {list(rshape)}.  Tensor sizes: {list(vshape)}")
         v = v.reshape(vshape)
-        if v.dtype != target.dtype:
-            with quiet():
-                v = v.astype(target.dtype)
-        return v
+        return v if v.dtype == target.dtype else _cast(v, target.dtype)
     if isinstance(value, (numbers.Number, np.generic)) and not isinstance(value, complex):
         if value.__class__ is int and not -(1 << 63) <= value < (1 << 63):
             raise ValueError(f"{op}(): Overflow when unpacking long long: {value}")
         return checked_scalar(op, value, target.dtype)
     raise TypeError(f"can't assign a {type(value).__name__} to a "
                     f"{_legacy_name(D._FROM_NP[target.dtype], not isinstance(target, _ndarray))}")
+
+
+def _cast(v, dtype):
+    with quiet():  # out-of-range values wrap or become inf, as PyTorch's casts
+        return v.astype(dtype)
 
 
 def _setitem_into(t: Tensor, index, value) -> None:
