@@ -908,7 +908,8 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
                                             c is bool):
         raise TypeError(f"renorm(): argument 'maxnorm' (position 4) must be Number, not "
                         f"{type(maxnorm).__name__}")
-    check_int("renorm", "dim", 3, dim)
+    if dim.__class__ is not int:
+        check_int("renorm", "dim", 3, dim)
     data = input._data
     nd = data.ndim
     if nd <= 1:
@@ -922,14 +923,15 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
     if not input.is_floating_point():
         raise RuntimeError(f"renorm(): Expected a floating point or complex tensor as input. "
                            f"Got {scalar_type_name(data.dtype)}")
-    xp = array_module(data)
-    axes = tuple([i for i in range(nd) if i != d])
-    acc = data.dtype if data.dtype.itemsize >= 4 else _F32  # (float16, bfloat16: float32)
+    dt = data.dtype
+    acc = dt if dt.itemsize >= 4 else _F32  # (float16, bfloat16: float32)
     # the 1- and 2-norms by norm's one-pass kernel where it applies (float32 / float64 on the
     # CPU, the reduced dims adjacent in memory), else by NumPy; one reduced dim passed as an
     # int (the kernel's plans are memoized by it: a tuple is normalized first on every call)
-    n = _on_kernel("renorm", data, axes[0] if nd == 2 else axes, True, "sum_reduce",
+    axes = 1 - d if nd == 2 else tuple([i for i in range(nd) if i != d])
+    n = _on_kernel("renorm", data, axes, True, "sum_reduce",
                    1 + int(p)) if p == 1 or p == 2 else None
+    xp = np if data.__class__ is np.ndarray else array_module(data)
     if n is None:
         a = xp.abs(data, dtype=acc)
         if p == 2:
@@ -941,7 +943,8 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
         else:
             n = xp.power(xp.power(a, p).sum(axis=axes, keepdims=True), 1 / p)
     scale = xp.where(n > maxnorm, maxnorm / (n + 1e-7), 1.0)
-    return _make(xp.multiply(data, scale, dtype=acc).astype(data.dtype, copy=False))
+    out = xp.multiply(data, scale, dtype=acc)
+    return _make(out if acc is dt else out.astype(dt))
 
 
 # ---------------------------------------------------------------------------- in-place forms
