@@ -579,21 +579,33 @@ def _strided_bytes(size: tuple, stride: tuple, offset: int, avail: int, item: in
 @defop("unfold")
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """All slices of length ``size`` along ``dimension`` every ``step``, as a new last dim."""
+    if dimension.__class__ is not int or size.__class__ is not int or step.__class__ is not int:
+        # (a NumPy integer or an integer 0-d tensor: its value, which the layout is cached by)
+        dimension, size, step = map(operator.index, (dimension, size, step))
     d = input._data
-    nd = d.ndim
+    return _restride_bytes(input, *_unfold_layout(d.shape, d.strides, d.itemsize, dimension, size,
+                                                  step))
+
+
+@functools.lru_cache(maxsize=512)
+def _unfold_layout(shape: tuple, strides: tuple, item: int, dimension: int, size: int,
+                   step: int) -> tuple:
+    """The shape and the strides (bytes, as ``strides``; elements of ``item`` bytes) of
+    ``unfold``'s view (worked out once per layout and arguments; an error is raised, not
+    cached)."""
+    nd = len(shape)
     dim = _wrap_dim(dimension, nd, "unfold") if nd else 0
-    cur = d.shape[dim] if nd else 1
+    cur = shape[dim] if nd else 1
     if size > cur:
         raise RuntimeError(f"unfold(): maximum size for tensor at dimension {dim} is {cur} but "
                            f"size is {size}")
     if step <= 0:
         raise RuntimeError(f"unfold(): step is {step} but must be > 0")
-    if nd == 0:
-        return _restride_bytes(input, (size,), (d.itemsize,))
-    shape, strides = d.shape, d.strides  # strides in bytes here
+    if nd == 0:  # one window of the one element
+        return (size,), (item,)
     st = strides[dim]
-    return _restride_bytes(input, (*shape[:dim], (cur - size) // step + 1, *shape[dim + 1:], size),
-                           (*strides[:dim], st * step, *strides[dim + 1:], st))
+    return ((*shape[:dim], (cur - size) // step + 1, *shape[dim + 1:], size),
+            (*strides[:dim], st * step, *strides[dim + 1:], st))
 
 
 @defop("diagonal")
