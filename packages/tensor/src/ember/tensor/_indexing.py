@@ -810,22 +810,26 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 
 
 def _masked_scatter_into(out, op: str, m, source: Tensor) -> None:
-    _need_tensor(source, op, "source")
+    if source.__class__ is not Tensor:
+        _need_tensor(source, op, "source")
     s = source._data
-    _same_device(op, out, s)
+    if s.__class__ is not out.__class__ or s.__class__ is not _ndarray:
+        _same_device(op, out, s)
     if s.dtype != out.dtype:
         raise RuntimeError(f"{op}(): expected self and source to have same dtypes but got "
                            f"{_tname(out.dtype)} and {_tname(s.dtype)}")
-    xp = array_module(out)
+    xp = np if out.__class__ is _ndarray else array_module(out)
     # the mask broadcast to ``out`` repeats each of its elements out.size / m.size times
     count = int(xp.count_nonzero(m)) * (out.size // m.size) if m.size else 0
-    if s.size < count:
+    n = s.size
+    if n < count:
         raise RuntimeError(f"{op}(): Number of elements of source < number of ones in mask "
-                           f"({s.size} < {count})")
+                           f"({n} < {count})")
     if count:
         if m.shape != out.shape:
             m = xp.broadcast_to(m, out.shape)
-        out[m] = s.reshape(-1)[:count]
+        s = s.reshape(-1)
+        out[m] = s if n == count else s[:count]
 
 
 _MS_MASK = "masked_scatter(): only supports boolean masks, but got mask with dtype {}"
@@ -841,7 +845,8 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     op = "masked_scatter"
     m = _bool_mask(mask, op, _MS_MASK)
     data = input._data
-    _same_device(op, data, m)
+    if m.__class__ is not data.__class__ or m.__class__ is not _ndarray:
+        _same_device(op, data, m)
     shape = data.shape
     if m.shape == shape:  # (a mask of the input's shape, the commonest: no broadcast)
         out = data.copy()  # (C order)
