@@ -652,16 +652,6 @@ def _diagonal_scatter(c, g):
     return gi, (gs if c.needs[1] else None)
 
 
-def _index_backward(shape, view_fn, g: et.Tensor) -> et.Tensor:
-    """Backward of any view op by scatter-adding ``g`` through the element index map."""
-    n = 1
-    for s in shape:
-        n *= s
-    idx = view_fn(et.arange(n, device=g.device).view(shape))
-    flat = et.zeros(n, dtype=g.dtype, device=g.device)
-    return flat.index_add(0, idx.reshape(-1), g.reshape(-1)).view(shape)
-
-
 @vjp("unfold", complex="linear")
 def _unfold(c, g):
     # offset j of window k is element k*step + j. Offsets j = r*step + t (t < step) form
@@ -697,20 +687,23 @@ def _diagonal(c, g):
 
 @vjp("as_strided", save=(0,), complex="linear")
 def _as_strided(c, g):
+    # as PyTorch's, over the storage: g added at the positions its elements view (where they
+    # overlap, their gradients sum), then x read from that storage through its own layout. The
+    # positions are counted from the lowest one either layout reaches, ``lo`` (x's first
+    # element is at -lo); each view element's is read from a range of them through the view's
+    # own geometry
     x = c.args[0]
     _, size, stride, offset = c.args
-    base_off = x.storage_offset()
-    rel = None if offset is None else offset - base_off
-
-    def view_fn(idx):
-        # the same geometry relative to x, over x's own element indices (x is assumed dense)
-        strides = x.stride()
-        pos = et.empty_strided(x.shape, strides, dtype=et.int64)
-        pos.copy_(idx)
-        return et.as_strided(pos, size, stride, None if rel is None else
-                             pos.storage_offset() + rel)
-
-    return (_index_backward(tuple(x.shape), view_fn, g),)
+    rel = 0 if offset is None else offset - x.storage_offset()
+    xs = x.stride()
+    x_end = 1 + sum((n - 1) * s for n, s in zip(x.shape, xs)) if x.numel() else 0
+    v_end = rel + 1 + sum((n - 1) * s for n, s in zip(size, stride)) if g.numel() else 0
+    lo = min(0, rel)
+    span = max(x_end, v_end) - lo
+    pos = et.as_strided(et.arange(span, device=g.device), size, stride, rel - lo)
+    buf = et.zeros(span, dtype=g.dtype, device=g.device)
+    buf = buf.index_add(0, pos.reshape(-1), g.reshape(-1))
+    return (et.as_strided(buf, tuple(x.shape), xs, -lo),)
 
 
 @vjp("cat", complex="linear")
