@@ -271,8 +271,17 @@ def permute(input: Tensor, *dims) -> Tensor:
     return _permute(input, tuple(dims))
 
 
+def _key_int(x):
+    """An int argument as a layout cache's key: an int as it is, anything else with an
+    ``__index__`` by it (a NumPy integer; a 0-d tensor's value, which may change in place, so
+    the cache never keys on the object); anything else as it is, for the layout's own error."""
+    return x if x.__class__ is int or not hasattr(x, "__index__") else operator.index(x)
+
+
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions (a view)."""
+    if dim0.__class__ is not int or dim1.__class__ is not int:
+        dim0, dim1 = _key_int(dim0), _key_int(dim1)
     return _permute(input, _transpose_perm(input._data.ndim, dim0, dim1))
 
 
@@ -302,9 +311,9 @@ def movedim(input: Tensor, source, destination) -> Tensor:
     """Move dimension(s) ``source`` to position(s) ``destination``."""
     # (an int's class test first: the ABC check costs more than the rest of the call)
     src = (source,) if source.__class__ is int or isinstance(source, numbers.Integral) \
-        else tuple(source)
+        else tuple(map(_key_int, source))
     dst = (destination,) if destination.__class__ is int or \
-        isinstance(destination, numbers.Integral) else tuple(destination)
+        isinstance(destination, numbers.Integral) else tuple(map(_key_int, destination))
     return _permute(input, _movedim_perm(input._data.ndim, src, dst))
 
 
@@ -580,8 +589,7 @@ def _strided_bytes(size: tuple, stride: tuple, offset: int, avail: int, item: in
 def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """All slices of length ``size`` along ``dimension`` every ``step``, as a new last dim."""
     if dimension.__class__ is not int or size.__class__ is not int or step.__class__ is not int:
-        # (a NumPy integer or an integer 0-d tensor: its value, which the layout is cached by)
-        dimension, size, step = map(operator.index, (dimension, size, step))
+        dimension, size, step = _key_int(dimension), _key_int(size), _key_int(step)
     d = input._data
     return _restride_bytes(input, *_unfold_layout(d.shape, d.strides, d.itemsize, dimension, size,
                                                   step))
@@ -612,6 +620,8 @@ def _unfold_layout(shape: tuple, strides: tuple, item: int, dimension: int, size
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of the (dim1, dim2) planes as a view, moved to the last dimension."""
     d = input._data
+    if offset.__class__ is not int or dim1.__class__ is not int or dim2.__class__ is not int:
+        offset, dim1, dim2 = _key_int(offset), _key_int(dim1), _key_int(dim2)
     return _restride_bytes(input, *_diagonal_layout(d.shape, d.strides, offset, dim1, dim2))
 
 
@@ -794,7 +804,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
     """
     arrs, dt = _arrays(tensors, "stack")
     ref = arrs[0].shape
-    dim, new = _stack_index(dim, len(ref))
+    dim, new = _stack_index(dim if dim.__class__ is int else _key_int(dim), len(ref))
     xp = np if arrs[0].__class__ is np.ndarray else array_module(arrs[0])
     try:
         return _make(xp.concatenate([a[new] for a in arrs], axis=dim, dtype=dt,
@@ -842,6 +852,8 @@ def atleast_2d(input: Tensor) -> Tensor:
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim..end_dim`` into one (a view when possible)."""
+    if start_dim.__class__ is not int or end_dim.__class__ is not int:
+        start_dim, end_dim = _key_int(start_dim), _key_int(end_dim)
     shape = _flat_shape(input._data.shape, start_dim, end_dim)
     return input if shape is None else _reshape(input, shape)
 
@@ -862,7 +874,8 @@ def _flat_shape(shape: tuple, start_dim: int, end_dim: int) -> tuple | None:
 
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     """Expand one dimension into several (inverse of flatten)."""
-    return _view(input, _unflat_shape(input._data.shape, dim, tuple(sizes)))
+    return _view(input, _unflat_shape(input._data.shape, _key_int(dim),
+                                      tuple(map(_key_int, sizes))))
 
 
 @functools.lru_cache(maxsize=512)
