@@ -569,14 +569,13 @@ def getitem_backward(grad: Tensor, shape, index) -> Tensor:
 
 def _value_array(value, target, op: str, rshape: tuple, advanced: bool):
     """The array (or scalar) to store into ``target`` for ``target[...] = value``."""
-    xp = array_module(target)
     if isinstance(value, Tensor):
         v = value._data
         if type(v) is not type(target) or (not isinstance(v, _ndarray)
                                             and v.device != target.device):
             if v.ndim != 0:  # a 0-d value crosses devices, as in PyTorch
                 _same_device(op, target, v)
-            v = _on(v, xp)
+            v = _on(v, array_module(target))
         if advanced and v.ndim and v.dtype != target.dtype:
             raise RuntimeError(
                 f"Index put requires the source and destination dtypes match, got "
