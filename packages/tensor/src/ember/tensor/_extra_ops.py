@@ -445,13 +445,21 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:  # noqa: A002
 def _cum(kind, name: str, largest: bool):
     # one registry op (its derivative: the gradient scattered back to the indices), one
     # kernel call for the values and the indices
+    scan = None  # kernels/cpu/scan.py, imported by the first call on the CPU (Numba)
+
     def impl(input: Tensor, dim: int):
+        nonlocal scan
         d = input._data
-        xp = array_module(d)
         if d.ndim == 0:
             _one_dim(dim, 1, name)  # a 0-d tensor takes dim 0 or -1 only
-            return _make(d.copy()), _make(xp.zeros((), np.int64))
+            return _make(d.copy()), _make(array_module(d).zeros((), np.int64))
         ax = _one_dim(dim, d.ndim, name)
+        if d.__class__ is np.ndarray:  # the CPU kernel, its results in the input's shape
+            if scan is None:
+                from .kernels.cpu import scan
+            vals, idx = scan._extreme_run(_pmq(np, d, ax), d.shape, largest)
+            return _make(vals), _make(idx)
+        xp = array_module(d)
         vals, idx = _kernel("scan_dim", xp)(_pmq(xp, d, ax), "max" if largest else "min")
         return _make(vals.reshape(d.shape)), _make(idx.reshape(d.shape))
 

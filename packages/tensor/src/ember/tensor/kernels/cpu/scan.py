@@ -85,6 +85,13 @@ def _extreme(x, out, idx, largest):
                     idx[p, m, q] = idx[p, m - 1, q]
 
 
+@njit
+def _extreme_into(x, out, idx, largest):
+    # _extreme into outputs of any C-contiguous shape with x's elements, seen as x's
+    # (P, M, Q) here (a reshape in Numba is free; two in Python cost a fifth of a 4x64 scan)
+    _extreme(x, out.reshape(x.shape), idx.reshape(x.shape), largest)
+
+
 _FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))  # (made once, not per call)
 _F32 = np.dtype(np.float32)
 
@@ -129,17 +136,29 @@ def scan_dim(x: np.ndarray, op: str, acc_dtype=None) -> tuple[np.ndarray, np.nda
     if plan is None:
         plan = _plans[key] = _plan(dt, op, acc_dtype)
     work, start, prod = plan
+    if start is None:
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        return _extreme_run(x, x.shape, op == "max")
     if work is not None:
         x = x.astype(work, order="C")
     elif not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     out = np.empty(x.shape, x.dtype)  # (np.empty_like costs twice as much)
-    if start is not None:
-        if out.size:
-            _sum_prod(x, out, start, prod)
-        idx = None
-    else:
-        idx = np.empty(x.shape, np.int64)
-        if out.size:
-            _extreme(x, out, idx, op == "max")
-    return (out if work is None else out.astype(dt)), idx
+    if out.size:
+        _sum_prod(x, out, start, prod)
+    return (out if work is None else out.astype(dt)), None
+
+
+def _extreme_run(x: np.ndarray, shape: tuple, largest: bool) -> tuple:
+    """:func:`scan_dim`'s "max" (``largest``) / "min" of a C-contiguous (P, M, Q) array ``x``,
+    its values and indices shaped ``shape`` (as many elements): ember.tensor's cummax / cummin
+    call it directly with the (P, M, Q) view of their input, whose shape their results take,
+    without a kernel-table lookup, scan_dim's checks and two reshapes."""
+    dt = x.dtype
+    work = x if dt in _FLOATS or dt.kind in "biuc" else x.astype(_F32)
+    out = np.empty(shape, work.dtype)  # (np.empty_like costs twice as much)
+    idx = np.empty(shape, np.int64)
+    if out.size:
+        _extreme_into(work, out, idx, largest)
+    return (out if work is x else out.astype(dt)), idx
