@@ -79,6 +79,38 @@ def test_median_and_nanmedian_match_the_sort():
                               equal_nan=True)
 
 
+def test_median_all_and_long_rows_match_numpy():
+    # median of all elements (one Numba pass and a quickselect) against NumPy's sort, and the
+    # quickselect's branch-free partitions of ranges over its _LONG elements (kthvalue along a
+    # long row) on the inputs that break fixed pivots: sorted, reversed, ties, all equal
+    from ember.tensor.kernels.cpu import select
+    rng = np.random.default_rng(2)
+    n = 3 * select._LONG + 17
+    rows = {"random": rng.standard_normal(n), "sorted": np.arange(n, dtype=float),
+            "reversed": np.arange(n, dtype=float)[::-1].copy(),
+            "ties": rng.integers(0, 5, n).astype(float), "equal": np.ones(n)}
+    for name, row in rows.items():
+        for dtype in (np.float32, np.float64, np.int64, np.float16):
+            x = row.astype(dtype)
+            srt = np.sort(x)
+            assert select.median_all(x) == srt[(n - 1) // 2], (name, dtype)
+            assert select.median_all(x.reshape(1, n)[:, ::-1]) == srt[(n - 1) // 2]
+            for k in (1, n // 3, n - 1, n):
+                v, i = et.kthvalue(et.tensor(x), k)
+                assert v.item() == srt[k - 1] and x[i.item()] == srt[k - 1], (name, dtype, k)
+    for dtype in DTYPES:
+        for shape in ((), (1,), (7, 13), (3, 5, 9), (2, 1000)):
+            x = np.asarray(_data(rng, shape, dtype, 1000))
+            r = select.median_all(x)
+            assert r.shape == () and r.dtype == x.dtype
+            has_nan = x.dtype.kind == "f" and bool(np.isnan(x).any())  # then NaN, as PyTorch
+            exp = np.nan if has_nan else np.sort(x.reshape(-1))[(x.size - 1) // 2]
+            assert np.array_equal(r, exp, equal_nan=True), (dtype, shape)
+            if x.ndim == 2:  # a strided input
+                assert np.array_equal(select.median_all(x.T), exp, equal_nan=True)
+            assert np.array_equal(et.median(et.tensor(x)).numpy(), exp, equal_nan=True)
+
+
 def test_kernel_errors():
     x = np.zeros((2, 3, 1))
     with pytest.raises(IndexError, match="pos out of range"):

@@ -250,13 +250,12 @@ def _take_along(a, idx, axis: int):
 
 # ---------------------------------------------------------------------------- sums
 _kr = None  # kernels/cpu/reduce.py, imported by the first reduction that runs on it (Numba)
-_ks = None  # kernels/cpu/select.py, imported by the first mode that runs on it (Numba)
+_ks = None  # kernels/cpu/select.py, imported by the first mode or median that runs on it
 _KERNEL_DTYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _SUM_KERNEL_MIN = 16  # smaller sums: NumPy's add.reduce under an errstate (see _on_kernel)
 _plans: dict = {}  # (shape, dim, keepdim, op) of a C-contiguous input -> plan, or False
 _empty = np.empty
 _add_reduce = np.add.reduce
-_max_reduce = np.maximum.reduce
 
 
 # reductions whose result over several runs of dims is the same reduction of the partial
@@ -1017,15 +1016,17 @@ def _median_all(input: Tensor) -> Tensor:
     if n == 0:
         fill = np.nan if d.dtype.kind == "f" else np.iinfo(d.dtype).min
         return _make(xp.full((), fill, d.dtype))
+    if xp is np:  # one Numba pass: a copy, then a quickselect (NaN: the first one)
+        global _ks
+        if _ks is None:
+            from .kernels.cpu import select as _ks
+        return _make(_ks.median_all(d))
+    # CuPy: a copy, partitioned in place; NaN sorts last: any NaN is in part[k:], whose
+    # maximum (>= part[k]) it then becomes
     k = (n - 1) // 2
-    # a copy, partitioned in place (np.partition's wrapper costs 0.4 us); bfloat16 as float32,
-    # whose order puts NaN last (NumPy's partition of bfloat16 leaves NaN anywhere)
-    part = d.flatten() if d.dtype.kind != "V" else d.astype(np.float32).reshape(-1)
+    part = d.flatten()
     part.partition(k)
-    # NaN sorts last: any NaN is in part[k:], whose maximum (>= part[k]) it then becomes
-    top = part[k:]  # (on NumPy its ufunc reduction: the max method adds a Python wrapper)
-    r = xp.minimum(part[k:k + 1], _max_reduce(top, None) if xp is np else top.max()).reshape(())
-    return _make(r if part.dtype == d.dtype else r.astype(d.dtype))
+    return _make(xp.minimum(part[k:k + 1], part[k:].max()).reshape(()))
 
 
 @defop("median_dim", out=True)

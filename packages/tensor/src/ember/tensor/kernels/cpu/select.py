@@ -18,7 +18,7 @@ import numpy as np
 
 from ._common import check_ndim, njit
 
-__all__ = ["select_dim", "topk_dim", "mode_rows"]
+__all__ = ["select_dim", "median_all", "topk_dim", "mode_rows"]
 
 
 @njit
@@ -43,12 +43,49 @@ def _swap(v, ix, i, j):
     ix[j] = u
 
 
+_LONG = 4096  # ranges longer than this are cut by branch-free partitions first
+
+
 @njit
 def _kth_number(v, n, kth):
-    """The ``kth`` smallest of ``v[:n]`` (no NaN), reordering it: Hoare's quickselect, whose
-    partition stops on equal elements on both sides (so many ties cost no more)."""
+    """The ``kth`` smallest of ``v[:n]`` (no NaN), reordering it: a quickselect. Ranges over
+    ``_LONG`` elements are cut by a branch-free (Lomuto) partition around the median of three
+    elements at pseudo-random places (a fixed place, as the median of the ends and the middle,
+    went quadratic on a reversed run), faster there than the branching one, whose
+    mispredictions then cost more than its fewer swaps (262144 float32, random: 1.5 ms against
+    2.6, NumPy's partition 2.6; sorted, reversed, ties: as NumPy's); the rest by Hoare's
+    partition, which stops on equal elements on both sides (so many ties cost no more) and is
+    the faster one on short rows."""
     lo = 0
     hi = n - 1
+    r = np.uint64(n) | np.uint64(1)  # a xorshift's state: the positions of the three
+    while hi - lo > _LONG:
+        span = np.uint64(hi - lo + 1)
+        r ^= r << np.uint64(13)
+        r ^= r >> np.uint64(7)
+        r ^= r << np.uint64(17)
+        a = v[lo + np.int64(r % span)]
+        b = v[lo + np.int64((r >> np.uint64(21)) % span)]
+        c = v[lo + np.int64((r >> np.uint64(42)) % span)]
+        pivot = max(min(a, b), min(max(a, b), c))  # the median of three at random places
+        i = lo  # the elements below the pivot to the front, by a swap each
+        for j in range(lo, hi + 1):
+            e = v[j]
+            v[j] = v[i]
+            v[i] = e
+            i += e < pivot
+        if kth < i:
+            hi = i - 1
+            continue
+        k = i  # then those equal to it (none below remain), so that ties end the search
+        for j in range(i, hi + 1):
+            e = v[j]
+            v[j] = v[k]
+            v[k] = e
+            k += e <= pivot
+        if kth < k:
+            return pivot
+        lo = k
     while hi > lo:
         a = v[lo]
         b = v[(lo + hi) >> 1]
@@ -74,6 +111,23 @@ def _kth_number(v, n, kth):
         else:
             break
     return v[kth]
+
+
+@njit
+def _median_into(x, out):
+    # the lower median of all of ``x`` (C-contiguous, not empty) into the 0-d ``out``: its
+    # first NaN, if any (NaN sorts last), else the ((size - 1) // 2)-th smallest, selected from
+    # a copy (one pass and a quickselect, where flatten, partition, a max and a minimum in
+    # NumPy cost seven calls)
+    a = x.reshape(x.size)
+    v = np.empty(a.size, a.dtype)
+    for i in range(a.size):
+        e = a[i]
+        if e != e:
+            out[()] = e
+            return
+        v[i] = e
+    out[()] = _kth_number(v, a.size, (a.size - 1) // 2)
 
 
 @njit
@@ -202,6 +256,26 @@ def select_dim(x: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if out.size and _select(x, pos, vals, out) >= 0:
         raise IndexError(f"{name}(): pos out of range for dim 1 of size {M}")
     return (vals if vals.dtype == dt else vals.astype(dt)), out
+
+
+def median_all(x: np.ndarray) -> np.ndarray:
+    """The lower median of all elements of ``x`` (its first NaN if it holds one) as a 0-d
+    array of ``x``'s dtype; ``x`` a non-empty ndarray of an integer or floating dtype or
+    bfloat16 (run as float32), as ember.tensor's median checks it.
+
+    >>> median_all(np.array([[3.0, 1.0], [2.0, 4.0]])).item()
+    2.0
+    """
+    dt = x.dtype
+    if dt.kind == "V" or dt == _F16:  # (Numba has no float16 or bfloat16 arithmetic)
+        x = x.astype(np.float32, order="C")
+    elif not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    if not x.ndim:  # (Numba reshapes no 0-d array)
+        x = x.reshape(1)
+    out = np.empty((), x.dtype)
+    _median_into(x, out)
+    return out if x.dtype == dt else out.astype(dt)
 
 
 def topk_dim(x: np.ndarray, k: int, largest: bool) -> tuple[np.ndarray, np.ndarray]:
