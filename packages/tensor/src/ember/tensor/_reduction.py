@@ -29,6 +29,7 @@ from ._checks import not_implemented, scalar_type_name
 from ._composite import _name_op
 from ._creation import full, full_like, tensor
 from ._fpstate import quiet
+from ._indexing import take
 from ._pointwise import isnan, lerp, logical_not, maximum, minimum, sqrt, true_divide, where
 from ._registry import array_module, defop, with_out, write_out
 from ._scatter import gather
@@ -970,14 +971,35 @@ cumprod = _scan("cumprod", "prod", """Cumulative product along ``dim``; integer 
 
 
 # ---------------------------------------------------------------------------- selection
-def _sorted_at(d, ax: int, pos):
-    """The values and int64 indices at positions ``pos`` (an int, or int64 positions shaped
-    like ``d`` with ``ax`` of size 1) of the stable ascending sort along ``ax``, shaped like
-    ``d`` with ``ax`` of size 1 (a 0-d ``d`` as shape (1,)): a selection (the ``select_dim``
-    kernel), never a whole sort."""
+def _sorted_at(d, ax: int, pos, shape=None):
+    """The values and int64 indices at positions ``pos`` of the stable ascending sort along
+    ``ax``, shaped ``shape`` (by default like ``d`` with ``ax`` of size 1; a 0-d ``d`` as shape
+    (1,)): a selection (the ``select_dim`` kernel), never a whole sort. ``pos``: an int, int64
+    positions shaped like ``d`` with ``ax`` of size 1, or "median" (each row's lower median,
+    its first NaN where it holds one: NaN sorts last) or "nanmedian" (the lower median of each
+    row's numbers)."""
     a = d.reshape(1) if d.ndim == 0 else d
+    if shape is None:
+        shape = a.shape[:ax] + (1,) + a.shape[ax + 1:]
+    if d.__class__ is _ndarray:  # the CPU kernel, without its checks of what this made; it
+        global _ks               # works out the rules' positions in its pass over each row
+        if _ks is None:
+            from .kernels.cpu import select as _ks
+        if pos.__class__ is int:
+            pos = np.array(pos, _int64, ndmin=3)
+        elif pos.__class__ is not str:
+            pos = _pmq(np, pos, ax)
+        return _ks._select_run(_pmq(np, a, ax), pos, shape)
     xp = array_module(d)
-    shape = a.shape[:ax] + (1,) + a.shape[ax + 1:]
+    if pos.__class__ is str:  # (CuPy: the rule's positions worked out on the arrays)
+        n = a.shape[ax]
+        if d.dtype.kind != "f":
+            pos = (n - 1) // 2
+        elif pos == "median":  # a row with NaN: its first NaN, which sorts after every number
+            nans = (a != a).sum(axis=ax, keepdims=True)
+            pos = xp.where(nans > 0, n - nans, (n - 1) // 2)
+        else:
+            pos = xp.maximum((a == a).sum(axis=ax, keepdims=True) - 1, 0) // 2
     pos = xp.array(pos, _int64, ndmin=3) if pos.__class__ is int else _pmq(xp, pos, ax)
     vals, idx = _kernel("select_dim", xp)(_pmq(xp, a, ax), pos)
     return vals.reshape(shape), idx.reshape(shape)
@@ -985,14 +1007,11 @@ def _sorted_at(d, ax: int, pos):
 
 def _select_sorted(d, ax: int, pos, keepdim: bool):
     """Values and indices at positions ``pos`` of the stable ascending sort along ``ax``
-    (see :func:`_sorted_at`), shaped as the op's result by one reshape each."""
-    a = d.reshape(1) if d.ndim == 0 else d
-    xp = array_module(d)
-    pos = xp.array(pos, _int64, ndmin=3) if pos.__class__ is int else _pmq(xp, pos, ax)
-    vals, idx = _kernel("select_dim", xp)(_pmq(xp, a, ax), pos)
+    (see :func:`_sorted_at`), shaped as the op's result."""
     s = d.shape
-    shape = () if not s else s[:ax] + (1,) + s[ax + 1:] if keepdim else s[:ax] + s[ax + 1:]
-    return _make(vals.reshape(shape)), _make(idx.reshape(shape))
+    vals, idx = _sorted_at(d, ax, pos, () if not s else s[:ax] + (1,) + s[ax + 1:] if keepdim
+                           else s[:ax] + s[ax + 1:])
+    return _make(vals), _make(idx)
 
 
 def _empty_pair(d, ax: int, keepdim: bool):
@@ -1039,13 +1058,7 @@ def _median_dim(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple[Te
     _check_nonempty(d, (ax,), "median")
     if d.size == 0:
         return _empty_pair(d, ax, keepdim)
-    n = d.shape[ax] if d.ndim else 1
-    pos = (n - 1) // 2
-    if d.dtype.kind == "f":  # a row with NaN: its first NaN, which sorts after every number
-        a = d.reshape(1) if d.ndim == 0 else d
-        nans = (a != a).sum(axis=ax, keepdims=True)
-        pos = array_module(d).where(nans > 0, n - nans, pos)
-    return _select_sorted(d, ax, pos, keepdim)
+    return _select_sorted(d, ax, "median", keepdim)
 
 
 def median(input: Tensor, dim=None, keepdim: bool = False):
@@ -1438,10 +1451,9 @@ def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
         if d.size == 0:
             return full((), math.nan if d.dtype.kind == "f" else 0, dtype=input.dtype,
                         device=input.device)
-        # the lower median of the numbers, which sort before every NaN
-        k = d.size - int(array_module(d).count_nonzero(d != d)) if d.dtype.kind == "f" else \
-            d.size
-        return _kthvalue(input.reshape(-1), builtins.max((k - 1) // 2, 0) + 1)[0]
+        # the lower median of the numbers, which sort before every NaN (of all NaN: the first),
+        # found by the selection's own pass; its value taken by take, whose gradient goes to it
+        return take(input, _make(_sorted_at(d.reshape(-1), 0, "nanmedian", ())[1]))
     ax = _one_dim(dim, d.ndim, "nanmedian")
     _check_nonempty(d, (ax,), "nanmedian")
     if d.ndim == 0:
@@ -1455,12 +1467,7 @@ def _nanmedian_dim(input: Tensor, ax: int, keepdim: bool):
     """The indices are worked out on the arrays (a stable argsort puts NaN last; the lower
     median of each row's numbers is at ``(count - 1) // 2``), the values are one
     :func:`gather` of ``input`` at them, so the gradient goes to the selected element."""
-    d = input._data
-    if d.dtype.kind == "f":
-        count = (d == d).sum(axis=ax, keepdims=True)
-        idx = _sorted_at(d, ax, array_module(d).maximum(count - 1, 0) // 2)[1]
-    else:
-        idx = _sorted_at(d, ax, (d.shape[ax] - 1) // 2)[1]
+    idx = _sorted_at(input._data, ax, "nanmedian")[1]
     vals = gather(input, ax, _make(idx))
     if not keepdim:
         return vals.squeeze(ax), _make(idx.squeeze(ax))

@@ -131,20 +131,27 @@ def _median_into(x, out):
 
 
 @njit
-def _select(x, pos, vals, out):
+def _select(x, pos, vals, out, rule):
+    # the position of each row: pos's (rule 0), the median's (1: the lower median, or the
+    # first NaN of a row with NaN) or nanmedian's (2: the lower median of the row's numbers)
     P, M, Q = x.shape
     v = np.empty(M, x.dtype)
     for p in range(P):
         for q in range(Q):
-            kth = pos[p if pos.shape[0] > 1 else 0, 0, q if pos.shape[2] > 1 else 0]
-            if kth < 0 or kth >= M:
-                return p * Q + q
             n = 0  # the numbers of the row, which sort before its NaNs
             for m in range(M):
                 a = x[p, m, q]
                 if a == a:
                     v[n] = a
                     n += 1
+            if rule == 0:
+                kth = pos[p if pos.shape[0] > 1 else 0, 0, q if pos.shape[2] > 1 else 0]
+                if kth < 0 or kth >= M:
+                    return p * Q + q
+            elif rule == 1:
+                kth = (M - 1) // 2 if n == M else n
+            else:
+                kth = (n - 1) // 2 if n else 0
             if kth < n:  # the value, then its index: the (kth - #smaller)-th of its equals
                 vk = _kth_number(v, n, kth)
                 # the selection left every number below vk in v[:kth]: count them there (a
@@ -170,6 +177,14 @@ def _select(x, pos, vals, out):
                         r -= 1
             vals[p, 0, q] = x[p, out[p, 0, q], q]
     return -1
+
+
+@njit
+def _select_into(x, pos, vals, out, rule):
+    # _select into results of any C-contiguous shape of P * Q elements, seen as (P, 1, Q) here
+    # (a reshape in Numba is free; in Python each costs a tenth of a 4x64 selection)
+    shape = (x.shape[0], 1, x.shape[2])
+    return _select(x, pos, vals.reshape(shape), out.reshape(shape), rule)
 
 
 @njit
@@ -251,11 +266,35 @@ def select_dim(x: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             or pos.shape[2] not in (1, Q):
         raise RuntimeError(f"{name}(): pos of shape {pos.shape} does not match x of shape "
                            f"{x.shape}: expected {(P, 1, Q)}")
-    vals = np.empty((P, 1, Q), x.dtype)
-    out = np.empty((P, 1, Q), np.int64)
-    if out.size and _select(x, pos, vals, out) >= 0:
-        raise IndexError(f"{name}(): pos out of range for dim 1 of size {M}")
+    vals, out = _select_run(x, pos, (P, 1, Q))
     return (vals if vals.dtype == dt else vals.astype(dt)), out
+
+
+_RULES = {"median": 1, "nanmedian": 2}
+_NO_POS = np.zeros((1, 1, 1), np.int64)  # (what a rule's selection reads instead: nothing)
+
+
+def _select_run(x: np.ndarray, pos, shape: tuple) -> tuple:
+    """:func:`select_dim` of a C-contiguous (P, M, Q) ``x`` at positions ``pos``: int64 ones
+    of its shape, or a rule, "median" (each row's lower median, or its first NaN where it
+    holds one) or "nanmedian" (the lower median of each row's numbers, its first NaN where it
+    holds none), worked out in the selection's own pass over the row; the values and indices
+    shaped ``shape`` (P * Q elements). ember.tensor's selections call it directly with the
+    (P, M, Q) view of their input, without a kernel-table lookup, select_dim's second check of
+    what they made, two reshapes or the NumPy calls that count NaN."""
+    dt = x.dtype
+    if dt.kind not in "iuf":
+        raise TypeError(f"select_dim(): expected an integer or floating dtype, got {dt}")
+    if dt == _F16:  # Numba has no float16 arithmetic; float32 keeps the order
+        x = x.astype(np.float32)
+    rule = 0
+    if pos.__class__ is str:
+        rule, pos = _RULES[pos], _NO_POS
+    vals = np.empty(shape, x.dtype)
+    out = np.empty(shape, np.int64)
+    if out.size and _select_into(x, pos, vals, out, rule) >= 0:
+        raise IndexError(f"select_dim(): pos out of range for dim 1 of size {x.shape[1]}")
+    return (vals if x.dtype == dt else vals.astype(dt)), out
 
 
 def median_all(x: np.ndarray) -> np.ndarray:
