@@ -1235,13 +1235,22 @@ def native_layer_norm(input: Tensor, normalized_shape: list, weight: Tensor | No
     if x.dtype.kind != "f":  # PyTorch has no kernel for bool or integer tensors
         raise not_implemented(op, x.dtype)
     # (reshapes only where the layout differs: each costs a view)
-    out, mean, rstd = _kernel("layer_norm_forward", array_module(x))(
-        x if len(shape) == 2 and nd == 1 else x.reshape(math.prod(lead), math.prod(ns)),
-        None if w is None else w if nd == 1 else w.reshape(-1),
-        None if b is None else b if nd == 1 else b.reshape(-1), eps)
+    x2 = x if len(shape) == 2 and nd == 1 else x.reshape(math.prod(lead), math.prod(ns))
+    w2 = None if w is None else w if nd == 1 else w.reshape(-1)
+    b2 = None if b is None else b if nd == 1 else b.reshape(-1)
     stat = lead + (1,) * nd
+    if x.__class__ is np.ndarray:  # the CPU kernel, its results in the op's shapes
+        global _kn
+        if _kn is None:
+            from .kernels.cpu import norm as _kn
+        out, mean, rstd = _kn._layer_norm_run(x2, w2, b2, eps, shape, stat)
+        return _make(out), _make(mean), _make(rstd)
+    out, mean, rstd = _kernel("layer_norm_forward", array_module(x))(x2, w2, b2, eps)
     return (_make(out if out.shape == shape else out.reshape(shape)), _make(mean.reshape(stat)),
             _make(rstd.reshape(stat)))
+
+
+_kn = None  # kernels/cpu/norm.py, imported by the first layer norm on the CPU (Numba)
 
 
 def _layer_norm_param_error(op: str, name: str, a, ns: tuple):
