@@ -57,6 +57,7 @@ _ndarray = np.ndarray
 _umax = np.maximum.reduce
 _add_reduce = np.add.reduce
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_INT64 = np.dtype(np.int64)
 # the dtypes the softmax row kernels take (float16 runs in float32 inside them)
 _ROW_DTYPES = frozenset(_KERNEL_DTYPES + (np.dtype(np.float16),))
 
@@ -1382,7 +1383,7 @@ def _ce_layout(op: str, input: Tensor, target: Tensor, weight: Tensor | None,
         def restore(dx):
             return xp.ascontiguousarray(xp.moveaxis(dx.reshape(mshape), -1, 1))
     flat = t if len(ts) == 1 else t.reshape(-1)
-    if flat.dtype != np.int64:
+    if flat.dtype != _INT64:  # (a dtype: comparing with np.int64 converts it on each call)
         flat = flat.astype(np.int64)
     w = None
     if weight is not None:
