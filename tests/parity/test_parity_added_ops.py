@@ -70,6 +70,11 @@ B = RNG.random((3, 4)) > 0.5
 Z = np.array([-2.0, -0.0, 0.0, 1.5, np.nan, np.inf], np.float32)
 
 POINTWISE = {
+    "shift_operators": (lambda m, a, b: (
+        a >> 1, a << 2, 3 << a.abs(), a >> b.abs(), 100 >> b.abs(),
+        (lambda t: (t.__irshift__(1), t.__ilshift__(2)))(a.clone())), I, I32),
+    "shift_operators_uint8": (lambda m, a: (a >> 3, a << 1), U8),
+    "shift_float_refused": (lambda m, a: a >> 1, F),
     "arctan2": (lambda m, a, b: m.arctan2(a, b), F, F64),
     "arctan2_method": (lambda m, a, b: a.arctan2(b), I, F),
     "arctan2_": (lambda m, a, b: a.clone().arctan2_(b), F, F),
@@ -357,6 +362,10 @@ def test_shape_and_index_gradients_match_torch(name):
 
 
 MISC = {
+    "int_tensor_arguments": (lambda m, a: (a.select(1, m.tensor(1)), a.view(m.tensor(4), 3),
+                                           a.reshape(m.tensor(2), -1), a.view(np.int64(6), 2),
+                                           a.narrow(1, m.tensor(1), 2)), F),
+    "float_tensor_size_refused": (lambda m, a: a.view(m.tensor(4.0), 3), F),
     "fill": (lambda m, a: (m.fill(a, 2), m.fill(a, m.tensor(3))), F),
     "is_nonzero": (lambda m, a: (m.is_nonzero(a[:1]), a[1:2].is_nonzero()), np.array([0.0, 2])),
     "is_nonzero_empty": (lambda m, a: m.is_nonzero(a[:0]), F[0]),

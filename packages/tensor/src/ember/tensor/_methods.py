@@ -108,6 +108,8 @@ def bind_methods() -> None:
         "__imul__": P.mul_, "__itruediv__": P.true_divide_, "__ifloordiv__": P.floor_divide_,
         "__imod__": P.remainder_, "__ipow__": P.pow_, "__iand__": P.bitwise_and_,
         "__ior__": P.bitwise_or_, "__ixor__": P.bitwise_xor_,
+        "__lshift__": P.bitwise_left_shift, "__rshift__": P.bitwise_right_shift,
+        "__ilshift__": P.bitwise_left_shift_, "__irshift__": P.bitwise_right_shift_,
         "__getitem__": _indexing.getitem, "__setitem__": _indexing.setitem,
     }
     for name, fn in ops.items():
@@ -116,7 +118,8 @@ def bind_methods() -> None:
                      "truediv": P.true_divide,
                      "floordiv": P.floor_divide, "mod": P.remainder, "pow": P.pow,
                      "matmul": _linalg.matmul, "and": P.bitwise_and, "or": P.bitwise_or,
-                     "xor": P.bitwise_xor}.items():
+                     "xor": P.bitwise_xor, "lshift": P.bitwise_left_shift,
+                     "rshift": P.bitwise_right_shift}.items():
         setattr(Tensor, f"__r{name}__", _rev(fn))
     for name in ("conj", "conj_physical", "conj_physical_", "angle", "sgn", "sgn_"):
         setattr(Tensor, name, getattr(_complex, name))

@@ -141,11 +141,8 @@ def _infer_size(shape, numel: int, op: str) -> tuple[int, ...]:
         shape = tuple(shape[0])
     infer, known, i = -1, 1, 0
     for s in shape:
-        if s.__class__ is not int:
-            if not isinstance(s, numbers.Integral) or isinstance(s, bool):
-                raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found "
-                                f"element of type {type(s).__name__}")
-            return _infer_size(tuple([int(x) for x in shape]), numel, op)
+        if s.__class__ is not int:  # (a NumPy integer, a 0-d integer tensor)
+            return _infer_size(tuple([_index(x, op, "size") for x in shape]), numel, op)
         if s >= 0:
             known *= s
         elif s != -1:
@@ -517,6 +514,9 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     dim = _wrap_dim(dim, nd, "select")
     size = input._data.shape[dim]
+    if index.__class__ is not int and isinstance(index, Tensor) and index._data.ndim == 0 \
+            and index._data.dtype.kind in "iu":
+        index = int(index)  # (a 0-d integer tensor, as PyTorch's int parameters take)
     check_int("select", "index", 3, index)
     index = int(index)
     if not -size <= index < size:
