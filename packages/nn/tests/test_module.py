@@ -252,3 +252,32 @@ def test_full_backward_hook_is_called_once_and_can_replace_grad_input():
     with pytest.raises(RuntimeError, match="invalid number of grad_input, got 2, but expected 1"):
         lin.register_full_backward_hook(lambda m, gi, go: (gi[0], gi[0]))
         lin(et.tensor(xv, requires_grad=True)).sum().backward()
+
+
+def test_full_backward_pre_hook_sees_and_replaces_grad_output():
+    # hook(module, grad_output) runs before the gradients w.r.t. the inputs are computed; a
+    # returned tuple is the grad_output the module's backward (and its backward hooks) get
+    lin = nn.Linear(4, 2).double()
+    W = lin.weight.detach().numpy()
+    order = []
+
+    def pre(module, grad_output):
+        order.append(("pre", grad_output[0].numpy().copy()))
+        return (grad_output[0] * 2,)
+
+    lin.register_full_backward_pre_hook(pre)
+    lin.register_full_backward_hook(lambda m, gi, go: order.append(("post", go[0].numpy())))
+    xv = np.arange(12.0).reshape(3, 4) / 10
+    x = et.tensor(xv, requires_grad=True)
+    lin(x).pow(2).sum().backward()
+    gy = 2 * (xv @ W.T + lin.bias.detach().numpy())
+    assert [k for k, _ in order] == ["pre", "post"]
+    np.testing.assert_allclose(order[0][1], gy)
+    np.testing.assert_allclose(order[1][1], 2 * gy)
+    np.testing.assert_allclose(x.grad.numpy(), 2 * gy @ W)
+    np.testing.assert_allclose(lin.weight.grad.numpy(), 2 * gy.T @ xv)
+    h = lin.register_full_backward_pre_hook(lambda m, go: (go[0], go[0]))
+    with pytest.raises(RuntimeError, match="invalid number of grad_output, got 2, but expected 1"):
+        lin(et.tensor(xv, requires_grad=True)).sum().backward()
+    h.remove()
+    lin(et.tensor(xv)).sum().backward()  # removed: the first hook alone again

@@ -116,6 +116,7 @@ class Module:
         s(self, "_forward_pre_hooks", OrderedDict())
         s(self, "_forward_pre_hooks_with_kwargs", OrderedDict())
         s(self, "_backward_hooks", OrderedDict())
+        s(self, "_backward_pre_hooks", OrderedDict())
         s(self, "_state_dict_hooks", OrderedDict())
         s(self, "_load_state_dict_pre_hooks", OrderedDict())
         s(self, "_load_state_dict_post_hooks", OrderedDict())
@@ -282,7 +283,8 @@ class Module:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         for key in ("_forward_hooks_with_kwargs", "_forward_hooks_always_called",
-                    "_forward_pre_hooks_with_kwargs", "_load_state_dict_post_hooks"):
+                    "_forward_pre_hooks_with_kwargs", "_load_state_dict_post_hooks",
+                    "_backward_pre_hooks"):
             if key not in self.__dict__:
                 self.__dict__[key] = OrderedDict()
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
@@ -491,8 +493,20 @@ class Module:
 
     register_backward_hook = register_full_backward_hook
 
+    def register_full_backward_pre_hook(self, hook: Callable,
+                                        prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_output)``, called when the gradients with respect to the
+        module's outputs are computed, before those with respect to its inputs; a returned
+        tuple replaces grad_output (for the hooks after it and for the module's backward)."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks):
+        backward = self._backward_hooks or self._backward_pre_hooks
+        if not (self._forward_pre_hooks or self._forward_hooks or backward):
             return self.forward(*args, **kwargs)
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -508,7 +522,7 @@ class Module:
                     args = res if isinstance(res, tuple) else (res,)
         called = False
         try:
-            if self._backward_hooks:
+            if backward:
                 args = self._wrap_backward_inputs(args)
             result = self.forward(*args, **kwargs)
             for hook_id, hook in list(self._forward_hooks.items()):
@@ -519,7 +533,7 @@ class Module:
                 if res is not None:
                     result = res
             called = True
-            if self._backward_hooks:
+            if backward:
                 result = self._wrap_backward_outputs(result)
             return result
         finally:
@@ -748,6 +762,20 @@ def _call_backward_hooks(module: Module, gin: tuple, gout: tuple) -> tuple:
     return gin
 
 
+def _call_backward_pre_hooks(module: Module, gout: tuple) -> tuple:
+    """Call ``module``'s full backward pre-hooks in order; a hook's returned tuple replaces
+    grad_output for the hooks after it and for the gradients passed on."""
+    for hook in list(module._backward_pre_hooks.values()):
+        res = hook(module, gout)
+        if res is not None:
+            res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+            if len(res) != len(gout):
+                raise RuntimeError(f"backward pre hook returned an invalid number of "
+                                   f"grad_output, got {len(res)}, but expected {len(gout)}")
+            gout = res
+    return gout
+
+
 class _BackwardHookNode(Function):
     """Identity on a module's tensors (``forward(ctx, module, state, *tensors)``), a node in
     the graph where the module's full backward hooks see their gradients."""
@@ -789,6 +817,7 @@ class _BackwardHookOutputs(_BackwardHookNode):
     @staticmethod
     def backward(ctx, *grads):
         st = ctx.state
+        grads = _call_backward_pre_hooks(ctx.module, grads)
         st["gout"] = grads
         if not st["at"]:
             _call_backward_hooks(ctx.module, (None,) * st["n"], grads)
