@@ -813,3 +813,33 @@ def test_deepcopy_of_leaves_and_refusal_of_recorded_tensors():
         with pytest.raises(RuntimeError, match="graph leaves"):
             copy.deepcopy(made)
     assert copy.deepcopy(x.detach() * 2).tolist() == [2.0, 4.0, 6.0]
+
+
+def test_function_with_setup_context():
+    # PyTorch 2's form: forward without ctx, setup_context(ctx, inputs, output) saving what
+    # backward needs (needs_input_grad is known there); gradients by finite differences
+    from ember.autograd import Function, gradcheck, gradgradcheck
+
+    class MulExp(Function):
+        @staticmethod
+        def forward(x, y):
+            return x * y.exp()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, y = inputs
+            ctx.save_for_backward(x, y, output)
+            ctx.needs = ctx.needs_input_grad
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y, out = ctx.saved_tensors
+            assert ctx.needs == (True, True)
+            return g * y.exp(), g * out
+
+    x = et.tensor([1.0, -2.0, 0.5], dtype=et.float64, requires_grad=True)
+    y = et.tensor([0.5, -1.0, 2.0], dtype=et.float64, requires_grad=True)
+    np.testing.assert_allclose(MulExp.apply(x, y).detach().numpy(),
+                               x.detach().numpy() * np.exp(y.detach().numpy()))
+    assert gradcheck(MulExp.apply, (x, y))
+    assert gradgradcheck(MulExp.apply, (x, y))

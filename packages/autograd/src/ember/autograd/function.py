@@ -11,6 +11,9 @@ Modern form::
             (y,) = ctx.saved_tensors; return g * y
     Exp.apply(x)
 
+PyTorch 2's form (``forward(x)`` without ``ctx``, and a static ``setup_context(ctx, inputs,
+output)`` that saves what backward needs) runs on the same path.
+
 The PyTorch 0.3 form (instance ``forward``/``backward``, ``self.save_for_backward``, applied as
 ``MyFn()(x)``) is a thin adapter onto the same path: the instance is its own context.
 """
@@ -198,6 +201,12 @@ def _is_static(cls, name: str) -> bool:
 
 
 @functools.cache
+def _has_setup_context(cls) -> bool:
+    return inspect.getattr_static(cls, "setup_context") is not \
+        inspect.getattr_static(Function, "setup_context")
+
+
+@functools.cache
 def _ctx_class(cls) -> type:
     return type(f"{cls.__name__}Ctx", (FunctionCtx,), {})
 
@@ -217,6 +226,13 @@ class Function(FunctionCtx):
 
     vjp = backward
 
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """PyTorch 2's form: a class that defines it has a ``forward(*inputs)`` without
+        ``ctx``, and this keeps what backward needs on ``ctx`` (``inputs``: the arguments of
+        ``apply``, ``output``: what forward returned), called after forward."""
+        raise NotImplementedError("setup_context is not implemented.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         if not _is_static(cls, "forward"):
@@ -225,8 +241,14 @@ class Function(FunctionCtx):
         if kwargs:
             raise TypeError(f"{cls.__name__}.apply() takes positional arguments only")
         ctx = _ctx_class(cls)()
-        return _apply(cls.__name__, ctx, functools.partial(cls.forward, ctx),
-                      functools.partial(cls.backward, ctx), args)
+        if _has_setup_context(cls):
+            def forward(*inputs):
+                out = cls.forward(*inputs)
+                cls.setup_context(ctx, inputs, out)
+                return out
+        else:
+            forward = functools.partial(cls.forward, ctx)
+        return _apply(cls.__name__, ctx, forward, functools.partial(cls.backward, ctx), args)
 
     def __call__(self, *args):
         cls = type(self)
