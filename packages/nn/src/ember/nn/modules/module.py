@@ -751,29 +751,29 @@ class Module:
 def _call_backward_hooks(module: Module, gin: tuple, gout: tuple) -> tuple:
     """Call ``module``'s full backward hooks in order; a hook's returned tuple replaces
     grad_input for the hooks after it and for the gradients passed on."""
-    for hook in list(module._backward_hooks.values()):
-        res = hook(module, gin, gout)
-        if res is not None:
-            res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
-            if len(res) != len(gin):
-                raise RuntimeError(f"backward hook returned an invalid number of grad_input, "
-                                   f"got {len(res)}, but expected {len(gin)}")
-            gin = res
-    return gin
+    return _chained(module._backward_hooks, gin, lambda hook, g: hook(module, g, gout),
+                    "backward hook", "grad_input")
 
 
 def _call_backward_pre_hooks(module: Module, gout: tuple) -> tuple:
     """Call ``module``'s full backward pre-hooks in order; a hook's returned tuple replaces
     grad_output for the hooks after it and for the gradients passed on."""
-    for hook in list(module._backward_pre_hooks.values()):
-        res = hook(module, gout)
+    return _chained(module._backward_pre_hooks, gout, lambda hook, g: hook(module, g),
+                    "backward pre hook", "grad_output")
+
+
+def _chained(hooks: dict, grads: tuple, call, what: str, name: str) -> tuple:
+    """``grads`` through ``call(hook, grads)`` of each hook in order, a returned tuple (or
+    tensor) of as many gradients replacing them."""
+    for hook in list(hooks.values()):
+        res = call(hook, grads)
         if res is not None:
             res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
-            if len(res) != len(gout):
-                raise RuntimeError(f"backward pre hook returned an invalid number of "
-                                   f"grad_output, got {len(res)}, but expected {len(gout)}")
-            gout = res
-    return gout
+            if len(res) != len(grads):
+                raise RuntimeError(f"{what} returned an invalid number of {name}, got "
+                                   f"{len(res)}, but expected {len(grads)}")
+            grads = res
+    return grads
 
 
 class _BackwardHookNode(Function):
