@@ -412,6 +412,11 @@ bitwise_and, bitwise_and_ = _binary("bitwise_and", "bitwise_and",
                                     "Elementwise AND (& on ints/bools).")
 bitwise_or, bitwise_or_ = _binary("bitwise_or", "bitwise_or", "Elementwise OR (| on ints/bools).")
 bitwise_xor, bitwise_xor_ = _binary("bitwise_xor", "bitwise_xor", "Elementwise XOR.")
+_div_trunc, _ = _binary("div_trunc", "divide", """Division rounded toward zero: the quotient
+    rounded to the dtype, then truncated (integers exactly).""", int_divisor=True, inplace=False,
+                        complex_ok=False,
+                        kernel=_special_kernels.trunc_divide)
+_div_trunc.op.differentiable = False  # (as trunc of the quotient was; PyTorch: a zero gradient)
 for _f in (bitwise_and, bitwise_or, bitwise_xor, fmax, fmin, _floor_divide, remainder, fmod):
     _f.op.differentiable = _f.op.name not in (
         "bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide")
@@ -445,14 +450,7 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode == "floor":
         return _floor_divide(input, other)
     if rounding_mode == "trunc":
-        # (a float tensor divided: the result is floating, or complex, which trunc refuses)
-        rd = None if isinstance(input, Tensor) and input._data.dtype.kind == "f" else \
-            D.result_type(input, other)
-        if rd is not None and not rd.is_floating_point:
-            _check_int_divisor("div", other._data if isinstance(other, Tensor) else other,
-                               rd.np)
-        q = trunc(true_divide(input, other))  # noqa: F821  (defined by the unary table below)
-        return q if rd is None or rd.is_floating_point else q.to(rd)
+        return _div_trunc(input, other)
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
 

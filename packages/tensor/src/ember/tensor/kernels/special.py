@@ -6,12 +6,14 @@ cached); the CUDA versions come from ``cupyx.scipy.special``.
 Also device kernels that are not in the kernel table: ``nextafter`` (CPU: a branch-free loop
 over the bits in ``cpu/elementwise.py``, where NumPy's calls libm per element, 15x slower at
 256x1024 float32; CUDA: CuPy's ufunc), ``heaviside``, ``clamp`` (of tensor bounds), ``lerp``,
-``rsqrt``, ``addcmul`` and ``addcdiv`` (CPU: one Numba loop each where NumPy's expressions
-make three, two, three, two and two or three passes; CUDA: CuPy's expressions)."""
+``rsqrt``, ``addcmul``, ``addcdiv`` and ``trunc_divide`` (CPU: one Numba loop each where
+NumPy's expressions make three, two, three, two, two or three and two passes; CUDA: CuPy's
+expressions)."""
 from __future__ import annotations
 
 import importlib
 import math
+from functools import partial
 
 import numpy as np
 
@@ -26,7 +28,7 @@ _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "c
            "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs",
            "sinc": "sinc", "spherical_j0": "sinc", "lerp": "elementwise",
            "heaviside": "elementwise", "clamp": "elementwise", "addcmul": "elementwise",
-           "addcdiv": "elementwise",
+           "addcdiv": "elementwise", "trunc_divide": "elementwise",
            "rsqrt": "elementwise"}
 
 
@@ -178,6 +180,25 @@ def nextafter(xp, a, b):
     if xp is np:
         return _cpu_kernel("nextafter")(a, b)
     return quiet_call(xp.nextafter, a, b)  # stepping to infinity or a subnormal sets a flag
+
+
+def trunc_divide(xp):
+    """The device's ``f(a, b, out=None)`` of ``div(a, b, rounding_mode='trunc')`` on operands
+    of one dtype (arrays or numbers): the quotient rounded to the dtype, then toward zero;
+    integers exactly (the caller rejects a zero divisor); ``out`` receives it when given."""
+    return _cpu_kernel("trunc_divide") if xp is np else partial(_trunc_divide, xp)
+
+
+def _trunc_divide(xp, a, b, out=None):
+    if (a if hasattr(a, "dtype") else b).dtype.kind in "iu":  # the floor, one up where inexact
+        q = xp.floor_divide(a, b)
+        r = q + ((q < 0) & (q * b != a)).astype(q.dtype)
+    else:
+        r = xp.trunc(xp.true_divide(a, b))
+    if out is None:
+        return r
+    out[...] = r
+    return out
 
 
 def heaviside(xp, a, b):

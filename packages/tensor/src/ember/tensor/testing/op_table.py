@@ -598,7 +598,7 @@ _add(
       lambda d, rng: [_S(_rand((2, 3), d, rng, -9, 9), _nz((3,), d, rng, 1, 4),
                          rounding_mode="trunc")],
       dtypes=FLOAT + INT, method="div", out_dtype="promote", operands=(0, 1),
-      differentiable=False, ops=("div",)),
+      differentiable=False, ops=("div_trunc",)),
     E("floor_divide", et.floor_divide, _r(np.floor_divide),
       binary_samples(-9, 9, nonzero2=True, low2=1, high2=4, scalars=(3,)),
       dtypes=FLOAT + INT, out_dtype="promote", operands=(0, 1), differentiable=False,

@@ -24,6 +24,9 @@ Semantics are PyTorch's, IEEE throughout (no fast-math):
   ``INT_MIN``, as NumPy) instead of trapping. The caller rejects zero divisors (PyTorch raises,
   see ``_pointwise._check_int_divisor``): the kernels give 0 there.
 - float16 is computed in float32 and rounded once; bool and complex raise TypeError.
+- ``trunc_divide`` (``div(rounding_mode='trunc')``) is PyTorch's ``trunc(a / b)``, the
+  quotient rounded to the dtype first, in one vectorized pass over the same row forms (NumPy's
+  divide and trunc made two); integers exactly, from the floor quotient.
 
 ``logaddexp`` and ``logaddexp2`` are PyTorch's ``m + log1p(exp(-|a - b|))`` (``exp2`` and a
 factor ``1 / ln 2`` for base 2), ``m = max(a, b)``, one branch-free pass over ``_vmath``'s
@@ -62,9 +65,10 @@ from numba.extending import intrinsic, overload
 from ..._fpstate import quiet, quiet_call
 from ._vmath import like, like_scalar, vexp, vexp2, vlog1p
 
-__all__ = ["fmod", "remainder", "floor_divide", "nan_to_num", "logaddexp", "logaddexp2", "outer",
-           "hypot", "sign", "copysign", "angle", "frac", "round_decimals", "make_complex",
-           "nextafter", "lerp", "rsqrt", "heaviside", "clamp", "addcmul", "addcdiv"]
+__all__ = ["fmod", "remainder", "floor_divide", "trunc_divide", "nan_to_num", "logaddexp",
+           "logaddexp2", "outer", "hypot", "sign", "copysign", "angle", "frac", "round_decimals",
+           "make_complex", "nextafter", "lerp", "rsqrt", "heaviside", "clamp", "addcmul",
+           "addcdiv"]
 
 
 def _jit(fn):
@@ -817,6 +821,75 @@ def remainder(a, b, out=None):
 def floor_divide(a, b, out=None):
     """PyTorch's ``floor_divide``: ``a / b`` rounded toward negative infinity."""
     return _binary(a, b, 2, out)
+
+
+# --------------------------------------------------------------------------- trunc_divide
+@_jit
+def _trunc_rows(a, b, out):
+    # trunc(a / b), the quotient rounded to the dtype first (PyTorch's div_trunc), over the
+    # (R or 1, C or 1) row forms; a row's or a column's one value held as a scalar
+    R, n = out.shape
+    for r in range(R):
+        ar = a[r if a.shape[0] > 1 else 0]
+        br = b[r if b.shape[0] > 1 else 0]
+        o = out[r]
+        if ar.shape[0] == n and br.shape[0] == n:
+            for i in range(n):
+                o[i] = np.trunc(ar[i] / br[i])
+        elif br.shape[0] == 1:
+            y = br[0]
+            for i in range(n):
+                o[i] = np.trunc(ar[i] / y)
+        else:
+            x = ar[0]
+            for i in range(n):
+                o[i] = np.trunc(x / br[i])
+
+
+def trunc_divide(a, b, out=None):
+    """PyTorch's ``div(a, b, rounding_mode='trunc')``: ``trunc(a / b)`` with the quotient
+    rounded to the dtype (float16 computed in float32 and rounded once), in one pass where
+    NumPy's divide and trunc made two; integers exactly (C's truncating division: the floor
+    quotient, one more where it is negative and inexact), ``x // -1`` wrapping at the minimum.
+    Operands as :func:`fmod`'s; ``out`` receives the result when given. bool and complex raise
+    TypeError."""
+    res = None
+    if a.__class__ is _nd and b.__class__ is _nd and a.dtype == b.dtype \
+            and a.dtype.char in "fd":  # float32 / float64 arrays of one dtype
+        if a.shape == b.shape and a.flags.c_contiguous and b.flags.c_contiguous:
+            res = np.empty(a.shape, a.dtype)  # one shape: one row (inline)
+            n = res.size
+            if n:
+                _trunc_rows(a.reshape(1, n), b.reshape(1, n), res.reshape(1, n))
+        else:
+            shape, form = _two_d(a, b)
+            if form is not None:
+                (R, C), (va, vb) = form
+                res = np.empty(shape, a.dtype)
+                if R * C:
+                    _trunc_rows(va, vb, res.reshape(R, C))
+    if res is None:
+        res = _trunc_general(a, b)
+    if out is None:
+        return res
+    np.copyto(out, res, casting="unsafe")
+    return out
+
+
+def _trunc_general(a, b):
+    dt = _result_dtype(a, b)
+    if dt.kind in "iu":
+        with quiet():  # (x // -1 at the minimum wraps)
+            q = np.asarray(np.floor_divide(a, b))
+            return q + ((q < 0) & (q * b != a)).astype(dt)
+    if dt.kind != "f":
+        raise TypeError(f"trunc_divide: no kernel for dtype {dt}")
+    work = _F32 if dt == _F16 else dt
+    shape, (R, C), (va, vb) = _rows_form(a, b, work)
+    res = np.empty(shape, dtype=work)
+    if res.size:
+        _trunc_rows(va, vb, res.reshape(R, C))
+    return res if work == dt else res.astype(dt)
 
 
 # --------------------------------------------------------------------------- clamp
