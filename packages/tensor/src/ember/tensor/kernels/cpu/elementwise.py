@@ -936,23 +936,27 @@ def _clamp_rows(x, lo, hi, out):
                 o[i] = _clamp1(v, lr[i * sl], hr[i * sh])
 
 
-def _rows_of(x, shape, R, C):
-    """``x`` (which broadcasts to ``shape``) as a C-contiguous ``(R or 1, C or 1)`` view of the
-    ``(R, C)`` form of ``shape`` (its last dim is ``C``): the whole, one value, a row or a
-    column, told apart by the size alone (itself where it has that shape already; a copy
-    where it is strided); else a copy of the full shape."""
-    n = x.size
-    if n == R * C:
-        form = (R, C)
-    elif n == 1:
-        form = (1, 1)
-    elif n == C and x.shape[-1] == C:  # (every other dim 1)
-        form = (1, C)
-    elif n == R and x.shape[-1] == 1:  # (every other dim the result's)
-        form = (R, 1)
+def _rows_of(x, s, shape, RC):
+    """``x`` (of shape ``s``, which broadcasts to ``shape``) as a C-contiguous ``(R or 1, C or
+    1)`` view of ``RC = (R, C)``, the form of ``shape`` (its last dim is ``C``): the whole, one
+    value, a row or a column, told apart by the size alone (itself where it has that shape
+    already; a copy where it is strided); else a copy of the full shape."""
+    R, C = RC
+    if s == shape:
+        form = RC
     else:
-        return _full(x, shape).reshape(R, C)
-    v = x if x.shape == form else x.reshape(form)  # (a reshape costs ~0.25 us)
+        n = x.size
+        if n == R * C:  # (leading dims of 1 fewer or more than the result's)
+            form = RC
+        elif n == 1:
+            form = (1, 1)
+        elif n == C and s[-1] == C:  # (every other dim 1)
+            form = (1, C)
+        elif n == R and s[-1] == 1:  # (every other dim the result's)
+            form = (R, 1)
+        else:
+            return _full(x, shape).reshape(RC)
+    v = x if s == form else x.reshape(form)  # (a reshape costs ~0.25 us)
     return v if v.flags.c_contiguous else np.ascontiguousarray(v)
 
 
@@ -976,16 +980,21 @@ def _three_rows(name, x, a, b):
     dt = x.dtype
     if dt.char not in "fd" or a.dtype != dt or b.dtype != dt:
         raise TypeError(f"{name}: no kernel for dtypes {dt}, {a.dtype} and {b.dtype}")
-    shape = x.shape
-    if a.shape != shape or b.shape != shape:
-        shape = np.broadcast(x, a, b).shape  # (C; broadcast_shapes is Python)
-    out = np.empty(shape, dt)
-    if not out.size:
+    sx, sa, sb = x.shape, a.shape, b.shape
+    shape = sx if sa == sx and sb == sx else np.broadcast(x, a, b).shape  # (C: NumPy's
+    out = np.empty(shape, dt)  # broadcast_shapes, and a walk over the dims, are Python)
+    N = out.size
+    if not N:
         return out, None
     C = shape[-1] if shape else 1
-    R = out.size // C
-    return out, (_rows_of(x, shape, R, C), _rows_of(a, shape, R, C), _rows_of(b, shape, R, C),
-                 out if shape == (R, C) else out.reshape(R, C))
+    RC = (N // C, C)
+    if shape == RC:  # (operands of the result's shape need no reshape: one call fewer each)
+        return out, (x if sx == RC and x.flags.c_contiguous else _rows_of(x, sx, shape, RC),
+                     a if sa == RC and a.flags.c_contiguous else _rows_of(a, sa, shape, RC),
+                     b if sb == RC and b.flags.c_contiguous else _rows_of(b, sb, shape, RC),
+                     out)
+    return out, (_rows_of(x, sx, shape, RC), _rows_of(a, sa, shape, RC),
+                 _rows_of(b, sb, shape, RC), out.reshape(RC))
 
 
 # --------------------------------------------------------------------------- addcmul, addcdiv
