@@ -366,6 +366,8 @@ MISC = {
                                            a.reshape(m.tensor(2), -1), a.view(np.int64(6), 2),
                                            a.narrow(1, m.tensor(1), 2)), F),
     "float_tensor_size_refused": (lambda m, a: a.view(m.tensor(4.0), 3), F),
+    "conj_real_of_real_is_self": (lambda m, a: (m.conj(a) is a, a.conj() is a, m.real(a) is a,
+                                                a.real is a), F),
     "fill": (lambda m, a: (m.fill(a, 2), m.fill(a, m.tensor(3))), F),
     "is_nonzero": (lambda m, a: (m.is_nonzero(a[:1]), a[1:2].is_nonzero()), np.array([0.0, 2])),
     "is_nonzero_empty": (lambda m, a: m.is_nonzero(a[:0]), F[0]),

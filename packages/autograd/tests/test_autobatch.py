@@ -803,6 +803,9 @@ RULE_CASES = [
      et.nll_loss_forward(b.log_softmax(0), _TGT[0], None, 1, -100)[0] +
      et.nll_loss_forward(b.log_softmax(0), _TGT[1], None, 0, 1)[1] * b.sum() +
      et.nll_loss_forward(a.log_softmax(1), _TGT, None, 0, 1)[1], [(3, 4), (4,)]),
+    ("rounding_divisions", lambda a, b: a + (a * 4).div(b.abs() + 0.5, rounding_mode="trunc") +
+     (a * 4).div(b.abs() + 0.5, rounding_mode="floor") + et.fmod(a * 3, b.abs() + 0.5) +
+     et.remainder(a * 3, b.abs() + 0.5), [(2, 4), (2, 4)]),
     ("search_bucket_isin", lambda a, b: a * et.bucketize(a, _BOUNDS).double() +
      b * et.searchsorted(_BOUNDS, a, right=True).double() +
      a * et.searchsorted(b.sort(-1).values, a).double() +

@@ -329,6 +329,15 @@ def _floor_divide(g, a, out):
     return g.node("Floor", [g.node("Div", [x, y])])
 
 
+@register("div_trunc")
+def _div_trunc(g, a, out):
+    dt = _out_dtype(out)
+    x, y = g.v(a.input, dt), g.v(a.other, dt)
+    if np.issubdtype(dt, np.integer):  # (ONNX's integer Div truncates, as C's)
+        return g.node("Div", [x, y])
+    return _trunc(g, g.node("Div", [x, y]))
+
+
 @register("hypot")
 def _hypot(g, a, out):
     dt = _out_dtype(out)

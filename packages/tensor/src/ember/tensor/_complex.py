@@ -36,13 +36,19 @@ _COMPLEX_OF = {np.dtype(np.float32): np.dtype(np.complex64),
 _REAL_OF = {c: f for f, c in _COMPLEX_OF.items()}
 
 
-@defop("real")
 def real(input: Tensor) -> Tensor:
-    """The real part of a complex tensor, as a view; a real tensor's own values (a view).
+    """The real part of a complex tensor, as a view; a real tensor itself (as PyTorch's).
 
     >>> real(view_as_complex(tensor([[1., 2.]])))
     tensor([1.])
     """
+    if isinstance(input, Tensor) and input._data.dtype.kind != "c":
+        return input
+    return _real(input)
+
+
+@defop("real")
+def _real(input: Tensor) -> Tensor:
     d = input._data
     return input._view_of(d.real if d.dtype.kind == "c" else d[...])
 
@@ -140,14 +146,20 @@ def conj_physical_(input: Tensor) -> Tensor:
     return input
 
 
-@defop("conj")
 def conj(input: Tensor) -> Tensor:
-    """The complex conjugate; a real tensor's own values (a view). ember has no lazy
+    """The complex conjugate; a real tensor itself (as PyTorch's). ember has no lazy
     conjugation, so a complex tensor's conjugate is a new tensor.
 
     >>> conj(view_as_complex(tensor([[1., 2.]])))
     tensor([1.-2.j])
     """
+    if isinstance(input, Tensor) and input._data.dtype.kind != "c":
+        return input
+    return _conj(input)
+
+
+@defop("conj")
+def _conj(input: Tensor) -> Tensor:
     d = input._data
     return _make(array_module(d).conj(d)) if d.dtype.kind == "c" else input._view_of(d[...])
 
