@@ -99,6 +99,41 @@ def test_ex_variants_report_info_instead_of_raising():
     assert et.linalg.lu_factor_ex(sing).info.item() == 2
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("shape", [(5, 5), (3, 4, 6), (2, 2, 6, 4)])
+def test_lu_factor_is_lapacks_per_matrix_in_column_major_order(shape, dtype):
+    from scipy.linalg import lapack
+
+    getrf = getattr(lapack, {np.float32: "sgetrf", np.float64: "dgetrf",
+                             np.complex128: "zgetrf"}[dtype])
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape).astype(dtype)
+    LU, piv = et.linalg.lu_factor(et.tensor(a))
+    m, n = shape[-2:]
+    item = np.dtype(dtype).itemsize
+    assert LU.stride()[-2:] == (1, m) and LU._data.strides[-2:] == (item, m * item)
+    for i, mat in enumerate(a.reshape(-1, m, n)):
+        lu, p, _ = getrf(mat)
+        np.testing.assert_allclose(LU.numpy().reshape(-1, m, n)[i], lu, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(piv.numpy().reshape(-1, min(m, n))[i], p + 1)
+
+
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("unitriangular", [True, False])
+def test_solve_triangular_of_a_column_major_matrix_matches_scipy(upper, unitriangular):
+    from scipy.linalg import solve_triangular
+
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((6, 6)) + 6 * np.eye(6)
+    b = rng.standard_normal((6, 3))
+    A = et.tensor(a.T.copy()).mT  # column-major, as an LU factor is
+    assert not A._data.flags.c_contiguous and A._data.flags.f_contiguous
+    x = et.linalg.solve_triangular(A, et.tensor(b), upper=upper, unitriangular=unitriangular)
+    np.testing.assert_allclose(
+        x.numpy(), solve_triangular(a, b, lower=not upper, unit_diagonal=unitriangular),
+        rtol=1e-10)
+
+
 def test_inplace_view_ops_change_shape_and_keep_storage():
     x = et.arange(6.0).reshape(2, 3)
     ptr = x.untyped_storage().data_ptr()

@@ -442,8 +442,12 @@ def _tri_solve_arrays(xp, a, b, upper: bool, left: bool, unitriangular: bool):
     trtrs = _lapack("trtrs", a.dtype) if xp is np and a.ndim == 2 and b.ndim == 2 else None
     if trtrs is not None and a.size:
         # LAPACK reads only the triangle (its diagonal taken as ones when unitriangular), so
-        # nothing is copied; A^T as a Fortran-order array is A's own row-major memory
-        x, info = trtrs(_T(a), b, lower=upper, trans=1, unitdiag=unitriangular)
+        # nothing is copied: a column-major A (an LU factor's) is LAPACK's own layout, and of
+        # a row-major A LAPACK solves with the transpose, A^T being A's memory read by columns
+        if a.flags.f_contiguous:
+            x, info = trtrs(a, b, lower=not upper, trans=0, unitdiag=unitriangular)
+        else:
+            x, info = trtrs(_T(a), b, lower=upper, trans=1, unitdiag=unitriangular)
         if info > 0:
             raise _singular("linalg.solve_triangular", "solve")
         return x
@@ -751,12 +755,13 @@ def linalg_matrix_exp(A: Tensor) -> Tensor:
 
 
 def _lu_batch(xp, a, pivot: bool):
-    """LAPACK ``getrf`` on each matrix of ``a``: (LU, 1-based int32 pivots, int32 info)."""
+    """LAPACK ``getrf`` on each matrix of ``a``: (LU, 1-based int32 pivots, int32 info). LU
+    holds each matrix in column-major order (LAPACK's, and the strides of PyTorch's LU)."""
     m, n = a.shape[-2:]
     k = _min(m, n)
     batch = a.shape[:-2]
     flat = a.reshape((-1, m, n))
-    lus = xp.empty_like(flat)
+    lus = xp.empty((flat.shape[0], n, m), a.dtype).transpose(0, 2, 1)
     pivs = np.empty((flat.shape[0], k), np.int32)
     info = np.zeros(flat.shape[0], np.int32)
     if not pivot:
@@ -775,12 +780,13 @@ def _lu_batch(xp, a, pivot: bool):
             pivs[i] = np.arange(1, k + 1, dtype=np.int32)
         return lus.reshape(a.shape), pivs.reshape(batch + (k,)), info.reshape(batch)
     if xp is np:
+        # one transposing copy in; each matrix factored in place (a column-major matrix of
+        # its dtype is what the wrapper takes without a copy of its own)
         getrf = _lapack("getrf", a.dtype)
-        for i, mat in enumerate(flat):
-            lu, piv, inf = getrf(mat)
-            lus[i] = lu
-            pivs[i] = piv[:k] + 1
-            info[i] = inf
+        lus[...] = flat
+        for i, mat in enumerate(lus):
+            pivs[i], info[i] = getrf(mat, overwrite_a=1)[1:]
+        pivs += 1
     else:
         import warnings
 
