@@ -39,6 +39,7 @@ from ._pointwise import add, log, where
 from ._reduction import _dims, _on_kernel, _return_type, amax, amin
 from ._reduction import sum as _sum
 from ._registry import array_module, defop, with_out, write_out
+from ._scatter import gather
 from ._shape import _view, cat, diagonal_scatter, meshgrid, narrow, reshape, stack
 from ._tensor import Tensor, _wrap_dim
 from .kernels import get as _kernel
@@ -1070,24 +1071,18 @@ def _perm_from_pivots(piv: Tensor, m: int):
 
 
 def _rows(Y: Tensor, perm) -> Tensor:
-    """``Y[..., perm, :]`` along dim -2 with a batched permutation: one differentiable
-    ``index_select`` of rows (for a batch of permutations, over the rows of Y's matrices
-    stacked, each matrix's permutation offset by its first row)."""
+    """``Y[..., perm, :]`` along dim -2 (differentiable): one permutation for every matrix
+    is an ``index_select`` of rows; a batch of them, a ``gather`` by the permutations
+    broadcast over the columns (the stacked rows through one index_select measured 8% more
+    a call forward and backward at 8 4x4 matrices: its reshapes, and their backward)."""
     pb = perm.shape[:-1]
-    if not pb:  # one permutation for every matrix
+    if not pb:
         return index_select(Y, -2, Tensor._make(perm))
     yb = Y._data.shape[:-2]
     batch = pb if pb == yb else np.broadcast_shapes(pb, yb)
-    xp = _xp(perm)
-    m, n = Y._data.shape[-2:]
-    count = math.prod(batch)
-    if pb != batch:
-        perm = xp.broadcast_to(perm, batch + (m,))
-    if yb != batch:
-        Y = Y.expand(*batch, m, n)
-    rows = perm.reshape(count, m) + xp.arange(0, count * m, m)[:, None]
-    r = index_select(Y.reshape(count * m, n), 0, Tensor._make(rows.reshape(-1)))
-    return r.reshape(*batch, m, n)
+    Y = Y.expand(*batch, *Y.shape[-2:])
+    idx = _xp(perm).broadcast_to(perm[..., None], batch + (perm.shape[-1], Y.shape[-1]))
+    return gather(Y, -2, Tensor._make(idx))
 
 
 def _inverse_perm(perm):
