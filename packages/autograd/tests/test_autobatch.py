@@ -1201,7 +1201,7 @@ def test_a_second_backward_through_freed_batched_nodes_raises():
 def test_type_errors_name_a_pending_value_tensor():
     # Python's own messages name an argument's class: a pending value is a Tensor there too
     h = et.ones(2, 3) * 2
-    k = et.tensor(1)
+    k = et.tensor(1.0)  # (a 0-d integer tensor is taken as an int, as PyTorch takes it)
     with pytest.raises(TypeError, match=r"must be int, not Tensor$"):
         h.select(1, k)
     with autobatch():
