@@ -357,7 +357,7 @@ def _wait(y, hold):
     while stack:
         y = stack.pop()
         waits = getattr(y, "_hold", None)
-        if waits.__class__ is not list or hold in waits:
+        if waits.__class__ is not list or any(h is hold for h in waits):
             continue  # (made before the graph ran, a batch's node, or met before)
         waits.append(hold)
         for e in y._edges:
@@ -889,9 +889,11 @@ def _int_slices(idx):
 
 def _int_slice(s):
     parts = (s.start, s.stop, s.step)
-    if not any(isinstance(v, _TensorType) for v in parts):
-        return s
-    return slice(*[operator.index(v) if isinstance(v, _TensorType) else v for v in parts])
+    for v in parts:
+        if v is not None and v.__class__ is not int and isinstance(v, _TensorType):
+            return slice(*[operator.index(v) if isinstance(v, _TensorType) else v
+                           for v in parts])
+    return s
 
 
 def _twin(op):
@@ -1434,7 +1436,7 @@ class _State:
         self.flushing = True
         prev_rec = get_recorder()
         inner = self.inner
-        # the nodes the calls below make, to share (see _share)
+        # the nodes the calls below make, to share (see share)
         made = _local.made = []
         self.inner = _collecting(inner, made)
         set_recorder(self.inner)
