@@ -843,3 +843,11 @@ def test_function_with_setup_context():
                                x.detach().numpy() * np.exp(y.detach().numpy()))
     assert gradcheck(MulExp.apply, (x, y))
     assert gradgradcheck(MulExp.apply, (x, y))
+
+
+def test_div_trunc_is_not_differentiable():
+    # div(rounding_mode="trunc") is one op, div_trunc, not differentiable (as trunc of the
+    # quotient was before it): its result needs no grad
+    g = et.tensor([3.5, -3.5], requires_grad=True)
+    q = et.div(g, 2.0, rounding_mode="trunc")
+    assert not q.requires_grad and q.tolist() == [1.0, -1.0]
