@@ -52,8 +52,10 @@ def _cpu_kernel(name: str):
 
 
 # values at (+inf, -inf) where CuPy's differ from SciPy's and PyTorch's (which the CPU loops
-# give): the scaled Bessel functions' limits, and i1's NaN (an infinity times zero in Cephes)
-_AT_INF = {"i0e": (0.0, 0.0), "i1e": (0.0, -0.0), "i1": (np.nan, np.nan)}
+# give): the scaled Bessel functions' limits (CuPy's k0e / k1e are NaN at +inf), and i1's NaN
+# (an infinity times zero in Cephes)
+_AT_INF = {"i0e": (0.0, 0.0), "i1e": (0.0, -0.0), "i1": (np.nan, np.nan),
+           "k0e": (0.0, np.nan), "k1e": (0.0, np.nan)}
 
 
 def _unary(name: str):
