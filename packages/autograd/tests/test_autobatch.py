@@ -439,6 +439,46 @@ def test_inplace_op_runs_after_the_pending_graph():
     assert y.tolist() == [2.0, 2.0, 2.0] and z.tolist() == [4.0, 4.0, 4.0]
 
 
+def test_inplace_on_a_concrete_tensor_no_pending_call_reads_waits_not():
+    # per-example set-up writes into a tensor made in the context (w = zeros(3); w[0] = 1)
+    # run at once without running the pending graph: the minibatch still batches
+    rng = np.random.default_rng(32)
+    w = param(rng, 4, 4)
+    xs = [et.tensor(rng.standard_normal((3, 4))) for _ in range(8)]
+
+    def loss_fn():
+        out = []
+        for x in xs:
+            m = et.zeros(3)
+            m[0] = 1.0
+            alpha = et.full((1, 4), -1e4, dtype=et.float64)
+            alpha[0, 2] = 0.0
+            out.append(((x @ w) * m.unsqueeze(1)).sum() + et.logsumexp(alpha + x[:1] @ w, 1))
+        return et.stack(out).sum()
+
+    with autobatch() as ctx:
+        loss_fn()
+    assert ctx.stats["groups"] * 3 <= ctx.stats["calls"], ctx.stats
+    run_both([w], loss_fn, "float64")
+
+
+def test_inplace_on_a_concrete_tensor_a_pending_call_reads_runs_the_graph_first():
+    # the write reaches memory a deferred call reads (the tensor itself, a view of it made
+    # before the context, a parameter): the pending graph runs first, as eagerly
+    for target in ("itself", "view", "parameter"):
+        base = et.ones(4)
+        p = et.ones(4, requires_grad=True)
+        read = {"itself": base, "view": base[1:], "parameter": p}[target]
+        with autobatch():
+            y = read * 2
+            if target == "parameter":
+                with no_grad():
+                    p.mul_(3)
+            else:
+                base.mul_(3)
+        assert y.tolist() == [2.0] * len(read.tolist()), target
+
+
 def test_inplace_on_an_unread_pending_value_waits():
     # `total += loss` and in-place activations on a fresh value are recorded as their
     # out-of-place twins: the pending graph does not run at each one

@@ -385,6 +385,27 @@ def test_mark_dirty_and_mark_non_differentiable():
     (out * 3).sum().backward()
     _close(a.grad, [6, 6])
 
+    class ReluInplace(Function):  # a modified input, returned, saved for backward
+        @staticmethod
+        def forward(ctx, x):
+            x.clamp_(min=0)
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * (y > 0)
+
+    a = _t([-1.0, 2.0, 3.0])
+    (ReluInplace.apply(a * 1) * 2).sum().backward()
+    _close(a.grad, [0, 2, 2])
+    out = ReluInplace.apply(a * 1)
+    out.add_(1)  # modified after it was saved: refused at backward, as PyTorch
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
     class SortIdx(Function):
         @staticmethod
         def forward(ctx, x):
@@ -510,6 +531,31 @@ def test_inplace_on_unsaved_intermediate_is_fine():
     z.mul_(z.detach())
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         z.sum().backward()
+
+
+def test_inplace_keeps_the_old_value_an_other_arguments_gradient_reads():
+    # a.mul_(b) keeps a's old value for b's gradient, also when a itself needs none (an
+    # NTM-style memory: a constant buffer cloned, scaled and added to in place), as
+    # PyTorch's in-place ops save the original self
+    w, a = _t([0.5, -1.0, 2.0]), _t([1.5, 0.25])
+
+    def run(inplace):
+        mem = et.full((3, 2), 0.1, dtype=et.float64)
+        for _ in range(2):
+            mem = mem.clone()
+            f = 1 - w.unsqueeze(1) * a.sigmoid().unsqueeze(0)
+            if inplace:
+                mem.mul_(f)
+                mem.add_(w.outer(a.tanh()))
+            else:
+                mem = mem * f + w.outer(a.tanh())
+        (w @ mem).sum().backward()
+        grads = w.grad.numpy().copy(), a.grad.numpy().copy()
+        w.grad = a.grad = None
+        return grads
+
+    for got, want in zip(run(True), run(False)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_inplace_on_leaf_requiring_grad_raises():
@@ -845,9 +891,11 @@ def test_function_with_setup_context():
     assert gradgradcheck(MulExp.apply, (x, y))
 
 
-def test_div_trunc_is_not_differentiable():
-    # div(rounding_mode="trunc") is one op, div_trunc, not differentiable (as trunc of the
-    # quotient was before it): its result needs no grad
+def test_div_trunc_has_a_zero_gradient():
+    # div(rounding_mode="trunc") is one op, div_trunc, piecewise constant: its result requires
+    # grad and its gradient is zero, as PyTorch's
     g = et.tensor([3.5, -3.5], requires_grad=True)
     q = et.div(g, 2.0, rounding_mode="trunc")
-    assert not q.requires_grad and q.tolist() == [1.0, -1.0]
+    assert q.requires_grad and q.tolist() == [1.0, -1.0]
+    q.sum().backward()
+    assert g.grad.tolist() == [0.0, 0.0]

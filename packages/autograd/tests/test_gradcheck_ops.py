@@ -195,9 +195,36 @@ def test_derivative_table_names_only_registry_ops():
 
 def test_non_differentiable_ops_do_not_record_graphs():
     x = et.tensor([1.5, -2.0, 3.0], dtype=et.float64, requires_grad=True)
-    for fn in (et.floor, et.sign, et.argmax, lambda t: t > 0, et.round):
+    for fn in (et.isnan, et.signbit, et.argmax, lambda t: t > 0, et.isfinite):
         out = fn(x)
         assert out.grad_fn is None and not out.requires_grad, fn
+
+
+@pytest.mark.parametrize("fn", [et.floor, et.ceil, et.trunc, et.sign, et.round,
+                                lambda t: et.round(t, decimals=1),
+                                lambda t: et.div(t, 2.0, rounding_mode="floor"),
+                                lambda t: et.div(t, 2.0, rounding_mode="trunc"),
+                                lambda t: et.floor(t.clone().floor_())])
+def test_piecewise_constant_ops_have_a_zero_gradient(fn):
+    # PyTorch records them (requires_grad=True) with a zero gradient, which backward and
+    # autograd.grad deliver
+    x = et.tensor([1.5, -2.25, 3.75], dtype=et.float64, requires_grad=True)
+    out = fn(x)
+    assert out.requires_grad and out.grad_fn is not None
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros(3))
+    (g,) = ag.grad(fn(x).sum(), x)
+    np.testing.assert_array_equal(g.numpy(), np.zeros(3))
+
+
+def test_rounding_division_gives_each_tensor_argument_a_zero_gradient():
+    a = et.tensor([[7.0, -7.5]], dtype=et.float64, requires_grad=True)
+    b = et.tensor([[2.0], [3.0]], dtype=et.float64, requires_grad=True)
+    for mode in ("floor", "trunc"):
+        a.grad = b.grad = None
+        et.div(a, b, rounding_mode=mode).sum().backward()
+        assert a.grad.shape == a.shape and b.grad.shape == b.shape
+        assert not a.grad.numpy().any() and not b.grad.numpy().any()
 
 
 def test_op_table_covers_the_registry():

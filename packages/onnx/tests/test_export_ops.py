@@ -99,6 +99,7 @@ BINARY = {
     "fmod": lambda a, b: et.fmod(a, b.abs() + 0.5),
     "floor_divide": lambda a, b: et.floor_divide(a, b.abs() + 0.5),
     "div_trunc": lambda a, b: et.div(a * 4, b.abs() + 0.5, rounding_mode="trunc"),
+    "div_floor": lambda a, b: et.div(a * 4, b.abs() + 0.5, rounding_mode="floor"),
     "div_trunc_int": lambda a, b: et.div((a * 10).long(), (b.abs() * 3).long() + 1,
                                          rounding_mode="trunc").float(),
     "atan2": et.atan2, "hypot": et.hypot, "lerp": lambda a, b: et.lerp(a, b, 0.3),

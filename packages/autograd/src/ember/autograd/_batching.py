@@ -731,9 +731,9 @@ special_bessel_y1 special_modified_bessel_i0 special_modified_bessel_i1 special_
 special_modified_bessel_k1 special_scaled_modified_bessel_k0 special_scaled_modified_bessel_k1
 special_spherical_bessel_j0""".split()
 _BINARY = """add sub mul div pow maximum minimum fmax fmin fmod remainder atan2 hypot floor_divide
-div_trunc eq ne lt le gt ge logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor
-isclose where lerp clamp masked_fill sigmoid_backward tanh_backward threshold_backward silu_backward
-gelu_backward softplus_backward hardsigmoid_backward hardswish_backward mish_backward
+div_floor div_trunc eq ne lt le gt ge logical_and logical_or logical_xor bitwise_and bitwise_or
+bitwise_xor isclose where lerp clamp masked_fill sigmoid_backward tanh_backward threshold_backward
+silu_backward gelu_backward softplus_backward hardsigmoid_backward hardswish_backward mish_backward
 log_sigmoid_backward xlogy copysign logaddexp nextafter heaviside complex logaddexp2 igamma
 igammac gcd lcm bitwise_left_shift bitwise_right_shift polygamma binomial special_xlog1py
 special_zeta special_chebyshev_polynomial_t special_chebyshev_polynomial_u

@@ -1368,12 +1368,38 @@ class _State:
 
     # -- an op that cannot wait -------------------------------------------------------
     def eager(self, op, bound):
-        """Run the pending graph, then ``op`` at once on real tensors."""
-        if self.levels:
+        """Run the pending graph, then ``op`` at once on real tensors; an in-place op that
+        writes memory no pending call reads runs without it (see ``unread``)."""
+        if self.levels and not (op.inplace and self.unread(bound)):
             self.flush()
         if op.inplace:
             self.wrote = True
         return self.inner(op, _realize(bound))
+
+    def unread(self, bound):
+        """Is ``bound`` an in-place call writing a real tensor whose memory no pending call
+        reads (no argument read since the last run, no parameter), with no pending argument?
+        A set-up write into a tensor made in the context (``w = zeros(3); w[0] = 1``) then
+        leaves the pending graph to wait: the values its calls read are unchanged."""
+        x = bound[0]
+        if x.__class__ is _Pending or not isinstance(x, _TensorType):
+            return False
+        for a in bound[1:]:
+            if a.__class__ is _Pending or ((a.__class__ is list or a.__class__ is tuple) and
+                                           any(b.__class__ is _Pending for b in a)):
+                return False
+        d = _unwrap(x)
+        if d.__class__ is not _ndarray:
+            return False
+        share = np.may_share_memory
+        for c in self.consts:
+            r = _unwrap(c)
+            if r.__class__ is _ndarray and share(d, r):
+                return False
+        for r, _ in self.wkeys.values():
+            if r.__class__ is _ndarray and share(d, r):
+                return False
+        return True
 
     # -- the output structure of a signature ------------------------------------------
     def infer(self, op, bound, key):

@@ -183,6 +183,17 @@ def _fmod(c, g):
     return g, (-(g * et.trunc(a / b)) if c.needs[1] else None)
 
 
+@vjp("div_floor", "div_trunc")
+def _rounded_quotient(c, g):
+    # piecewise constant: a zero gradient for each tensor argument, as PyTorch's
+    return tuple(_zeros_in(c, g, i) if c.needs[i] else None for i in range(2))
+
+
+@vjp("sign", "floor", "ceil", "trunc", "round")
+def _piecewise_constant(c, g):
+    return (et.zeros_like(g),)
+
+
 @vjp("atan2", save=(0, 1))
 def _atan2(c, g):
     a, b = c.args

@@ -185,6 +185,10 @@ def _apply(cls_name: str, ctx, forward, backward, args):
             if isinstance(o, Tensor) and id(o) in dirty:
                 bump_version(o)
         saved = getattr(ctx, "_saved", None)
+        if saved and dirty:  # a modified input saved (returned too): checked at its version
+            ctx._saved_versions = tuple(  # after this write, as PyTorch's saved outputs
+                t._version if isinstance(t, Tensor) and id(t) in dirty else v
+                for t, v in zip(saved, ctx._saved_versions))
         node = next((o.grad_fn for o in outs if isinstance(o, Tensor) and
                      o.grad_fn is not None), None)
         if saved and node is not None:

@@ -98,6 +98,17 @@ def _record_on_view(op, fn, self, args):
     return self
 
 
+def _keeps_old_self(entry, args) -> bool:
+    """Does the twin's derivative keep the written tensor's old value for a gradient that is
+    wanted (``a.mul_(b)`` keeps ``a`` for ``b``'s gradient, whether ``a`` requires grad or
+    not)? Then it reads a snapshot, as PyTorch's in-place ops save the original self."""
+    if entry is None or 0 not in entry.save:
+        return False
+    if entry.save_for is None:
+        return _requires(args)
+    return _requires(tuple(args[j] for j in entry.save_for[0] if j < len(args)))
+
+
 def record_inplace(op, args):
     """``args``: the bound call of the in-place op ``op``."""
     self = args[0]
@@ -132,15 +143,14 @@ def record_inplace(op, args):
             raise RuntimeError(f"ember.autograd: in-place op '{op.name}' has no out-of-place twin")
         def fn(*bound, _twin=twin):
             return record(_twin, bound)
-        entry = TABLE.get(twin.name)
-        needs_old = entry is not None and 0 in entry.save
+        needs_old = _keeps_old_self(TABLE.get(twin.name), args)
     else:
         needs_old = False
     if self._base is not None and (self._base._requires_grad or self._requires_grad
                                    or _requires(args[1:])):
         return _record_on_view(op, fn, self, args)
     aliased = any(a is self for a in args[1:])
-    src = _snapshot(self) if (needs_old or aliased) and self._requires_grad else self
+    src = _snapshot(self) if needs_old or (aliased and self._requires_grad) else self
     rest = tuple(src if a is self else a for a in args[1:])
     res = fn(src, *rest)
     if tuple(res.shape) != tuple(self.shape):

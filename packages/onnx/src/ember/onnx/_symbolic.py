@@ -320,7 +320,7 @@ def _fmod(g, a, out):
     return g.node("Mod", [g.v(a.input, dt), g.v(a.other, dt)], fmod=1)
 
 
-@register("floor_divide")
+@register("floor_divide", "div_floor")
 def _floor_divide(g, a, out):
     dt = _out_dtype(out)
     x, y = g.v(a.input, dt), g.v(a.other, dt)

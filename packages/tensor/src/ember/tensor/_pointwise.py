@@ -168,7 +168,7 @@ def _write(self: Tensor, value, op: str) -> Tensor:
 
 # ---------------------------------------------------------------------------------- binary
 # the ops whose Python scalar operand stays float32 with a bfloat16 tensor (others round it)
-_BF16_SCALAR_OPMATH = frozenset(("mul", "div", "floor_divide"))
+_BF16_SCALAR_OPMATH = frozenset(("mul", "div", "floor_divide", "div_floor"))
 
 
 def _bf16_binary(name: str, f, da, db) -> Tensor:
@@ -416,11 +416,13 @@ _div_trunc, _ = _binary("div_trunc", "divide", """Division rounded toward zero: 
     rounded to the dtype, then truncated (integers exactly).""", int_divisor=True, inplace=False,
                         complex_ok=False,
                         kernel=_special_kernels.trunc_divide)
-_div_trunc.op.differentiable = False  # (as trunc of the quotient was; PyTorch: a zero gradient)
-for _f in (bitwise_and, bitwise_or, bitwise_xor, fmax, fmin, _floor_divide, remainder, fmod):
-    _f.op.differentiable = _f.op.name not in (
-        "bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide")
-for _f in (bitwise_and_, bitwise_or_, bitwise_xor_, _floor_divide_):
+# div(rounding_mode="floor") is its own op: differentiable, its gradient zero, as PyTorch's
+# (div_trunc too); floor_divide (``//``) is not differentiable, as PyTorch's (which takes out=)
+_div_floor, _ = _binary("div_floor", "floor_divide", """Division rounded down, as
+    ``div(rounding_mode='floor')``.""", quiet=True, int_divisor=True, inplace=False,
+                        complex_ok=False, kernel=lambda xp: _kernel("floor_divide", xp))
+for _f in (bitwise_and, bitwise_or, bitwise_xor, bitwise_and_, bitwise_or_, bitwise_xor_,
+           _floor_divide, _floor_divide_):
     _f.op.differentiable = False
 
 
@@ -448,7 +450,7 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         return true_divide(input, other)
     if rounding_mode == "floor":
-        return _floor_divide(input, other)
+        return _div_floor(input, other)
     if rounding_mode == "trunc":
         return _div_trunc(input, other)
     raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
@@ -767,7 +769,6 @@ _SAME_UNARY = {
     "sign": (_sign, "sign (-1, 0 or 1)"),
     "square": (_square, "x * x"),
 }
-_NONDIFF_UNARY = {"sign", "floor", "ceil", "trunc"}
 # no complex kernels in PyTorch (``sign`` has ``sgn`` for complex numbers)
 _REAL_UNARY = {"erf", "erfc", "erfinv", "floor", "ceil", "trunc", "frac", "sign"}
 
@@ -853,9 +854,7 @@ def _unary(name: str, fn, desc: str, float_out: bool):
     impl.__doc__ = (f"Elementwise {desc}.\n\n    >>> {name}(tensor([0.5, 1.0])).shape\n"
                     "    ember.Size([2])\n")
     impl_.__doc__ = f"In-place :func:`{name}`."
-    diff = name not in _NONDIFF_UNARY
-    return defop(name, differentiable=diff, out=True)(impl), defop(
-        name + "_", differentiable=diff, inplace=True)(impl_)
+    return defop(name, out=True)(impl), defop(name + "_", inplace=True)(impl_)
 
 
 _g = globals()
@@ -895,8 +894,6 @@ def round_(input: Tensor, *, decimals: int = 0) -> Tensor:
     return _write(input, round.op.impl(input, decimals=decimals)._data, "round_")
 
 
-round.op.differentiable = False
-round_.op.differentiable = False
 
 
 @defop("relu")

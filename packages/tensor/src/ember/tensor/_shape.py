@@ -557,7 +557,7 @@ def as_strided(input: Tensor, size: tuple, stride: tuple,
     root = _root(d)
     item = d.itemsize
     cur = 0 if root is d else (_ptr(d) - _ptr(root)) // item
-    offset = cur if storage_offset is None else int(storage_offset)
+    offset = cur if storage_offset is None else operator.index(storage_offset)
     return _restride_bytes(input, size, _strided_bytes(size, stride, offset, root.size, item),
                            (offset - cur) * item)
 
@@ -1491,7 +1491,7 @@ def as_strided_scatter(input: Tensor, src: Tensor, size: tuple, stride: tuple,
     out = _make(input._data.copy(order="K"))  # its own storage: the view's offset is absolute
     size = _ints(size, "as_strided_scatter")
     stride = _ints(stride, "as_strided_scatter", "stride")
-    offset = 0 if storage_offset is None else int(storage_offset)
+    offset = 0 if storage_offset is None else operator.index(storage_offset)
     d = out._data
     view = _restride_bytes(out, size, _strided_bytes(size, stride, offset, d.size, d.itemsize),
                            offset * d.itemsize)._data

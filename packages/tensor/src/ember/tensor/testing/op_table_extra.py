@@ -856,7 +856,7 @@ _POINTWISE = [
                       _S(_rand((2, 3), d, rng), _nz((3,), d, rng))], dtypes=FLOAT,
       out_dtype="promote_float", operands=(0, 1), inplace="arctan2_", ops=("atan2", "atan2_")),
     E("fix", et.fix, np.trunc, lambda d, rng: [_S(_rand((2, 3), d, rng, -5, 5))],
-      dtypes=FLOAT + INT, differentiable=False, inplace="fix_", ops=("trunc", "trunc_")),
+      dtypes=FLOAT + INT, inplace="fix_", ops=("trunc", "trunc_")),
     E("sgn", et.sgn, _np_sgn, lambda d, rng: [_S(_rand((2, 3), d, rng, -3, 3)),
                                                _S(_rand((), d, rng))],
       dtypes=FLOAT_H + INT + COMPLEX, inplace="sgn_", ops=("sgn", "sgn_"),
