@@ -1459,15 +1459,16 @@ def cross_entropy_loss(input: Tensor, target: Tensor, weight: Tensor | None = No
     ignore_index = int(ignore_index)
     xp = array_module(rows)
     dt = rows.dtype
+    total = None  # the losses' sum and the mean's divisor, where the CPU kernel gives them
     if rows.shape[0] == 0:
         loss = xp.zeros(0, dtype=dt)
     elif _ce_kernel_ok(rows):
         try:  # the kernel checks the targets itself; PyTorch's message only when one is bad
             if xp is np and dt in _KERNEL_DTYPES:  # the CPU kernel's rows, checked here
                 sm, asc = _sm or _softmax_kernels(), np.ascontiguousarray
-                loss = sm._ce_forward_rows(
+                loss, _, total, denom = sm._ce_forward_rows(
                     asc(rows), asc(flat), sm._unit_weights(rows.shape[1], dt) if w is None
-                    else asc(w), ignore_index, eps)[0]
+                    else asc(w), ignore_index, eps)
             else:  # CuPy's kernel; float16 through the CPU kernel's float32 copy
                 loss, _ = _kernel("cross_entropy_forward", xp)(rows, flat, w, ignore_index,
                                                                eps)
@@ -1479,15 +1480,15 @@ def cross_entropy_loss(input: Tensor, target: Tensor, weight: Tensor | None = No
         loss = _ce_rows_numpy(rows, flat, w, ignore_index, eps)
     if r == 0:
         return _make(loss.reshape(target.shape).astype(dt, copy=False))
-    acc = np.float64 if dt == np.float16 else dt
-    # (on NumPy the ufunc reduction itself: the array's sum method adds a Python wrapper)
-    total = _add_reduce(loss, None, acc) if xp is np else loss.sum(dtype=acc)
+    if total is None:  # NumPy's / CuPy's sums, as Python floats too
+        acc = np.float64 if dt == np.float16 else dt
+        # (on NumPy the ufunc reduction itself: the array's sum method adds a Python wrapper)
+        total = float(_add_reduce(loss, None, acc) if xp is np else loss.sum(dtype=acc))
+        denom = _ce_denominator(flat, w, ignore_index, dt)
     if r == 2:
         return _make(xp.asarray(total, dtype=dt))
-    denom = _ce_denominator(flat, w, ignore_index, dt)
-    with quiet():
-        val = total / denom if denom else total * np.nan
-    return _make(xp.asarray(val, dtype=dt))
+    # (Python floats: an overflow is inf and inf / inf NaN, without NumPy's warnings)
+    return _make(xp.asarray(total / denom if denom else total * math.nan, dtype=dt))
 
 
 @defop("_cross_entropy_loss_backward")

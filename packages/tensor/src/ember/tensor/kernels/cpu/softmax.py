@@ -174,20 +174,32 @@ def _bad_target(t, C, ignore):
 
 @vjit
 def _ce_fwd_serial(x, t, w, ignore, eps, loss, lse):
+    # (the first bad row or -1, the losses' sum, the counted targets' weights' sum), the sums
+    # in float64 as the rows are written: a mean or sum needs no NumPy call after the kernel
     bad = _bad_target(t, x.shape[1], ignore)
+    total = 0.0
+    denom = 0.0
     if bad < 0:
         for i in range(x.shape[0]):
             _ce_fwd_row(x, t, w, ignore, eps, loss, lse, i)
-    return bad
+            total += loss[i]
+            ti = t[i]
+            denom += w[ti] if ti != ignore else 0.0
+    return bad, total, denom
 
 
 @vjit(parallel=True)
 def _ce_fwd_parallel(x, t, w, ignore, eps, loss, lse):
     bad = _bad_target(t, x.shape[1], ignore)
+    total = 0.0
+    denom = 0.0
     if bad < 0:
         for i in prange(x.shape[0]):
             _ce_fwd_row(x, t, w, ignore, eps, loss, lse, i)
-    return bad
+            total += loss[i]
+            ti = t[i]
+            denom += w[ti] if ti != ignore else 0.0
+    return bad, total, denom
 
 
 @vjit
@@ -402,26 +414,29 @@ def cross_entropy_forward(
     if x.shape[0] and x.shape[1] == 0:
         _check_targets(op, target, 0, ignore)  # every target not ignored is out of range
         raise RuntimeError(f"{op}(): logits of shape {tuple(x.shape)} have no classes")
-    loss, lse = _ce_forward_rows(x, t, w, ignore, eps)
+    loss, lse = _ce_forward_rows(x, t, w, ignore, eps)[:2]
     return loss.astype(dtype, copy=False), lse.astype(dtype, copy=False)
 
 
-def _ce_forward_rows(x, t, w, ignore: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+def _ce_forward_rows(x, t, w, ignore: int, eps: float) -> tuple:
     """:func:`cross_entropy_forward` of arrays it has checked (``ember.tensor._nn_ops`` calls
     it directly with its own checked arrays): ``x`` C-contiguous float32 / float64 (N, C) with
     ``C > 0``, ``t`` contiguous int64 (N,), ``w`` contiguous (C,) of ``x``'s dtype; ``loss``
-    and ``lse`` in ``x``'s dtype. A target out of range raises IndexError."""
+    and ``lse`` in ``x``'s dtype, then the sum of the losses and the sum of the counted
+    targets' weights (a mean's divisor), both Python floats summed in float64. A target out
+    of range raises IndexError."""
     loss = _empty(x.shape[0], dtype=x.dtype)
     lse = _empty(x.shape[0], dtype=x.dtype)
-    if x.shape[0]:
-        args = (x, t, w, ignore, eps, loss, lse)
-        if _go(x):
-            bad = parallel_call(_ce_fwd_parallel, *args)
-        else:
-            bad = _ce_fwd_serial(*args)
-        if bad >= 0:
-            _check_targets("cross_entropy_forward", t, x.shape[1], ignore)  # IndexError
-    return loss, lse
+    if not x.shape[0]:
+        return loss, lse, 0.0, 0.0
+    args = (x, t, w, ignore, eps, loss, lse)
+    if _go(x):
+        bad, total, denom = parallel_call(_ce_fwd_parallel, *args)
+    else:
+        bad, total, denom = _ce_fwd_serial(*args)
+    if bad >= 0:
+        _check_targets("cross_entropy_forward", t, x.shape[1], ignore)  # IndexError
+    return loss, lse, total, denom
 
 
 def cross_entropy_backward(
