@@ -29,32 +29,47 @@ __all__ = ["index_add", "embedding_backward", "gather_dim", "scatter_dim", "inde
 
 
 @njit
-def _scatter_block(out, index, src, alpha, scale, skip, p, q0, q1):
+def _scatter_block(flat_out, index, flat_src, alpha, scale, skip, M, N, Q, p, q0, q1):
+    # the (P, M, Q) out and (P, N, Q) src as flat C-contiguous arrays, index in [0, M) (or
+    # skip): each element is addressed by an unsigned flat offset, so Numba emits no 3-d
+    # address and no negative-index wraparound test per element
     has_scale = scale.shape[0] > 0
-    for n in range(index.shape[0]):
+    Qu = np.uint64(Q)
+    out_row = np.uint64(p * M)  # the first row of plane p, in rows of Q
+    src_row = np.uint64(p * N)
+    lo = np.uint64(q0)
+    hi = np.uint64(q1)
+    for n in range(N):
         m = index[n]
         if m == skip:
             continue
         a = alpha * scale[n] if has_scale else alpha
-        for q in range(q0, q1):
-            out[p, m, q] += a * src[p, n, q]
+        o = (out_row + np.uint64(m)) * Qu
+        s = (src_row + np.uint64(n)) * Qu
+        for q in range(lo, hi):
+            flat_out[o + q] += a * flat_src[s + q]
 
 
 @njit
 def _scatter_serial(out, index, src, alpha, scale, skip):
+    flat_out = out.reshape(-1)
+    flat_src = src.reshape(-1)
+    M, N, Q = out.shape[1], src.shape[1], out.shape[2]
     for p in range(out.shape[0]):
-        _scatter_block(out, index, src, alpha, scale, skip, p, 0, out.shape[2])
+        _scatter_block(flat_out, index, flat_src, alpha, scale, skip, M, N, Q, p, 0, Q)
 
 
 @njit_parallel
 def _scatter_parallel(out, index, src, alpha, scale, skip, nqb):
-    Q = out.shape[2]
+    flat_out = out.reshape(-1)
+    flat_src = src.reshape(-1)
+    M, N, Q = out.shape[1], src.shape[1], out.shape[2]
     qchunk = (Q + nqb - 1) // nqb
     for t in prange(out.shape[0] * nqb):
         p = t // nqb
         q0 = (t % nqb) * qchunk
         q1 = min(Q, q0 + qchunk)
-        _scatter_block(out, index, src, alpha, scale, skip, p, q0, q1)
+        _scatter_block(flat_out, index, flat_src, alpha, scale, skip, M, N, Q, p, q0, q1)
 
 
 def _scatter(out, index, src, alpha, scale, skip) -> None:
