@@ -397,3 +397,25 @@ def _vector_norm(c, g):
     safe = et.where(out == 0, et.ones_like(out), out)
     val = gx * et.sgn(x) * x.abs() ** (p - 1) / safe ** (p - 1)
     return (et.where(out == 0, et.zeros_like(val), val),)
+
+
+# --------------------------------------------------------------------------- products
+@vjp("kron", save={0: (1,), 1: (0,)}, complex="holomorphic")
+def _kron(c, g):
+    # kron's result viewed as (a0, b0, a1, b1, ...) (the operands' shapes padded with leading
+    # ones to one rank) is the broadcast product of input (a0, 1, a1, 1, ...) and other
+    # (1, b0, 1, b1, ...): each operand's gradient is the other's product with g, summed over
+    # the other's dims
+    a, b = c.args  # a is kept only when b needs a gradient, and vice versa
+    sa, sb = tuple(c.meta[0][0]), tuple(c.meta[1][0])
+    n = max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    gv = g.reshape([s for pair in zip(pa, pb) for s in pair])
+    ga = gb = None
+    if c.needs[0]:
+        p = gv * b.reshape([s for d in pb for s in (1, d)])
+        ga = (p.sum(tuple(range(1, 2 * n, 2))) if n else p).reshape(sa)
+    if c.needs[1]:
+        p = gv * a.reshape([s for d in pa for s in (d, 1)])
+        gb = (p.sum(tuple(range(0, 2 * n, 2))) if n else p).reshape(sb)
+    return ga, gb

@@ -35,12 +35,12 @@ from ._fpstate import built_state, call_in_state, quiet
 from ._grad_mode import grad_wanted
 from ._indexing import index_select
 from ._linalg import _add_scaled, diag, dot, matmul, outer, tensordot
-from ._pointwise import add, log, where
+from ._pointwise import add, log, mul, where
 from ._reduction import _dims, _on_kernel, _return_type, amax, amin
 from ._reduction import sum as _sum
 from ._registry import array_module, defop, with_out, write_out
 from ._scatter import gather
-from ._shape import _view, cat, diagonal_scatter, meshgrid, narrow, reshape, stack
+from ._shape import cat, diagonal_scatter, meshgrid, narrow, stack
 from ._tensor import Tensor, _wrap_dim
 from .kernels import get as _kernel
 
@@ -1609,7 +1609,7 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
     return tensordot(input, other, dims=([-1], [-1]))
 
 
-@with_out
+@defop("kron", out=True)
 def kron(input: Tensor, other: Tensor) -> Tensor:
     """Kronecker product (``torch.kron``).
 
@@ -1617,15 +1617,16 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     tensor([[1., 1., 0., 0.],
             [0., 0., 1., 1.]])
     """
-    sa, sb = input._data.shape, other._data.shape
+    a, b = input._data, other._data
+    sa, sb = a.shape, b.shape
     n = _max(len(sa), len(sb))
     sa, sb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
-    # each operand viewed (size-1 dims inserted: a view for any strides) with its dims
-    # interleaved with size-1 ones, so that one broadcast product is the result's
-    # (a0, b0, a1, b1, ...) layout (reshaped: strided operands can give a strided product)
-    r = _view(input, tuple([s for d in sa for s in (d, 1)])) * \
-        _view(other, tuple([s for d in sb for s in (1, d)]))
-    return reshape(r, [x * y for x, y in zip(sa, sb)])
+    # each operand's array viewed with its dims interleaved with size-1 ones (inserting
+    # size-1 dims is a view for any strides), so that one broadcast product, by mul's own
+    # implementation (its dtypes and promotion), is the result's (a0, b0, a1, b1, ...) layout
+    r = mul.op.impl(_make(a.reshape([s for d in sa for s in (d, 1)])),
+                    _make(b.reshape([s for d in sb for s in (1, d)])))._data
+    return _make(r.reshape([x * y for x, y in zip(sa, sb)]))
 
 
 @with_out

@@ -308,8 +308,10 @@ _LINALG = [
       lambda d, rng: [_S(_rand((2, 3), d, rng), _rand((3,), d, rng))], method=None,
       operands=(0, 1), ops=("mul",)),
     E("kron", et.kron, np.kron,
-      lambda d, rng: [_S(_rand((2, 3), d, rng), _rand((3, 2), d, rng))], operands=(0, 1),
-      ops=("mul",)),
+      lambda d, rng: [_S(_rand((2, 3), d, rng), _rand((3, 2), d, rng)),
+                      _S(_rand((2, 1, 3), d, rng), _rand((4,), d, rng)),
+                      _S(_rand((), d, rng), _rand((2, 2), d, rng))], operands=(0, 1),
+      ops=("kron",)),
     E("cdist", et.cdist, lambda a, b, p=2.0: np.linalg.norm(a[..., :, None, :] -
                                                              b[..., None, :, :], ord=p, axis=-1),
       lambda d, rng: [_S(_rand((3, 4), d, rng, distinct=True), _rand((2, 4), d, rng) + 5),
