@@ -1396,10 +1396,8 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     if not k:  # no reflectors (tril refuses an empty matrix)
         return I.expand(*A.shape[:-2], m, n).clone()
     V = add(tril(narrow(A, -1, 0, k), -1), narrow(I, -1, 0, k))
-    Vt = V.mT
-    t = tau.unsqueeze(-1)
-    W = t * narrow(Vt, -1, 0, n)  # diag(tau) V[:n]^T
-    Y = _solve_tri(t * (Vt @ V), W, upper=True, unitriangular=True)
+    tVt = tau.unsqueeze(-1) * V.mT  # diag(tau) V^T: its first n columns are the right side
+    Y = _solve_tri(tVt @ V, narrow(tVt, -1, 0, n), upper=True, unitriangular=True)
     return I - V @ Y
 
 
