@@ -34,6 +34,7 @@ __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rf
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 _make = Tensor._make
+_float32, _float64, _complex64 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64)
 
 # ------------------------------------------------------------------------ the primitives
 # ``normalization``: PyTorch's fft_norm_mode, a scaling whatever the direction
@@ -103,12 +104,12 @@ def _fft_r2c(input: Tensor, dim: Sequence[int], normalization: int, onesided: bo
     """The forward DFT of a real tensor over ``dim``; ``onesided``: only the first
     ``n // 2 + 1`` frequencies of the last of ``dim`` (the rest are their conjugates)."""
     d = input._data
-    single = d.dtype == np.float32
+    single = d.dtype == _float32
     if not onesided:  # as a complex signal: the real-input transform gives -0.0 imaginary
         # parts (at the zero frequency) where PyTorch's one-sided transform and conjugate
         # fill give +0.0
         d = d.astype(np.complex64 if single else np.complex128)
-    elif not (single or d.dtype == np.float64):  # float16, integers: in float64
+    elif not (single or d.dtype == _float64):  # float16, integers: in float64
         d = d.astype(np.float64)
     pf = _pocketfft(d)
     if pf is not None:
@@ -129,7 +130,7 @@ def _fft_c2r(input: Tensor, dim: Sequence[int], normalization: int,
     pf = _pocketfft(d)
     if pf is None:
         r = _dft("irfft", d, dim, normalization, False, last_dim_size)
-        return _make(r.astype(np.float32 if d.dtype == np.complex64 else np.float64,
+        return _make(r.astype(np.float32 if d.dtype == _complex64 else np.float64,
                               copy=False))
     ax = dim[-1]
     half = last_dim_size // 2 + 1

@@ -46,6 +46,9 @@ from .kernels import get as _kernel
 
 _make = Tensor._make
 _abs, _max, _min = builtins.abs, builtins.max, builtins.min
+# dtypes compared as dtype objects (a comparison with a scalar type, ``dt == np.float16``,
+# converts the type to a dtype on every call)
+_float16, _float32, _complex64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.complex64)
 
 __all__ = [
     # torch.* names
@@ -101,9 +104,9 @@ def _check_float(op: str, d, what: str = "input", *, kernel: str | None = None,
     it, NotImplementedError naming the kernel: ``kernel`` for an op with no dtype check of its
     own, ``half_kernel`` for one whose check lets float16 through to the kernel."""
     dt = d.dtype
-    if (dt.kind == "f" and dt != np.float16) or (complex_ok and dt.kind == "c"):
+    if (dt.kind == "f" and dt != _float16) or (complex_ok and dt.kind == "c"):
         return
-    kernel = kernel or (half_kernel if dt == np.float16 else None)
+    kernel = kernel or (half_kernel if dt == _float16 else None)
     if kernel is not None:
         raise NotImplementedError(f"{op}: \"{kernel}\" not implemented for "
                                   f"'{scalar_type_name(dt)}'")
@@ -252,12 +255,12 @@ class _NumPyLinalg:
         return self._call(self._eig, _G.eigvalsh_lo if UPLO == "L" else _G.eigvalsh_up, a)
 
     def eig(self, a):
-        if a.dtype == np.complex64:
+        if a.dtype == _complex64:
             return self._cgeev(a, True)
         return self._call(self._eig, _G.eig, a)
 
     def eigvals(self, a):
-        if a.dtype == np.complex64:
+        if a.dtype == _complex64:
             return self._cgeev(a, False)[0]
         return self._call(self._eig, _G.eigvals, a)
 
@@ -389,7 +392,7 @@ def _solve_arrays(op: str, a, b, left: bool = True):
     """``A^{-1} B`` (``B A^{-1}`` when not ``left``) with PyTorch's vector rule and batch
     broadcasting."""
     _check_square(op, a)
-    if a.dtype != np.float16:  # float16 passes PyTorch's dtype check, its kernel refuses it
+    if a.dtype != _float16:  # float16 passes PyTorch's dtype check, its kernel refuses it
         _check_float(op, a, complex_ok=True)
     _check_same(op, a, b)
     _check_float(op, a, half_kernel="lu_cpu", complex_ok=True)
@@ -560,7 +563,7 @@ def _check_eig(op: str, a, finite: bool = True) -> None:
     _check_square(op, a)
     if a.dtype.kind not in "fc":
         raise RuntimeError(f"{op}: Unknown Complex ScalarType for {scalar_type_name(a.dtype)}")
-    if a.dtype == np.float16:
+    if a.dtype == _float16:
         raise NotImplementedError(f"{op}: \"linalg_eig_out_cpu\" not implemented for 'Half'")
     if finite and a.size and not bool(_xp(a).isfinite(a).all()):
         raise RuntimeError(f"torch.{op}: input tensor should not contain infs or NaNs.")
@@ -570,7 +573,7 @@ def _check_eig(op: str, a, finite: bool = True) -> None:
 def linalg_eig(A: Tensor):
     a = A._data
     _check_eig("linalg.eig", a)
-    cdt = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
+    cdt = np.complex64 if a.dtype in (_float32, _complex64) else np.complex128
     if a.size == 0:
         return _on_device_of(a, np.zeros(a.shape[:-1], cdt), np.zeros(a.shape, cdt))
     # LAPACK geev at the input's precision (sgeev for float32, 2.3x faster than
@@ -586,7 +589,7 @@ def _eigvals(A: Tensor) -> Tensor:
     with an infinity or a NaN has NaN eigenvalues."""
     a = A._data
     _check_eig("linalg.eigvals", a, finite=False)
-    cdt = np.complex64 if a.dtype in (np.float32, np.complex64) else np.complex128
+    cdt = np.complex64 if a.dtype in (_float32, _complex64) else np.complex128
     h = _host(a)
     if h.size == 0:
         return _on_device_of(a, np.zeros(h.shape[:-1], cdt))[0]
@@ -844,7 +847,7 @@ def linalg_vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *,
     xp = _xp(d)
     dims = _dims(dim, d.ndim, "linalg.vector_norm")
     axes = tuple(dims) if d.ndim else None
-    acc = np.float32 if d.dtype == np.float16 else d.dtype
+    acc = _float32 if d.dtype == _float16 else d.dtype
     a = xp.abs(d).astype(acc, copy=False)
     if d.size == 0 and ord < 0 or (d.size == 0 and math.isinf(ord) and
                                    any(d.shape[i] == 0 for i in dims)):
@@ -916,7 +919,7 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
     op = "torch.linalg.ldl_solve"
     _check_square(op, ld)
     _no_complex(op, ld)
-    if ld.dtype != np.float16:  # float16 passes PyTorch's dtype check, its kernel refuses it
+    if ld.dtype != _float16:  # float16 passes PyTorch's dtype check, its kernel refuses it
         _check_float(op, ld)
     if b.ndim < 2:
         raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
