@@ -1505,16 +1505,19 @@ multi_dot.__name__ = "multi_dot"
 def _matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
                  dtype=None) -> Tensor:
     op = "linalg.matrix_norm"
-    if A.dim() < 2:
+    a = A._data  # (its rank and dtype read on the array: no method calls, no generator)
+    nd = a.ndim
+    if nd < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    _check_float(op, A._data, complex_ok=True)
+    _check_float(op, a, complex_ok=True)
     if dtype is not None:
         A = A.to(dtype=dtype)
-    d0, d1 = (int(d) % A.dim() for d in dim)
+    d0, d1 = dim
+    d0, d1 = int(d0) % nd, int(d1) % nd
     if ord == "fro":
         return linalg_vector_norm(A, 2, (d0, d1), keepdim)
     if ord == "nuc" or ord in (2, -2):
-        perm = [i for i in range(A.dim()) if i not in (d0, d1)] + [d0, d1]
+        perm = [i for i in range(nd) if i not in (d0, d1)] + [d0, d1]
         s = _svdvals(A.permute(*perm))
         if ord == "nuc":
             r = _sum(s, -1)
