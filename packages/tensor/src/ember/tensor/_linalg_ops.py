@@ -834,7 +834,10 @@ def linalg_vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *,
     if d.dtype.kind not in "f":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {scalar_type_name(d.dtype)}")
-    if isinstance(ord, Tensor) or not isinstance(ord, numbers.Real):
+    # (a Python int or float, the usual ord, is tested by its class first: the ABC check of
+    # numbers.Real runs two Python-level hooks)
+    if ord.__class__ is not int and ord.__class__ is not float and \
+            (isinstance(ord, Tensor) or not isinstance(ord, numbers.Real)):
         raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not "
                         f"{type(ord).__name__}")
     if dtype is not None:
