@@ -460,7 +460,9 @@ def einsum(equation: str, *operands) -> Tensor:
 def _tensordot_dims(dims, n1: int, n2: int):
     if isinstance(dims, Tensor):
         dims = dims.tolist()
-    if isinstance(dims, numbers.Integral) and not isinstance(dims, bool):
+    # (a Python int, the usual dims, by its class first: the ABC check runs Python hooks)
+    if dims.__class__ is int or (isinstance(dims, numbers.Integral) and
+                                 not isinstance(dims, bool)):
         if dims < 0:
             raise RuntimeError(f"tensordot(): tensordot expects dims >= 0, but got dims={dims}")
         if dims > min(n1, n2):

@@ -1287,7 +1287,7 @@ def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
 
 
 def _matrix_power(A: Tensor, n: int) -> Tensor:
-    if not isinstance(n, numbers.Integral) or isinstance(n, bool):
+    if n.__class__ is not int and (not isinstance(n, numbers.Integral) or isinstance(n, bool)):
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     _check_square("linalg.matrix_power", A._data)
     if n == 0:
