@@ -388,6 +388,16 @@ def _batch_shape(op: str, s1, s2):
                            f"batch dimension (batch shapes {list(s1)} and {list(s2)})") from None
 
 
+def _to_batch(xp, a, batch: tuple, core: int = 2):
+    """``a`` broadcast to the batch shape ``batch`` before its last ``core`` dims: ``a``
+    itself where it has that shape already (NumPy's ``broadcast_to`` is a Python function of
+    about ten calls, for a view of the same shape)."""
+    lead = a.ndim - core
+    if a.shape[:lead] == batch:
+        return a
+    return xp.broadcast_to(a, batch + a.shape[lead:])
+
+
 def _solve_arrays(op: str, a, b, left: bool = True):
     """``A^{-1} B`` (``B A^{-1}`` when not ``left``) with PyTorch's vector rule and batch
     broadcasting."""
@@ -411,8 +421,7 @@ def _solve_arrays(op: str, a, b, left: bool = True):
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
                            f"({a.shape[-2]}x{a.shape[-1]} and {bm.shape[-2]}x{bm.shape[-1]})")
     batch = _batch_shape(op, a.shape[:-2], bm.shape[:-2])
-    a2 = xp.broadcast_to(a, batch + a.shape[-2:])
-    b2 = xp.broadcast_to(bm, batch + bm.shape[-2:])
+    a2, b2 = _to_batch(xp, a, batch), _to_batch(xp, bm, batch)
     try:
         r = _la(xp).solve(a2, b2)
     except np.linalg.LinAlgError:
@@ -462,8 +471,7 @@ def _tri_solve_arrays(xp, a, b, upper: bool, left: bool, unitriangular: bool):
         idx = xp.arange(n)
         t = t.copy()
         t[..., idx, idx] = 1
-    t = xp.broadcast_to(t, batch + t.shape[-2:])
-    b = xp.broadcast_to(b, batch + b.shape[-2:])
+    t, b = _to_batch(xp, t, batch), _to_batch(xp, b, batch)
     with quiet():
         try:
             return _la(xp).solve(t, b)
@@ -957,9 +965,9 @@ def linalg_ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool =
         raise RuntimeError(f"{op}: Pivots given to ldl_solve must all satisfy "
                            "|pivot| >= 1. Did you properly pass the result of ldl_factor?")
     batch = _batch_shape(op, ld.shape[:-2], b.shape[:-2])
-    ldb = np.broadcast_to(ld, batch + ld.shape[-2:]).reshape((-1, n, n))
-    pb = np.broadcast_to(piv, batch + piv.shape[-1:]).reshape((-1, n))
-    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    ldb = _to_batch(np, ld, batch).reshape((-1, n, n))
+    pb = _to_batch(np, piv, batch, 1).reshape((-1, n))
+    bb = _to_batch(np, b, batch).reshape((-1,) + b.shape[-2:])
     out = np.empty(bb.shape, ld.dtype)
     for i in range(bb.shape[0]):
         x, _ = sytrs(ldb[i], pb[i], bb[i], lower=1)
