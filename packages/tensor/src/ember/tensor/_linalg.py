@@ -652,7 +652,8 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     if d.ndim == 1:
         return _make(xp.diag(d, diagonal))
     if d.ndim == 2:
-        return _make(xp.ascontiguousarray(xp.diagonal(d, diagonal)).copy())
+        # (the array's own diagonal view, copied once: its copy is C-contiguous)
+        return _make(d.diagonal(diagonal).copy())
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {d.ndim}D")
 
 
