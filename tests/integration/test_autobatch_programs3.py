@@ -319,3 +319,159 @@ def test_dag_network_with_shared_subcomputations_and_topological_order():
         loss.backward()
         return {"loss": loss, "y": y, "g": grads_of(layers), "gh": grads_of(head)}
     twice(program)
+
+
+# ============================================================== parsers
+
+
+class ArcStandardParser(nn.Module):
+    """Chen & Manning 2014 style feature MLP over stack/buffer tokens; actions SHIFT, LEFT, RIGHT
+    picked by ``masked_fill(-inf)`` over invalid actions then ``argmax().item()``; loss per step
+    against a static oracle's action when it is valid (cross_entropy over the masked scores)."""
+
+    def __init__(self, vocab, d, hid):
+        super().__init__()
+        self.emb = nn.Embedding(vocab + 1, d)      # last id: the null token
+        self.null = vocab
+        self.hid = nn.Linear(3 * d, hid)
+        self.out = nn.Linear(hid, 3)
+
+    def forward(self, words, heads):
+        n = len(words)
+        stack, buf, arcs, losses = [], list(range(n)), {}, []
+        ids = words.tolist()
+        while buf or len(stack) > 1:
+            feats = [stack[-1] if stack else -1, stack[-2] if len(stack) > 1 else -1,
+                     buf[0] if buf else -1]
+            x = self.emb(T.tensor([ids[i] if i >= 0 else self.null for i in feats])).view(-1)
+            h = T.pow(self.hid(x), 3)          # the cube activation
+            scores = self.out(h)
+            valid = T.tensor([bool(buf), len(stack) > 1, len(stack) > 1])
+            scores = scores.masked_fill(~valid, float("-inf"))
+            # static oracle
+            if len(stack) > 1 and heads[stack[-2]] == stack[-1]:
+                gold = 1
+            elif len(stack) > 1 and heads[stack[-1]] == stack[-2] and all(
+                    heads[b] != stack[-1] for b in buf):
+                gold = 2
+            else:
+                gold = 0 if buf else 2
+            losses.append(F.cross_entropy(scores.unsqueeze(0), T.tensor([gold])))
+            act = int(scores.argmax().item())
+            if act == 0:
+                stack.append(buf.pop(0))
+            elif act == 1:
+                arcs[stack[-2]] = stack[-1]
+                del stack[-2]
+            else:
+                arcs[stack[-1]] = stack[-2]
+                stack.pop()
+        return T.stack(losses).sum(), arcs
+
+
+def _rand_heads(rng, n):
+    """A projective-ish random tree: each word's head is a neighbour or the first word."""
+    return [-1] + [int(rng.integers(0, i)) for i in range(1, n)]
+
+
+def test_arc_standard_parser_actions_by_argmax_item_with_validity_masks_training():
+    rng = np.random.default_rng(5)
+    data = []
+    for _ in range(6):
+        n = int(rng.integers(1, 7))
+        data.append((T.tensor(rng.integers(0, 25, n).tolist()), _rand_heads(rng, n)))
+
+    def program(batched):
+        model = ArcStandardParser(25, 5, 12)
+        arcs_seen = []
+
+        def step(m, d):
+            tot = []
+            for w, h in d:
+                l, arcs = m(w, h)
+                tot.append(l)
+                arcs_seen.append(sorted(arcs.items()))
+            return sum(tot) / len(tot)
+        rep = train(model, data, step, batched, steps=2, opt="adam", lr=0.02)
+        rep["arcs"] = np.array([len(a) for a in arcs_seen])
+        rep["arcsum"] = np.array([sum(k * 7 + v for k, v in a) for a in arcs_seen])
+        return rep
+    twice(program)
+
+
+class SPINN(nn.Module):
+    """Bowman et al. 2016: shift-reduce over a buffer with a stack, a tracker LSTMCell reading
+    (buffer top, stack top, stack second), TreeLSTM-style reduce composing with the tracker's
+    state; the transitions are given (from the binary parse)."""
+
+    def __init__(self, vocab, d, tracker):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.proj = nn.Linear(d, 2 * d)       # word -> (h, c)
+        self.tracker = nn.LSTMCell(3 * d, tracker)
+        self.left = nn.Linear(d, 5 * d)
+        self.right = nn.Linear(d, 5 * d, bias=False)
+        self.track = nn.Linear(tracker, 5 * d, bias=False)
+        self.d, self.t = d, tracker
+
+    def reduce(self, l, r, th):
+        (hl, cl), (hr, cr) = l, r
+        g = self.left(hl) + self.right(hr) + self.track(th)
+        a, i, f1, f2, o = g.chunk(5, dim=-1)
+        c = a.tanh() * i.sigmoid() + f1.sigmoid() * cl + f2.sigmoid() * cr
+        h = o.sigmoid() * c.tanh()
+        return h, c
+
+    def forward(self, words, transitions):
+        hc = self.proj(self.emb(words))
+        buf = [(h.unsqueeze(0), c.unsqueeze(0)) for h, c in
+               zip(*[t.unbind(0) for t in hc.split([self.d, self.d], dim=1)])]
+        buf.reverse()
+        dt = self.proj.weight.dtype
+        zero = (T.zeros(1, self.d, dtype=dt), T.zeros(1, self.d, dtype=dt))
+        stack = []
+        th, tc = T.zeros(1, self.t, dtype=dt), T.zeros(1, self.t, dtype=dt)
+        for tr in transitions:
+            b = buf[-1] if buf else zero
+            s1 = stack[-1] if stack else zero
+            s2 = stack[-2] if len(stack) > 1 else zero
+            th, tc = self.tracker(T.cat([b[0], s1[0], s2[0]], 1), (th, tc))
+            if tr == 0:
+                stack.append(buf.pop())
+            else:
+                r, l = stack.pop(), stack.pop()
+                stack.append(self.reduce(l, r, th))
+        return stack[-1][0].squeeze(0)
+
+
+def _transitions(tree):
+    if isinstance(tree, int):
+        return [0], [tree]
+    (ta, wa), (tb, wb) = _transitions(tree[0]), _transitions(tree[1])
+    return ta + tb + [1], wa + wb
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_spinn_with_tracker_nli_pairs_training(dtype):
+    rng = np.random.default_rng(6)
+    pairs = []
+    for _ in range(5):
+        a = rand_tree(rng, int(rng.integers(1, 7)), 20, arity=2)
+        b = rand_tree(rng, int(rng.integers(1, 7)), 20, arity=2)
+        pairs.append((_transitions(a), _transitions(b), int(rng.integers(3))))
+
+    def program(batched):
+        model = SPINN(20, 6, 4).to(DT[dtype])
+        mlp = nn.Sequential(nn.Linear(24, 10), nn.ReLU(), nn.Linear(10, 3)).to(DT[dtype])
+        both = nn.ModuleList([model, mlp])
+
+        def step(m, d):
+            logits, ys = [], []
+            for (ta, wa), (tb, wb), y in d:
+                p = m[0](T.tensor(wa), ta)
+                h = m[0](T.tensor(wb), tb)
+                logits.append(m[1](T.cat([p, h, p - h, p * h])))
+                ys.append(y)
+            return F.cross_entropy(T.stack(logits), T.tensor(ys))
+        return train(both, pairs, step, batched, steps=3, opt="adamw", lr=0.01, sched=True)
+    twice(program, dtype)
