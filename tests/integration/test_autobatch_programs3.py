@@ -475,3 +475,215 @@ def test_spinn_with_tracker_nli_pairs_training(dtype):
             return F.cross_entropy(T.stack(logits), T.tensor(ys))
         return train(both, pairs, step, batched, steps=3, opt="adamw", lr=0.01, sched=True)
     twice(program, dtype)
+
+
+# ============================================================== sequence to sequence
+
+
+class BahdanauSeq2Seq(nn.Module):
+    """GRU encoder (both directions by hand: flip), Bahdanau additive attention, GRUCell decoder
+    with input feeding; teacher forcing for the loss, greedy decoding that stops at EOS."""
+
+    def __init__(self, vs, vt, d, h):
+        super().__init__()
+        self.src = nn.Embedding(vs, d)
+        self.tgt = nn.Embedding(vt, d)
+        self.fw = nn.GRUCell(d, h)
+        self.bw = nn.GRUCell(d, h)
+        self.Wa = nn.Linear(2 * h, h, bias=False)
+        self.Ua = nn.Linear(h, h)
+        self.va = nn.Linear(h, 1, bias=False)
+        self.init = nn.Linear(2 * h, h)
+        self.dec = nn.GRUCell(d + 2 * h, h)
+        self.out = nn.Linear(3 * h, vt)
+        self.h = h
+
+    def encode(self, src):
+        e = self.src(src)
+        dt = e.dtype
+        hf, hb = T.zeros(1, self.h, dtype=dt), T.zeros(1, self.h, dtype=dt)
+        fs, bs = [], []
+        for t in range(len(src)):
+            hf = self.fw(e[t:t + 1], hf)
+            fs.append(hf)
+        for x in e.flip(0).unbind(0):
+            hb = self.bw(x.unsqueeze(0), hb)
+            bs.append(hb)
+        bs.reverse()
+        mem = T.cat([T.cat(fs), T.cat(bs)], dim=1)              # (L, 2h)
+        return mem, T.tanh(self.init(mem.mean(0, keepdim=True)))
+
+    def step(self, y, s, mem, keys):
+        energy = self.va(T.tanh(keys + self.Ua(s))).squeeze(1)   # (L,)
+        a = F.softmax(energy, dim=0)
+        ctxv = (a.unsqueeze(1) * mem).sum(0, keepdim=True)      # (1, 2h)
+        s = self.dec(T.cat([self.tgt(y).view(1, -1), ctxv], 1), s)
+        return self.out(T.cat([s, ctxv], 1)).squeeze(0), s, a
+
+    def loss(self, src, tgt):
+        mem, s = self.encode(src)
+        keys = self.Wa(mem)
+        y, out = T.tensor(1), []
+        for t in range(len(tgt)):
+            logit, s, _ = self.step(y, s, mem, keys)
+            out.append(F.log_softmax(logit, -1)[tgt[t]])
+            y = tgt[t]
+        return -T.stack(out).sum()
+
+    def greedy(self, src, max_len=6, eos=2):
+        mem, s = self.encode(src)
+        keys = self.Wa(mem)
+        y, toks, atts = T.tensor(1), [], []
+        for _ in range(max_len):
+            logit, s, a = self.step(y, s, mem, keys)
+            y = logit.argmax()
+            atts.append(a.max())
+            toks.append(int(y.item()))
+            if y.item() == eos:
+                break
+        return toks, T.stack(atts)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bahdanau_seq2seq_teacher_forcing_training_then_greedy_decoding(dtype):
+    rng = np.random.default_rng(7)
+    pairs = [(T.tensor(rng.integers(3, 12, int(rng.integers(1, 7))).tolist()),
+              T.tensor(rng.integers(2, 9, int(rng.integers(1, 6))).tolist())) for _ in range(6)]
+
+    def program(batched):
+        model = BahdanauSeq2Seq(12, 9, 5, 6).to(DT[dtype])
+        rep = train(model, pairs, lambda m, d: sum(m.loss(s, t) for s, t in d) / len(d),
+                    batched, steps=2, opt="adam", lr=0.05)
+        model.eval()
+        with no_grad(), ctx(batched):
+            dec = [model.greedy(s) for s, _ in pairs]
+        rep["toks"] = np.array(sum([d[0] + [-1] for d in dec], []))
+        rep["atts"] = [d[1] for d in dec]
+        return rep
+    twice(program, dtype)
+
+
+class LuongSeq2Seq(nn.Module):
+    """Luong et al. 2015 'general' attention over an LSTMCell encoder, attentional hidden
+    state (tanh(Wc[c; h])), per-example beam search with topk and Python sorting."""
+
+    def __init__(self, vs, vt, d, h):
+        super().__init__()
+        self.src = nn.Embedding(vs, d)
+        self.tgt = nn.Embedding(vt, d)
+        self.enc = nn.LSTMCell(d, h)
+        self.dec = nn.LSTMCell(d, h)
+        self.Wa = nn.Linear(h, h, bias=False)
+        self.Wc = nn.Linear(2 * h, h, bias=False)
+        self.out = nn.Linear(h, vt)
+        self.h = h
+
+    def encode(self, src):
+        e = self.src(src)
+        h = c = e.new_zeros(1, self.h)
+        hs = []
+        for x in e.split(1):
+            h, c = self.enc(x, (h, c))
+            hs.append(h)
+        return T.cat(hs), (h, c)
+
+    def step(self, y, state, mem):
+        h, c = self.dec(self.tgt(y.view(1)), state)
+        score = T.mm(self.Wa(h), mem.t())                        # (1, L)
+        a = score.softmax(-1)
+        ct = T.bmm(a.unsqueeze(0), mem.unsqueeze(0)).squeeze(0)  # (1, h)
+        ht = T.tanh(self.Wc(T.cat((ct, h), -1)))
+        return F.log_softmax(self.out(ht), -1).squeeze(0), (h, c)
+
+    def beam(self, src, k=3, max_len=5, eos=2):
+        mem, state = self.encode(src)
+        hyps = [(0.0, [1], state, T.zeros((), dtype=mem.dtype))]
+        done = []
+        for _ in range(max_len):
+            cands = []
+            for score, toks, st, lp in hyps:
+                logp, st2 = self.step(T.tensor(toks[-1]), st, mem)
+                top, idx = logp.topk(k)
+                for v, i in zip(top.tolist(), idx.tolist()):
+                    cands.append((score + v, toks + [i], st2, lp + logp[i]))
+            cands.sort(key=lambda c: -c[0])
+            hyps = []
+            for c in cands[:k]:
+                (done if c[1][-1] == eos else hyps).append(c)
+            if not hyps:
+                break
+        done.extend(hyps)
+        best = max(done, key=lambda c: c[0] / len(c[1]))
+        return best[1], best[3]
+
+
+def test_luong_attention_beam_search_with_topk_and_python_sorting():
+    rng = np.random.default_rng(8)
+    srcs = [T.tensor(rng.integers(3, 10, int(rng.integers(1, 6))).tolist()) for _ in range(5)]
+
+    def program(batched):
+        model = LuongSeq2Seq(10, 7, 4, 5)
+        with ctx(batched):
+            res = [model.beam(s) for s in srcs]
+            loss = -sum(r[1] for r in res)     # a minimum-risk-like objective on the best hyps
+        loss.backward()
+        return {"toks": np.array(sum([r[0] + [-1] for r in res], [])),
+                "lps": [r[1] for r in res], "loss": loss, "g": grads_of(model)}
+    twice(program)
+
+
+def test_pointer_network_sorting_task_with_masking_of_chosen_inputs():
+    """Vinyals et al. 2015 on sorting: an LSTMCell encoder over a set of numbers, the decoder
+    points (attention logits as the output distribution) at the next smallest, already chosen
+    positions masked with -inf (masked_fill with a growing boolean mask, set in place)."""
+    rng = np.random.default_rng(9)
+    sets = [T.tensor(rng.standard_normal((int(rng.integers(2, 7)), 1)), dtype=T.float32)
+            for _ in range(6)]
+
+    class Ptr(nn.Module):
+        def __init__(self, h=8):
+            super().__init__()
+            self.inp = nn.Linear(1, h)
+            self.enc = nn.LSTMCell(h, h)
+            self.dec = nn.LSTMCell(h, h)
+            self.W1 = nn.Linear(h, h, bias=False)
+            self.W2 = nn.Linear(h, h, bias=False)
+            self.v = nn.Parameter(T.randn(h) * 0.3)
+            self.start = nn.Parameter(T.zeros(1, h))
+            self.h = h
+
+        def forward(self, x):
+            e = self.inp(x)
+            h = c = T.zeros(1, self.h)
+            enc = []
+            for t in range(x.shape[0]):
+                h, c = self.enc(e[t].unsqueeze(0), (h, c))
+                enc.append(h)
+            enc = T.cat(enc)
+            gold = x.squeeze(1).argsort()
+            mask = T.zeros(x.shape[0], dtype=T.bool)
+            inp, losses, picks = self.start, [], []
+            k1 = self.W1(enc)
+            for t in range(x.shape[0]):
+                h, c = self.dec(inp, (h, c))
+                u = T.tanh(k1 + self.W2(h)) @ self.v
+                u = u.masked_fill(mask, float("-inf"))
+                losses.append(-F.log_softmax(u, 0)[gold[t]])
+                picks.append(u.argmax())
+                mask = mask.clone()                        # masked_fill saved the old one
+                mask[gold[t]] = True                       # teacher forcing
+                inp = e[gold[t]].unsqueeze(0)
+            return T.stack(losses).mean(), T.stack(picks)
+
+    def program(batched):
+        model = Ptr()
+        picks = []
+
+        def step(m, d):
+            out = [m(x) for x in d]
+            picks.extend(p for _, p in out)
+            return T.stack([l for l, _ in out]).mean()
+        rep = train(model, sets, step, batched, steps=3, opt="adam", lr=0.03)
+        rep["picks"] = picks
+        return rep
+    twice(program)
