@@ -687,3 +687,145 @@ def test_pointer_network_sorting_task_with_masking_of_chosen_inputs():
         rep["picks"] = picks
         return rep
     twice(program)
+
+
+# ============================================================== structured prediction
+
+
+class BiLSTMCRF(nn.Module):
+    """The PyTorch tutorial's BiLSTM-CRF (Advanced: Making Dynamic Decisions), per sentence:
+    forward algorithm with logsumexp over tags, gold score by indexing the transitions with
+    tensors, Viterbi with max / argmax and Python backpointers."""
+
+    def __init__(self, vocab, tags, d, h):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.lstm = nn.LSTM(d, h // 2, bidirectional=True)
+        self.h2t = nn.Linear(h, tags + 2)
+        self.K = tags + 2
+        self.START, self.STOP = tags, tags + 1
+        tr = T.randn(self.K, self.K)
+        tr[self.START, :] = -1e4
+        tr[:, self.STOP] = -1e4
+        self.trans = nn.Parameter(tr)                   # trans[i, j]: score of j -> i
+
+    def feats(self, s):
+        out, _ = self.lstm(self.emb(s).view(len(s), 1, -1))
+        return self.h2t(out.view(len(s), -1))
+
+    def forward_alg(self, feats):
+        alpha = T.full((1, self.K), -1e4, dtype=feats.dtype)
+        alpha[0][self.START] = 0.0
+        for f in feats:
+            alpha = T.logsumexp(alpha + self.trans + f.view(-1, 1), dim=1).view(1, -1)
+        return T.logsumexp(alpha + self.trans[self.STOP], dim=1).squeeze(0)
+
+    def gold(self, feats, tags):
+        tags = T.cat([T.tensor([self.START]), tags])
+        score = self.trans[tags[1:], tags[:-1]].sum() + feats[T.arange(len(feats)), tags[1:]].sum()
+        return score + self.trans[self.STOP, tags[-1]]
+
+    def viterbi(self, feats):
+        bps = []
+        v = T.full((1, self.K), -1e4, dtype=feats.dtype)
+        v[0][self.START] = 0
+        for f in feats:
+            nxt = v + self.trans                          # (K to, K from)
+            best, arg = nxt.max(dim=1)
+            bps.append(arg.tolist())
+            v = (best + f).view(1, -1)
+        term = v + self.trans[self.STOP]
+        best = int(T.argmax(term).item())
+        score = term[0][best]
+        path = [best]
+        for bp in reversed(bps):
+            best = bp[best]
+            path.append(best)
+        assert path.pop() == self.START
+        return score, path[::-1]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bilstm_crf_tagger_training_and_viterbi_decoding(dtype):
+    rng = np.random.default_rng(10)
+    data = [(T.tensor(rng.integers(0, 20, n).tolist()), T.tensor(rng.integers(0, 4, n).tolist()))
+            for n in rng.integers(1, 8, 6)]
+
+    def program(batched):
+        model = BiLSTMCRF(20, 4, 5, 6).to(DT[dtype])
+
+        def step(m, d):
+            nll = [m.forward_alg(f) - m.gold(f, t) for f, t in ((m.feats(s), t) for s, t in d)]
+            return T.stack(nll).mean()
+        rep = train(model, data, step, batched, steps=3, opt="sgd", lr=0.01)
+        with no_grad(), ctx(batched):
+            dec = [model.viterbi(model.feats(s)) for s, _ in data]
+        rep["vscore"] = [d[0] for d in dec]
+        rep["paths"] = np.array(sum([d[1] + [-1] for d in dec], []))
+        return rep
+    twice(program, dtype)
+
+
+def test_semi_markov_segment_scores_with_cumsum_and_triu_masks():
+    """A zeroth-order semi-CRF per sentence: segment scores from cumsum differences of token
+    scores, a triu mask of allowed (start, end) pairs with max length, partition by a DP of
+    logsumexp over the masked -inf scores."""
+    rng = np.random.default_rng(11)
+    xs = [T.tensor(rng.standard_normal((n, 4)), dtype=T.float32) for n in rng.integers(1, 8, 6)]
+
+    def program(batched):
+        proj = nn.Linear(4, 1)
+        lenw = nn.Parameter(T.randn(3) * 0.1)
+        with ctx(batched):
+            logZs = []
+            for x in xs:
+                n = x.shape[0]
+                s = proj(x).squeeze(-1)
+                cs = F.pad(s.cumsum(0), (1, 0))
+                seg = cs.unsqueeze(0) - cs.unsqueeze(1)            # seg[i, j] = sum s[i:j]
+                ok = T.triu(T.ones(n + 1, n + 1, dtype=T.bool), diagonal=1) & \
+                    ~T.triu(T.ones(n + 1, n + 1, dtype=T.bool), diagonal=4)
+                lens = (T.arange(n + 1).unsqueeze(0) - T.arange(n + 1).unsqueeze(1)).clamp(1, 3) - 1
+                seg = (seg + lenw[lens]).masked_fill(~ok, float("-inf"))
+                alpha = [T.zeros(())]
+                for j in range(1, n + 1):
+                    prev = T.stack(alpha)
+                    alpha.append(T.logsumexp(prev + seg[:j, j], 0))
+                logZs.append(alpha[-1])
+            loss = T.stack(logZs).sum()
+        loss.backward()
+        return {"logZ": logZs, "g": proj.weight.grad, "gb": proj.bias.grad, "gl": lenw.grad}
+    twice(program)
+
+
+def test_ctc_loss_per_utterance_of_different_lengths():
+    """A BiGRU acoustic model per utterance, F.ctc_loss with each utterance's own input and
+    target lengths (batch of one), reductions mean and sum, plus greedy CTC decoding."""
+    rng = np.random.default_rng(12)
+    utts = []
+    for _ in range(5):
+        n = int(rng.integers(4, 10))
+        m = int(rng.integers(1, n // 2 + 1))
+        utts.append((T.tensor(rng.standard_normal((n, 3)), dtype=T.float32),
+                     T.tensor(rng.integers(1, 5, m).tolist())))
+
+    def program(batched):
+        rnn = nn.GRU(3, 4, bidirectional=True)
+        out = nn.Linear(8, 5)
+        mods = nn.ModuleList([rnn, out])
+        with ctx(batched):
+            losses, decs = [], []
+            for x, y in utts:
+                h, _ = rnn(x.unsqueeze(1))
+                lp = F.log_softmax(out(h), dim=-1)                  # (T, 1, C)
+                l1 = F.ctc_loss(lp, y.unsqueeze(0), [x.shape[0]], [len(y)], reduction="mean")
+                l2 = F.ctc_loss(lp, y, T.tensor([x.shape[0]]), T.tensor([len(y)]),
+                                reduction="sum", zero_infinity=True)
+                losses.append(l1 + 0.1 * l2)
+                best = lp.squeeze(1).argmax(-1).tolist()
+                decs.append([b for i, b in enumerate(best) if b and (i == 0 or best[i - 1] != b)])
+            loss = sum(losses)
+        loss.backward()
+        return {"loss": loss, "losses": losses, "g": grads_of(mods),
+                "dec": np.array(sum([d + [-1] for d in decs], []))}
+    twice(program)
