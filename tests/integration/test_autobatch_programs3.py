@@ -829,3 +829,176 @@ def test_ctc_loss_per_utterance_of_different_lengths():
         return {"loss": loss, "losses": losses, "g": grads_of(mods),
                 "dec": np.array(sum([d + [-1] for d in decs], []))}
     twice(program)
+
+
+# ============================================================== graphs and sets
+
+
+def _rand_graph(rng, feat=4):
+    n = int(rng.integers(1, 7))
+    m = int(rng.integers(0, 2 * n + 1))
+    src = rng.integers(0, n, m).tolist()
+    dst = rng.integers(0, n, m).tolist()
+    x = T.tensor(rng.standard_normal((n, feat)), dtype=T.float32)
+    return x, T.tensor(src, dtype=T.int64), T.tensor(dst, dtype=T.int64)
+
+
+class MPNN(nn.Module):
+    """Gilmer et al. 2017 style message passing per graph: messages from an edge network over
+    (h_src, h_dst), aggregated with ``index_add_`` into a fresh zeros buffer (sum) and with
+    ``scatter_add`` of degree counts (mean), a GRUCell update, then set2set-free readouts
+    (sum, mean, max) concatenated."""
+
+    def __init__(self, f, h, steps, aggr):
+        super().__init__()
+        self.inp = nn.Linear(f, h)
+        self.msg = nn.Sequential(nn.Linear(2 * h, h), nn.Tanh())
+        self.upd = nn.GRUCell(h, h)
+        self.out = nn.Linear(3 * h, 1)
+        self.steps, self.aggr = steps, aggr
+
+    def forward(self, x, src, dst):
+        h = F.relu(self.inp(x))
+        n = h.shape[0]
+        for _ in range(self.steps):
+            m = self.msg(T.cat([h.index_select(0, src), h[dst]], dim=1))
+            agg = T.zeros(n, h.shape[1], dtype=h.dtype)
+            if self.aggr == "index_add_":
+                agg.index_add_(0, dst, m)
+            elif self.aggr == "scatter_add_mean":
+                agg = agg.scatter_add(0, dst.unsqueeze(1).expand_as(m), m)
+                deg = T.zeros(n, dtype=h.dtype).scatter_add_(0, dst, T.ones(len(dst), dtype=h.dtype))
+                agg = agg / deg.clamp(min=1).unsqueeze(1)
+            elif self.aggr == "index_put_accumulate":
+                agg = agg.index_put((dst,), m, accumulate=True)
+            else:                                              # amax
+                agg = agg.scatter_reduce(0, dst.unsqueeze(1).expand_as(m), m, reduce="amax",
+                                         include_self=False)
+            h = self.upd(agg, h)
+        read = T.cat([h.sum(0), h.mean(0), h.max(0).values])
+        return self.out(read).squeeze(0)
+
+
+@pytest.mark.parametrize("aggr", ["index_add_", "scatter_add_mean", "index_put_accumulate", "amax"])
+def test_message_passing_gnn_per_graph_with_sum_mean_max_readouts_training(aggr):
+    rng = np.random.default_rng(13)
+    graphs = [_rand_graph(rng) for _ in range(6)]
+    ys = T.tensor(rng.standard_normal(6), dtype=T.float32)
+
+    def program(batched):
+        model = MPNN(4, 6, 2, aggr)
+
+        def step(m, d):
+            pred = T.stack([m(*g) for g in d])
+            return F.mse_loss(pred, ys)
+        return train(model, graphs, step, batched, steps=3, opt="adam", lr=0.02)
+    twice(program)
+
+
+def test_gat_layer_with_edge_softmax_by_scatter_and_self_loops():
+    """A GAT layer per graph (Velickovic et al. 2018, the pyg-free reference code): self loops
+    added with cat, e_ij = LeakyReLU(a^T[Wh_i || Wh_j]), softmax over each node's incoming edges
+    via exp / index_add_ of the denominators (the max subtracted per graph), two heads averaged."""
+    rng = np.random.default_rng(14)
+    graphs = [_rand_graph(rng) for _ in range(6)]
+
+    def program(batched):
+        W = nn.Linear(4, 2 * 5, bias=False)
+        a_src = nn.Parameter(T.randn(2, 5) * 0.3)
+        a_dst = nn.Parameter(T.randn(2, 5) * 0.3)
+        with ctx(batched):
+            outs = []
+            for x, src, dst in graphs:
+                n = x.shape[0]
+                loops = T.arange(n)
+                src2, dst2 = T.cat([src, loops]), T.cat([dst, loops])
+                h = W(x).view(n, 2, 5)
+                e = F.leaky_relu((h * a_src).sum(-1)[src2] + (h * a_dst).sum(-1)[dst2], 0.2)
+                e = (e - e.max()).exp()                                # (E, heads)
+                den = T.zeros(n, 2).index_add(0, dst2, e)
+                alpha = e / den[dst2]
+                msg = alpha.unsqueeze(-1) * h[src2]
+                out = T.zeros(n, 2, 5).index_add_(0, dst2, msg).mean(1)
+                outs.append(F.elu(out).sum(0))
+            loss = T.stack(outs).pow(2).sum()
+        loss.backward()
+        return {"loss": loss, "outs": outs, "W": W.weight.grad, "as": a_src.grad, "ad": a_dst.grad}
+    twice(program)
+
+
+class MAB(nn.Module):
+    def __init__(self, dq, dk, d, heads):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(dq, d), nn.Linear(dk, d), nn.Linear(dk, d)
+        self.o = nn.Linear(d, d)
+        self.ln0, self.ln1 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.heads, self.d = heads, d
+
+    def forward(self, Q, K):
+        q, k, v = self.q(Q), self.k(K), self.v(K)
+        dh = self.d // self.heads
+        qh = q.view(q.shape[0], self.heads, dh).transpose(0, 1)      # (H, nq, dh)
+        kh = k.view(k.shape[0], self.heads, dh).movedim(1, 0)
+        vh = v.view(v.shape[0], self.heads, dh).permute(1, 0, 2)
+        att = T.baddbmm(T.zeros(self.heads, qh.shape[1], kh.shape[1]), qh, kh.transpose(1, 2),
+                        alpha=1 / math.sqrt(dh)).softmax(-1)
+        o = (qh + att @ vh).transpose(0, 1).reshape(q.shape[0], self.d)
+        o = self.ln0(o)
+        return self.ln1(o + F.relu(self.o(o)))
+
+
+class SetTransformer(nn.Module):
+    """Lee et al. 2019: ISAB-free encoder of two SABs, PMA pooling with learned seeds."""
+
+    def __init__(self, f, d, heads, seeds):
+        super().__init__()
+        self.sab1 = MAB(f, f, d, heads)
+        self.sab2 = MAB(d, d, d, heads)
+        self.S = nn.Parameter(T.randn(seeds, d) * 0.5)
+        self.pma = MAB(d, d, d, heads)
+        self.out = nn.Linear(seeds * d, 1)
+
+    def forward(self, X):
+        H = self.sab2(self.sab1(X, X), self.sab1(X, X))
+        return self.out(self.pma(self.S, H).flatten()).squeeze()
+
+
+def test_set_transformer_over_sets_of_different_sizes_training():
+    rng = np.random.default_rng(15)
+    sets = [T.tensor(rng.standard_normal((int(rng.integers(1, 8)), 3)), dtype=T.float32)
+            for _ in range(6)]
+    ys = T.tensor([float(s.numpy().max()) for s in sets])
+
+    def program(batched):
+        model = SetTransformer(3, 8, 2, 2)
+        return train(model, sets,
+                     lambda m, d: F.smooth_l1_loss(T.stack([m(s) for s in d]), ys), batched,
+                     steps=3, opt="sgd", lr=0.05, clip=0.5)   # (Adam would scale the key
+    # bias's gradient, zero but for rounding (softmax ignores it), to the learning rate)
+    twice(program)
+
+
+def test_deep_sets_with_masked_padding_equals_per_set_sum():
+    """DeepSets (Zaheer et al. 2017): phi per element, sum (and logsumexp) pooling, rho; the
+    per-example set is padded to a fixed size inside the program and masked with where."""
+    rng = np.random.default_rng(16)
+    sets = [T.tensor(rng.standard_normal((int(rng.integers(1, 7)), 2)), dtype=T.float64)
+            for _ in range(6)]
+
+    def program(batched):
+        phi = nn.Sequential(nn.Linear(2, 6), nn.ELU(), nn.Linear(6, 6)).double()
+        rho = nn.Sequential(nn.Linear(12, 6), nn.Tanh(), nn.Linear(6, 1)).double()
+        with ctx(batched):
+            preds = []
+            for s in sets:
+                n = s.shape[0]
+                padded = F.pad(s, (0, 0, 0, 8 - n))
+                mask = (T.arange(8) < n).unsqueeze(-1)
+                e = T.where(mask, phi(padded), T.zeros((), dtype=T.float64))
+                lse = T.logsumexp(phi(padded).masked_fill(~mask, float("-inf")), 0)
+                preds.append(rho(T.cat([e.sum(0), lse])))
+            y = T.cat(preds)
+            loss = F.mse_loss(y, T.tensor([float(len(s)) for s in sets], dtype=T.float64))
+        loss.backward()
+        return {"loss": loss, "y": y, "gp": grads_of(phi), "gr": grads_of(rho)}
+    twice(program, "float64")
