@@ -1002,3 +1002,175 @@ def test_deep_sets_with_masked_padding_equals_per_set_sum():
         loss.backward()
         return {"loss": loss, "y": y, "gp": grads_of(phi), "gr": grads_of(rho)}
     twice(program, "float64")
+
+
+# ============================================================== memory and adaptive computation
+
+
+class MemN2N(nn.Module):
+    """End-to-end memory network (Sukhbaatar et al. 2015), adjacent weight tying, position
+    encoding, temporal encoding, 3 hops, per story of a different number of sentences."""
+
+    def __init__(self, vocab, d, hops, max_mem):
+        super().__init__()
+        self.A = nn.ModuleList([nn.Embedding(vocab, d) for _ in range(hops + 1)])
+        self.TA = nn.Parameter(T.randn(max_mem, d) * 0.1)
+        self.TC = nn.Parameter(T.randn(max_mem, d) * 0.1)
+        self.hops, self.d = hops, d
+
+    def pe(self, J):
+        j = T.arange(1, J + 1, dtype=T.float32).unsqueeze(1)
+        k = T.arange(1, self.d + 1, dtype=T.float32).unsqueeze(0)
+        return (1 - j / J) - (k / self.d) * (1 - 2 * j / J)
+
+    def forward(self, story, q):
+        u = (self.A[0](q) * self.pe(len(q))).sum(0)
+        n = len(story)
+        for k in range(self.hops):
+            m = T.stack([(self.A[k](s) * self.pe(len(s))).sum(0) for s in story]) + self.TA[:n]
+            c = T.stack([(self.A[k + 1](s) * self.pe(len(s))).sum(0) for s in story]) + self.TC[:n]
+            p = F.softmax(m @ u, dim=0)
+            u = u + (p.unsqueeze(1) * c).sum(0)
+        return u @ self.A[-1].weight.T
+
+
+def test_end_to_end_memory_network_three_hops_training():
+    rng = np.random.default_rng(17)
+    data = []
+    for _ in range(5):
+        story = [T.tensor(rng.integers(0, 15, int(rng.integers(1, 5))).tolist())
+                 for _ in range(int(rng.integers(1, 5)))]
+        data.append((story, T.tensor(rng.integers(0, 15, 3).tolist()), int(rng.integers(15))))
+
+    def program(batched):
+        model = MemN2N(15, 6, 3, 5)
+
+        def step(m, d):
+            logits = T.stack([m(s, q) for s, q, _ in d])
+            return F.cross_entropy(logits, T.tensor([a for *_, a in d]), label_smoothing=0.1)
+        return train(model, data, step, batched, steps=3, opt="sgd", lr=0.1, clip=1.0)
+    twice(program)
+
+
+class NTMLite(nn.Module):
+    """NTM-style read/write heads (Graves et al. 2014) over a per-example memory: content
+    addressing (cosine similarity, sharpened softmax), interpolation with the previous weights,
+    circular shift by a 3-tap convolution written with roll, sharpening by gamma; erase/add writes
+    done in place on the memory (``mem.mul_(...)``, ``mem.add_(...)``), reads after each write."""
+
+    def __init__(self, x, h, n, m, write="in_place"):
+        super().__init__()
+        self.write = write
+        self.ctrl = nn.LSTMCell(x + m, h)
+        self.key = nn.Linear(h, m + 1 + 1 + 3 + 1)      # key, beta, g, shift, gamma
+        self.ea = nn.Linear(h, 2 * m)
+        self.out = nn.Linear(h + m, x)
+        self.n, self.m, self.h = n, m, h
+
+    def address(self, p, mem, w_prev):
+        k, beta, g, s, gamma = p.split([self.m, 1, 1, 3, 1])
+        wc = F.softmax(F.softplus(beta) * F.cosine_similarity(mem, k.unsqueeze(0), dim=1), 0)
+        g = g.sigmoid()
+        wg = g * wc + (1 - g) * w_prev
+        s = s.softmax(0)
+        ws = s[0] * wg.roll(-1) + s[1] * wg + s[2] * wg.roll(1)
+        w = ws ** (1 + F.softplus(gamma))
+        return w / (w.sum() + 1e-8)
+
+    def forward(self, xs):
+        mem = T.full((self.n, self.m), 1e-3)
+        h = c = T.zeros(1, self.h)
+        w = T.zeros(self.n)
+        w[0] = 1.0
+        r = T.zeros(self.m)
+        ys = []
+        for x in xs:
+            h, c = self.ctrl(T.cat([x, r]).unsqueeze(0), (h, c))
+            hv = h.squeeze(0)
+            w = self.address(self.key(hv), mem, w)
+            e, a = self.ea(hv).chunk(2)
+            if self.write == "in_place":
+                mem = mem.clone()
+                mem.mul_(1 - w.unsqueeze(1) * e.sigmoid().unsqueeze(0))
+                mem.add_(w.outer(a.tanh()))
+            else:
+                mem = mem * (1 - w.unsqueeze(1) * e.sigmoid().unsqueeze(0)) + w.outer(a.tanh())
+            r = w @ mem
+            ys.append(self.out(T.cat([hv, r])))
+        return T.stack(ys)
+
+
+@pytest.mark.parametrize("write", ["in_place", "out_of_place"])
+def test_ntm_copy_task_in_place_memory_writes_training(write):
+    rng = np.random.default_rng(18)
+    seqs = [T.tensor(rng.integers(0, 2, (int(rng.integers(1, 6)), 3)).astype(np.float32))
+            for _ in range(5)]
+
+    def program(batched):
+        model = NTMLite(3, 8, 6, 4, write)
+        return train(model, seqs, lambda m, d: sum(
+            F.binary_cross_entropy_with_logits(m(s), s, reduction="sum") for s in d) / len(d),
+            batched, steps=2, opt="adam", lr=0.01)
+    twice(program)
+
+
+class ACTCell(nn.Module):
+    """Adaptive computation time (Graves 2016) around an RNNCell: ponder steps until the
+    cumulative halting probability passes 1 - eps (checked with ``.item()``), the remainder
+    given to the last step, states and outputs mean-weighted, ponder cost added to the loss."""
+
+    def __init__(self, x, h, eps=0.01, max_steps=6):
+        super().__init__()
+        self.cell = nn.RNNCell(x + 1, h, nonlinearity="tanh")
+        self.halt = nn.Linear(h, 1)
+        self.eps, self.max_steps, self.hsz = eps, max_steps, h
+
+    def forward(self, x, h):
+        cum, states, ps, n = 0.0, [], [], 0
+        flag = T.tensor([1.0])
+        rem = T.ones(())
+        while True:
+            h = self.cell(T.cat([x, flag]).unsqueeze(0), h)
+            flag = T.tensor([0.0])
+            p = T.sigmoid(self.halt(h)).view(())
+            n += 1
+            if cum + p.item() > 1 - self.eps or n == self.max_steps:
+                ps.append(rem)
+                states.append(h)
+                break
+            cum += p.item()
+            rem = rem - p
+            ps.append(p)
+            states.append(h)
+        w = T.stack(ps)
+        hs = T.cat(states)
+        return (w.unsqueeze(1) * hs).sum(0, keepdim=True), n + rem
+
+
+def test_adaptive_computation_time_rnn_over_sequences_with_ponder_cost():
+    rng = np.random.default_rng(19)
+    seqs = [T.tensor(rng.standard_normal((int(rng.integers(1, 6)), 2)) * 2, dtype=T.float32)
+            for _ in range(6)]
+
+    def program(batched):
+        act = ACTCell(2, 5)
+        head = nn.Linear(5, 1)
+        both = nn.ModuleList([act, head])
+        ns = []
+
+        def step(m, d):
+            losses = []
+            for s in d:
+                h = T.zeros(1, 5)
+                ponder = 0
+                for x in s:
+                    h, pc = m[0](x, h)
+                    ponder = ponder + pc
+                    ns.append(pc.detach())
+                y = m[1](h).squeeze()
+                losses.append((y - s.sum()) ** 2 + 0.01 * ponder)
+            return T.stack(losses).mean()
+        rep = train(both, seqs, step, batched, steps=2, opt="sgd", lr=0.02)
+        rep["ponder"] = ns
+        return rep
+    twice(program)
