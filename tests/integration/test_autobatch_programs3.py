@@ -1174,3 +1174,167 @@ def test_adaptive_computation_time_rnn_over_sequences_with_ponder_cost():
         rep["ponder"] = ns
         return rep
     twice(program)
+
+
+# ============================================================== hierarchical, generative, flows
+
+
+class HierEncoder(nn.Module):
+    """Characters -> words (a char GRU per word, last state) -> sentence (an LSTM over the word
+    vectors concatenated with word embeddings) -> document (attention pooling over sentences)."""
+
+    def __init__(self, nc, nw, d, h):
+        super().__init__()
+        self.cemb = nn.Embedding(nc, d)
+        self.wemb = nn.Embedding(nw, d, padding_idx=0)
+        self.cgru = nn.GRUCell(d, h)
+        self.slstm = nn.LSTMCell(d + h, h)
+        self.att = nn.Linear(h, 1, bias=False)     # (softmax ignores a bias: Adam would
+        # scale its rounding-level gradient up to the learning rate)
+        self.out = nn.Linear(h, 2)
+        self.h = h
+
+    def word(self, chars):
+        e = self.cemb(chars)
+        hc = T.zeros(1, self.h)
+        for t in range(e.size(0)):
+            hc = self.cgru(e[t].view(1, -1), hc)
+        return hc
+
+    def sentence(self, words, chars):
+        wv = self.wemb(words)
+        h = c = T.zeros(1, self.h)
+        for i, ch in enumerate(chars):
+            h, c = self.slstm(T.cat([wv[i:i + 1], self.word(ch)], dim=-1), (h, c))
+        return h
+
+    def forward(self, doc):
+        S = T.cat([self.sentence(w, ch) for w, ch in doc])          # (n_sent, h)
+        a = F.softmax(self.att(T.tanh(S)).squeeze(-1), dim=-1)
+        return self.out((a.unsqueeze(-1) * S).sum(0))
+
+
+def test_hierarchical_char_word_sentence_document_classifier_training():
+    rng = np.random.default_rng(20)
+    docs = []
+    for _ in range(4):
+        doc = []
+        for _ in range(int(rng.integers(1, 4))):
+            nw = int(rng.integers(1, 4))
+            doc.append((T.tensor(rng.integers(0, 10, nw).tolist()),
+                        [T.tensor(rng.integers(0, 8, int(rng.integers(1, 5))).tolist())
+                         for _ in range(nw)]))
+        docs.append(doc)
+    ys = T.tensor([0, 1, 1, 0])
+
+    def program(batched):
+        model = HierEncoder(8, 10, 4, 5)
+        return train(model, docs, lambda m, d: F.nll_loss(
+            F.log_softmax(T.stack([m(x) for x in d]), -1), ys, reduction="sum"),
+            batched, steps=2, opt="adam", lr=0.02)
+    twice(program)
+
+
+class RealNVP(nn.Module):
+    """A small RealNVP (Dinh et al. 2017) on 2-d points: alternating masked affine couplings with
+    tanh-scaled log-scales; log p(x) = base log prob + sum of log-determinants, per point."""
+
+    def __init__(self, layers=4, h=16):
+        super().__init__()
+        self.s = nn.ModuleList([nn.Sequential(nn.Linear(2, h), nn.LeakyReLU(), nn.Linear(h, 2))
+                                for _ in range(layers)])
+        self.t = nn.ModuleList([nn.Sequential(nn.Linear(2, h), nn.LeakyReLU(), nn.Linear(h, 2))
+                                for _ in range(layers)])
+        self.masks = [T.tensor([1.0, 0.0]) if i % 2 == 0 else T.tensor([0.0, 1.0])
+                      for i in range(layers)]
+
+    def log_prob(self, x):
+        logdet = T.zeros((), dtype=x.dtype)
+        for m, s, t in zip(reversed(self.masks), reversed(self.s), reversed(self.t)):
+            m = m.to(x.dtype)
+            xm = x * m
+            sc = T.tanh(s(xm)) * (1 - m)
+            x = xm + (1 - m) * (x - t(xm)) * T.exp(-sc)
+            logdet = logdet - sc.sum()
+        base = -0.5 * (x ** 2).sum() - math.log(2 * math.pi)
+        return base + logdet
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_realnvp_per_point_log_likelihood_training(dtype):
+    rng = np.random.default_rng(21)
+    pts = [T.tensor(rng.standard_normal(2) * [1.0, 0.3] + [0.5, -1.0], dtype=DT[dtype])
+           for _ in range(8)]
+
+    def program(batched):
+        flow = RealNVP().to(DT[dtype])
+        return train(flow, pts, lambda m, d: -sum(m.log_prob(p) for p in d) / len(d), batched,
+                     steps=3, opt="adam", lr=0.01)
+    twice(program, dtype)
+
+
+def test_planar_flow_log_det_and_vae_elbo_with_fixed_noise():
+    """A VAE per example with a planar flow posterior (Rezende & Mohamed 2015): the noise drawn
+    once outside so both runs see the same eps; KL by the flow's log-det, Bernoulli decoder."""
+    rng = np.random.default_rng(22)
+    xs = [T.tensor(rng.integers(0, 2, 6).astype(np.float32)) for _ in range(6)]
+    eps = [T.tensor(rng.standard_normal(2), dtype=T.float32) for _ in range(6)]
+
+    def program(batched):
+        enc = nn.Linear(6, 4)
+        dec = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 6))
+        u = nn.Parameter(T.randn(3, 2) * 0.3)
+        w = nn.Parameter(T.randn(3, 2) * 0.3)
+        b = nn.Parameter(T.zeros(3))
+        mods = nn.ModuleList([enc, dec])
+        with ctx(batched):
+            elbos = []
+            for x, e in zip(xs, eps):
+                mu, logvar = enc(x).chunk(2)
+                z = mu + (0.5 * logvar).exp() * e
+                logq = (-0.5 * (e ** 2 + logvar + math.log(2 * math.pi))).sum()
+                for k in range(3):
+                    wk, uk = w[k], u[k]
+                    uhat = uk + (-1 + F.softplus(wk @ uk) - wk @ uk) * wk / (wk.norm() ** 2)
+                    a = T.tanh(wk @ z + b[k])
+                    psi = (1 - a ** 2) * wk
+                    logq = logq - T.log(T.abs(1 + uhat @ psi) + 1e-8)
+                    z = z + uhat * a
+                logp_z = (-0.5 * (z ** 2 + math.log(2 * math.pi))).sum()
+                logp_x = -F.binary_cross_entropy_with_logits(dec(z), x, reduction="sum")
+                elbos.append(logp_x + logp_z - logq)
+            loss = -T.stack(elbos).mean()
+        loss.backward()
+        return {"loss": loss, "elbos": elbos, "g": grads_of(mods), "u": u.grad, "w": w.grad,
+                "b": b.grad}
+    twice(program)
+
+
+def test_vae_reparameterized_with_randn_like_inside_statistics_and_kl():
+    """randn_like inside the loop: the draws differ between runs, so compare the KL term (no
+    noise) exactly and the reconstruction term's mean over many examples statistically."""
+    rng = np.random.default_rng(23)
+    xs = [T.tensor(rng.standard_normal(4), dtype=T.float32) for _ in range(400)]
+
+    def program(batched):
+        enc = nn.Linear(4, 4)
+        dec = nn.Linear(2, 4)
+        with ctx(batched):
+            kls, recs = [], []
+            for x in xs:
+                mu, logvar = enc(x).split([2, 2])
+                z = mu + T.randn_like(mu) * T.exp(0.5 * logvar)
+                kls.append(-0.5 * T.sum(1 + logvar - mu.pow(2) - logvar.exp()))
+                recs.append(F.mse_loss(dec(z), x, reduction="sum"))
+            kl = T.stack(kls)
+            rec = T.stack(recs)
+        return kl, rec
+
+    T.manual_seed(0)
+    k0, r0 = program(False)
+    T.manual_seed(0)
+    k1, r1 = program(True)
+    np.testing.assert_allclose(k1.detach().numpy(), k0.detach().numpy(), rtol=1e-4, atol=1e-5)
+    m0, m1 = float(r0.mean()), float(r1.mean())
+    s = float(r0.std()) / math.sqrt(len(xs))
+    assert abs(m0 - m1) < 6 * s, (m0, m1, s)
