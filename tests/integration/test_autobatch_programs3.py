@@ -1338,3 +1338,177 @@ def test_vae_reparameterized_with_randn_like_inside_statistics_and_kl():
     m0, m1 = float(r0.mean()), float(r1.mean())
     s = float(r0.std()) / math.sqrt(len(xs))
     assert abs(m0 - m1) < 6 * s, (m0, m1, s)
+
+
+# ============================================================== training procedures
+
+
+def test_dp_sgd_per_example_gradient_clipping_with_autograd_grad():
+    """DP-SGD (Abadi et al. 2016) the Opacus-free way: per-example losses inside the context,
+    ``autograd.grad`` of each example's loss w.r.t. the parameters, each clipped to norm C, summed,
+    fixed noise added (drawn outside), the averaged update applied by hand under no_grad."""
+    rng = np.random.default_rng(24)
+    xs = [T.tensor(rng.standard_normal(5), dtype=T.float32) for _ in range(6)]
+    ys = [int(v) for v in rng.integers(0, 3, 6)]
+    noise_seed = 123
+
+    def program(batched):
+        model = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 3))
+        params = list(model.parameters())
+        norms = []
+        for step in range(2):
+            with ctx(batched):
+                summed = [T.zeros_like(p) for p in params]
+                for x, y in zip(xs, ys):
+                    loss = F.cross_entropy(model(x).unsqueeze(0), T.tensor([y]))
+                    gs = grad(loss, params)
+                    n = T.sqrt(sum((g ** 2).sum() for g in gs))
+                    norms.append(n.detach())
+                    scale = (1.0 / (n / 0.5)).clamp(max=1.0)
+                    summed = [s + g * scale for s, g in zip(summed, gs)]
+            gen = np.random.default_rng(noise_seed + step)
+            with no_grad():
+                for p, s in zip(params, summed):
+                    noise = T.tensor(gen.standard_normal(p.shape) * 0.01, dtype=T.float32)
+                    p.sub_(0.1 * (s + noise) / len(xs))
+        return {"norms": norms, "params": params_of(model)}
+    twice(program)
+
+
+@pytest.mark.parametrize("loss", ["margin_ranking", "triplet", "cosine_embedding", "kl_div",
+                                  "hinge_embedding", "soft_margin"])
+def test_siamese_and_ranking_objectives_over_variable_length_pairs(loss):
+    """A siamese GRU encoder over pairs / triplets of sequences of different lengths with the
+    metric-learning losses research code uses, trained two steps."""
+    rng = np.random.default_rng(25)
+    seqs = [T.tensor(rng.integers(0, 12, int(rng.integers(1, 6))).tolist()) for _ in range(9)]
+    triples = [(seqs[i], seqs[i + 1], seqs[i + 2]) for i in range(0, 9, 3)] * 2
+    sgn = T.tensor([1.0, -1.0, 1.0, -1.0, -1.0, 1.0])
+
+    class Enc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(12, 4)
+            self.gru = nn.GRU(4, 5, batch_first=True)
+
+        def forward(self, s):
+            _, h = self.gru(self.emb(s).unsqueeze(0))
+            return h.view(-1)
+
+    def step(m, d):
+        a = T.stack([m(t[0]) for t in d])
+        p = T.stack([m(t[1]) for t in d])
+        n = T.stack([m(t[2]) for t in d])
+        if loss == "margin_ranking":
+            return F.margin_ranking_loss((a * p).sum(1), (a * n).sum(1), sgn, margin=0.3)
+        if loss == "triplet":
+            return F.triplet_margin_loss(a, p, n, margin=0.5, p=2, swap=True)
+        if loss == "cosine_embedding":
+            return F.cosine_embedding_loss(a, p, sgn, margin=0.1, reduction="sum")
+        if loss == "kl_div":
+            return F.kl_div(F.log_softmax(a, -1), F.softmax(p, -1), reduction="batchmean") + \
+                F.kl_div(F.log_softmax(a, -1), F.log_softmax(n, -1), log_target=True,
+                         reduction="sum")
+        if loss == "hinge_embedding":
+            return F.hinge_embedding_loss((a - p).norm(dim=1), sgn, margin=1.0)
+        return F.soft_margin_loss((a * p).sum(1) - (a * n).sum(1), sgn)
+
+    def program(batched):
+        return train(Enc(), triples, step, batched, steps=2, opt="sgd", lr=0.1)
+    twice(program)
+
+
+def test_lm_with_hidden_state_carried_detached_across_minibatches_and_state_dict_roundtrip():
+    """Word-level LSTM LM over several streams (one per example, different lengths each
+    minibatch), hidden states carried from minibatch to minibatch detached (truncated BPTT),
+    a checkpoint saved with state_dict after the second minibatch, loaded into a fresh model
+    and optimizer, training continued; eval perplexity under no_grad inside the context."""
+    rng = np.random.default_rng(26)
+    streams = [[T.tensor(rng.integers(0, 16, int(rng.integers(2, 6))).tolist()) for _ in range(4)]
+               for _ in range(3)]
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(16, 6)
+            self.cell = nn.LSTMCell(6, 6)
+            self.drop = nn.Dropout(0.0)
+            self.dec = nn.Linear(6, 16)
+            self.dec.weight = self.emb.weight           # tied
+
+        def forward(self, toks, state):
+            h, c = state
+            out = []
+            for x in self.emb(toks[:-1]).unbind(0):
+                h, c = self.cell(self.drop(x).unsqueeze(0), (h, c))
+                out.append(h)
+            logits = self.dec(T.cat(out))
+            return F.cross_entropy(logits, toks[1:], reduction="sum"), (h, c)
+
+    def program(batched):
+        model = LM()
+        opt = optim.Adam(model.parameters(), lr=0.02)
+        states = [(T.zeros(1, 6), T.zeros(1, 6)) for _ in streams]
+        losses = []
+        for mb in range(4):
+            if mb == 2:
+                sd, osd = model.state_dict(), opt.state_dict()
+                model = LM()
+                model.load_state_dict(sd)
+                opt = optim.Adam(model.parameters(), lr=0.02)
+                opt.load_state_dict(osd)
+            opt.zero_grad()
+            with ctx(batched):
+                tot, ntok = 0, 0
+                for i, s in enumerate(streams):
+                    toks = s[mb]
+                    l, st = model(toks, states[i])
+                    states[i] = (st[0].detach(), st[1].detach())
+                    tot, ntok = tot + l, ntok + len(toks) - 1
+                loss = tot / ntok
+                loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+            opt.step()
+            losses.append(loss.detach())
+        model.eval()
+        with ctx(batched), no_grad():
+            ev = sum(model(s[0], (T.zeros(1, 6), T.zeros(1, 6)))[0] for s in streams)
+        return {"losses": losses, "params": params_of(model), "ppl": T.exp(ev / 10),
+                "states": [s[0] for s in states]}
+    twice(program)
+
+
+def test_running_statistics_normalizer_updated_in_place_inside_the_context():
+    """An observation normalizer as in RL codebases: running mean / var buffers updated in place
+    from each minibatch (Welford merge under no_grad), then used to normalize the inputs of a
+    per-example policy loss; the buffers and gradients must match."""
+    rng = np.random.default_rng(27)
+    mbs = [[T.tensor(rng.standard_normal(3) * 2 + 1, dtype=T.float32) for _ in range(5)]
+           for _ in range(3)]
+
+    def program(batched):
+        pol = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 2))
+        mean, var, count = T.zeros(3), T.ones(3), T.tensor(1e-4)
+        opt = optim.SGD(pol.parameters(), lr=0.05)
+        for mb in mbs:
+            opt.zero_grad()
+            with ctx(batched):
+                with no_grad():
+                    b = T.stack(mb)
+                    bm, bv, bn = b.mean(0), b.var(0, unbiased=False), b.shape[0]
+                    delta = bm - mean
+                    tot = count + bn
+                    mean.add_(delta * bn / tot)
+                    m2 = var * count + bv * bn + delta ** 2 * count * bn / tot
+                    var.copy_(m2 / tot)
+                    count.fill_(float(tot))
+                losses = []
+                for x in mb:
+                    z = ((x - mean) / T.sqrt(var + 1e-8)).clamp(-5, 5)
+                    lp = F.log_softmax(pol(z), -1)
+                    losses.append(-(lp[0] * x.sum().sign().detach()))
+                loss = T.stack(losses).mean()
+            loss.backward()
+            opt.step()
+        return {"mean": mean, "var": var, "count": count, "params": params_of(pol)}
+    twice(program)
