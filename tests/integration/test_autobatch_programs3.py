@@ -1512,3 +1512,154 @@ def test_running_statistics_normalizer_updated_in_place_inside_the_context():
             opt.step()
         return {"mean": mean, "var": var, "count": count, "params": params_of(pol)}
     twice(program)
+
+
+# ============================================================== idioms of ported research code
+
+
+def test_rnn_outputs_written_into_a_preallocated_buffer_and_attended_so_far():
+    """``outputs = torch.zeros(L, H); outputs[t] = h`` in the encoder loop (the seq2seq tutorial's
+    idiom), then an attention decoder that reads ``encoder_outputs[:t + 1]`` of a buffer also
+    written step by step (``dec_out[t] = ...``) while earlier rows are read."""
+    rng = np.random.default_rng(28)
+    seqs = [T.tensor(rng.standard_normal((int(rng.integers(1, 6)), 3)), dtype=T.float32)
+            for _ in range(6)]
+
+    def program(batched):
+        enc = nn.GRUCell(3, 4)
+        dec = nn.GRUCell(4, 4)
+        att = nn.Bilinear(4, 4, 1)
+        mods = nn.ModuleList([enc, dec, att])
+        with ctx(batched):
+            losses = []
+            for x in seqs:
+                L = x.shape[0]
+                outputs = T.zeros(L, 4)
+                h = T.zeros(1, 4)
+                for t in range(L):
+                    h = enc(x[t].unsqueeze(0), h)
+                    outputs[t] = h[0]
+                dec_out = T.zeros(L, 4)
+                s = h
+                for t in range(L):
+                    mem = outputs[:t + 1]
+                    sc = att(mem, s.expand(t + 1, 4)).squeeze(1)
+                    c = (sc.softmax(0).unsqueeze(1) * mem).sum(0, keepdim=True)
+                    s = dec(c, s)
+                    dec_out[t] = s.squeeze(0)
+                    if t > 0:
+                        dec_out[t] += 0.5 * dec_out[t - 1]
+                losses.append(F.mse_loss(dec_out, x.sum(1, keepdim=True).expand(L, 4)))
+            loss = sum(losses) / len(losses)
+        loss.backward()
+        return {"loss": loss, "g": grads_of(mods)}
+    twice(program)
+
+
+def test_transformer_decoder_with_kv_cache_and_causal_triu_mask_greedy():
+    """A one-layer transformer decoder run incrementally per example: keys / values cached by
+    ``torch.cat`` along the sequence, the full-prefix pass checked against the cached pass with a
+    causal ``triu`` mask filled with -inf, greedy continuation stopping at EOS via ``.item()``."""
+    rng = np.random.default_rng(29)
+    prefixes = [T.tensor([1] + rng.integers(3, 10, int(rng.integers(0, 4))).tolist())
+                for _ in range(5)]
+
+    class Dec(nn.Module):
+        def __init__(self, V=10, d=8):
+            super().__init__()
+            self.emb = nn.Embedding(V, d)
+            self.pos = nn.Embedding(16, d)
+            self.qkv = nn.Linear(d, 3 * d)
+            self.o = nn.Linear(d, d)
+            self.ff = nn.Sequential(nn.Linear(d, 16), nn.GELU(), nn.Linear(16, d))
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.head = nn.Linear(d, V, bias=False)
+            self.d = d
+
+        def full(self, toks):
+            n = len(toks)
+            x = self.emb(toks) + self.pos(T.arange(n))
+            q, k, v = self.qkv(self.ln1(x)).chunk(3, dim=-1)
+            sc = (q @ k.T) / math.sqrt(self.d)
+            sc = sc.masked_fill(T.triu(T.ones(n, n), diagonal=1).bool(), float("-inf"))
+            x = x + self.o(sc.softmax(-1) @ v)
+            x = x + self.ff(self.ln2(x))
+            return self.head(x)
+
+        def incremental(self, tok, t, cache):
+            x = self.emb(tok.view(1)) + self.pos(T.tensor([t]))
+            q, k, v = self.qkv(self.ln1(x)).chunk(3, dim=-1)
+            if cache is None:
+                K, Vv = k, v
+            else:
+                K, Vv = T.cat([cache[0], k]), T.cat([cache[1], v])
+            a = F.softmax(q @ K.transpose(0, 1) / math.sqrt(self.d), dim=-1)
+            x = x + self.o(a @ Vv)
+            x = x + self.ff(self.ln2(x))
+            return self.head(x)[0], (K, Vv)
+
+    def program(batched):
+        model = Dec()
+        with ctx(batched):
+            lm_losses, gens, diffs = [], [], []
+            for p in prefixes:
+                logits = model.full(p)
+                if len(p) > 1:
+                    lm_losses.append(F.cross_entropy(logits[:-1], p[1:]))
+                cache, last = None, None
+                for t in range(len(p)):
+                    last, cache = model.incremental(p[t], t, cache)
+                diffs.append((last - logits[-1]).abs().max())
+                out, t = [], len(p)
+                tok = last.argmax()
+                while t < 8:
+                    out.append(int(tok))
+                    if tok.item() == 2:
+                        break
+                    last, cache = model.incremental(tok, t, cache)
+                    tok, t = last.argmax(), t + 1
+                gens.append(out)
+            loss = T.stack(lm_losses).mean() + 0.0 * sum(diffs)
+        loss.backward()
+        assert max(float(d) for d in diffs) < 1e-5
+        return {"loss": loss, "g": grads_of(model),
+                "gens": np.array(sum([g + [-1] for g in gens], []))}
+    twice(program)
+
+
+def test_python_builtins_over_tensors_in_tree_search_code():
+    """Code that ranks tensors with Python: ``max(children, key=lambda c: c.score.item())``,
+    ``sorted(..., key=float)``, a tensor used as a list index (``__index__``), ``int()`` /
+    ``float()`` of values, ``while h.norm() > 1`` shrinking loops, and ``sum()`` of a generator."""
+    rng = np.random.default_rng(30)
+    trees = [rand_tree(rng, int(rng.integers(1, 8)), 10, arity=None, max_arity=3)
+             for _ in range(6)]
+
+    def program(batched):
+        emb = nn.Embedding(10, 4)
+        comp = nn.Linear(4, 4)
+        score = nn.Linear(4, 1)
+        mods = nn.ModuleList([emb, comp, score])
+        picks = []
+
+        def enc(t):
+            if isinstance(t, int):
+                return emb(T.tensor(t))
+            kids = [enc(c) for c in t]
+            best = max(kids, key=lambda k: score(k).item())
+            order = sorted(range(len(kids)), key=lambda i: float(score(kids[i])))
+            picks.append(order)
+            h = T.tanh(comp(best + sum(k * 0.1 for k in kids)))
+            while h.norm() > 1.0:
+                h = h * 0.9
+            return h
+
+        with ctx(batched):
+            roots = [enc(t) for t in trees]
+            table = [0.5, 1.0, 2.0, 3.0]
+            weights = [table[(r.abs().argmax())] for r in roots]
+            loss = sum(w * score(r).squeeze() for w, r in zip(weights, roots))
+        loss.backward()
+        return {"loss": loss, "g": grads_of(mods), "w": np.array(weights),
+                "picks": np.array(sum(picks, []))}
+    twice(program)
