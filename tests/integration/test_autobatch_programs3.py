@@ -1663,3 +1663,123 @@ def test_python_builtins_over_tensors_in_tree_search_code():
         return {"loss": loss, "g": grads_of(mods), "w": np.array(weights),
                 "picks": np.array(sum(picks, []))}
     twice(program)
+
+
+def test_empty_sets_and_empty_history_slices_in_pooling_and_attention():
+    """Sets of size 0 (sum pooling gives zeros, mean gives NaN cleaned by nan_to_num) and an
+    attention over an empty history slice, mixed with non-empty examples."""
+    def program(batched):
+        lin = nn.Linear(3, 4)
+        sets = [T.randn(n, 3) for n in (0, 2, 0, 3, 1)]
+        with ctx(batched):
+            outs = [lin(s).sum(0) for s in sets]
+            hist = []
+            for s in sets:
+                mem = s[:0] if len(s) == 0 else s[:1]
+                a = F.softmax(lin(mem).sum(1), 0)
+                hist.append((a.unsqueeze(1) * mem).sum(0).sum()
+                            + lin(s).mean(0).nan_to_num(0.0).sum())
+            loss = T.stack(outs).sum() + sum(hist)
+        loss.backward()
+        return {"loss": loss, "g": grads_of(lin)}
+    twice(program)
+
+
+def test_frozen_pretrained_modules_of_one_shape_chosen_per_example_by_value():
+    """Two frozen encoders (requires_grad_(False)) and two frozen pretrained embeddings of the
+    same shapes, picked per example by ``if x.sum() > 0``: the weights are not parameters that
+    require grad, so they must not be mistaken for one another."""
+    def program(batched):
+        e1, e2, head = nn.Linear(3, 4), nn.Linear(3, 4), nn.Linear(4, 2)
+        for p in list(e1.parameters()) + list(e2.parameters()):
+            p.requires_grad_(False)
+        emb1 = nn.Embedding.from_pretrained(T.randn(5, 3), freeze=True)
+        emb2 = nn.Embedding.from_pretrained(T.randn(5, 3), freeze=True)
+        xs = [T.randn(3) for _ in range(8)]
+        with ctx(batched):
+            outs = []
+            for i, x in enumerate(xs):
+                e, em = (e1, emb1) if (x.sum() > 0) else (e2, emb2)
+                outs.append(head(F.relu(e(x + em(T.tensor(i % 5))))))
+            loss = F.cross_entropy(T.stack(outs), T.tensor([0, 1, 0, 1, 1, 0, 1, 1]))
+        loss.backward()
+        return {"loss": loss, "outs": outs, "g": grads_of(head)}
+    twice(program)
+
+
+def test_wgan_gp_gradient_penalty_per_example_with_create_graph():
+    def program(batched):
+        D = nn.Sequential(nn.Linear(3, 6), nn.Tanh(), nn.Linear(6, 1))
+        real = [T.randn(3) for _ in range(5)]
+        fake = [T.randn(3) for _ in range(5)]
+        al = [float(a) for a in np.linspace(0.1, 0.9, 5)]
+        with ctx(batched):
+            pens = []
+            for r, f, a in zip(real, fake, al):
+                xh = (a * r + (1 - a) * f).requires_grad_(True)
+                g, = grad(D(xh).sum(), xh, create_graph=True)
+                pens.append((g.norm(2) - 1) ** 2)
+            loss = 10 * T.stack(pens).mean() + sum(
+                D(f).squeeze() - D(r).squeeze() for r, f in zip(real, fake))
+        loss.backward()
+        return {"loss": loss, "pens": pens, "g": grads_of(D)}
+    twice(program)
+
+
+def test_tensor_of_item_values_of_pending_results():
+    def program(batched):
+        lin = nn.Linear(3, 1)
+        xs = [T.randn(3) for _ in range(4)]
+        with ctx(batched):
+            vals = [lin(x).squeeze() for x in xs]
+            t = T.tensor([v.item() for v in vals])
+            t2 = T.as_tensor([float(v) for v in vals])
+            loss = (T.stack(vals) * t.softmax(0)).sum() + t2.sum()
+        loss.backward()
+        return {"loss": loss, "g": grads_of(lin)}
+    twice(program)
+
+
+def _bad(name):
+    """Programs with one bad example among good ones: (make inputs, per-example op)."""
+    emb, lin, cell = nn.Embedding(5, 3), nn.Linear(4, 2), nn.LSTMCell(4, 5)
+    return {
+        "embedding_index": lambda: [emb(T.tensor(ids)).sum() for ids in ([1, 2], [3, 7], [0])],
+        "cross_entropy_target": lambda: [F.cross_entropy(T.randn(2, 4), T.tensor(t))
+                                         for t in ([1, 2], [3, 4])],
+        "bmm_shapes": lambda: [T.bmm(a, c.transpose(1, 2)).sum() for a, c in
+                               zip([T.randn(1, 2, 4), T.randn(1, 3, 4)],
+                                   [T.randn(1, 5, 4), T.randn(1, 3, 5)])],
+        "gather_index": lambda: [a.gather(1, T.tensor([[0], [5]])[: a.shape[0]]).sum()
+                                 for a in (T.randn(1, 4), T.randn(2, 4))],
+        "lstm_cell_input": lambda: [cell(T.randn(1, n))[0].sum() for n in (4, 4, 3)],
+        "cat_sizes": lambda: [T.cat([T.randn(2, 3), T.randn(1, n)], 0).sum() for n in (3, 4)],
+        "view_size": lambda: [T.randn(n, 4).view(-1, 3).sum() for n in (3, 5)],
+        "nll_loss_target": lambda: [F.nll_loss(F.log_softmax(T.randn(2, 3), -1), T.tensor([0, t]))
+                                    for t in (2, -5)],
+        "tensor_index": lambda: [x[T.tensor([0, 2])].sum() for x in (T.randn(3, 2), T.randn(2, 2))],
+        "linear_in_features": lambda: [lin(T.randn(n)).sum() for n in (4, 4, 6)],
+        "attention_mask_shape": lambda: [
+            (T.randn(n, 4) @ T.randn(4, n)).masked_fill(T.ones(3, 3).bool(), 0.0).sum()
+            for n in (3, 2)],
+        "crf_transition_index": lambda: [T.randn(4, 4)[T.tensor(t[1:]), T.tensor(t[:-1])].sum()
+                                         for t in ([0, 1, 2], [3, 4, 1])],
+    }[name]
+
+
+@pytest.mark.parametrize("name", ["embedding_index", "cross_entropy_target", "bmm_shapes",
+                                  "gather_index", "lstm_cell_input", "cat_sizes", "view_size",
+                                  "nll_loss_target", "tensor_index", "linear_in_features",
+                                  "attention_mask_shape", "crf_transition_index"])
+def test_bad_example_in_a_minibatch_raises_the_eager_exception_and_message(name):
+    seen = []
+    for batched in (False, True):
+        T.manual_seed(0)
+        f = _bad(name)
+        with pytest.raises(Exception) as ei:
+            with ctx(batched):
+                outs = f()
+                sum(outs).item()
+        seen.append((type(ei.value), str(ei.value)))
+    assert seen[1][0] is seen[0][0], seen
+    assert seen[1][1] == seen[0][1], seen
