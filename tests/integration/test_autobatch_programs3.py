@@ -1783,3 +1783,141 @@ def test_bad_example_in_a_minibatch_raises_the_eager_exception_and_message(name)
         seen.append((type(ei.value), str(ei.value)))
     assert seen[1][0] is seen[0][0], seen
     assert seen[1][1] == seen[0][1], seen
+
+
+# ============================================================== more idioms (parsers, STN, pairs)
+
+IDIOMS = {}
+
+
+def biaffine(b):
+    emb = nn.Embedding(10, 4); U = nn.Parameter(T.randn(5, 5) * 0.3); mlp = nn.Linear(4, 5)
+    sents = [T.tensor(s) for s in ([1, 2, 3], [4, 5], [6, 7, 8, 9], [2])]
+    heads = [[0, 0, 1], [0, 0], [0, 3, 1, 1], [0]]
+    with ctx(b):
+        losses, preds = [], []
+        for s, h in zip(sents, heads):
+            x = T.cat([T.zeros(1, 4), emb(s)])            # root
+            H = F.relu(mlp(x))
+            S = H @ U @ H.T                               # (n+1, n+1) dep x head
+            S.fill_diagonal_(float("-inf"))
+            losses.append(F.cross_entropy(S[1:], T.tensor(h), reduction="sum"))
+            preds.append(S[1:].argmax(-1))
+        loss = sum(losses)
+    loss.backward()
+    return {"l": loss.detach().numpy(), "U": U.grad.numpy(), "p": T.cat(preds).numpy()}
+IDIOMS["biaffine_fill_diagonal_"] = biaffine
+
+def onehot_scatter(b):
+    lin = nn.Linear(3, 4)
+    xs = [T.randn(n, 3) for n in (2, 3, 1)]
+    with ctx(b):
+        outs = []
+        for x in xs:
+            logits = lin(x)
+            idx = logits.argmax(1)
+            oh = T.zeros(x.shape[0], 4).scatter_(1, idx.unsqueeze(1), 1.0)
+            y = logits.softmax(-1)
+            outs.append(((oh - y).detach() + y).sum() * logits.sum())
+        loss = sum(outs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+IDIOMS["onehot_scatter_"] = onehot_scatter
+
+def stick(b):
+    lin = nn.Linear(3, 1)
+    xs = [T.randn(n, 3) for n in (2, 3, 5)]
+    with ctx(b):
+        outs = []
+        for x in xs:
+            beta = lin(x).squeeze(-1).sigmoid()
+            rem = T.cumprod(1 - beta, 0)
+            w = beta * F.pad(rem[:-1], (1, 0), value=1.0)
+            lcs = T.logcumsumexp(lin(x).squeeze(-1), 0)
+            outs.append((w * x.sum(1)).sum() + lcs[-1])
+        loss = sum(outs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+IDIOMS["stick_cumprod_logcumsumexp"] = stick
+
+def plateau(b):
+    lin = nn.Linear(3, 1); opt = optim.SGD(lin.parameters(), lr=0.5)
+    sch = optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)
+    xs = [T.randn(3) for _ in range(4)]
+    with ctx(b):
+        for step in range(4):
+            opt.zero_grad()
+            loss = sum((lin(x) - 1) ** 2 for x in xs).squeeze()
+            loss.backward()
+            nn.utils.clip_grad_value_(lin.parameters(), 0.5)
+            opt.step()
+            sch.step(loss)
+    return {"w": lin.weight.detach().numpy(), "lr": np.array(opt.param_groups[0]["lr"])}
+IDIOMS["plateau_inside"] = plateau
+
+def index_copy(b):
+    lin = nn.Linear(3, 3)
+    xs = [T.randn(n, 3) for n in (2, 3, 4)]
+    with ctx(b):
+        outs = []
+        for x in xs:
+            h = lin(x)
+            out = T.zeros(6, 3)
+            out.index_copy_(0, T.arange(h.shape[0]) + 1, h)
+            out.index_fill_(0, T.tensor([0]), -1.0)
+            m = T.zeros(6, 3, dtype=T.bool); m[: h.shape[0]] = True
+            z = T.zeros(6, 3).masked_scatter(m, h * 2)
+            outs.append((out * z).sum() + out.sum())
+        loss = sum(outs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+IDIOMS["index_copy_fill_masked_scatter"] = index_copy
+
+def embbag(b):
+    bag = nn.EmbeddingBag(10, 4, mode="mean")
+    docs = [T.tensor(d) for d in ([1, 2, 3], [4], [5, 6, 7, 8, 9])]
+    with ctx(b):
+        outs = [bag(d, T.tensor([0, len(d) // 2])).sum() if len(d) > 1 else bag(d.unsqueeze(0)).sum() for d in docs]
+        loss = sum(outs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), "g": bag.weight.grad.numpy()}
+IDIOMS["embedding_bag_offsets"] = embbag
+
+def tri(b):
+    lin = nn.Linear(3, 4)
+    xs = [T.randn(n, 3) for n in (2, 3, 4)]
+    with ctx(b):
+        outs = []
+        for x in xs:
+            h = lin(x); n = h.shape[0]
+            i, j = T.triu_indices(n, n, offset=1)
+            pair = (h[i] * h[j]).sum(-1)
+            d = T.diag_embed(h.sum(0))
+            outs.append(pair.sum() + d.trace() + T.tril(h @ h.T, -1).sum())
+        loss = sum(outs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+IDIOMS["triu_indices_pairs_diag_embed"] = tri
+
+def gridsample(b):
+    loc = nn.Linear(16, 6)
+    imgs = [T.randn(1, 1, 4, 4) for _ in range(3)]
+    with ctx(b):
+        outs = []
+        for im in imgs:
+            theta = loc(im.view(1, -1)).view(1, 2, 3) * 0.1 + T.tensor([[[1.0, 0, 0], [0, 1.0, 0]]])
+            grid = F.affine_grid(theta, [1, 1, 4, 4], align_corners=False)
+            outs.append(F.grid_sample(im, grid, align_corners=False).sum())
+        loss = sum(outs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), "g": loc.weight.grad.numpy()}
+IDIOMS["spatial_transformer"] = gridsample
+
+
+@pytest.mark.parametrize("name", sorted(IDIOMS))
+def test_research_code_idioms(name):
+    """Biaffine parser scores with ``fill_diagonal_(-inf)``, straight-through one-hot by
+    ``scatter_``, stick-breaking with cumprod and logcumsumexp, ReduceLROnPlateau and
+    clip_grad_value_ inside the context, index_copy_ / index_fill_ / masked_scatter, EmbeddingBag
+    with offsets, triu_indices pair scores with diag_embed, a spatial transformer."""
+    twice(IDIOMS[name])
