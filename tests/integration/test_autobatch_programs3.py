@@ -47,9 +47,13 @@ def _collect(out):
     return flat
 
 
-def twice(program, dtype="float32", seed=0):
+_DEFAULT = {"dtype": "float32"}        # float64 by the default-dtype sweep at the end
+
+
+def twice(program, dtype=None, seed=0):
     """``program(batched)`` builds its model and data from the seed and returns a report (a dict)
     of values; run eagerly and inside autobatch (the program opens the context through ``ctx``)."""
+    dtype = dtype or _DEFAULT["dtype"]
     reports = []
     for batched in (False, True):
         T.manual_seed(seed)
@@ -1914,6 +1918,93 @@ def gridsample(b):
 IDIOMS["spatial_transformer"] = gridsample
 
 
+from ember.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence  # noqa: E402
+
+
+def packed(b):
+    emb = nn.Embedding(10, 3); lstm = nn.LSTM(3, 4, batch_first=True); head = nn.Linear(4, 1)
+    seqs = [T.tensor(s) for s in ([1, 2, 3], [4, 5], [6, 7, 8, 9], [2])]
+    with ctx(b):
+        es = [emb(s) * 2 for s in seqs]
+        lens = T.tensor([len(s) for s in seqs])
+        x = pad_sequence(es, batch_first=True)
+        p = pack_padded_sequence(x, lens, batch_first=True, enforce_sorted=False)
+        out, (h, c) = lstm(p)
+        o, L = pad_packed_sequence(out, batch_first=True)
+        outs = [head(o[i, :L[i]]).mean() + h[0, i].sum() for i in range(len(seqs))]
+        loss = sum(outs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), "g": emb.weight.grad.numpy(), "gl": lstm.weight_hh_l0.grad.numpy()}
+IDIOMS["packed"] = packed
+
+def olddata(b):
+    cell = nn.GRUCell(3, 4); head = nn.Linear(4, 1)
+    seqs = [T.randn(n, 3) for n in (3, 2, 4)]
+    with ctx(b):
+        outs = []
+        for s in seqs:
+            h = T.zeros(1, 4)
+            for t in range(s.shape[0]):
+                h = cell(s[t:t+1], h)
+                if t == 1:
+                    h = h.data                      # old repackage_hidden
+            outs.append(head(h).squeeze())
+        loss = T.stack(outs).sum()
+        loss.backward()
+        for p in list(cell.parameters()) + list(head.parameters()):
+            p.data.add_(p.grad.data, alpha=-0.1)
+        loss2 = sum(head(cell(s[:1], T.zeros(1, 4))).squeeze() for s in seqs)
+    return {"l": loss.detach().numpy(), "l2": loss2.detach().numpy(), "w": cell.weight_hh.detach().numpy()}
+IDIOMS["old_data_idioms"] = olddata
+
+def npmix(b):
+    lin = nn.Linear(3, 2)
+    xs = [T.randn(3) for _ in range(4)]
+    with ctx(b):
+        outs = []
+        for x in xs:
+            y = lin(x)
+            z = y * np.float32(0.5) + T.from_numpy(np.array([1.0, 2.0], dtype=np.float32))
+            z = z.type_as(y).float() + y.long().to(y) * 0 + y.new_tensor([3.0, 4.0])
+            assert y.shape == (2,) and y.size() == (2,) and y.size(0) == 2
+            outs.append(z.sum() + (y.double() ** 2).sum().float())
+        loss = sum(outs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+IDIOMS["numpy_mix_casts"] = npmix
+
+def distill(b):
+    teacher = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 4)); student = nn.Linear(3, 4)
+    teacher.eval()
+    xs = [T.randn(n, 3) for n in (1, 2, 3)]
+    with ctx(b):
+        outs = []
+        for x in xs:
+            with no_grad():
+                tl = teacher(x) / 2.0
+            sl = student(x) / 2.0
+            outs.append(F.kl_div(F.log_softmax(sl, -1), F.softmax(tl, -1), reduction="batchmean") * 4 +
+                        F.cross_entropy(student(x), tl.argmax(-1)))
+        loss = T.stack(outs).mean()
+    loss.backward()
+    return {"l": loss.detach().numpy(), "g": student.weight.grad.numpy()}
+IDIOMS["distillation"] = distill
+
+def gradinputs(b):
+    lin = nn.Linear(3, 1)
+    xs = [T.randn(3) for _ in range(4)]
+    with ctx(b):
+        sal = []
+        for x in xs:
+            xi = x.clone().detach().requires_grad_()
+            out = lin(T.tanh(xi)).squeeze()
+            out.backward()
+            sal.append(xi.grad.abs())
+        s = T.stack(sal)
+    return {"s": s.numpy(), "g": lin.weight.grad.numpy()}
+IDIOMS["saliency_backward_per_example"] = gradinputs
+
+
 @pytest.mark.parametrize("name", sorted(IDIOMS))
 def test_research_code_idioms(name):
     """Biaffine parser scores with ``fill_diagonal_(-inf)``, straight-through one-hot by
@@ -1921,3 +2012,33 @@ def test_research_code_idioms(name):
     clip_grad_value_ inside the context, index_copy_ / index_fill_ / masked_scatter, EmbeddingBag
     with offsets, triu_indices pair scores with diag_embed, a spatial transformer."""
     twice(IDIOMS[name])
+
+
+FLOAT64_SWEEP = {
+    "nary_tree_lstm": lambda: test_nary_tree_lstm_binary_trees_loss_at_every_node_with_sgd_and_clipping(),
+    "rae": lambda: test_recursive_autoencoder_greedy_merges_by_item(),
+    "arc_standard": lambda: test_arc_standard_parser_actions_by_argmax_item_with_validity_masks_training(),
+    "hierarchical": lambda: test_hierarchical_char_word_sentence_document_classifier_training(),
+    "kv_cache": lambda: test_transformer_decoder_with_kv_cache_and_causal_triu_mask_greedy(),
+    "triplet": lambda: test_siamese_and_ranking_objectives_over_variable_length_pairs("triplet"),
+    "kl_div": lambda: test_siamese_and_ranking_objectives_over_variable_length_pairs("kl_div"),
+    "beam": lambda: test_luong_attention_beam_search_with_topk_and_python_sorting(),
+    "empty_sets": lambda: test_empty_sets_and_empty_history_slices_in_pooling_and_attention(),
+    "wgan_gp": lambda: test_wgan_gp_gradient_penalty_per_example_with_create_graph(),
+    "biaffine": lambda: twice(IDIOMS["biaffine_fill_diagonal_"]),
+    "packed": lambda: twice(IDIOMS["packed"]),
+    "distillation": lambda: twice(IDIOMS["distillation"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT64_SWEEP))
+def test_whole_models_with_float64_as_the_default_dtype(name, monkeypatch):
+    """Some of the programs above again with ``set_default_dtype(float64)`` (parameters, zeros,
+    randn made inside all float64): the batched run must then agree to float64 rounding."""
+    old = T.get_default_dtype()
+    monkeypatch.setitem(_DEFAULT, "dtype", "float64")
+    T.set_default_dtype(T.float64)
+    try:
+        FLOAT64_SWEEP[name]()
+    finally:
+        T.set_default_dtype(old)
