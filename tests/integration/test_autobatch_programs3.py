@@ -2014,6 +2014,65 @@ def test_research_code_idioms(name):
     twice(IDIOMS[name])
 
 
+# ============================================================== ops of research code on (n_i, 4) rows
+
+ROW_OPS = {
+ "movedim_neg": lambda x: x.unsqueeze(0).movedim(-1, 0).flatten(1).sum(1),
+ "unflatten": lambda x: x.reshape(-1).unflatten(0, (x.shape[0], 2, 2)).sum(0).reshape(-1),
+ "tensor_split_idx": lambda x: T.stack([p.sum() for p in T.tensor_split(x, [1, 3], dim=1)]),
+ "narrow_neg": lambda x: T.cat([x.narrow(-1, 2, 2), x.narrow(1, -4, 2)], -1).sum(0),
+ "roll_dims": lambda x: x.roll((1, -1), (0, 1))[0],
+ "diff": lambda x: T.diff(x, dim=0, prepend=x[:1]).sum(0),
+ "cummax": lambda x: x.cummax(0).values[-1] + x.cummin(dim=-1)[0].sum(),
+ "kthvalue": lambda x: x.kthvalue(1, dim=1).values.sum() + x.amax(dim=(0, 1)),
+ "std_corr": lambda x: x.std(dim=0, correction=0) + x.var(-1, keepdim=True).sum(0),
+ "norm_p": lambda x: x.norm(p=1, dim=1).sum() + T.linalg.vector_norm(x, 3, dim=0),
+ "cdist": lambda x: T.cdist(x, x[:1] * 2).sum(0) + F.pairwise_distance(x, x.flip(0)).sum(),
+ "cos_bcast": lambda x: F.cosine_similarity(x, x.mean(0, keepdim=True), dim=-1).sum().expand(4),
+ "meshgrid": lambda x: sum(g.sum() for g in T.meshgrid(x[:, 0], x[0], indexing="ij")).expand(4),
+ "block_diag": lambda x: T.block_diag(x, x[:1, :2]).sum(0)[:4],
+ "clamp_tensor": lambda x: x.clamp(min=x.mean(0), max=x.mean(0) + 0.5).sum(0),
+ "lerp_addcmul": lambda x: T.lerp(x, x.flip(0), 0.3).sum(0) + T.addcmul(x[0], x[-1], x[0], value=0.5),
+ "addmm_baddbmm_beta": lambda x: T.addmm(x[:, :2].T @ x[:, :2], x[:, :2].T, x[:, 2:], beta=0.5, alpha=2).reshape(-1) +
+       T.baddbmm(T.ones(1, 2, 2), x[:, :2].T.unsqueeze(0), x[:, 2:].unsqueeze(0), beta=2.0).reshape(-1),
+ "einsum_ellipsis": lambda x: T.einsum("...i,...i->...", x, x).sum().expand(4) + T.einsum("ij,ik->jk", x, x).diagonal(),
+ "tensordot_kron": lambda x: T.tensordot(x, x, dims=([0], [0])).sum(0) + T.kron(x[0, :2], x[-1, :2]),
+ "logaddexp_xlogy": lambda x: T.logaddexp(x, -x).sum(0) + T.xlogy(x.abs(), x.abs() + 1).sum(0),
+ "sort_stable": lambda x: (x.round() ).sort(dim=0, stable=True).indices.float().sum(0) + x.sort(0).values[0],
+ "topk_smallest": lambda x: x.topk(min(2, x.shape[0]), dim=0, largest=False).values.sum(0),
+ "masked_select_where": lambda x: T.where(x > 0, x, x * 0.1).sum(0) + x[x > 0.5].sum(),
+ "scatter_reduce_mean": lambda x: T.zeros(3, 4).scatter_reduce(0, T.arange(x.shape[0]).remainder(3).unsqueeze(1).expand_as(x), x, "mean").sum(0),
+ "index_reduce": lambda x: T.ones(2, 4).index_reduce(0, T.arange(x.shape[0]) % 2, x, "prod").sum(0),
+ "cumsum_exclusive_pad": lambda x: F.pad(x.cumsum(0), (0, 0, 1, 0))[:-1].sum(0),
+ "triu_mask_softmax": lambda x: (x @ x.T).masked_fill(T.ones(x.shape[0], x.shape[0]).triu(1).bool(), float("-inf")).softmax(-1).sum(0)[:1].expand(4),
+ "repeat_interleave": lambda x: x.repeat_interleave(2, dim=0).sum(0) + x.repeat(2, 1).mean(0),
+ "expand_as_view_as": lambda x: (x[:1].expand_as(x) * x).view_as(x).sum(0),
+ "gather_neg_dim": lambda x: x.gather(-1, x.argsort(-1)[:, :1]).sum().expand(4) + x.take_along_dim(x.argmax(0, keepdim=True), 0).squeeze(0),
+ "unbind_stack": lambda x: T.stack(list(reversed(x.unbind(1))), dim=1).sum(0) * T.arange(4),
+ "chunk_uneven": lambda x: T.cat([c.sum(0) for c in x.chunk(3, dim=0)]).sum().expand(4),
+ "T_mT": lambda x: (x.T @ x).sum(0) + x.unsqueeze(0).mT.sum((0, 2)),
+ "nan_to_num_log": lambda x: T.nan_to_num(T.log(x), nan=0.0, neginf=-5.0).sum(0),
+ "heaviside_sign": lambda x: (T.sign(x) * x).sum(0) + T.signbit(x).float().sum(0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROW_OPS))
+def test_ops_of_research_code_on_per_example_matrices(name):
+    """Each op applied to ``Linear(x_i)`` for examples with 3 to 5 rows (negative dims, tuples
+    of dims, tensor bounds, stable sorts, index reductions), outputs stacked, squared, summed."""
+    f = ROW_OPS[name]
+
+    def program(batched):
+        lin = nn.Linear(4, 4)
+        xs = [T.randn(n, 4) for n in (3, 4, 5, 3)]
+        with ctx(batched):
+            outs = [f(lin(x)) for x in xs]
+            loss = (T.stack(outs) ** 2).sum()
+        loss.backward()
+        return {"loss": loss, "outs": outs, "g": grads_of(lin)}
+    twice(program)
+
+
 FLOAT64_SWEEP = {
     "nary_tree_lstm": lambda: test_nary_tree_lstm_binary_trees_loss_at_every_node_with_sgd_and_clipping(),
     "rae": lambda: test_recursive_autoencoder_greedy_merges_by_item(),
