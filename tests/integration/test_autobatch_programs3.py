@@ -10,6 +10,7 @@ every value it reports (losses, gradients, parameters after training) must agree
 within rounding, float64 tightly). Random programs compare statistics. Public API only."""
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -2071,6 +2072,97 @@ def test_ops_of_research_code_on_per_example_matrices(name):
         loss.backward()
         return {"loss": loss, "outs": outs, "g": grads_of(lin)}
     twice(program)
+
+
+# ============================================================== autograd idioms inside the context
+
+IDIOMS2 = {}
+
+
+def accum(b):
+    enc = nn.Linear(3, 4); head = nn.Linear(4, 1)
+    shared = T.randn(2, 3)
+    xs = [T.randn(n, 4) for n in (1, 2, 3)]
+    with ctx(b):
+        g = enc(shared).mean(0)                       # shared by all examples
+        for x in xs:
+            l = head(T.tanh(x + g)).sum()
+            l.backward(retain_graph=True)
+        gi = grad(sum(head(x + g).sum() for x in xs), [g, head.weight], allow_unused=True, retain_graph=True)
+        y = head(xs[0] + g).sum()
+        y.backward(inputs=[head.bias])
+    return {"ge": enc.weight.grad.numpy(), "gh": head.weight.grad.numpy(), "gb": head.bias.grad.numpy(),
+            "gi0": gi[0].numpy(), "gi1": gi[1].numpy()}
+IDIOMS2["accum_shared_retain_inputs"] = accum
+
+def detach_inplace(b):
+    lin = nn.Linear(3, 3)
+    xs = [T.randn(n, 3) for n in (1, 2, 3)]
+    with ctx(b):
+        outs = []
+        for x in xs:
+            h = lin(x)
+            h2 = lin(h)
+            h2.detach_()
+            outs.append((lin(h2) * h).sum())
+        loss = sum(outs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+IDIOMS2["detach_"] = detach_inplace
+
+def deep(b):
+    net = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    xs = [T.randn(3) for _ in range(4)]
+    with ctx(b):
+        out1 = sum(net(x) for x in xs)
+        tgt = copy.deepcopy(net)
+        with no_grad():
+            for p in tgt.parameters(): p.mul_(0.5)
+        out2 = sum(tgt(x) for x in xs)
+        loss = (out1 - out2.detach()).pow(2).sum()
+    loss.backward()
+    return {"l": loss.detach().numpy(), "g": net[0].weight.grad.numpy(), "t": tgt[0].weight.detach().numpy()}
+IDIOMS2["deepcopy_target_inside"] = deep
+
+def wn(b):
+    v = nn.Parameter(T.randn(4, 3)); gsc = nn.Parameter(T.ones(4))
+    xs = [T.randn(3) for _ in range(5)]
+    with ctx(b):
+        outs = []
+        for i, x in enumerate(xs):
+            w = gsc.unsqueeze(1) * v / v.norm(dim=1, keepdim=True)
+            outs.append(F.linear(x, w).relu().sum())
+        loss = sum(outs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), "v": v.grad.numpy(), "g": gsc.grad.numpy()}
+IDIOMS2["weight_norm_by_hand"] = wn
+
+def wnmod(b):
+    lin = nn.utils.parametrizations.weight_norm(nn.Linear(3, 4)) if hasattr(nn.utils, "parametrizations") else nn.utils.weight_norm(nn.Linear(3, 4))
+    xs = [T.randn(n, 3) for n in (1, 2, 3)]
+    with ctx(b):
+        loss = sum(lin(x).tanh().sum() for x in xs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), **{n: p.grad.numpy() for n, p in lin.named_parameters()}}
+IDIOMS2["weight_norm_module"] = wnmod
+
+def orth(b):
+    lin = nn.utils.parametrizations.orthogonal(nn.Linear(4, 4))
+    xs = [T.randn(n, 4) for n in (1, 2, 3)]
+    with ctx(b):
+        loss = sum(lin(x).sin().sum() for x in xs)
+    loss.backward()
+    return {"l": loss.detach().numpy(), **{n: p.grad.numpy() for n, p in lin.named_parameters()}}
+IDIOMS2["orthogonal_param"] = orth
+
+
+@pytest.mark.parametrize("name", sorted(IDIOMS2))
+def test_autograd_and_parametrization_idioms_inside_the_context(name):
+    """Per-example ``backward(retain_graph=True)`` through a value shared by all examples,
+    ``grad(..., allow_unused=True)``, ``backward(inputs=...)``, ``detach_()`` of a fresh value,
+    ``copy.deepcopy`` of a model inside the context, weight normalisation by hand and by
+    ``parametrizations.weight_norm`` / ``orthogonal``."""
+    twice(IDIOMS2[name])
 
 
 FLOAT64_SWEEP = {
