@@ -2193,3 +2193,151 @@ def test_whole_models_with_float64_as_the_default_dtype(name, monkeypatch):
         FLOAT64_SWEEP[name]()
     finally:
         T.set_default_dtype(old)
+
+
+# ============================================================== more compositional models
+
+
+class RNTN(nn.Module):
+    """Recursive neural tensor network (Socher et al. 2013): h = tanh([a;b]^T V [a;b] + W[a;b])
+    with the tensor product written as an einsum over a shared (d, 2d, 2d) parameter, softmax
+    sentiment at every node."""
+
+    def __init__(self, vocab, d, classes):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.V = nn.Parameter(T.randn(d, 2 * d, 2 * d) * 0.05)
+        self.W = nn.Linear(2 * d, d)
+        self.cls = nn.Linear(d, classes)
+
+    def forward(self, tree, logits):
+        if isinstance(tree, int):
+            h = self.emb(T.tensor([tree]))[0]
+        else:
+            a = self.forward(tree[0], logits)
+            b = self.forward(tree[1], logits)
+            ab = T.cat([a, b])
+            h = T.tanh(T.einsum("i,kij,j->k", ab, self.V, ab) + self.W(ab))
+        logits.append(self.cls(h))
+        return h
+
+
+def test_rntn_tensor_composition_with_einsum_training():
+    rng = np.random.default_rng(31)
+    trees = [rand_tree(rng, int(rng.integers(1, 8)), 12, arity=2) for _ in range(6)]
+
+    def program(batched):
+        model = RNTN(12, 4, 3)
+
+        def step(m, d):
+            losses = []
+            for t in d:
+                lg = []
+                m(t, lg)
+                losses.append(F.cross_entropy(T.stack(lg), T.tensor([i % 3 for i in range(len(lg))]),
+                                              reduction="none").sum())
+            return sum(losses) / len(losses)
+        return train(model, trees, step, batched, steps=3, opt="adamw", lr=0.01, sched=True)
+    twice(program)
+
+
+class NMN(nn.Module):
+    """Neural module networks (Andreas et al. 2016): each question's layout, a nested program
+    like ('describe', ('and', ('find', 3), ('find', 1))), is assembled from shared modules over
+    the example's own image features (a (regions, d) matrix of its own size)."""
+
+    def __init__(self, d, words, answers):
+        super().__init__()
+        self.find_emb = nn.Embedding(words, d)
+        self.find = nn.Linear(d, d)
+        self.relocate = nn.Bilinear(d, d, 1)
+        self.describe = nn.Linear(d, answers)
+        self.exists = nn.Linear(1, answers)
+
+    def run(self, prog, feats):
+        op = prog[0]
+        if op == "find":
+            return T.sigmoid(feats @ self.find(self.find_emb(T.tensor(prog[1]))))
+        if op == "and":
+            return T.minimum(self.run(prog[1], feats), self.run(prog[2], feats))
+        if op == "or":
+            return T.maximum(self.run(prog[1], feats), self.run(prog[2], feats))
+        if op == "relocate":
+            att = self.run(prog[1], feats)
+            ctxv = (att.softmax(0).unsqueeze(1) * feats).sum(0, keepdim=True)
+            return T.sigmoid(self.relocate(feats, ctxv.expand_as(feats)).squeeze(1))
+        att = self.run(prog[1], feats)
+        if op == "describe":
+            return self.describe((att.unsqueeze(1) * feats).sum(0) / att.sum().clamp(min=1e-3))
+        return self.exists(att.max().view(1, 1)).squeeze(0)
+
+
+def _rand_prog(rng, depth=0):
+    if depth > 2 or rng.random() < 0.3:
+        return ("find", int(rng.integers(0, 6)))
+    k = rng.choice(["and", "or", "relocate"])
+    if k == "relocate":
+        return ("relocate", _rand_prog(rng, depth + 1))
+    return (str(k), _rand_prog(rng, depth + 1), _rand_prog(rng, depth + 1))
+
+
+def test_neural_module_networks_with_per_question_layouts_training():
+    rng = np.random.default_rng(32)
+    data = [((str(rng.choice(["describe", "exists"])), _rand_prog(rng)),
+             T.tensor(rng.standard_normal((int(rng.integers(2, 7)), 5)), dtype=T.float32),
+             int(rng.integers(0, 4))) for _ in range(8)]
+
+    def program(batched):
+        model = NMN(5, 6, 4)
+        return train(model, data, lambda m, d: F.cross_entropy(
+            T.stack([m.run(p, f) for p, f, _ in d]), T.tensor([a for *_, a in d])),
+            batched, steps=3, opt="adam", lr=0.02)
+    twice(program)
+
+
+class GumbelTreeLSTM(nn.Module):
+    """Choi et al. 2018 latent-tree composition in its deterministic (eval) form: at each level
+    every adjacent pair is composed by a binary Tree-LSTM, a query scores the candidates, the
+    argmax is chosen with a straight-through one-hot (``y_hard - y.detach() + y``), and the new
+    level is a cumsum-mask mixture of left / composed / right nodes (the reference code's
+    select_composition)."""
+
+    def __init__(self, vocab, d):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, 2 * d)
+        self.comp = nn.Linear(2 * d, 5 * d)
+        self.q = nn.Parameter(T.randn(d) * 0.3)
+        self.d = d
+
+    def compose(self, l, r):
+        (hl, cl), (hr, cr) = l, r
+        i, fl, fr, u, o = self.comp(T.cat([hl, hr], -1)).chunk(5, -1)
+        c = cl * fl.sigmoid() + cr * fr.sigmoid() + u.tanh() * i.sigmoid()
+        return o.sigmoid() * c.tanh(), c
+
+    def forward(self, words):
+        h, c = self.emb(words).chunk(2, -1)                   # (n, d) each
+        while h.shape[0] > 1:
+            nh, nc = self.compose((h[:-1], c[:-1]), (h[1:], c[1:]))
+            y = F.softmax(nh @ self.q, 0)
+            y_hard = T.zeros_like(y).scatter_(0, y.argmax(0, keepdim=True), 1.0)
+            sel = (y_hard - y.detach() + y).unsqueeze(1)
+            cum = sel.cumsum(0)
+            left, right = 1 - cum, cum - sel
+            h = left * h[:-1] + sel * nh + right * h[1:]
+            c = left * c[:-1] + sel * nc + right * c[1:]
+        return h[0]
+
+
+def test_gumbel_tree_lstm_straight_through_latent_trees_training():
+    rng = np.random.default_rng(33)
+    sents = [T.tensor(rng.integers(0, 15, int(rng.integers(1, 8))).tolist()) for _ in range(6)]
+    ys = T.tensor([len(s) % 2 for s in sents])
+
+    def program(batched):
+        model = GumbelTreeLSTM(15, 5)
+        head = nn.Linear(5, 2)
+        both = nn.ModuleList([model, head])
+        return train(both, sents, lambda m, d: F.cross_entropy(
+            m[1](T.stack([m[0](s) for s in d])), ys), batched, steps=3, opt="sgd", lr=0.1)
+    twice(program)
