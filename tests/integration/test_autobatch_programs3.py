@@ -2341,3 +2341,65 @@ def test_gumbel_tree_lstm_straight_through_latent_trees_training():
         return train(both, sents, lambda m, d: F.cross_entropy(
             m[1](T.stack([m[0](s) for s in d])), ys), batched, steps=3, opt="sgd", lr=0.1)
     twice(program)
+
+
+# ============================================================== concrete state written between examples
+
+
+def _concrete_state_program(kind):
+    def program(batched):
+        lin = nn.Linear(3, 3)
+        emb = nn.Embedding(6, 3)
+        x = T.randn(3)
+        base = T.randn(4, 3)
+        count, buf, scale, ids = T.zeros(()), T.zeros(4), T.ones(3), T.tensor([0, 1, 2])
+        with ctx(batched):
+            outs = []
+            for i in range(4):
+                if kind == "counter_and_scale":
+                    count += 1
+                    buf[i] = float(i) + 0.5
+                    outs.append((lin(x) * count).sum() + buf.sum() + (lin(x) * scale).sum())
+                    scale.mul_(2.0)
+                    with no_grad():
+                        lin.bias.add_(0.1)
+                elif kind == "index_tensor":
+                    outs.append(emb(ids).sum())
+                    ids.add_(1)
+                    ids[0] = 5 - i
+                elif kind == "views":
+                    row = base[i]
+                    outs.append(lin(row).sum() + lin(base.T[:, i]).sum())
+                    base[(i + 1) % 4].mul_(-1)
+                    row.add_(3.0)
+                else:                                       # cloned reads, then writes
+                    outs.append(lin(base[i].clone()).sum() + lin(base.T[:, i].clone()).sum())
+                    base[(i + 1) % 4].mul_(-1)
+                    base[i].add_(3.0)
+                    count += 1
+                    buf[i] = count * 2
+                    outs[-1] = outs[-1] + buf.sum() * count
+            loss = T.stack(outs).pow(2).sum()
+        report = {"outs": outs, "base": base, "buf": buf}
+        loss.backward()
+        report.update(g=lin.weight.grad, gb=lin.bias.grad)
+        return report
+    return program
+
+
+@pytest.mark.parametrize("kind", ["counter_and_scale", "index_tensor"])
+def test_concrete_state_written_after_a_deferred_read_raises_the_eager_backward_error(kind):
+    """Concrete tensors (a counter, a scale vector, word ids) read by per-example calls and then
+    modified in place before backward: the eager program's backward raises the version-counter
+    error; the batched program must raise the same."""
+    seen = []
+    for batched in (False, True):
+        T.manual_seed(0)
+        with pytest.raises(RuntimeError) as ei:
+            _concrete_state_program(kind)(batched)
+        seen.append(str(ei.value))
+    assert seen[1] == seen[0]
+
+
+def test_cloned_reads_of_concrete_state_then_writes_between_examples():
+    twice(_concrete_state_program("cloned"))
