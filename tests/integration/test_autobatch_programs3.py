@@ -2403,3 +2403,53 @@ def test_concrete_state_written_after_a_deferred_read_raises_the_eager_backward_
 
 def test_cloned_reads_of_concrete_state_then_writes_between_examples():
     twice(_concrete_state_program("cloned"))
+
+
+INPLACE_CHAINS = {
+    "mul_": lambda m, f: m.mul_(f),
+    "div_": lambda m, f: m.div_(f + 2),
+    "pow_": lambda m, f: m.pow_(2),
+    "addcmul_": lambda m, f: m.addcmul_(f, f),
+    "addcdiv_": lambda m, f: m.addcdiv_(f, f + 2),
+    "clamp_": lambda m, f: m.clamp_(-0.5, 0.5),
+    "lerp_": lambda m, f: m.lerp_(f.expand_as(m), 0.3),
+    "masked_fill_": lambda m, f: m.masked_fill_(m > 0, 0.0),
+    "sub_alpha": lambda m, f: m.sub_(f, alpha=2.0),
+    "exp_": lambda m, f: m.exp_(),
+    "sigmoid_": lambda m, f: m.sigmoid_(),
+    "tanh_": lambda m, f: m.tanh_(),
+    "relu_": lambda m, f: m.relu_(),
+    "abs_": lambda m, f: m.abs_(),
+    "sqrt_": lambda m, f: m.abs_().add_(1).sqrt_(),
+    "setitem": lambda m, f: m.__setitem__(0, f[0]),
+    "index_add_": lambda m, f: m.index_add_(0, T.tensor([1, 1]), f.expand(2, 2)),
+    "scatter_": lambda m, f: m.scatter_(0, T.tensor([[0, 1]]), f.unsqueeze(0)),
+    "mul_self": lambda m, f: m.mul_(m),
+    "copy_": lambda m, f: m.copy_(f.expand_as(m)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE_CHAINS))
+def test_two_in_place_writes_to_a_fresh_clone_per_example(name):
+    """An in-place op, then ``add_``, on each example's fresh clone (NTM-style memory updates):
+    the batched run must do what the eager run does, values and gradients, or the same error."""
+    op = INPLACE_CHAINS[name]
+
+    def program(batched):
+        w = T.tensor([0.3, -0.7], requires_grad=True)
+        vs = [T.tensor([0.5, 0.2 * k], requires_grad=True) for k in range(3)]
+        try:
+            with ctx(batched):
+                rs = []
+                for v in vs:
+                    m = (T.ones(3, 2) * w).clone()
+                    f = v * 1.0
+                    op(m, f)
+                    m.add_(f)
+                    rs.append((m * m).sum())
+                r = T.stack(rs).sum()
+            r.backward()
+        except RuntimeError as e:
+            return {"error": str(e)}
+        return {"r": r, "w": w.grad, "v": [v.grad for v in vs]}
+    twice(program)
