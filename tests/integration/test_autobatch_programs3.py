@@ -168,7 +168,8 @@ class ChildSumTreeLSTM(nn.Module):
         if isinstance(tree, int):
             x = self.emb(T.tensor([tree]))
             dt = self.out.weight.dtype
-            c, h = self.node_forward(x, T.zeros(1, self.hid, dtype=dt), T.zeros(1, self.hid, dtype=dt))
+            z = T.zeros(1, self.hid, dtype=dt)
+            c, h = self.node_forward(x, z, z.clone())
         else:
             states = [self.forward(ch, label_of, losses) for ch in tree]
             child_c = T.cat([s[0] for s in states], 0)
@@ -331,7 +332,8 @@ def test_dag_network_with_shared_subcomputations_and_topological_order():
 
 class ArcStandardParser(nn.Module):
     """Chen & Manning 2014 style feature MLP over stack/buffer tokens; actions SHIFT, LEFT, RIGHT
-    picked by ``masked_fill(-inf)`` over invalid actions then ``argmax().item()``; loss per step
+    picked by ``masked_fill(-inf)`` over invalid actions then ``argmax().item()``
+    loss per step
     against a static oracle's action when it is valid (cross_entropy over the masked scores)."""
 
     def __init__(self, vocab, d, hid):
@@ -872,7 +874,8 @@ class MPNN(nn.Module):
                 agg.index_add_(0, dst, m)
             elif self.aggr == "scatter_add_mean":
                 agg = agg.scatter_add(0, dst.unsqueeze(1).expand_as(m), m)
-                deg = T.zeros(n, dtype=h.dtype).scatter_add_(0, dst, T.ones(len(dst), dtype=h.dtype))
+                ones = T.ones(len(dst), dtype=h.dtype)
+                deg = T.zeros(n, dtype=h.dtype).scatter_add_(0, dst, ones)
                 agg = agg / deg.clamp(min=1).unsqueeze(1)
             elif self.aggr == "index_put_accumulate":
                 agg = agg.index_put((dst,), m, accumulate=True)
@@ -1060,7 +1063,8 @@ def test_end_to_end_memory_network_three_hops_training():
 class NTMLite(nn.Module):
     """NTM-style read/write heads (Graves et al. 2014) over a per-example memory: content
     addressing (cosine similarity, sharpened softmax), interpolation with the previous weights,
-    circular shift by a 3-tap convolution written with roll, sharpening by gamma; erase/add writes
+    circular shift by a 3-tap convolution written with roll, sharpening by gamma
+    erase/add writes
     done in place on the memory (``mem.mul_(...)``, ``mem.add_(...)``), reads after each write."""
 
     def __init__(self, x, h, n, m, write="in_place"):
@@ -1796,22 +1800,27 @@ IDIOMS = {}
 
 
 def biaffine(b):
-    emb = nn.Embedding(10, 4); U = nn.Parameter(T.randn(5, 5) * 0.3); mlp = nn.Linear(4, 5)
+    emb = nn.Embedding(10, 4)
+    U = nn.Parameter(T.randn(5, 5) * 0.3)
+    mlp = nn.Linear(4, 5)
     sents = [T.tensor(s) for s in ([1, 2, 3], [4, 5], [6, 7, 8, 9], [2])]
     heads = [[0, 0, 1], [0, 0], [0, 3, 1, 1], [0]]
     with ctx(b):
         losses, preds = [], []
         for s, h in zip(sents, heads):
-            x = T.cat([T.zeros(1, 4), emb(s)])            # root
+            x = T.cat([T.zeros(1, 4), emb(s)])  # root
             H = F.relu(mlp(x))
-            S = H @ U @ H.T                               # (n+1, n+1) dep x head
+            S = H @ U @ H.T  # (n+1, n+1) dep x head
             S.fill_diagonal_(float("-inf"))
             losses.append(F.cross_entropy(S[1:], T.tensor(h), reduction="sum"))
             preds.append(S[1:].argmax(-1))
         loss = sum(losses)
     loss.backward()
     return {"l": loss.detach().numpy(), "U": U.grad.numpy(), "p": T.cat(preds).numpy()}
+
+
 IDIOMS["biaffine_fill_diagonal_"] = biaffine
+
 
 def onehot_scatter(b):
     lin = nn.Linear(3, 4)
@@ -1827,7 +1836,10 @@ def onehot_scatter(b):
         loss = sum(outs)
     loss.backward()
     return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+
+
 IDIOMS["onehot_scatter_"] = onehot_scatter
+
 
 def stick(b):
     lin = nn.Linear(3, 1)
@@ -1843,14 +1855,18 @@ def stick(b):
         loss = sum(outs)
     loss.backward()
     return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+
+
 IDIOMS["stick_cumprod_logcumsumexp"] = stick
 
+
 def plateau(b):
-    lin = nn.Linear(3, 1); opt = optim.SGD(lin.parameters(), lr=0.5)
+    lin = nn.Linear(3, 1)
+    opt = optim.SGD(lin.parameters(), lr=0.5)
     sch = optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)
     xs = [T.randn(3) for _ in range(4)]
     with ctx(b):
-        for step in range(4):
+        for _ in range(4):
             opt.zero_grad()
             loss = sum((lin(x) - 1) ** 2 for x in xs).squeeze()
             loss.backward()
@@ -1858,7 +1874,10 @@ def plateau(b):
             opt.step()
             sch.step(loss)
     return {"w": lin.weight.detach().numpy(), "lr": np.array(opt.param_groups[0]["lr"])}
+
+
 IDIOMS["plateau_inside"] = plateau
+
 
 def index_copy(b):
     lin = nn.Linear(3, 3)
@@ -1870,23 +1889,33 @@ def index_copy(b):
             out = T.zeros(6, 3)
             out.index_copy_(0, T.arange(h.shape[0]) + 1, h)
             out.index_fill_(0, T.tensor([0]), -1.0)
-            m = T.zeros(6, 3, dtype=T.bool); m[: h.shape[0]] = True
+            m = T.zeros(6, 3, dtype=T.bool)
+            m[: h.shape[0]] = True
             z = T.zeros(6, 3).masked_scatter(m, h * 2)
             outs.append((out * z).sum() + out.sum())
         loss = sum(outs)
     loss.backward()
     return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+
+
 IDIOMS["index_copy_fill_masked_scatter"] = index_copy
+
 
 def embbag(b):
     bag = nn.EmbeddingBag(10, 4, mode="mean")
     docs = [T.tensor(d) for d in ([1, 2, 3], [4], [5, 6, 7, 8, 9])]
     with ctx(b):
-        outs = [bag(d, T.tensor([0, len(d) // 2])).sum() if len(d) > 1 else bag(d.unsqueeze(0)).sum() for d in docs]
+        outs = [
+            bag(d, T.tensor([0, len(d) // 2])).sum() if len(d) > 1 else bag(d.unsqueeze(0)).sum()
+            for d in docs
+        ]
         loss = sum(outs)
     loss.backward()
     return {"l": loss.detach().numpy(), "g": bag.weight.grad.numpy()}
+
+
 IDIOMS["embedding_bag_offsets"] = embbag
+
 
 def tri(b):
     lin = nn.Linear(3, 4)
@@ -1894,7 +1923,8 @@ def tri(b):
     with ctx(b):
         outs = []
         for x in xs:
-            h = lin(x); n = h.shape[0]
+            h = lin(x)
+            n = h.shape[0]
             i, j = T.triu_indices(n, n, offset=1)
             pair = (h[i] * h[j]).sum(-1)
             d = T.diag_embed(h.sum(0))
@@ -1902,7 +1932,10 @@ def tri(b):
         loss = sum(outs)
     loss.backward()
     return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+
+
 IDIOMS["triu_indices_pairs_diag_embed"] = tri
+
 
 def gridsample(b):
     loc = nn.Linear(16, 6)
@@ -1916,6 +1949,8 @@ def gridsample(b):
         loss = sum(outs)
     loss.backward()
     return {"l": loss.detach().numpy(), "g": loc.weight.grad.numpy()}
+
+
 IDIOMS["spatial_transformer"] = gridsample
 
 
@@ -1923,7 +1958,9 @@ from ember.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_se
 
 
 def packed(b):
-    emb = nn.Embedding(10, 3); lstm = nn.LSTM(3, 4, batch_first=True); head = nn.Linear(4, 1)
+    emb = nn.Embedding(10, 3)
+    lstm = nn.LSTM(3, 4, batch_first=True)
+    head = nn.Linear(4, 1)
     seqs = [T.tensor(s) for s in ([1, 2, 3], [4, 5], [6, 7, 8, 9], [2])]
     with ctx(b):
         es = [emb(s) * 2 for s in seqs]
@@ -1932,31 +1969,46 @@ def packed(b):
         p = pack_padded_sequence(x, lens, batch_first=True, enforce_sorted=False)
         out, (h, c) = lstm(p)
         o, L = pad_packed_sequence(out, batch_first=True)
-        outs = [head(o[i, :L[i]]).mean() + h[0, i].sum() for i in range(len(seqs))]
+        outs = [head(o[i, : L[i]]).mean() + h[0, i].sum() for i in range(len(seqs))]
         loss = sum(outs)
     loss.backward()
-    return {"l": loss.detach().numpy(), "g": emb.weight.grad.numpy(), "gl": lstm.weight_hh_l0.grad.numpy()}
+    return {
+        "l": loss.detach().numpy(),
+        "g": emb.weight.grad.numpy(),
+        "gl": lstm.weight_hh_l0.grad.numpy(),
+    }
+
+
 IDIOMS["packed"] = packed
 
+
 def olddata(b):
-    cell = nn.GRUCell(3, 4); head = nn.Linear(4, 1)
+    cell = nn.GRUCell(3, 4)
+    head = nn.Linear(4, 1)
     seqs = [T.randn(n, 3) for n in (3, 2, 4)]
     with ctx(b):
         outs = []
         for s in seqs:
             h = T.zeros(1, 4)
             for t in range(s.shape[0]):
-                h = cell(s[t:t+1], h)
+                h = cell(s[t : t + 1], h)
                 if t == 1:
-                    h = h.data                      # old repackage_hidden
+                    h = h.data  # old repackage_hidden
             outs.append(head(h).squeeze())
         loss = T.stack(outs).sum()
         loss.backward()
         for p in list(cell.parameters()) + list(head.parameters()):
             p.data.add_(p.grad.data, alpha=-0.1)
         loss2 = sum(head(cell(s[:1], T.zeros(1, 4))).squeeze() for s in seqs)
-    return {"l": loss.detach().numpy(), "l2": loss2.detach().numpy(), "w": cell.weight_hh.detach().numpy()}
+    return {
+        "l": loss.detach().numpy(),
+        "l2": loss2.detach().numpy(),
+        "w": cell.weight_hh.detach().numpy(),
+    }
+
+
 IDIOMS["old_data_idioms"] = olddata
+
 
 def npmix(b):
     lin = nn.Linear(3, 2)
@@ -1972,10 +2024,14 @@ def npmix(b):
         loss = sum(outs)
     loss.backward()
     return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+
+
 IDIOMS["numpy_mix_casts"] = npmix
 
+
 def distill(b):
-    teacher = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 4)); student = nn.Linear(3, 4)
+    teacher = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 4))
+    student = nn.Linear(3, 4)
     teacher.eval()
     xs = [T.randn(n, 3) for n in (1, 2, 3)]
     with ctx(b):
@@ -1984,12 +2040,17 @@ def distill(b):
             with no_grad():
                 tl = teacher(x) / 2.0
             sl = student(x) / 2.0
-            outs.append(F.kl_div(F.log_softmax(sl, -1), F.softmax(tl, -1), reduction="batchmean") * 4 +
-                        F.cross_entropy(student(x), tl.argmax(-1)))
+            outs.append(
+                F.kl_div(F.log_softmax(sl, -1), F.softmax(tl, -1), reduction="batchmean") * 4
+                + F.cross_entropy(student(x), tl.argmax(-1))
+            )
         loss = T.stack(outs).mean()
     loss.backward()
     return {"l": loss.detach().numpy(), "g": student.weight.grad.numpy()}
+
+
 IDIOMS["distillation"] = distill
+
 
 def gradinputs(b):
     lin = nn.Linear(3, 1)
@@ -2003,6 +2064,8 @@ def gradinputs(b):
             sal.append(xi.grad.abs())
         s = T.stack(sal)
     return {"s": s.numpy(), "g": lin.weight.grad.numpy()}
+
+
 IDIOMS["saliency_backward_per_example"] = gradinputs
 
 
@@ -2015,45 +2078,72 @@ def test_research_code_idioms(name):
     twice(IDIOMS[name])
 
 
-# ============================================================== ops of research code on (n_i, 4) rows
+# ============================================================== ops of research code, (n_i, 4) rows
 
 ROW_OPS = {
- "movedim_neg": lambda x: x.unsqueeze(0).movedim(-1, 0).flatten(1).sum(1),
- "unflatten": lambda x: x.reshape(-1).unflatten(0, (x.shape[0], 2, 2)).sum(0).reshape(-1),
- "tensor_split_idx": lambda x: T.stack([p.sum() for p in T.tensor_split(x, [1, 3], dim=1)]),
- "narrow_neg": lambda x: T.cat([x.narrow(-1, 2, 2), x.narrow(1, -4, 2)], -1).sum(0),
- "roll_dims": lambda x: x.roll((1, -1), (0, 1))[0],
- "diff": lambda x: T.diff(x, dim=0, prepend=x[:1]).sum(0),
- "cummax": lambda x: x.cummax(0).values[-1] + x.cummin(dim=-1)[0].sum(),
- "kthvalue": lambda x: x.kthvalue(1, dim=1).values.sum() + x.amax(dim=(0, 1)),
- "std_corr": lambda x: x.std(dim=0, correction=0) + x.var(-1, keepdim=True).sum(0),
- "norm_p": lambda x: x.norm(p=1, dim=1).sum() + T.linalg.vector_norm(x, 3, dim=0),
- "cdist": lambda x: T.cdist(x, x[:1] * 2).sum(0) + F.pairwise_distance(x, x.flip(0)).sum(),
- "cos_bcast": lambda x: F.cosine_similarity(x, x.mean(0, keepdim=True), dim=-1).sum().expand(4),
- "meshgrid": lambda x: sum(g.sum() for g in T.meshgrid(x[:, 0], x[0], indexing="ij")).expand(4),
- "block_diag": lambda x: T.block_diag(x, x[:1, :2]).sum(0)[:4],
- "clamp_tensor": lambda x: x.clamp(min=x.mean(0), max=x.mean(0) + 0.5).sum(0),
- "lerp_addcmul": lambda x: T.lerp(x, x.flip(0), 0.3).sum(0) + T.addcmul(x[0], x[-1], x[0], value=0.5),
- "addmm_baddbmm_beta": lambda x: T.addmm(x[:, :2].T @ x[:, :2], x[:, :2].T, x[:, 2:], beta=0.5, alpha=2).reshape(-1) +
-       T.baddbmm(T.ones(1, 2, 2), x[:, :2].T.unsqueeze(0), x[:, 2:].unsqueeze(0), beta=2.0).reshape(-1),
- "einsum_ellipsis": lambda x: T.einsum("...i,...i->...", x, x).sum().expand(4) + T.einsum("ij,ik->jk", x, x).diagonal(),
- "tensordot_kron": lambda x: T.tensordot(x, x, dims=([0], [0])).sum(0) + T.kron(x[0, :2], x[-1, :2]),
- "logaddexp_xlogy": lambda x: T.logaddexp(x, -x).sum(0) + T.xlogy(x.abs(), x.abs() + 1).sum(0),
- "sort_stable": lambda x: (x.round() ).sort(dim=0, stable=True).indices.float().sum(0) + x.sort(0).values[0],
- "topk_smallest": lambda x: x.topk(min(2, x.shape[0]), dim=0, largest=False).values.sum(0),
- "masked_select_where": lambda x: T.where(x > 0, x, x * 0.1).sum(0) + x[x > 0.5].sum(),
- "scatter_reduce_mean": lambda x: T.zeros(3, 4).scatter_reduce(0, T.arange(x.shape[0]).remainder(3).unsqueeze(1).expand_as(x), x, "mean").sum(0),
- "index_reduce": lambda x: T.ones(2, 4).index_reduce(0, T.arange(x.shape[0]) % 2, x, "prod").sum(0),
- "cumsum_exclusive_pad": lambda x: F.pad(x.cumsum(0), (0, 0, 1, 0))[:-1].sum(0),
- "triu_mask_softmax": lambda x: (x @ x.T).masked_fill(T.ones(x.shape[0], x.shape[0]).triu(1).bool(), float("-inf")).softmax(-1).sum(0)[:1].expand(4),
- "repeat_interleave": lambda x: x.repeat_interleave(2, dim=0).sum(0) + x.repeat(2, 1).mean(0),
- "expand_as_view_as": lambda x: (x[:1].expand_as(x) * x).view_as(x).sum(0),
- "gather_neg_dim": lambda x: x.gather(-1, x.argsort(-1)[:, :1]).sum().expand(4) + x.take_along_dim(x.argmax(0, keepdim=True), 0).squeeze(0),
- "unbind_stack": lambda x: T.stack(list(reversed(x.unbind(1))), dim=1).sum(0) * T.arange(4),
- "chunk_uneven": lambda x: T.cat([c.sum(0) for c in x.chunk(3, dim=0)]).sum().expand(4),
- "T_mT": lambda x: (x.T @ x).sum(0) + x.unsqueeze(0).mT.sum((0, 2)),
- "nan_to_num_log": lambda x: T.nan_to_num(T.log(x), nan=0.0, neginf=-5.0).sum(0),
- "heaviside_sign": lambda x: (T.sign(x) * x).sum(0) + T.signbit(x).float().sum(0),
+    "movedim_neg": lambda x: x.unsqueeze(0).movedim(-1, 0).flatten(1).sum(1),
+    "unflatten": lambda x: x.reshape(-1).unflatten(0, (x.shape[0], 2, 2)).sum(0).reshape(-1),
+    "tensor_split_idx": lambda x: T.stack([p.sum() for p in T.tensor_split(x, [1, 3], dim=1)]),
+    "narrow_neg": lambda x: T.cat([x.narrow(-1, 2, 2), x.narrow(1, -4, 2)], -1).sum(0),
+    "roll_dims": lambda x: x.roll((1, -1), (0, 1))[0],
+    "diff": lambda x: T.diff(x, dim=0, prepend=x[:1]).sum(0),
+    "cummax": lambda x: x.cummax(0).values[-1] + x.cummin(dim=-1)[0].sum(),
+    "kthvalue": lambda x: x.kthvalue(1, dim=1).values.sum() + x.amax(dim=(0, 1)),
+    "std_corr": lambda x: x.std(dim=0, correction=0) + x.var(-1, keepdim=True).sum(0),
+    "norm_p": lambda x: x.norm(p=1, dim=1).sum() + T.linalg.vector_norm(x, 3, dim=0),
+    "cdist": lambda x: T.cdist(x, x[:1] * 2).sum(0) + F.pairwise_distance(x, x.flip(0)).sum(),
+    "cos_bcast": lambda x: F.cosine_similarity(x, x.mean(0, keepdim=True), dim=-1).sum().expand(4),
+    "meshgrid": lambda x: sum(g.sum() for g in T.meshgrid(x[:, 0], x[0], indexing="ij")).expand(4),
+    "block_diag": lambda x: T.block_diag(x, x[:1, :2]).sum(0)[:4],
+    "clamp_tensor": lambda x: x.clamp(min=x.mean(0), max=x.mean(0) + 0.5).sum(0),
+    "lerp_addcmul": lambda x: (
+        T.lerp(x, x.flip(0), 0.3).sum(0) + T.addcmul(x[0], x[-1], x[0], value=0.5)
+    ),
+    "addmm_baddbmm_beta": lambda x: (
+        T.addmm(x[:, :2].T @ x[:, :2], x[:, :2].T, x[:, 2:], beta=0.5, alpha=2).reshape(-1)
+        + T.baddbmm(
+            T.ones(1, 2, 2), x[:, :2].T.unsqueeze(0), x[:, 2:].unsqueeze(0), beta=2.0
+        ).reshape(-1)
+    ),
+    "einsum_ellipsis": lambda x: (
+        T.einsum("...i,...i->...", x, x).sum().expand(4) + T.einsum("ij,ik->jk", x, x).diagonal()
+    ),
+    "tensordot_kron": lambda x: (
+        T.tensordot(x, x, dims=([0], [0])).sum(0) + T.kron(x[0, :2], x[-1, :2])
+    ),
+    "logaddexp_xlogy": lambda x: T.logaddexp(x, -x).sum(0) + T.xlogy(x.abs(), x.abs() + 1).sum(0),
+    "sort_stable": lambda x: (
+        (x.round()).sort(dim=0, stable=True).indices.float().sum(0) + x.sort(0).values[0]
+    ),
+    "topk_smallest": lambda x: x.topk(min(2, x.shape[0]), dim=0, largest=False).values.sum(0),
+    "masked_select_where": lambda x: T.where(x > 0, x, x * 0.1).sum(0) + x[x > 0.5].sum(),
+    "scatter_reduce_mean": lambda x: (
+        T.zeros(3, 4)
+        .scatter_reduce(0, T.arange(x.shape[0]).remainder(3).unsqueeze(1).expand_as(x), x, "mean")
+        .sum(0)
+    ),
+    "index_reduce": lambda x: (
+        T.ones(2, 4).index_reduce(0, T.arange(x.shape[0]) % 2, x, "prod").sum(0)
+    ),
+    "cumsum_exclusive_pad": lambda x: F.pad(x.cumsum(0), (0, 0, 1, 0))[:-1].sum(0),
+    "triu_mask_softmax": lambda x: (
+        (x @ x.T)
+        .masked_fill(T.ones(x.shape[0], x.shape[0]).triu(1).bool(), float("-inf"))
+        .softmax(-1)
+        .sum(0)[:1]
+        .expand(4)
+    ),
+    "repeat_interleave": lambda x: x.repeat_interleave(2, dim=0).sum(0) + x.repeat(2, 1).mean(0),
+    "expand_as_view_as": lambda x: (x[:1].expand_as(x) * x).view_as(x).sum(0),
+    "gather_neg_dim": lambda x: (
+        x.gather(-1, x.argsort(-1)[:, :1]).sum().expand(4)
+        + x.take_along_dim(x.argmax(0, keepdim=True), 0).squeeze(0)
+    ),
+    "unbind_stack": lambda x: T.stack(list(reversed(x.unbind(1))), dim=1).sum(0) * T.arange(4),
+    "chunk_uneven": lambda x: T.cat([c.sum(0) for c in x.chunk(3, dim=0)]).sum().expand(4),
+    "T_mT": lambda x: (x.T @ x).sum(0) + x.unsqueeze(0).mT.sum((0, 2)),
+    "nan_to_num_log": lambda x: T.nan_to_num(T.log(x), nan=0.0, neginf=-5.0).sum(0),
+    "heaviside_sign": lambda x: (T.sign(x) * x).sum(0) + T.signbit(x).float().sum(0),
 }
 
 
@@ -2071,6 +2161,7 @@ def test_ops_of_research_code_on_per_example_matrices(name):
             loss = (T.stack(outs) ** 2).sum()
         loss.backward()
         return {"loss": loss, "outs": outs, "g": grads_of(lin)}
+
     twice(program)
 
 
@@ -2080,20 +2171,34 @@ IDIOMS2 = {}
 
 
 def accum(b):
-    enc = nn.Linear(3, 4); head = nn.Linear(4, 1)
+    enc = nn.Linear(3, 4)
+    head = nn.Linear(4, 1)
     shared = T.randn(2, 3)
     xs = [T.randn(n, 4) for n in (1, 2, 3)]
     with ctx(b):
-        g = enc(shared).mean(0)                       # shared by all examples
+        g = enc(shared).mean(0)  # shared by all examples
         for x in xs:
             l = head(T.tanh(x + g)).sum()
             l.backward(retain_graph=True)
-        gi = grad(sum(head(x + g).sum() for x in xs), [g, head.weight], allow_unused=True, retain_graph=True)
+        gi = grad(
+            sum(head(x + g).sum() for x in xs),
+            [g, head.weight],
+            allow_unused=True,
+            retain_graph=True,
+        )
         y = head(xs[0] + g).sum()
         y.backward(inputs=[head.bias])
-    return {"ge": enc.weight.grad.numpy(), "gh": head.weight.grad.numpy(), "gb": head.bias.grad.numpy(),
-            "gi0": gi[0].numpy(), "gi1": gi[1].numpy()}
+    return {
+        "ge": enc.weight.grad.numpy(),
+        "gh": head.weight.grad.numpy(),
+        "gb": head.bias.grad.numpy(),
+        "gi0": gi[0].numpy(),
+        "gi1": gi[1].numpy(),
+    }
+
+
 IDIOMS2["accum_shared_retain_inputs"] = accum
+
 
 def detach_inplace(b):
     lin = nn.Linear(3, 3)
@@ -2108,7 +2213,10 @@ def detach_inplace(b):
         loss = sum(outs)
     loss.backward()
     return {"l": loss.detach().numpy(), "g": lin.weight.grad.numpy()}
+
+
 IDIOMS2["detach_"] = detach_inplace
+
 
 def deep(b):
     net = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
@@ -2117,34 +2225,49 @@ def deep(b):
         out1 = sum(net(x) for x in xs)
         tgt = copy.deepcopy(net)
         with no_grad():
-            for p in tgt.parameters(): p.mul_(0.5)
+            for p in tgt.parameters():
+                p.mul_(0.5)
         out2 = sum(tgt(x) for x in xs)
         loss = (out1 - out2.detach()).pow(2).sum()
     loss.backward()
-    return {"l": loss.detach().numpy(), "g": net[0].weight.grad.numpy(), "t": tgt[0].weight.detach().numpy()}
+    return {
+        "l": loss.detach().numpy(),
+        "g": net[0].weight.grad.numpy(),
+        "t": tgt[0].weight.detach().numpy(),
+    }
+
+
 IDIOMS2["deepcopy_target_inside"] = deep
 
+
 def wn(b):
-    v = nn.Parameter(T.randn(4, 3)); gsc = nn.Parameter(T.ones(4))
+    v = nn.Parameter(T.randn(4, 3))
+    gsc = nn.Parameter(T.ones(4))
     xs = [T.randn(3) for _ in range(5)]
     with ctx(b):
         outs = []
-        for i, x in enumerate(xs):
+        for x in xs:
             w = gsc.unsqueeze(1) * v / v.norm(dim=1, keepdim=True)
             outs.append(F.linear(x, w).relu().sum())
         loss = sum(outs)
     loss.backward()
     return {"l": loss.detach().numpy(), "v": v.grad.numpy(), "g": gsc.grad.numpy()}
+
+
 IDIOMS2["weight_norm_by_hand"] = wn
 
+
 def wnmod(b):
-    lin = nn.utils.parametrizations.weight_norm(nn.Linear(3, 4)) if hasattr(nn.utils, "parametrizations") else nn.utils.weight_norm(nn.Linear(3, 4))
+    lin = nn.utils.parametrizations.weight_norm(nn.Linear(3, 4))
     xs = [T.randn(n, 3) for n in (1, 2, 3)]
     with ctx(b):
         loss = sum(lin(x).tanh().sum() for x in xs)
     loss.backward()
     return {"l": loss.detach().numpy(), **{n: p.grad.numpy() for n, p in lin.named_parameters()}}
+
+
 IDIOMS2["weight_norm_module"] = wnmod
+
 
 def orth(b):
     lin = nn.utils.parametrizations.orthogonal(nn.Linear(4, 4))
@@ -2153,6 +2276,8 @@ def orth(b):
         loss = sum(lin(x).sin().sum() for x in xs)
     loss.backward()
     return {"l": loss.detach().numpy(), **{n: p.grad.numpy() for n, p in lin.named_parameters()}}
+
+
 IDIOMS2["orthogonal_param"] = orth
 
 
@@ -2166,9 +2291,13 @@ def test_autograd_and_parametrization_idioms_inside_the_context(name):
 
 
 FLOAT64_SWEEP = {
-    "nary_tree_lstm": lambda: test_nary_tree_lstm_binary_trees_loss_at_every_node_with_sgd_and_clipping(),
+    "nary_tree_lstm": lambda: (
+        test_nary_tree_lstm_binary_trees_loss_at_every_node_with_sgd_and_clipping()
+    ),
     "rae": lambda: test_recursive_autoencoder_greedy_merges_by_item(),
-    "arc_standard": lambda: test_arc_standard_parser_actions_by_argmax_item_with_validity_masks_training(),
+    "arc_standard": lambda: (
+        test_arc_standard_parser_actions_by_argmax_item_with_validity_masks_training()
+    ),
     "hierarchical": lambda: test_hierarchical_char_word_sentence_document_classifier_training(),
     "kv_cache": lambda: test_transformer_decoder_with_kv_cache_and_causal_triu_mask_greedy(),
     "triplet": lambda: test_siamese_and_ranking_objectives_over_variable_length_pairs("triplet"),
@@ -2234,10 +2363,15 @@ def test_rntn_tensor_composition_with_einsum_training():
             for t in d:
                 lg = []
                 m(t, lg)
-                losses.append(F.cross_entropy(T.stack(lg), T.tensor([i % 3 for i in range(len(lg))]),
-                                              reduction="none").sum())
+                losses.append(
+                    F.cross_entropy(
+                        T.stack(lg), T.tensor([i % 3 for i in range(len(lg))]), reduction="none"
+                    ).sum()
+                )
             return sum(losses) / len(losses)
+
         return train(model, trees, step, batched, steps=3, opt="adamw", lr=0.01, sched=True)
+
     twice(program)
 
 
@@ -2283,15 +2417,29 @@ def _rand_prog(rng, depth=0):
 
 def test_neural_module_networks_with_per_question_layouts_training():
     rng = np.random.default_rng(32)
-    data = [((str(rng.choice(["describe", "exists"])), _rand_prog(rng)),
-             T.tensor(rng.standard_normal((int(rng.integers(2, 7)), 5)), dtype=T.float32),
-             int(rng.integers(0, 4))) for _ in range(8)]
+    data = [
+        (
+            (str(rng.choice(["describe", "exists"])), _rand_prog(rng)),
+            T.tensor(rng.standard_normal((int(rng.integers(2, 7)), 5)), dtype=T.float32),
+            int(rng.integers(0, 4)),
+        )
+        for _ in range(8)
+    ]
 
     def program(batched):
         model = NMN(5, 6, 4)
-        return train(model, data, lambda m, d: F.cross_entropy(
-            T.stack([m.run(p, f) for p, f, _ in d]), T.tensor([a for *_, a in d])),
-            batched, steps=3, opt="adam", lr=0.02)
+        return train(
+            model,
+            data,
+            lambda m, d: F.cross_entropy(
+                T.stack([m.run(p, f) for p, f, _ in d]), T.tensor([a for *_, a in d])
+            ),
+            batched,
+            steps=3,
+            opt="adam",
+            lr=0.02,
+        )
+
     twice(program)
 
 
@@ -2316,7 +2464,7 @@ class GumbelTreeLSTM(nn.Module):
         return o.sigmoid() * c.tanh(), c
 
     def forward(self, words):
-        h, c = self.emb(words).chunk(2, -1)                   # (n, d) each
+        h, c = self.emb(words).chunk(2, -1)  # (n, d) each
         while h.shape[0] > 1:
             nh, nc = self.compose((h[:-1], c[:-1]), (h[1:], c[1:]))
             y = F.softmax(nh @ self.q, 0)
@@ -2338,12 +2486,20 @@ def test_gumbel_tree_lstm_straight_through_latent_trees_training():
         model = GumbelTreeLSTM(15, 5)
         head = nn.Linear(5, 2)
         both = nn.ModuleList([model, head])
-        return train(both, sents, lambda m, d: F.cross_entropy(
-            m[1](T.stack([m[0](s) for s in d])), ys), batched, steps=3, opt="sgd", lr=0.1)
+        return train(
+            both,
+            sents,
+            lambda m, d: F.cross_entropy(m[1](T.stack([m[0](s) for s in d])), ys),
+            batched,
+            steps=3,
+            opt="sgd",
+            lr=0.1,
+        )
+
     twice(program)
 
 
-# ============================================================== concrete state written between examples
+# ============================================================== concrete state written in between
 
 
 def _concrete_state_program(kind):
@@ -2372,7 +2528,7 @@ def _concrete_state_program(kind):
                     outs.append(lin(row).sum() + lin(base.T[:, i]).sum())
                     base[(i + 1) % 4].mul_(-1)
                     row.add_(3.0)
-                else:                                       # cloned reads, then writes
+                else:  # cloned reads, then writes
                     outs.append(lin(base[i].clone()).sum() + lin(base.T[:, i].clone()).sum())
                     base[(i + 1) % 4].mul_(-1)
                     base[i].add_(3.0)
@@ -2384,6 +2540,7 @@ def _concrete_state_program(kind):
         loss.backward()
         report.update(g=lin.weight.grad, gb=lin.bias.grad)
         return report
+
     return program
 
 
@@ -2452,4 +2609,5 @@ def test_two_in_place_writes_to_a_fresh_clone_per_example(name):
         except RuntimeError as e:
             return {"error": str(e)}
         return {"r": r, "w": w.grad, "v": [v.grad for v in vs]}
+
     twice(program)
