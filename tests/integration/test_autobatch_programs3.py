@@ -2611,3 +2611,79 @@ def test_two_in_place_writes_to_a_fresh_clone_per_example(name):
         return {"r": r, "w": w.grad, "v": [v.grad for v in vs]}
 
     twice(program)
+
+
+def test_opennmt_style_tensor_beam_search_with_state_reordering():
+    """Beam search as OpenNMT / fairseq write it, per source sentence: the beam is a (k, H) batch,
+    scores of all k * V continuations flattened and ``topk``-ed, ``origin = idx // V`` and
+    ``tok = idx % V``, states reordered with ``index_select``, finished beams frozen with
+    ``masked_fill`` and an EOS mask, length-normalised final choice; then a sequence-level loss
+    on the chosen hypotheses' log-probabilities (recomputed with teacher forcing)."""
+    rng = np.random.default_rng(34)
+    srcs = [T.tensor(rng.integers(3, 12, int(rng.integers(1, 6))).tolist()) for _ in range(5)]
+    V, H, K, EOS = 9, 6, 3, 2
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.semb = nn.Embedding(12, H)
+            self.temb = nn.Embedding(V, H)
+            self.enc = nn.GRU(H, H)
+            self.dec = nn.GRUCell(H, H)
+            self.out = nn.Linear(2 * H, V)
+
+        def encode(self, s):
+            mem, h = self.enc(self.semb(s).unsqueeze(1))
+            return mem.squeeze(1), h[0]
+
+        def step(self, tok, h, mem):
+            h = self.dec(self.temb(tok), h)
+            a = F.softmax(h @ mem.T, dim=-1)
+            return F.log_softmax(self.out(T.cat([h, a @ mem], -1)), -1), h
+
+        def beam(self, s, max_len=5):
+            mem, h0 = self.encode(s)
+            h = h0.expand(K, H).contiguous()
+            toks = T.full((K, 1), 1, dtype=T.int64)
+            scores = T.tensor([0.0] + [float("-inf")] * (K - 1))
+            done = T.zeros(K, dtype=T.bool)
+            for _ in range(max_len):
+                lp, h = self.step(toks[:, -1], h, mem)
+                lp = lp.masked_fill(done.unsqueeze(1), float("-inf"))
+                keep = T.full((V,), float("-inf"))
+                keep[EOS] = 0.0
+                lp = T.where(done.unsqueeze(1), keep.expand(K, V), lp)
+                cand = (scores.unsqueeze(1) + lp).view(-1)
+                top, idx = cand.topk(K)
+                origin = T.div(idx, V, rounding_mode="floor")
+                tok = idx % V
+                h = h.index_select(0, origin)
+                toks = T.cat([toks[origin], tok.unsqueeze(1)], 1)
+                done = done[origin] | (tok == EOS)
+                scores = top
+                if bool(done.all()):
+                    break
+            lens = ((toks != EOS).cumsum(1) == T.arange(1, toks.shape[1] + 1)).sum(1) + 1
+            best = int((scores / lens.float().clamp(max=toks.shape[1])).argmax())
+            return toks[best, 1:].tolist()
+
+        def seq_logprob(self, s, hyp):
+            mem, h = self.encode(s)
+            prev = T.tensor([1])
+            total = 0.0
+            for t in hyp:
+                lp, h = self.step(prev, h, mem)
+                total = total + lp[0, t]
+                prev = T.tensor([t])
+            return total
+
+    def program(batched):
+        model = M()
+        with no_grad(), ctx(batched):
+            hyps = [model.beam(s) for s in srcs]
+        with ctx(batched):
+            loss = -sum(model.seq_logprob(s, h) for s, h in zip(srcs, hyps)) / len(srcs)
+        loss.backward()
+        return {"hyps": np.array(sum([h + [-1] for h in hyps], [])), "loss": loss,
+                "g": grads_of(model)}
+    twice(program)
