@@ -2687,3 +2687,48 @@ def test_opennmt_style_tensor_beam_search_with_state_reordering():
         return {"hyps": np.array(sum([h + [-1] for h in hyps], [])), "loss": loss,
                 "g": grads_of(model)}
     twice(program)
+
+
+@pytest.mark.parametrize("order", ["per_example", "round_robin", "reversed_round_robin"])
+def test_cross_example_dependencies_and_interleaved_stepping_order(order):
+    """A document model where sentence k starts from a (non-detached) function of sentence k-1's
+    final state, so examples depend on one another, and the per-example LSTMCell steps issued in
+    three orders: one sentence after another, round-robin over time steps (the hand-batched loop
+    ``for t in range(max_len): for s in sents: if t < len(s): ...``), and round-robin backwards."""
+    rng = np.random.default_rng(35)
+    sents = [T.tensor(rng.integers(0, 10, int(rng.integers(1, 7))).tolist()) for _ in range(6)]
+
+    def program(batched):
+        emb, cell = nn.Embedding(10, 4), nn.LSTMCell(4, 5)
+        bridge, head = nn.Linear(5, 5), nn.Linear(5, 10)
+        mods = nn.ModuleList([emb, cell, bridge, head])
+        with ctx(batched):
+            losses = []
+            if order == "per_example":
+                h = c = T.zeros(1, 5)
+                for s in sents:
+                    h, c = T.tanh(bridge(h)), c * 0.5
+                    for t in range(len(s) - 1):
+                        h, c = cell(emb(s[t:t + 1]), (h, c))
+                        losses.append(F.cross_entropy(head(h), s[t + 1:t + 2]))
+                    if len(s) == 1:
+                        h, c = cell(emb(s[:1]), (h, c))
+            else:
+                states = [(T.zeros(1, 5), T.zeros(1, 5)) for _ in sents]
+                idx = list(range(len(sents)))
+                if order.startswith("reversed"):
+                    idx.reverse()
+                for t in range(max(len(s) for s in sents)):
+                    for i in idx:
+                        s = sents[i]
+                        if t < len(s):
+                            h, c = cell(emb(s[t:t + 1]), states[i])
+                            if t > 0 and i > 0:
+                                h = h + 0.1 * bridge(states[i - 1][0])   # cross-example read
+                            states[i] = (h, c)
+                            if t + 1 < len(s):
+                                losses.append(F.cross_entropy(head(h), s[t + 1:t + 2]))
+            loss = T.stack(losses).mean() if losses else T.zeros(())
+        loss.backward()
+        return {"loss": loss, "g": grads_of(mods)}
+    twice(program)
