@@ -1614,3 +1614,19 @@ def test_fused_pointwise_ops_batch_as_elementwise():
     w.grad = None
     et.stack(eager).sum().backward()
     np.testing.assert_allclose(gb, w.grad.numpy(), **TOL["float64"])
+
+
+def test_kron_batches_with_stacked_and_shared_operands():
+    rng = np.random.default_rng(33)
+    w = param(rng, 2, 3)
+    xs = [et.tensor(rng.standard_normal((3, 2)), requires_grad=True) for _ in range(5)]
+    ys = [et.tensor(rng.standard_normal(4), requires_grad=True) for _ in range(5)]
+
+    def loss_fn():
+        return et.stack([(et.kron(x, w) * 2).sum() + et.kron(w, x).pow(2).sum() +
+                         et.kron(x, y).sum() for x, y in zip(xs, ys)]).sum()
+
+    with autobatch() as ctx:
+        loss_fn()
+    assert ctx.stats["groups"] * 2 < ctx.stats["calls"] and not ctx.stats["unbatched"]
+    run_both([w] + xs + ys, loss_fn, "float64")

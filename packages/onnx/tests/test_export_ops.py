@@ -104,6 +104,7 @@ BINARY = {
                                          rounding_mode="trunc").float(),
     "atan2": et.atan2, "hypot": et.hypot, "lerp": lambda a, b: et.lerp(a, b, 0.3),
     "matmul": lambda a, b: a @ b.t(), "outer": lambda a, b: et.outer(a[0], b[1]),
+    "kron": lambda a, b: et.kron(a[:2], b[1:, :2]),
     "einsum": lambda a, b: et.einsum("ij,kj->ik", a, b), "broadcast": lambda a, b: a + b[0],
     "rsub": lambda a, b: 1 - a, "rdiv": lambda a, b: 2 / (a.abs() + 1),
     "scalar_int_tensor": lambda a, b: a * (b > 0).long(),

@@ -520,6 +520,21 @@ def outer(b: Batch):
     return b.do("mul", b.do("unsqueeze", u, 2), b.do("unsqueeze", v, 1))
 
 
+def kron(b: Batch):
+    """``kron(x, y)`` of each example's operands: the product of their views with the dims
+    interleaved with ones behind the batch dim (a shared operand's batch dim a one), reshaped."""
+    sa, sb = tuple(b.shapes[0]), tuple(b.shapes[1])
+    n = max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+
+    def spread(j, dims):
+        return b.reshape(b.args[j], [b.n if b.stacked[j] else 1] + dims)
+
+    r = b.do("mul", spread(0, [s for d in pa for s in (d, 1)]),
+             spread(1, [s for d in pb for s in (1, d)]))
+    return b.reshape(r, [b.n] + [x * y for x, y in zip(pa, pb)])
+
+
 def trace(b: Batch):
     """``trace`` of each example's matrix: the sum of its diagonal."""
     if len(b.shapes[0]) != 2:
@@ -773,7 +788,7 @@ RULES.update({
     "index_copy": index_dim_op, "index_fill": index_dim_op,
     "argmax": argreduce, "argmin": argreduce, "bernoulli": elementwise,
     "cross_entropy_loss": cross_entropy, "flip": flip, "repeat": repeat, "outer": outer,
-    "trace": trace, "einsum": einsum, "linalg_solve": solve,
+    "kron": kron, "trace": trace, "einsum": einsum, "linalg_solve": solve,
     "linalg_solve_triangular": solve_triangular, "tensordot": tensordot,
     "searchsorted": searchsorted, "bucketize": batch_rows, "isin": batch_rows,
     "median": median_all, "diag": diag, "unfold": dim_op(("dimension",)),

@@ -441,6 +441,19 @@ def _outer(g, a, out):
                           g.unsqueeze(g.v(a.vec2, dt), [0])])
 
 
+@register("kron")
+def _kron(g, a, out):
+    # the operands viewed with their dims interleaved with ones, so that one broadcast Mul is
+    # the result's (a0, b0, a1, b1, ...) layout, then reshaped
+    dt = _out_dtype(out)
+    sa, sb = tuple(g.shape(a.input)), tuple(g.shape(a.other))
+    n = max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    x = g.node("Reshape", [g.v(a.input, dt), g.ints([s for d in pa for s in (d, 1)])])
+    y = g.node("Reshape", [g.v(a.other, dt), g.ints([s for d in pb for s in (1, d)])])
+    return g.node("Reshape", [g.node("Mul", [x, y]), g.ints(list(g.shape(out)))])
+
+
 @register("einsum")
 def _einsum(g, a, out):
     ops = a.operands
