@@ -1,7 +1,7 @@
 """The special-function kernels of ``ember.tensor.kernels.special`` (Numba loops of
 ``kernels/cpu/cephes.py`` and ``kernels/cpu/erf.py``: polygamma, i0, i0e, i1, i1e, k0, k0e,
-k1, k1e, lgamma, ndtr, ndtri) against SciPy: float32 as SciPy's float64 result rounded once,
-float64 within a few ulp; specials (inf, NaN, -0.0, poles, the series' boundary at 8),
+k1, k1e, j0, j1, y0, y1, lgamma, ndtr, ndtri) against SciPy: float32 as SciPy's float64 result
+rounded once, float64 within a few ulp; specials (inf, NaN, -0.0, poles, the series' boundary at 8),
 strided, Fortran-ordered and 0-d inputs; float16 through float32. On a GPU, the CUDA side
 (``cupyx.scipy.special``) against the CPU."""
 
@@ -106,6 +106,30 @@ def test_bessel_k_matches_scipy(name, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["j0", "j1", "y0", "y1"])
+def test_bessel_jy_matches_scipy(name, dtype):
+    # and a dense grid over the seam at 5, both signs, and the zeros up to 10
+    x = np.concatenate([_inputs(dtype), np.linspace(-10, 10, 20001).astype(dtype),
+                        np.array([5.0, -5.0, np.nextafter(5.0, 6.0), 1e-5, 9.99e-6, -1e-6],
+                                 dtype)])
+    with np.errstate(all="raise"):
+        got = getattr(S, name)(np, x)
+    want = _scipy(name, x)
+    nan = np.isnan(want)  # (Y below 0, infinities; a NaN's sign is not compared)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    got, want = got[~nan], want[~nan]
+    assert got.dtype == dtype
+    if dtype == np.float32:
+        np.testing.assert_array_equal(got, want)
+    else:  # within 5 ulp of max(1, |result|) (near a zero, both lose relative accuracy)
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(got[~finite], want[~finite])
+        err = np.abs(got[finite] - want[finite])
+        assert np.all(err <= 5 * np.spacing(np.maximum(np.abs(want[finite]), 1.0)))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_ndtri_matches_scipy(dtype):
     rng = np.random.default_rng(1)
     # the centre, both tails down to the smallest subnormal and up to the last float below 1,
@@ -127,7 +151,7 @@ def test_ndtri_matches_scipy(dtype):
 
 
 @pytest.mark.parametrize("name", ["i0", "i0e", "i1", "i1e", "k0", "k0e", "k1", "k1e", "lgamma",
-                                  "ndtr", "ndtri", "polygamma"])
+                                  "ndtr", "ndtri", "polygamma", "j0", "j1", "y0", "y1"])
 def test_layouts_and_half(name):
     def f(a):
         return S.polygamma(np, 2, a) if name == "polygamma" else getattr(S, name)(np, a)
@@ -166,10 +190,10 @@ def test_kernels_reject_other_dtypes():
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", ["i0e", "i1", "i1e", "k0", "k0e", "k1", "k1e", "lgamma", "ndtr",
-                                  "ndtri", "polygamma"])
+                                  "ndtri", "polygamma", "j0", "j1", "y0", "y1"])
 def test_cuda_matches_the_cpu_kernels(cp, name, dtype):
     x = np.concatenate([np.linspace(-12, 12, 241), [0.5, 8.0, np.inf, np.nan]]).astype(dtype)
-    if name[0] == "k":  # (K's domain: [0, inf])
+    if name[0] in "ky":  # (K's and Y's domain: [0, inf])
         x = np.abs(x)
     if name == "ndtri":
         x = np.concatenate([np.linspace(0, 1, 241), [1e-30, np.nan]]).astype(dtype)

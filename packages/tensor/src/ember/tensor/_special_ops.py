@@ -2,9 +2,9 @@
 ``polygamma``, ``mvlgamma``, ``i0``, ``sinc``, ``logit``, ``xlogy``, ``igamma``,
 ``igammac``): registry ops over SciPy's ``scipy.special`` (CPU) and CuPy's
 ``cupyx.scipy.special`` (CUDA); ``lgamma``, ``polygamma``, ``ndtr``, ``ndtri`` and the
-``i0`` / ``i0e`` / ``i1`` / ``i1e`` / ``k0`` / ``k0e`` / ``k1`` / ``k1e`` Bessel functions
-over ``ember.tensor.kernels.special`` (Numba loops on the CPU, where SciPy's scalar Cephes
-code is several times slower).
+``i0`` / ``i0e`` / ``i1`` / ``i1e`` / ``k0`` / ``k0e`` / ``k1`` / ``k1e`` / ``j0`` / ``j1`` /
+``y0`` / ``y1`` Bessel functions over ``ember.tensor.kernels.special`` (Numba loops on the
+CPU, where SciPy's scalar Cephes code is several times slower).
 
 SciPy is imported on the first call of such an op, never when ember.tensor is imported.
 Integer and bool inputs compute in the default float dtype, float16 in float32 (the result is
@@ -37,7 +37,8 @@ _KERNELS = {_special_kernels.lgamma, _special_kernels.i0, _special_kernels.i0e,
             _special_kernels.i1, _special_kernels.i1e, _special_kernels.ndtr,
             _special_kernels.ndtri, _special_kernels.entr, _special_kernels.xlogy,
             _special_kernels.xlog1py, _special_kernels.sinc, _special_kernels.spherical_j0,
-            _special_kernels.k0, _special_kernels.k0e, _special_kernels.k1, _special_kernels.k1e}
+            _special_kernels.k0, _special_kernels.k0e, _special_kernels.k1, _special_kernels.k1e,
+            _special_kernels.j0, _special_kernels.j1, _special_kernels.y0, _special_kernels.y1}
 
 __all__ = ["lgamma", "lgamma_", "digamma", "digamma_", "polygamma", "polygamma_", "mvlgamma",
            "mvlgamma_", "i0", "i0_", "sinc", "sinc_", "logit", "logit_", "xlogy", "xlogy_",
@@ -294,10 +295,10 @@ _SPECIAL_UNARY = {
     "ndtri": (_special_kernels.ndtri, "Inverse of the standard normal CDF."),
     "log_ndtr": (_k("log_ndtr"), "Log of the standard normal CDF."),
     "entr": (_special_kernels.entr, "Elementwise entropy ``-x log x`` (0 at 0, -inf below)."),
-    "bessel_j0": (_k("j0"), "Bessel function of the first kind, order 0."),
-    "bessel_j1": (_k("j1"), "Bessel function of the first kind, order 1."),
-    "bessel_y0": (_k("y0"), "Bessel function of the second kind, order 0."),
-    "bessel_y1": (_k("y1"), "Bessel function of the second kind, order 1."),
+    "bessel_j0": (_special_kernels.j0, "Bessel function of the first kind, order 0."),
+    "bessel_j1": (_special_kernels.j1, "Bessel function of the first kind, order 1."),
+    "bessel_y0": (_special_kernels.y0, "Bessel function of the second kind, order 0."),
+    "bessel_y1": (_special_kernels.y1, "Bessel function of the second kind, order 1."),
     "modified_bessel_i0": (_special_kernels.i0,
                            "Modified Bessel function of the first kind, order 0."),
     "modified_bessel_i1": (_special_kernels.i1,

@@ -1,7 +1,7 @@
 """Special functions: erf, erfc, erfinv, ndtr (NumPy has none), ndtri, i0, i0e, i1, i1e, k0,
-k0e, k1, k1e, lgamma and polygamma (SciPy's are scalar Cephes code per element). The CPU
-versions are the Numba loops of ``cpu/erf.py`` and ``cpu/cephes.py`` (compiled on first use,
-cached); the CUDA versions come from ``cupyx.scipy.special``.
+k0e, k1, k1e, j0, j1, y0, y1, lgamma and polygamma (SciPy's are scalar Cephes code per
+element). The CPU versions are the Numba loops of ``cpu/erf.py`` and ``cpu/cephes.py``
+(compiled on first use, cached); the CUDA versions come from ``cupyx.scipy.special``.
 
 Also device kernels that are not in the kernel table: ``nextafter`` (CPU: a branch-free loop
 over the bits in ``cpu/elementwise.py``, where NumPy's calls libm per element, 15x slower at
@@ -22,8 +22,8 @@ from .._fpstate import quiet_call
 _cpu = {}  # "erf", "cephes", "elementwise" -> its cpu module, imported by the first CPU call
 _MODULE = {"erf": "erf", "erfc": "erf", "erfinv": "erf", "ndtr": "erf", "i0": "cephes",
            "lgamma": "cephes", "ndtri": "cephes", "k0": "cephes", "k0e": "cephes",
-           "k1": "cephes", "k1e": "cephes",
-           "i0e": "cephes",
+           "k1": "cephes", "k1e": "cephes", "j0": "cephes", "j1": "cephes", "y0": "cephes",
+           "y1": "cephes", "i0e": "cephes",
            "i1": "cephes", "i1e": "cephes", "polygamma": "cephes", "nextafter": "elementwise",
            "entr": "logs", "xlogy": "logs", "xlog1py": "logs", "logit": "logs",
            "sinc": "sinc", "spherical_j0": "sinc", "lerp": "elementwise",
@@ -79,9 +79,9 @@ def _unary(name: str):
     return f
 
 
-erf, erfc, erfinv, ndtr, ndtri, i0, i0e, i1, i1e, k0, k0e, k1, k1e = map(_unary, (
-    "erf", "erfc", "erfinv", "ndtr", "ndtri", "i0", "i0e", "i1", "i1e", "k0", "k0e", "k1",
-    "k1e"))
+erf, erfc, erfinv, ndtr, ndtri, i0, i0e, i1, i1e, k0, k0e, k1, k1e, j0, j1, y0, y1 = map(
+    _unary, ("erf", "erfc", "erfinv", "ndtr", "ndtri", "i0", "i0e", "i1", "i1e", "k0", "k0e",
+             "k1", "k1e", "j0", "j1", "y0", "y1"))
 
 
 def lgamma(xp, d):

@@ -38,6 +38,11 @@ function per element; these are the same algorithms and coefficients, in float64
   ``z = sqrt(-2 log(min(y, 1 - y)))``, signed, with one of two coefficient sets (``z < 8`` or
   not) selected per term; both branches computed (SciPy's float32 loop: 1.8 ms at 256x1024
   against PyTorch's 0.95).
+- ``j0``, ``j1``, ``y0``, ``y1``: Cephes' (SciPy's) rational functions up to 5 in one
+  vectorized pass (``vlog`` for Y's log), then Cephes' asymptotic form, with libm's ``cos`` and
+  ``sin``, element by element for the elements above 5 only (a second pass where there are
+  any). SciPy's loops call the scalar float64 functions per element (256x1024 float32 ``j0``:
+  2.3 ms against PyTorch's 0.84).
 """
 
 from __future__ import annotations
@@ -49,7 +54,8 @@ import numpy as np
 
 from ._vmath import _FM, vexp, vlog
 
-__all__ = ["polygamma", "i0", "i0e", "i1", "i1e", "k0", "k0e", "k1", "k1e", "lgamma", "ndtri"]
+__all__ = ["polygamma", "i0", "i0e", "i1", "i1e", "k0", "k0e", "k1", "k1e", "lgamma", "ndtri",
+           "j0", "j1", "y0", "y1"]
 
 _jit_opts = dict(nogil=True, error_model="numpy", fastmath=set(_FM), inline="always")
 _loop = numba.njit(cache=True, nogil=True, error_model="numpy", fastmath=set(_FM))
@@ -362,11 +368,11 @@ _LS2PI = 0.91893853320467274178  # log(sqrt(2 pi))
 _SIN = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(11, -1, -1))
 
 
-def _poly_src(var: str, cs, name: str) -> str:
+def _poly_src(var: str, cs, name: str, indent: str = "    ") -> str:
     """Source lines setting ``name`` to the polynomial ``cs`` (highest first) in ``var``."""
-    lines = f"    {name} = {cs[0]!r}\n"
+    lines = f"{indent}{name} = {cs[0]!r}\n"
     for c in cs[1:]:
-        lines += f"    {name} = {name} * {var} + {c!r}\n"
+        lines += f"{indent}{name} = {name} * {var} + {c!r}\n"
     return lines
 
 
@@ -500,6 +506,155 @@ def _ndtri64(x, out):
         out[i] = _ndtri(x[i])
 
 
+# --------------------------------------------------------------------------- Bessel J0, J1, Y0, Y1
+# Cephes' j0.c and j1.c (SciPy's j0 / j1 / y0 / y1): up to 5, rational functions in z = x^2
+# (J0 with its first two zeros DR1, DR2 as factors, J1 with Z1, Z2; Y0 = R(z) + (2 / pi) log(x)
+# J0(x), Y1 = x R(z) + (2 / pi) (J1(x) log(x) - 1 / x)); above 5, the amplitudes P / Q and
+# Q / (1 Q) in 25 / x^2 of the asymptotic form, with cos and sin of x - pi / 4 (J0, Y0) or
+# x - 3 pi / 4 (J1, Y1). The Q's leading 1 (p1evl) is written out.
+_J0 = dict(
+    PP=(7.96936729297347051624E-4, 8.28352392107440799803E-2, 1.23953371646414299388E0,
+        5.44725003058768775090E0, 8.74716500199817011941E0, 5.30324038235394892183E0,
+        9.99999999999999997821E-1),
+    PQ=(9.24408810558863637013E-4, 8.56288474354474431428E-2, 1.25352743901058953537E0,
+        5.47097740330417105182E0, 8.76190883237069594232E0, 5.30605288235394617618E0,
+        1.00000000000000000218E0),
+    QP=(-1.13663838898469149931E-2, -1.28252718670509318512E0, -1.95539544257735972385E1,
+        -9.32060152123768231369E1, -1.77681167980488050595E2, -1.47077505154951170175E2,
+        -5.14105326766599330220E1, -6.05014350600728481186E0),
+    QQ=(1.0, 6.43178256118178023184E1, 8.56430025976980587198E2, 3.88240183605401609683E3,
+        7.24046774195652478189E3, 5.93072701187316984827E3, 2.06209331660327847417E3,
+        2.42005740240291393179E2),
+    YP=(1.55924367855235737965E4, -1.46639295903971606143E7, 5.43526477051876500413E9,
+        -9.82136065717911466409E11, 8.75906394395366999549E13, -3.46628303384729719441E15,
+        4.42733268572569800351E16, -1.84950800436986690637E16),
+    YQ=(1.0, 1.04128353664259848412E3, 6.26107330137134956842E5, 2.68919633393814121987E8,
+        8.64002487103935000337E10, 2.02979612750105546709E13, 3.17157752842975028269E15,
+        2.50596256172653059228E17),
+    RP=(-4.79443220978201773821E9, 1.95617491946556577543E12, -2.49248344360967716204E14,
+        9.70862251047306323952E15),
+    RQ=(1.0, 4.99563147152651017219E2, 1.73785401676374683123E5, 4.84409658339962045305E7,
+        1.11855537045356834862E10, 2.11277520115489217587E12, 3.10518229857422583814E14,
+        3.18121955943204943306E16, 1.71086294081043136091E18),
+)
+_J1 = dict(
+    RP=(-8.99971225705559398224E8, 4.52228297998194034323E11, -7.27494245221818276015E13,
+        3.68295732863852883286E15),
+    RQ=(1.0, 6.20836478118054335476E2, 2.56987256757748830383E5, 8.35146791431949253037E7,
+        2.21511595479792499675E10, 4.74914122079991414898E12, 7.84369607876235854894E14,
+        8.95222336184627338078E16, 5.32278620332680085395E18),
+    PP=(7.62125616208173112003E-4, 7.31397056940917570436E-2, 1.12719608129684925192E0,
+        5.11207951146807644818E0, 8.42404590141772420927E0, 5.21451598682361504063E0,
+        1.00000000000000000254E0),
+    PQ=(5.71323128072548699714E-4, 6.88455908754495404082E-2, 1.10514232634061696926E0,
+        5.07386386128601488557E0, 8.39985554327604159757E0, 5.20982848682361821619E0,
+        9.99999999999999997461E-1),
+    QP=(5.10862594750176621635E-2, 4.98213872951233449420E0, 7.58238284132545283818E1,
+        3.66779609360150777800E2, 7.10856304998926107277E2, 5.97489612400613639965E2,
+        2.11688757100572135698E2, 2.52070205858023719784E1),
+    QQ=(1.0, 7.42373277035675149943E1, 1.05644886038262816351E3, 4.98641058337653607651E3,
+        9.56231892404756170795E3, 7.99704160447350683650E3, 2.82619278517639096600E3,
+        3.36093607810698293419E2),
+    YP=(1.26320474790178026440E9, -6.47355876379160291031E11, 1.14509511541823727583E14,
+        -8.12770255501325109621E15, 2.02439475713594898196E17, -7.78877196265950026825E17),
+    YQ=(1.0, 5.94301592346128195359E2, 2.35564092943068577943E5, 7.34811944459721705660E7,
+        1.87601316108706159478E10, 3.88231277496238566008E12, 6.20557727146953693363E14,
+        6.87141087355300489866E16, 3.97270608116560655612E18),
+)
+_J0_DR1, _J0_DR2 = 5.78318596294678452118E0, 3.04712623436620863991E1
+_J1_Z1, _J1_Z2 = 1.46819706421238932572E1, 4.92184563216946036703E1
+_TWOOPI = 0.63661977236758134308  # 2 / pi
+_SQ2OPI = 7.9788456080286535587989E-1  # sqrt(2 / pi)
+_PIO4, _THPIO4 = 0.78539816339744830962, 2.35619449019234492885
+_JY = ("j0", "j1", "y0", "y1")  # ``which``: the index of the function
+_IN2 = " " * 8  # (the source of a nested block)
+
+
+def _make_jy():
+    """``(near, far)``: ``near(x, which)``, Cephes' branch up to 5 of J0, J1, Y0 or Y1 (the
+    index ``which`` into ``_JY``) of one float64, branch-free (the loop around it vectorizes:
+    ``vlog`` for Y's log; below 0 J1 is odd, Y is NaN, Y(0) = -inf); ``far(x, which)``, the
+    branch above 5 as Cephes writes it (libm's ``cos`` and ``sin``: a call per element)."""
+    src = ["def near(x, which):",
+           "    a = -x if x < 0.0 else x",  # (-0.0 kept: J1(-0) = -0, as Cephes)
+           "    z = a * a"]
+    src = "\n".join(src) + "\n"
+    src += _poly_src("z", _J0["RP"], "rp") + _poly_src("z", _J0["RQ"], "rq")
+    src += "    j0 = (z - _J0_DR1) * (z - _J0_DR2) * rp / rq\n"
+    src += "    j0 = 1.0 - z / 4.0 if a < 1.0e-5 else j0\n"
+    src += _poly_src("z", _J1["RP"], "sp") + _poly_src("z", _J1["RQ"], "sq")
+    src += "    j1 = sp / sq * a * (z - _J1_Z1) * (z - _J1_Z2)\n"
+    src += "\n".join([
+        "    if which == 0:",
+        "        return j0",
+        "    if which == 1:",
+        "        return -j1 if x < 0.0 else j1",
+        "    lg = vlog(x)",  # (NaN below 0, -inf at 0)
+        "    if which == 2:"]) + "\n"
+    src += _poly_src("z", _J0["YP"], "yp", _IN2) + _poly_src("z", _J0["YQ"], "yq", _IN2)
+    src += "        return yp / yq + _TWOOPI * lg * j0\n"
+    src += _poly_src("z", _J1["YP"], "yp") + _poly_src("z", _J1["YQ"], "yq")
+    src += "    y1 = x * (yp / yq) + _TWOOPI * (j1 * lg - 1.0 / x)\n"
+    src += "    return -np.inf if x == 0.0 else y1\n"
+    far = "\n".join([
+        "def far(x, which):",
+        "    a = abs(x)",
+        "    w = 5.0 / a",
+        "    if which == 0 or which == 2:",
+        "        q = 25.0 / (a * a)"]) + "\n"
+    far += _poly_src("q", _J0["PP"], "pp", _IN2) + _poly_src("q", _J0["PQ"], "pq", _IN2)
+    far += _poly_src("q", _J0["QP"], "qp", _IN2) + _poly_src("q", _J0["QQ"], "qq", _IN2)
+    far += "        xn = a - _PIO4\n    else:\n        q = w * w\n"
+    far += _poly_src("q", _J1["PP"], "pp", _IN2) + _poly_src("q", _J1["PQ"], "pq", _IN2)
+    far += _poly_src("q", _J1["QP"], "qp", _IN2) + _poly_src("q", _J1["QQ"], "qq", _IN2)
+    far += "\n".join([
+        "        xn = a - _THPIO4",
+        "    p = pp / pq",
+        "    q = qp / qq",
+        "    if which < 2:",
+        "        r = (p * math.cos(xn) - w * q * math.sin(xn)) * _SQ2OPI / math.sqrt(a)",
+        "        return -r if (which == 1 and x < 0.0) else r",
+        "    r = (p * math.sin(xn) + w * q * math.cos(xn)) * _SQ2OPI / math.sqrt(a)",
+        "    return np.nan if x < 0.0 else r"]) + "\n"
+    ns = {"vlog": vlog, "np": np, "math": math, "_J0_DR1": _J0_DR1, "_J0_DR2": _J0_DR2,
+          "_J1_Z1": _J1_Z1, "_J1_Z2": _J1_Z2, "_TWOOPI": _TWOOPI, "_SQ2OPI": _SQ2OPI,
+          "_PIO4": _PIO4, "_THPIO4": _THPIO4}
+    exec(src, ns)
+    exec(far, ns)
+    return numba.njit(**_jit_opts)(ns["near"]), numba.njit(**_jit_opts)(ns["far"])
+
+
+_jy_near, _jy_far = _make_jy()
+
+
+@_loop
+def _jy32(x, out, which):
+    n = 0
+    for i in range(x.shape[0]):
+        v = np.float64(x[i])
+        out[i] = np.float32(_jy_near(v, which))
+        n += 1 if abs(v) > 5.0 else 0
+    if n:  # the elements above 5 (infinities included), one at a time
+        for i in range(x.shape[0]):
+            v = np.float64(x[i])
+            if abs(v) > 5.0:
+                out[i] = np.float32(_jy_far(v, which))
+
+
+@_loop
+def _jy64(x, out, which):
+    n = 0
+    for i in range(x.shape[0]):
+        v = x[i]
+        out[i] = _jy_near(v, which)
+        n += 1 if abs(v) > 5.0 else 0
+    if n:
+        for i in range(x.shape[0]):
+            v = x[i]
+            if abs(v) > 5.0:
+                out[i] = _jy_far(v, which)
+
+
 # --------------------------------------------------------------------------- wrappers
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
@@ -579,3 +734,22 @@ def ndtri(x: np.ndarray) -> np.ndarray:
     flat, out, single = _flat("ndtri", x)
     (_ndtri32 if single else _ndtri64)(flat, out.ravel("K"))
     return out
+
+
+def _jy_fn(name: str, doc: str):
+    which = _JY.index(name)
+
+    def f(x: np.ndarray) -> np.ndarray:
+        flat, out, single = _flat(name, x)
+        (_jy32 if single else _jy64)(flat, out.ravel("K"), which)
+        return out
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"{doc} of a float32 / float64 array (a new array)."
+    return f
+
+
+j0 = _jy_fn("j0", "``J0(x)``")
+j1 = _jy_fn("j1", "``J1(x)``")
+y0 = _jy_fn("y0", "``Y0(x)`` (NaN below 0)")
+y1 = _jy_fn("y1", "``Y1(x)`` (NaN below 0)")
