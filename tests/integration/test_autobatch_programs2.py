@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from autobatch_harness import DT, ctx, grads_of, twice
 
 import ember.distributions as D
 import ember.nn as nn
@@ -24,78 +25,6 @@ from ember.autograd import Function, autobatch, enable_grad, grad, no_grad
 from ember.autograd import forward_ad as fwAD
 from ember.autograd import functional as AF
 from ember.autograd.func import hessian, jacfwd, jacrev, jvp, vjp
-
-TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-9, atol=1e-11),
-       "bfloat16": dict(rtol=2e-2, atol=2e-3)}
-DT = {"float32": T.float32, "float64": T.float64}
-
-
-def _np(v):
-    if v is None:
-        return None
-    if isinstance(v, T.Tensor):
-        return v.detach().numpy().copy()
-    return np.asarray(v)
-
-
-def _collect(out):
-    """A program's report: a dict name -> tensor / float / list / None, flattened to arrays."""
-    flat = {}
-    for k, v in out.items():
-        if isinstance(v, (list, tuple)) and v and isinstance(v[0], T.Tensor):
-            for j, t in enumerate(v):
-                flat[f"{k}[{j}]"] = _np(t)
-        elif isinstance(v, dict):
-            for j, t in v.items():
-                flat[f"{k}.{j}"] = _np(t)
-        else:
-            flat[k] = _np(v)
-    return flat
-
-
-def grads_of(model):
-    return {n: p.grad for n, p in model.named_parameters()}
-
-
-def twice(program, dtype="float32", seed=0, check_calls=True):
-    """``program(batched)`` builds its model and data from the seed and returns a report (a dict);
-    it is run eagerly and inside autobatch (the program opens the context itself through
-    ``ctx()``), and the reports must agree."""
-    reports = []
-    for batched in (False, True):
-        T.manual_seed(seed)
-        np.random.seed(seed)
-        reports.append(_collect(program(batched)))
-    r0, r1 = reports
-    assert r0.keys() == r1.keys()
-    for k in r0:
-        a, b = r0[k], r1[k]
-        if a is None:
-            assert b is None or not np.any(b), k
-            continue
-        assert b is not None, k
-        assert a.shape == b.shape, (k, a.shape, b.shape)
-        assert a.dtype == b.dtype, (k, a.dtype, b.dtype)
-        if a.dtype.kind in "fc":
-            np.testing.assert_allclose(b, a, err_msg=k, **TOL[dtype])
-        else:
-            np.testing.assert_array_equal(b, a, err_msg=k)
-    return r0, r1
-
-
-class _Null:
-    stats = {"calls": 1}
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
-
-
-def ctx(batched):
-    return autobatch() if batched else _Null()
-
 
 _FORCE_DTYPE = {"dtype": None}      # set by the float64 tests
 

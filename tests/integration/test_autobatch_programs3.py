@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 import pytest
+from autobatch_harness import DT, ctx, grads_of
+from autobatch_harness import twice as _twice
 
 import ember.nn as nn
 import ember.nn.functional as F
@@ -22,77 +24,11 @@ import ember.optim as optim
 import ember.tensor as T
 from ember.autograd import autobatch, grad, no_grad
 
-TOL = {"float32": dict(rtol=1e-4, atol=1e-5), "float64": dict(rtol=1e-9, atol=1e-11)}
-DT = {"float32": T.float32, "float64": T.float64}
-
-
-def _np(v):
-    if v is None:
-        return None
-    if isinstance(v, T.Tensor):
-        return v.detach().numpy().copy()
-    return np.asarray(v)
-
-
-def _collect(out):
-    flat = {}
-    for k, v in out.items():
-        if isinstance(v, (list, tuple)) and v and isinstance(v[0], T.Tensor):
-            for j, t in enumerate(v):
-                flat[f"{k}[{j}]"] = _np(t)
-        elif isinstance(v, dict):
-            for j, t in v.items():
-                flat[f"{k}.{j}"] = _np(t)
-        else:
-            flat[k] = _np(v)
-    return flat
-
-
 _DEFAULT = {"dtype": "float32"}        # float64 by the default-dtype sweep at the end
 
 
 def twice(program, dtype=None, seed=0):
-    """``program(batched)`` builds its model and data from the seed and returns a report (a dict)
-    of values; run eagerly and inside autobatch (the program opens the context through ``ctx``)."""
-    dtype = dtype or _DEFAULT["dtype"]
-    reports = []
-    for batched in (False, True):
-        T.manual_seed(seed)
-        np.random.seed(seed)
-        reports.append(_collect(program(batched)))
-    r0, r1 = reports
-    assert r0.keys() == r1.keys()
-    for k in r0:
-        a, b = r0[k], r1[k]
-        if a is None:
-            assert b is None or not np.any(b), k
-            continue
-        assert b is not None, k
-        assert a.shape == b.shape, (k, a.shape, b.shape)
-        assert a.dtype == b.dtype, (k, a.dtype, b.dtype)
-        if a.dtype.kind in "fc":
-            np.testing.assert_allclose(b, a, err_msg=k, **TOL[dtype])
-        else:
-            np.testing.assert_array_equal(b, a, err_msg=k)
-    return r0, r1
-
-
-class _Null:
-    stats = {"calls": 1}
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
-
-
-def ctx(batched):
-    return autobatch() if batched else _Null()
-
-
-def grads_of(model):
-    return {n: p.grad for n, p in model.named_parameters()}
+    return _twice(program, dtype or _DEFAULT["dtype"], seed)
 
 
 def params_of(model):
