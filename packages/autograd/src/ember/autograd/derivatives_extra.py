@@ -2,8 +2,9 @@
 (the gradient passes where the input is finite, as PyTorch's) and ``scatter_reduce`` are the
 differentiable registry ops there (the rest are composites, or not differentiable), with
 ``renorm`` (through its scale and its norm); ``as_strided_scatter``'s (``ember.tensor._shape``);
-``unbind``'s (a ``stack``); and ``put``'s and ``take``'s (``ember.tensor._indexing``), linear maps
-whose gradients are ``put``, ``take`` and ``getitem_backward``.
+``unbind``'s (a ``stack``); ``repeat_interleave``'s (a sum over the copies); and ``put``'s and
+``take``'s (``ember.tensor._indexing``), linear maps whose gradients are ``put``, ``take`` and
+``getitem_backward``.
 ``scatter_reduce``'s formulas follow PyTorch's: ``sum`` and ``mean`` spread the gradient,
 ``amax``/``amin`` share it evenly among the elements equal to the result, ``prod`` divides
 the result by each factor (inputs must be non-zero).
@@ -106,6 +107,32 @@ def _take(c, g):
     indices accumulate): getitem's backward of the flat input, viewed in its shape."""
     shape = c.meta[0][0]
     return et.getitem_backward(g, (math.prod(shape),), (c.args.index,)).view(shape), None
+
+
+@vjp("repeat_interleave", save=(1,), complex="linear")
+def _repeat_interleave(c, g):
+    """Each slice's copies summed back into it: with one count, the copies lie side by side
+    along ``dim``, which splits into (slices, copies) and sums over the copies; with a count
+    per slice, ``index_add`` adds each copy at its slice's position."""
+    a = c.args
+    shape = c.meta[0][0]
+    flat = a.dim is None or not shape
+    dim = 0 if flat else a.dim % len(shape)
+    size = math.prod(shape) if flat else shape[dim]
+    reps = a.repeats
+    if isinstance(reps, et.Tensor) and reps.numel() == 1:
+        reps = reps.item()
+    if isinstance(reps, et.Tensor):
+        src = et.repeat_interleave(et.arange(size, device=g.device), reps.reshape(-1))
+        gi = et.zeros(tuple(g.shape[:dim]) + (size,) + tuple(g.shape[dim + 1:]), dtype=g.dtype,
+                      device=g.device).index_add(dim, src, g)
+    else:
+        post = tuple(g.shape[dim + 1:])
+        gi = g.reshape(tuple(g.shape[:dim]) + (size, reps) + post)
+        # copies along the last axis summed by a product with ones: a sum over a short last
+        # axis runs per element (512K float32 summed in pairs: 2.6 ms against 80 us)
+        gi = gi.sum(dim + 1) if post else gi @ et.ones(reps, dtype=g.dtype, device=g.device)
+    return (gi.reshape(shape) if flat else gi), None
 
 
 @vjp("as_strided_scatter", save=(0,), complex="linear")

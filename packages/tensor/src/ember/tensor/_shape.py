@@ -1127,6 +1127,7 @@ def tile(input: Tensor, *dims) -> Tensor:
     return repeat(input, reps)
 
 
+@defop("repeat_interleave")
 def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
                       output_size: int | None = None) -> Tensor:
     """Repeat each element (or each slice along ``dim``) ``repeats`` times; ``repeats`` is an
@@ -1138,7 +1139,7 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
     """
     op = "repeat_interleave"
     data = input._data
-    xp = array_module(data)
+    xp = np if data.__class__ is np.ndarray else array_module(data)
     if repeats is None:
         if data.dtype.kind not in "iu":
             raise NotImplementedError(f'"{op}" not implemented for \'{_tname(data.dtype)}\'')
@@ -1146,42 +1147,43 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
             raise RuntimeError(f"{op}(): repeat_interleave only accept 1D vector as repeat")
         if data.size and int(data.min()) < 0:
             raise RuntimeError(f"{op}(): repeats can not be negative")
-        idx = xp.repeat(xp.arange(data.shape[0], dtype=np.int64), data)
-        if output_size is not None and output_size != idx.size:
-            raise RuntimeError(f"{op}: Invalid output_size, expected {idx.size} but got "
-                               f"{output_size}")
-        return _make(idx)
-    if isinstance(repeats, Tensor):
-        r = repeats._data
-        _same_device(op, data, r)
-        if r.dtype.kind not in "iu":
-            raise NotImplementedError(f'"{op}" not implemented for \'{_tname(r.dtype)}\'')
-        if r.ndim > 1:
-            raise RuntimeError(f"{op}(): repeat_interleave only accept 1D vector as repeat")
-        reps = int(r.reshape(-1)[0]) if r.size == 1 else r.reshape(-1)
+        # the counts repeat their own positions
+        reps, data, axis = data, xp.arange(data.shape[0], dtype=np.int64), 0
     else:
-        reps = operator.index(repeats)
-    if isinstance(reps, int) and reps < 0:
-        raise RuntimeError(f"{op}(): Repeats must be non-negative")
-    if dim is None:
-        size = data.size
-    else:
-        dim = _wrap_dim(dim, data.ndim, op)
-        size = data.shape[dim] if data.ndim else 1
-    if not isinstance(reps, int):
-        if reps.shape[0] != size:
-            raise RuntimeError(
-                f"{op}(): repeats must have the same size as input along dim, but got "
-                f"repeats.size(0) = {reps.shape[0]} and input.size({dim or 0}) = {size}")
-        if reps.size and int(reps.min()) < 0:
-            raise RuntimeError(f"{op}(): repeats can not be negative")
-    idx = xp.repeat(xp.arange(size, dtype=np.int64), reps)
-    if output_size is not None and output_size != idx.size:
-        raise RuntimeError(f"{op}: Invalid output_size, expected {idx.size} but got "
+        if isinstance(repeats, Tensor):
+            r = repeats._data
+            _same_device(op, data, r)
+            if r.dtype.kind not in "iu":
+                raise NotImplementedError(
+                    f'"{op}" not implemented for \'{_tname(r.dtype)}\'')
+            if r.ndim > 1:
+                raise RuntimeError(f"{op}(): repeat_interleave only accept 1D vector as repeat")
+            reps = int(r.reshape(-1)[0]) if r.size == 1 else r.reshape(-1)
+        else:
+            reps = operator.index(repeats)
+        if reps.__class__ is int and reps < 0:
+            raise RuntimeError(f"{op}(): Repeats must be non-negative")
+        if dim is None or data.ndim == 0:  # over the flattened input
+            if dim is not None:
+                _wrap_dim(dim, 0, op)
+            data, axis = data.reshape(-1), 0
+        else:
+            axis = _wrap_dim(dim, data.ndim, op)
+        if reps.__class__ is not int:
+            if reps.shape[0] != data.shape[axis]:
+                raise RuntimeError(
+                    f"{op}(): repeats must have the same size as input along dim, but got "
+                    f"repeats.size(0) = {reps.shape[0]} and input.size({axis}) = "
+                    f"{data.shape[axis]}")
+            if reps.size and int(reps.min()) < 0:
+                raise RuntimeError(f"{op}(): repeats can not be negative")
+    # one repeat of the array along its axis (each slice copied ``reps`` times in place),
+    # where an index of repeated positions and a take through it made three passes
+    out = xp.repeat(data, reps, axis)
+    if output_size is not None and output_size != out.shape[axis]:
+        raise RuntimeError(f"{op}: Invalid output_size, expected {out.shape[axis]} but got "
                            f"{output_size}")
-    if dim is None or data.ndim == 0:  # over the flattened input
-        return index_select(reshape(input, -1), 0, _make(idx))
-    return index_select(input, dim, _make(idx))
+    return _make(out)
 
 
 @with_out(casting="no")

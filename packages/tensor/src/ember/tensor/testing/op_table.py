@@ -1053,8 +1053,8 @@ _add(
       lambda d, rng: [_S(np.asarray([[0, 1, 0], [2, 0, 3]], d))], dtypes=FLOAT + INT + ("bool",),
       out_dtype="int64", differentiable=False),
     E("repeat_interleave", et.repeat_interleave, lambda x, r, dim=None: np.repeat(x, r, axis=dim),
-      _shape_gen(((2, 3), (2,), {}), ((2, 3), (2,), dict(dim=1))), dtypes=FLOAT,
-      ops=("getitem",)),
+      lambda d, rng: [_S(_rand((2, 3), d, rng), 2), _S(_rand((2, 3), d, rng), 2, dim=1),
+                      _S(_rand((2, 3), d, rng), _idx([1, 0, 2]), dim=1)], dtypes=FLOAT),
 )
 
 # creation-like ops with a tensor input
