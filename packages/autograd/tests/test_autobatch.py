@@ -1630,3 +1630,28 @@ def test_kron_batches_with_stacked_and_shared_operands():
         loss_fn()
     assert ctx.stats["groups"] * 2 < ctx.stats["calls"] and not ctx.stats["unbatched"]
     run_both([w] + xs + ys, loss_fn, "float64")
+
+
+def test_repeat_interleave_batches_int_counts_and_runs_tensor_counts_as_they_come():
+    # an int count batches (one repeat a dim further in); tensor counts give each example a
+    # result shaped by its own values, so such calls run as they come
+    rng = np.random.default_rng(34)
+    w = param(rng, 3, 4)
+    xs = [et.tensor(rng.standard_normal((2, 3))) for _ in range(5)]
+    counts = [et.tensor([1, 2, 0]), et.tensor([3, 0, 0]), et.tensor([0, 1, 1]),
+              et.tensor([2, 2, 2]), et.tensor([1, 0, 4])]
+
+    def loss_fn():
+        out = []
+        for x, c in zip(xs, counts):
+            h = x @ w
+            out.append(h.repeat_interleave(2, dim=0).pow(2).sum() +
+                       h.repeat_interleave(3, dim=-1).sum() +
+                       (x.t().repeat_interleave(c, dim=0) @ et.ones(2, dtype=et.float64)).sum()
+                       + et.repeat_interleave(c).sum())
+        return et.stack(out).sum()
+
+    with autobatch() as ctx:
+        loss_fn()
+    assert not ctx.stats["unbatched"].get("repeat_interleave"), ctx.stats
+    run_both([w], loss_fn, "float64")

@@ -155,6 +155,9 @@ SHAPE = {
     "index_mask": lambda x: x[x > 0] if False else x[:, et.tensor([True, False, True, True])],
     "index_select": lambda x: x.index_select(2, et.tensor([4, 0])),
     "gather": lambda x: x.gather(2, et.tensor([[[0, 1]] * 4] * 3)),
+    "repeat_interleave": lambda x: x.repeat_interleave(2, dim=1),
+    "repeat_interleave_flat": lambda x: x.repeat_interleave(3),
+    "repeat_interleave_counts": lambda x: x.repeat_interleave(et.tensor([2, 0, 1, 3, 1]), 2),
     "flip": lambda x: x.flip(1), "roll": lambda x: x.roll(1, 2), "repeat": lambda x: x.repeat(
         1, 2, 1), "tril": lambda x: x.tril(), "triu": lambda x: x.triu(1),
     "pad": lambda x: F.pad(x, (1, 2)), "setitem": lambda x: _setitem(x),

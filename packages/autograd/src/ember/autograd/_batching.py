@@ -535,6 +535,16 @@ def kron(b: Batch):
     return b.reshape(r, [b.n] + [x * y for x, y in zip(pa, pb)])
 
 
+def repeat_interleave(b: Batch):
+    """``repeat_interleave(x, k, dim)`` of each example's tensor by an int count: the same
+    repeat one dim further in (the batch dim in front); the flattened form runs unbatched."""
+    reps, dim = b.args[1], b.args[2]
+    nd = len(b.shapes[0])
+    if reps.__class__ is not int or dim is None or not nd:
+        return None
+    return b.do("repeat_interleave", b.stack_of(0), reps, dim % nd + 1, None)
+
+
 def trace(b: Batch):
     """``trace`` of each example's matrix: the sum of its diagonal."""
     if len(b.shapes[0]) != 2:
@@ -788,7 +798,8 @@ RULES.update({
     "index_copy": index_dim_op, "index_fill": index_dim_op,
     "argmax": argreduce, "argmin": argreduce, "bernoulli": elementwise,
     "cross_entropy_loss": cross_entropy, "flip": flip, "repeat": repeat, "outer": outer,
-    "kron": kron, "trace": trace, "einsum": einsum, "linalg_solve": solve,
+    "kron": kron, "repeat_interleave": repeat_interleave, "trace": trace, "einsum": einsum,
+    "linalg_solve": solve,
     "linalg_solve_triangular": solve_triangular, "tensordot": tensordot,
     "searchsorted": searchsorted, "bucketize": batch_rows, "isin": batch_rows,
     "median": median_all, "diag": diag, "unfold": dim_op(("dimension",)),

@@ -1283,7 +1283,9 @@ class _State:
         if meta is None:
             meta = _META.get(mkey)
         if meta is None:
-            if mkey in _EAGER_KEYS or (op.name == "getitem" and _bool_index(bound[1])):
+            if mkey in _EAGER_KEYS or (op.name == "getitem" and _bool_index(bound[1])) or \
+                    (op.name == "repeat_interleave" and bound[1].__class__ is not int):
+                # (a result's shape that depends on the values: tensor counts)
                 return None
             meta = self.infer(op, bound, mkey)
             if meta is None:

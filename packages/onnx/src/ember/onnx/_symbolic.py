@@ -762,6 +762,25 @@ def _index_select(g, a, out):
     return g.node("Gather", [g.v(a.input), g.v(a.index, np.int64)], axis=_wrap(a.dim, max(nd, 1)))
 
 
+@register("repeat_interleave")
+def _repeat_interleave(g, a, out):
+    # the repeated positions, known when the graph is traced (the counts are concrete), as one
+    # Gather; with no repeats the input is the counts and the result those positions
+    if a.repeats is None:
+        counts = np.asarray(a.input.numpy()).reshape(-1)
+        return g.const(np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts))
+    shape = g.shape(a.input)
+    x = g.v(a.input)
+    if a.dim is None or not shape:
+        x, axis, n = g.node("Reshape", [x, g.ints([-1])]), 0, int(np.prod(shape, dtype=np.int64))
+    else:
+        axis = _wrap(a.dim, len(shape))
+        n = shape[axis]
+    reps = a.repeats.numpy().reshape(-1) if is_tensor(a.repeats) else int(a.repeats)
+    idx = np.repeat(np.arange(n, dtype=np.int64), reps)
+    return g.node("Gather", [x, g.const(idx)], axis=axis)
+
+
 @register("gather")
 def _gather(g, a, out):
     nd = len(g.shape(a.input))
