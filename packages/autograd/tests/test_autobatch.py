@@ -477,6 +477,14 @@ def test_inplace_on_a_concrete_tensor_a_pending_call_reads_runs_the_graph_first(
             else:
                 base.mul_(3)
         assert y.tolist() == [2.0] * len(read.tolist()), target
+    # a group run before whose result a pending call reads (rows of the written tensor)
+    w = et.arange(6.0).reshape(3, 2)
+    with autobatch():
+        v = w[0:2]
+        v.tolist()       # the rows group runs
+        y = v * 2        # reads its result
+        w[0, 0] = 100.0  # after y was made: y keeps the old value
+    assert y.tolist() == [[0.0, 2.0], [4.0, 6.0]]
 
 
 def test_inplace_on_an_unread_pending_value_waits():

@@ -1380,7 +1380,8 @@ class _State:
 
     def unread(self, bound):
         """Is ``bound`` an in-place call writing a real tensor whose memory no pending call
-        reads (no argument read since the last run, no parameter), with no pending argument?
+        reads (no argument read since the last run, no parameter, no result of a group run
+        before: a row group's result can be a view of its source), with no pending argument?
         A set-up write into a tensor made in the context (``w = zeros(3); w[0] = 1``) then
         leaves the pending graph to wait: the values its calls read are unchanged."""
         x = bound[0]
@@ -1401,6 +1402,12 @@ class _State:
         for r, _ in self.wkeys.values():
             if r.__class__ is _ndarray and share(d, r):
                 return False
+        for g in set(self.table.values()):
+            for vals in (g.outs, g.same, *(g.vals or ())):
+                for v in vals or ():
+                    r = _unwrap(v) if isinstance(v, _TensorType) else None
+                    if r.__class__ is _ndarray and share(d, r):
+                        return False
         return True
 
     # -- the output structure of a signature ------------------------------------------
